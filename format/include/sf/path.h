@@ -1,0 +1,43 @@
+/*
+ * sf/path.h - the ONE path normalisation, shared by servd-pack (file names
+ * become keys) and servd (request targets become keys). Keeping it in one
+ * function is what guarantees that every packed file is reachable under
+ * exactly one key and that nothing else is.
+ *
+ * A normalised key:
+ *   - starts with '/', never contains NUL, '\\', control bytes, an empty
+ *     segment ("//"), a "." or a ".." segment;
+ *   - is valid UTF-8 (no overlong forms, no surrogates, nothing above U+10FFFF);
+ *   - ends with '/' only when it names a directory ("/", "/docs/").
+ */
+#ifndef SF_PATH_H
+#define SF_PATH_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Turns the path part of an origin-form request target (everything before
+ * '?', already split off by the caller) into a key: percent-decodes once
+ * (RFC 3986 §2.1; "%2F" and "%5C" are refused so that a decoded '/' can never
+ * create a segment and '\\' never reaches a key), removes "." segments,
+ * resolves ".." segments (RFC 3986 §5.2.4) but refuses to climb above "/",
+ * collapses repeated slashes, and validates UTF-8.
+ * @param[in]  in, len   the raw path bytes
+ * @param[out] out       at least cap bytes; receives the key (NUL-terminated)
+ * @param[out] outlen    the key length without the NUL
+ * @return 0, SF_EPATH (refused: the request is bad) or SF_ETOOLONG. */
+int sf_path_from_target(const char *in, size_t len, char *out, size_t cap, size_t *outlen);
+
+/* Checks that a decoded path (e.g. "/css/site.css" built from a file name)
+ * is already a normalised key, i.e. that sf_path_from_target() of its
+ * percent-encoded form gives it back unchanged.
+ * @return 0 or SF_EPATH. */
+int sf_path_check(const char *key, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,265 @@
+/*
+ * sf/store.h - the servd pack: one LMDB file holding a whole static site.
+ *
+ * A pack is written once by servd-pack and then only ever read. It holds three
+ * LMDB databases (the byte layout of each record is in docs/format.md):
+ *
+ *   "meta"   : "meta" -> the meta record (magic, version, pack id, counts),
+ *              "status:404" -> the entry served for paths that do not exist.
+ *   "paths"  : normalised request path ("/css/site.css") -> entry record.
+ *   "bodies" : SHA-256 of the stored bytes -> the bytes (content addressed,
+ *              so identical contents are stored once).
+ *
+ * Conventions (libuv style): functions return 0 on success and a negative
+ * SF_E* code on failure; sf_strerror() names the code. Functions that can fail
+ * for reasons worth a sentence also fill a caller-supplied error buffer.
+ *
+ * Lifetimes (LMDB style): a pack file is immutable once it has its final name,
+ * so every pointer a reader returns points straight into the read-only map.
+ * Such a view is valid until the sf_reader that produced it is ended (and
+ * hence also until its sf_pack is closed, which requires all readers ended).
+ */
+#ifndef SF_STORE_H
+#define SF_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Error codes. 0 is success; every error is negative. */
+enum {
+    SF_OK = 0,
+    SF_ENOTFOUND = -1,  /* no such path / body / variant */
+    SF_ECORRUPT = -2,   /* a record is malformed: a length or offset is out of bounds */
+    SF_EVERSION = -3,   /* unknown major format version */
+    SF_EMAGIC = -4,     /* not a servd pack (bad magic) */
+    SF_EIO = -5,        /* an operating-system call failed (errno kept in the message) */
+    SF_ELMDB = -6,      /* LMDB reported an error */
+    SF_ENOMEM = -7,     /* allocation failed */
+    SF_EINVAL = -8,     /* invalid argument */
+    SF_EPATH = -9,      /* a path cannot be normalised (traversal, NUL, bad escape) */
+    SF_ETOOLONG = -10,  /* a path or record exceeds a limit */
+};
+
+/* Returns a static, human-readable name for an SF_E* code. */
+const char *sf_strerror(int err);
+
+/* Pack format version written by this library. Readers accept any minor
+ * version of SF_FORMAT_MAJOR and refuse every other major version. */
+#define SF_FORMAT_MAJOR 1
+#define SF_FORMAT_MINOR 0
+
+/* Magic at offset 0 of the meta record. */
+#define SF_META_MAGIC "SERVDPK1"
+#define SF_META_MAGIC_LEN 8
+
+/* Length of a body key (SHA-256). */
+#define SF_KEY_LEN 32
+
+/* Longest normalised path stored or looked up, in bytes. Longer request
+ * targets are refused with 414 long before this matters. */
+#define SF_PATH_MAX 4096
+
+/* Content codings a variant can have. The numeric values are stored in
+ * entry records: never renumber them. */
+enum sf_encoding {
+    SF_ENC_IDENTITY = 0,
+    SF_ENC_GZIP = 1,
+    SF_ENC_BR = 2,
+    SF_ENC_ZSTD = 3,
+    SF_ENC_COUNT = 4
+};
+
+/* The Content-Encoding token of an encoding ("identity", "gzip", "br",
+ * "zstd"), or NULL for an out-of-range value. */
+const char *sf_encoding_name(int enc);
+
+/* Parses an encoding token (exact, lowercase). Returns the sf_encoding or -1. */
+int sf_encoding_parse(const char *s, size_t len);
+
+/* A view into the map (or into caller memory): not NUL-terminated. */
+typedef struct sf_view {
+    const char *ptr;
+    size_t len;
+} sf_view;
+
+/* One stored representation of a path. All views point into the entry
+ * record and share its lifetime. */
+typedef struct sf_variant {
+    int encoding;             /* enum sf_encoding */
+    uint64_t body_len;        /* exact length of the stored bytes */
+    sf_view etag;             /* quoted strong ETag, e.g. "\"Zk3..\"" */
+    sf_view h200;             /* pre-rendered "HTTP/1.1 200 OK\r\n...": every header line
+                                 of a 200 except Date, each ending in CRLF, no blank line */
+    sf_view rep;              /* suffix of h200: the representation header lines (everything
+                                 but the status line and Content-Length), for 206 */
+    sf_view h304;             /* pre-rendered "HTTP/1.1 304 Not Modified\r\n..." (no Date) */
+    const uint8_t *body_key;  /* SF_KEY_LEN bytes: SHA-256 of the stored bytes */
+} sf_variant;
+
+/* Kinds of entry. */
+enum sf_kind {
+    SF_KIND_FILE = 1,      /* serve one of the variants */
+    SF_KIND_REDIRECT = 2,  /* 301 to target (a directory without its trailing slash) */
+};
+
+/* An entry record, decoded. Views point into the record. */
+typedef struct sf_entry {
+    int kind;                 /* enum sf_kind */
+    unsigned flags;           /* SF_ENTRY_* */
+    int64_t last_modified;    /* Unix seconds */
+    sf_view mime;             /* Content-Type value */
+    sf_view target;           /* redirect target path (SF_KIND_REDIRECT only) */
+    unsigned nvariants;       /* 0 for redirects, 1..SF_ENC_COUNT for files */
+    sf_variant variants[SF_ENC_COUNT]; /* identity is always variants[0] */
+} sf_entry;
+
+/* The entry has more than one variant: responses carry Vary: Accept-Encoding. */
+#define SF_ENTRY_NEGOTIABLE 0x1u
+
+/* The meta record, decoded. */
+typedef struct sf_meta {
+    unsigned major, minor;
+    int64_t created;          /* Unix seconds (SOURCE_DATE_EPOCH when set) */
+    uint64_t n_paths;         /* records in "paths" */
+    uint64_t n_bodies;        /* records in "bodies" */
+    uint64_t identity_bytes;  /* sum of identity lengths over all paths */
+    uint64_t stored_bytes;    /* sum of all stored body lengths */
+    uint8_t pack_id[16];      /* derived from the contents: same site, same id */
+    char packer[65];          /* packer version string, NUL-terminated */
+    char profile[129];        /* compression profile string, NUL-terminated */
+} sf_meta;
+
+/* ---- Records (record.c): pure byte encoding, no LMDB. ---- */
+
+/* Decodes and validates an entry record of n bytes at p. Every offset and
+ * length is checked against n; on success *out holds views into p.
+ * @return 0, or SF_ECORRUPT. */
+int sf_entry_decode(const void *p, size_t n, sf_entry *out);
+
+/* Input to sf_entry_encode: the strings are copied into the record. */
+typedef struct sf_variant_spec {
+    int encoding;
+    uint64_t body_len;
+    uint8_t body_key[SF_KEY_LEN];
+    sf_view etag;
+    sf_view h200;
+    size_t rep_off;           /* offset of the representation headers inside h200 */
+    sf_view h304;
+} sf_variant_spec;
+
+typedef struct sf_entry_spec {
+    int kind;
+    unsigned flags;
+    int64_t last_modified;
+    sf_view mime;
+    sf_view target;
+    unsigned nvariants;
+    sf_variant_spec variants[SF_ENC_COUNT];
+} sf_entry_spec;
+
+/* Encodes spec into a new malloc'd buffer (*out, *outlen); the caller frees.
+ * @return 0, SF_EINVAL (bad spec) or SF_ENOMEM. */
+int sf_entry_encode(const sf_entry_spec *spec, uint8_t **out, size_t *outlen);
+
+/* Decodes and validates a meta record. @return 0, SF_EMAGIC, SF_EVERSION or SF_ECORRUPT. */
+int sf_meta_decode(const void *p, size_t n, sf_meta *out);
+
+/* Encodes a meta record into buf (at least SF_META_RECORD_LEN bytes). */
+#define SF_META_RECORD_LEN 280
+void sf_meta_encode(const sf_meta *m, uint8_t buf[SF_META_RECORD_LEN]);
+
+/* ---- Reading (store_read.c) ---- */
+
+typedef struct sf_pack sf_pack;
+typedef struct sf_reader sf_reader;
+
+/* Opens the pack at path read-only (no lock file is created or needed) and
+ * validates its meta record. On failure writes a sentence naming the file and
+ * the cause into err (if errlen > 0).
+ * @param[in] path   the pack file
+ * @param[out] out   the open pack, to be closed with sf_pack_close()
+ * @return 0, SF_EIO, SF_ELMDB, SF_EMAGIC, SF_EVERSION, SF_ECORRUPT or SF_ENOMEM. */
+int sf_pack_open(const char *path, sf_pack **out, char *err, size_t errlen);
+
+/* Closes a pack. Every reader of it must have been ended first. */
+void sf_pack_close(sf_pack *pack);
+
+/* The pack's decoded meta record; valid until sf_pack_close(). */
+const sf_meta *sf_pack_meta(const sf_pack *pack);
+
+/* The file size of the pack in bytes (as mapped). */
+uint64_t sf_pack_size(const sf_pack *pack);
+
+/* Begins a reader: a read-only LMDB transaction. A reader may be used by one
+ * thread at a time (it may move between threads). Allocates.
+ * @return 0, SF_ELMDB or SF_ENOMEM. */
+int sf_reader_begin(sf_pack *pack, sf_reader **out);
+
+/* Ends a reader; every view obtained through it becomes invalid. */
+void sf_reader_end(sf_reader *r);
+
+/* Looks up a normalised path (see sf/path.h) and decodes its entry. Does not
+ * allocate. @return 0, SF_ENOTFOUND, SF_ECORRUPT or SF_ELMDB. */
+int sf_lookup(sf_reader *r, const char *path, size_t len, sf_entry *out);
+
+/* Looks up a special entry in "meta" by name (e.g. "status:404"). */
+int sf_lookup_special(sf_reader *r, const char *name, sf_entry *out);
+
+/* Finds the stored bytes of a variant; checks that their length is the one
+ * the variant records. Does not allocate.
+ * @return 0, SF_ENOTFOUND, SF_ECORRUPT or SF_ELMDB. */
+int sf_body(sf_reader *r, const sf_variant *v, sf_view *out);
+
+/* Finds a body by key. @return 0, SF_ENOTFOUND or SF_ELMDB. */
+int sf_body_by_key(sf_reader *r, const uint8_t key[SF_KEY_LEN], sf_view *out);
+
+/* Calls fn for every path in byte order with its decoded entry; stops at the
+ * first non-zero return of fn and returns it. A record that fails to decode
+ * returns SF_ECORRUPT after filling err with its path. */
+typedef int (*sf_path_fn)(void *arg, sf_view path, const sf_entry *e);
+int sf_foreach_path(sf_reader *r, sf_path_fn fn, void *arg, char *err, size_t errlen);
+
+/* Calls fn for every body (key, bytes) in key order. */
+typedef int (*sf_body_fn)(void *arg, const uint8_t key[SF_KEY_LEN], sf_view bytes);
+int sf_foreach_body(sf_reader *r, sf_body_fn fn, void *arg);
+
+/* ---- Writing (store_write.c) ---- */
+
+typedef struct sf_writer sf_writer;
+
+/* Starts a pack that will appear at final_path only when committed. Builds
+ * into "<final_path>.tmp-<pid>" in the same directory.
+ * @param[in] capacity  an upper bound of the bytes that will be stored
+ *                      (bodies plus records); the map is sized from it.
+ * @return 0, SF_EIO, SF_ELMDB or SF_ENOMEM (with a sentence in err). */
+int sf_writer_open(const char *final_path, uint64_t capacity, sf_writer **out, char *err,
+                   size_t errlen);
+
+/* Stores a body under its key. Storing the same key twice is not an error
+ * (content addressing: the first copy is kept). */
+int sf_writer_put_body(sf_writer *w, const uint8_t key[SF_KEY_LEN], const void *p, size_t n);
+
+/* Stores an encoded entry record under a normalised path. A path may be
+ * stored once. */
+int sf_writer_put_path(sf_writer *w, const char *path, size_t len, const void *rec, size_t n);
+
+/* Stores a special entry in "meta" (e.g. "status:404"). */
+int sf_writer_put_special(sf_writer *w, const char *name, const void *rec, size_t n);
+
+/* Writes the meta record, commits, fsyncs the file, renames it to its final
+ * name and fsyncs the directory. The writer is freed whatever the result;
+ * on failure the temporary file is removed and nothing appears.
+ * @return 0, SF_EIO or SF_ELMDB (with a sentence in err). */
+int sf_writer_commit(sf_writer *w, const sf_meta *meta, char *err, size_t errlen);
+
+/* Abandons the pack: removes the temporary file and frees the writer. */
+void sf_writer_abort(sf_writer *w);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* SF_STORE_H */

@@ -1,0 +1,144 @@
+/* path.c - request targets and file names to pack keys (see sf/path.h). */
+#include "sf/path.h"
+#include "sf/store.h"
+
+#include <stdint.h>
+#include <string.h>
+
+static int hexval(unsigned char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* Length of the valid UTF-8 sequence at p (at most n bytes), or 0 when the
+ * bytes are not well-formed UTF-8 (RFC 3629 §4: no overlong forms, no
+ * surrogates, nothing above U+10FFFF). */
+static size_t utf8_len(const unsigned char *p, size_t n)
+{
+    unsigned char c = p[0];
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xc2 && c <= 0xdf)
+        return n >= 2 && (p[1] & 0xc0) == 0x80 ? 2 : 0;
+    if (c >= 0xe0 && c <= 0xef) {
+        if (n < 3 || (p[1] & 0xc0) != 0x80 || (p[2] & 0xc0) != 0x80)
+            return 0;
+        if (c == 0xe0 && p[1] < 0xa0)
+            return 0; /* overlong */
+        if (c == 0xed && p[1] > 0x9f)
+            return 0; /* surrogate */
+        return 3;
+    }
+    if (c >= 0xf0 && c <= 0xf4) {
+        if (n < 4 || (p[1] & 0xc0) != 0x80 || (p[2] & 0xc0) != 0x80 || (p[3] & 0xc0) != 0x80)
+            return 0;
+        if (c == 0xf0 && p[1] < 0x90)
+            return 0; /* overlong */
+        if (c == 0xf4 && p[1] > 0x8f)
+            return 0; /* above U+10FFFF */
+        return 4;
+    }
+    return 0; /* continuation byte, 0xc0, 0xc1 or 0xf5.. */
+}
+
+/* Validates a decoded segment's bytes: no NUL, no controls, no '\\', UTF-8. */
+static int segment_ok(const unsigned char *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        if (s[i] < 0x20 || s[i] == 0x7f || s[i] == '\\')
+            return 0;
+        size_t l = utf8_len(s + i, n - i);
+        if (l == 0)
+            return 0;
+        i += l;
+    }
+    return 1;
+}
+
+int sf_path_from_target(const char *in, size_t len, char *out, size_t cap, size_t *outlen)
+{
+    const unsigned char *p = (const unsigned char *)in;
+
+    if (len == 0 || p[0] != '/')
+        return SF_EPATH;
+    if (cap < 2)
+        return SF_ETOOLONG;
+
+    /* Invariant: out[0..o) is a normalised directory prefix ending in '/'. */
+    size_t o = 0;
+    out[o++] = '/';
+    size_t i = 1;
+    for (;;) {
+        size_t seg = o; /* the segment is decoded in place at out + seg */
+        while (i < len && p[i] != '/') {
+            unsigned char c = p[i++];
+            if (c == '%') {
+                if (len - i < 2)
+                    return SF_EPATH;
+                int a = hexval(p[i]), b = hexval(p[i + 1]);
+                if (a < 0 || b < 0)
+                    return SF_EPATH;
+                c = (unsigned char)(a << 4 | b);
+                if (c == '/' || c == '\\' || c == 0)
+                    return SF_EPATH; /* encoded separators and NUL */
+                i += 2;
+            }
+            if (o + 2 > cap) /* room for this byte and the NUL */
+                return SF_ETOOLONG;
+            out[o++] = (char)c;
+        }
+        size_t n = o - seg;
+        int last = i >= len;
+        if (!segment_ok((const unsigned char *)out + seg, n))
+            return SF_EPATH;
+        if (n == 1 && out[seg] == '.') {
+            o = seg; /* "." */
+        } else if (n == 2 && out[seg] == '.' && out[seg + 1] == '.') {
+            if (seg == 1)
+                return SF_EPATH; /* ".." above "/" */
+            o = seg - 1; /* drop the parent's trailing '/' ... */
+            while (out[o - 1] != '/')
+                o--; /* ... and the parent segment */
+        } else if (n > 0 && !last) {
+            if (o + 2 > cap)
+                return SF_ETOOLONG;
+            out[o++] = '/';
+        }
+        if (last)
+            break;
+        i++; /* the '/' */
+    }
+    out[o] = '\0';
+    *outlen = o;
+    return SF_OK;
+}
+
+int sf_path_check(const char *key, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)key;
+    if (len == 0 || p[0] != '/' || len >= SF_PATH_MAX)
+        return SF_EPATH;
+    size_t i = 1;
+    while (i < len) {
+        size_t s = i;
+        while (i < len && p[i] != '/')
+            i++;
+        size_t n = i - s;
+        if (n == 0)
+            return SF_EPATH; /* "//" */
+        if ((n == 1 && p[s] == '.') || (n == 2 && p[s] == '.' && p[s + 1] == '.'))
+            return SF_EPATH;
+        if (!segment_ok(p + s, n))
+            return SF_EPATH;
+        if (i < len)
+            i++; /* '/' */
+    }
+    return SF_OK;
+}

@@ -1,0 +1,279 @@
+/*
+ * store_read.c - opening a pack read-only and looking things up in it.
+ *
+ * The pack is opened with MDB_RDONLY | MDB_NOLOCK: a pack is never written
+ * after it gets its final name, so no lock file and no reader table are
+ * needed, and a read transaction is only a snapshot of the meta page.
+ * Every view handed out points into LMDB's read-only map.
+ */
+#include "sf/store.h"
+
+#include <errno.h>
+#include <lmdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+struct sf_pack {
+    MDB_env *env;
+    MDB_dbi meta_db, paths_db, bodies_db;
+    sf_meta meta;
+    uint64_t size;
+};
+
+struct sf_reader {
+    sf_pack *pack;
+    MDB_txn *txn;
+};
+
+static int fail(char *err, size_t errlen, int code, const char *fmt, const char *path,
+                const char *why)
+{
+    if (errlen)
+        snprintf(err, errlen, fmt, path, why);
+    return code;
+}
+
+int sf_pack_open(const char *path, sf_pack **out, char *err, size_t errlen)
+{
+    struct stat st;
+    int rc;
+
+    if (stat(path, &st) != 0)
+        return fail(err, errlen, SF_EIO, "%s: %s", path, strerror(errno));
+    if (!S_ISREG(st.st_mode))
+        return fail(err, errlen, SF_EIO, "%s: %s", path, "not a regular file");
+
+    sf_pack *p = calloc(1, sizeof *p);
+    if (!p)
+        return fail(err, errlen, SF_ENOMEM, "%s: %s", path, "out of memory");
+    p->size = (uint64_t)st.st_size;
+
+    if ((rc = mdb_env_create(&p->env)) != 0)
+        goto out_lmdb;
+    mdb_env_set_maxdbs(p->env, 3);
+    /* Map exactly the file: LMDB raises this to the used size if needed,
+     * which the truncation check below then catches. */
+    if (st.st_size > 0)
+        mdb_env_set_mapsize(p->env, (size_t)st.st_size);
+    rc = mdb_env_open(p->env, path, MDB_RDONLY | MDB_NOLOCK | MDB_NOSUBDIR | MDB_NOTLS, 0);
+    if (rc == MDB_INVALID || rc == MDB_VERSION_MISMATCH || rc == EINVAL) {
+        fail(err, errlen, SF_EMAGIC, "%s: %s", path, "not a servd pack (no valid LMDB header)");
+        rc = SF_EMAGIC;
+        goto out_env;
+    }
+    if (rc != 0)
+        goto out_lmdb;
+
+    /* A file cut short would fault (SIGBUS) when a missing page is touched:
+     * refuse it up front. */
+    MDB_envinfo info;
+    MDB_stat est;
+    mdb_env_info(p->env, &info);
+    mdb_env_stat(p->env, &est);
+    if ((uint64_t)(info.me_last_pgno + 1) * est.ms_psize > p->size) {
+        fail(err, errlen, SF_ECORRUPT, "%s: %s", path, "truncated pack (pages missing at the end)");
+        rc = SF_ECORRUPT;
+        goto out_env;
+    }
+
+    MDB_txn *txn;
+    if ((rc = mdb_txn_begin(p->env, NULL, MDB_RDONLY, &txn)) != 0)
+        goto out_lmdb;
+    if ((rc = mdb_dbi_open(txn, "meta", 0, &p->meta_db)) != 0 ||
+        (rc = mdb_dbi_open(txn, "paths", 0, &p->paths_db)) != 0 ||
+        (rc = mdb_dbi_open(txn, "bodies", 0, &p->bodies_db)) != 0) {
+        mdb_txn_abort(txn);
+        if (rc == MDB_NOTFOUND || rc == MDB_INCOMPATIBLE) {
+            fail(err, errlen, SF_EMAGIC, "%s: %s", path,
+                 "not a servd pack (an LMDB file without the pack databases)");
+            rc = SF_EMAGIC;
+            goto out_env;
+        }
+        goto out_lmdb;
+    }
+    MDB_val k = {4, "meta"}, v;
+    rc = mdb_get(txn, p->meta_db, &k, &v);
+    if (rc == 0)
+        rc = sf_meta_decode(v.mv_data, v.mv_size, &p->meta);
+    else if (rc == MDB_NOTFOUND)
+        rc = SF_EMAGIC;
+    else
+        rc = SF_ELMDB;
+    mdb_txn_commit(txn); /* keeps the dbi handles */
+    if (rc == SF_EVERSION) {
+        char why[96];
+        snprintf(why, sizeof why, "pack format version %u is not supported (this build reads %d)",
+                 p->meta.major, SF_FORMAT_MAJOR);
+        fail(err, errlen, rc, "%s: %s", path, why);
+        goto out_env;
+    }
+    if (rc != 0) {
+        fail(err, errlen, rc, "%s: %s", path,
+             rc == SF_EMAGIC ? "not a servd pack (no meta record)" : "corrupt meta record");
+        goto out_env;
+    }
+    *out = p;
+    return SF_OK;
+
+out_lmdb:
+    fail(err, errlen, SF_ELMDB, "%s: %s", path, mdb_strerror(rc));
+    rc = SF_ELMDB;
+out_env:
+    if (p->env)
+        mdb_env_close(p->env);
+    free(p);
+    return rc;
+}
+
+void sf_pack_close(sf_pack *p)
+{
+    if (!p)
+        return;
+    mdb_env_close(p->env);
+    free(p);
+}
+
+const sf_meta *sf_pack_meta(const sf_pack *p)
+{
+    return &p->meta;
+}
+
+uint64_t sf_pack_size(const sf_pack *p)
+{
+    return p->size;
+}
+
+int sf_reader_begin(sf_pack *p, sf_reader **out)
+{
+    sf_reader *r = malloc(sizeof *r);
+    if (!r)
+        return SF_ENOMEM;
+    r->pack = p;
+    if (mdb_txn_begin(p->env, NULL, MDB_RDONLY, &r->txn) != 0) {
+        free(r);
+        return SF_ELMDB;
+    }
+    *out = r;
+    return SF_OK;
+}
+
+void sf_reader_end(sf_reader *r)
+{
+    if (!r)
+        return;
+    mdb_txn_abort(r->txn);
+    free(r);
+}
+
+static int get(sf_reader *r, MDB_dbi db, const void *key, size_t klen, MDB_val *v)
+{
+    if (klen == 0 || klen > 511) /* LMDB's default maximum key size */
+        return SF_ENOTFOUND;
+    MDB_val k = {klen, (void *)key};
+    int rc = mdb_get(r->txn, db, &k, v);
+    if (rc == MDB_NOTFOUND)
+        return SF_ENOTFOUND;
+    return rc == 0 ? SF_OK : rc == MDB_CORRUPTED || rc == MDB_PAGE_NOTFOUND ? SF_ECORRUPT
+                                                                             : SF_ELMDB;
+}
+
+int sf_lookup(sf_reader *r, const char *path, size_t len, sf_entry *out)
+{
+    MDB_val v;
+    int rc = get(r, r->pack->paths_db, path, len, &v);
+    return rc ? rc : sf_entry_decode(v.mv_data, v.mv_size, out);
+}
+
+int sf_lookup_special(sf_reader *r, const char *name, sf_entry *out)
+{
+    MDB_val v;
+    int rc = get(r, r->pack->meta_db, name, strlen(name), &v);
+    return rc ? rc : sf_entry_decode(v.mv_data, v.mv_size, out);
+}
+
+int sf_body_by_key(sf_reader *r, const uint8_t key[SF_KEY_LEN], sf_view *out)
+{
+    MDB_val v;
+    int rc = get(r, r->pack->bodies_db, key, SF_KEY_LEN, &v);
+    if (rc)
+        return rc;
+    out->ptr = v.mv_data;
+    out->len = v.mv_size;
+    return SF_OK;
+}
+
+int sf_body(sf_reader *r, const sf_variant *var, sf_view *out)
+{
+    int rc = sf_body_by_key(r, var->body_key, out);
+    if (rc == 0 && out->len != var->body_len)
+        return SF_ECORRUPT;
+    return rc;
+}
+
+static int foreach(sf_reader *r, MDB_dbi db, int (*each)(void *, MDB_val *, MDB_val *),
+                   void *arg)
+{
+    MDB_cursor *c;
+    MDB_val k, v;
+    if (mdb_cursor_open(r->txn, db, &c) != 0)
+        return SF_ELMDB;
+    int rc, ret = 0;
+    for (rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0;
+         rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+        if ((ret = each(arg, &k, &v)) != 0)
+            break;
+    }
+    mdb_cursor_close(c);
+    if (ret)
+        return ret;
+    return rc == MDB_NOTFOUND ? SF_OK : rc == MDB_CORRUPTED ? SF_ECORRUPT : SF_ELMDB;
+}
+
+struct path_ctx {
+    sf_path_fn fn;
+    void *arg;
+    char *err;
+    size_t errlen;
+};
+
+static int each_path(void *arg, MDB_val *k, MDB_val *v)
+{
+    struct path_ctx *c = arg;
+    sf_entry e;
+    sf_view path = {k->mv_data, k->mv_size};
+    if (sf_entry_decode(v->mv_data, v->mv_size, &e) != 0) {
+        if (c->errlen)
+            snprintf(c->err, c->errlen, "corrupt entry record for path %.*s",
+                     (int)(path.len > 200 ? 200 : path.len), path.ptr);
+        return SF_ECORRUPT;
+    }
+    return c->fn(c->arg, path, &e);
+}
+
+int sf_foreach_path(sf_reader *r, sf_path_fn fn, void *arg, char *err, size_t errlen)
+{
+    struct path_ctx c = {fn, arg, err, errlen};
+    return foreach(r, r->pack->paths_db, each_path, &c);
+}
+
+struct body_ctx {
+    sf_body_fn fn;
+    void *arg;
+};
+
+static int each_body(void *arg, MDB_val *k, MDB_val *v)
+{
+    struct body_ctx *c = arg;
+    if (k->mv_size != SF_KEY_LEN)
+        return SF_ECORRUPT;
+    sf_view b = {v->mv_data, v->mv_size};
+    return c->fn(c->arg, k->mv_data, b);
+}
+
+int sf_foreach_body(sf_reader *r, sf_body_fn fn, void *arg)
+{
+    struct body_ctx c = {fn, arg};
+    return foreach(r, r->pack->bodies_db, each_body, &c);
+}

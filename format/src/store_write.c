@@ -1,0 +1,179 @@
+/*
+ * store_write.c - building a pack so that it appears atomically.
+ *
+ * The pack is built in "<final>.tmp-<pid>" beside the target (same file
+ * system, so rename(2) is atomic), in one LMDB write transaction with
+ * MDB_NOSYNC; at commit the file is synced, renamed over the final name and
+ * the directory is synced. A reader therefore sees either no file, the old
+ * file, or the complete new one - never a half-written pack.
+ */
+#include "sf/store.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <lmdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct sf_writer {
+    MDB_env *env;
+    MDB_txn *txn;
+    MDB_dbi meta_db, paths_db, bodies_db;
+    char *tmp;
+    char *final;
+};
+
+static void say(char *err, size_t errlen, const char *path, const char *why)
+{
+    if (errlen)
+        snprintf(err, errlen, "%s: %s", path, why);
+}
+
+int sf_writer_open(const char *final_path, uint64_t capacity, sf_writer **out, char *err,
+                   size_t errlen)
+{
+    sf_writer *w = calloc(1, sizeof *w);
+    size_t n = strlen(final_path) + 32;
+    if (!w || !(w->tmp = malloc(n)) || !(w->final = strdup(final_path))) {
+        say(err, errlen, final_path, "out of memory");
+        goto out_free;
+    }
+    snprintf(w->tmp, n, "%s.tmp-%ld", final_path, (long)getpid());
+    unlink(w->tmp);
+
+    /* Room for every byte plus B-tree and overflow-page overhead. The map is
+     * address space only: the file grows as pages are written. */
+    uint64_t map = capacity + capacity / 2 + (64u << 20);
+    map = (map + 4095) & ~(uint64_t)4095;
+
+    int rc;
+    if ((rc = mdb_env_create(&w->env)) != 0)
+        goto out_lmdb;
+    mdb_env_set_maxdbs(w->env, 3);
+    if ((rc = mdb_env_set_mapsize(w->env, (size_t)map)) != 0)
+        goto out_lmdb;
+    rc = mdb_env_open(w->env, w->tmp, MDB_NOSUBDIR | MDB_NOLOCK | MDB_NOSYNC, 0644);
+    if (rc != 0)
+        goto out_lmdb;
+    if ((rc = mdb_txn_begin(w->env, NULL, 0, &w->txn)) != 0)
+        goto out_lmdb;
+    if ((rc = mdb_dbi_open(w->txn, "meta", MDB_CREATE, &w->meta_db)) != 0 ||
+        (rc = mdb_dbi_open(w->txn, "paths", MDB_CREATE, &w->paths_db)) != 0 ||
+        (rc = mdb_dbi_open(w->txn, "bodies", MDB_CREATE, &w->bodies_db)) != 0)
+        goto out_lmdb;
+    *out = w;
+    return SF_OK;
+
+out_lmdb:
+    say(err, errlen, w->tmp, mdb_strerror(rc));
+    sf_writer_abort(w);
+    return rc == ENOENT || rc == EACCES || rc == ENOSPC ? SF_EIO : SF_ELMDB;
+out_free:
+    if (w) {
+        free(w->tmp);
+        free(w->final);
+    }
+    free(w);
+    return SF_ENOMEM;
+}
+
+void sf_writer_abort(sf_writer *w)
+{
+    if (!w)
+        return;
+    if (w->txn)
+        mdb_txn_abort(w->txn);
+    if (w->env)
+        mdb_env_close(w->env);
+    if (w->tmp)
+        unlink(w->tmp);
+    free(w->tmp);
+    free(w->final);
+    free(w);
+}
+
+static int put(sf_writer *w, MDB_dbi db, const void *k, size_t kl, const void *v, size_t vl,
+               int dup_ok)
+{
+    MDB_val key = {kl, (void *)k}, val = {vl, (void *)v};
+    int rc = mdb_put(w->txn, db, &key, &val, MDB_NOOVERWRITE);
+    if (rc == MDB_KEYEXIST)
+        return dup_ok ? SF_OK : SF_EINVAL;
+    if (rc == MDB_BAD_VALSIZE)
+        return SF_ETOOLONG;
+    return rc == 0 ? SF_OK : rc == ENOSPC || rc == EIO ? SF_EIO : SF_ELMDB;
+}
+
+int sf_writer_put_body(sf_writer *w, const uint8_t key[SF_KEY_LEN], const void *p, size_t n)
+{
+    return put(w, w->bodies_db, key, SF_KEY_LEN, p, n, 1);
+}
+
+int sf_writer_put_path(sf_writer *w, const char *path, size_t len, const void *rec, size_t n)
+{
+    return put(w, w->paths_db, path, len, rec, n, 0);
+}
+
+int sf_writer_put_special(sf_writer *w, const char *name, const void *rec, size_t n)
+{
+    return put(w, w->meta_db, name, strlen(name), rec, n, 0);
+}
+
+static int fsync_path(const char *path, int dir)
+{
+    int fd = open(path, (dir ? O_RDONLY | O_DIRECTORY : O_RDONLY) | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    int rc = fsync(fd);
+    close(fd);
+    return rc;
+}
+
+int sf_writer_commit(sf_writer *w, const sf_meta *meta, char *err, size_t errlen)
+{
+    uint8_t rec[SF_META_RECORD_LEN];
+    sf_meta_encode(meta, rec);
+    int rc = put(w, w->meta_db, "meta", 4, rec, sizeof rec, 0);
+    if (rc) {
+        say(err, errlen, w->tmp, "cannot store the meta record");
+        goto out_abort;
+    }
+    rc = mdb_txn_commit(w->txn);
+    w->txn = NULL;
+    if (rc == 0)
+        rc = mdb_env_sync(w->env, 1);
+    if (rc != 0) {
+        say(err, errlen, w->tmp, mdb_strerror(rc));
+        rc = SF_EIO;
+        goto out_abort;
+    }
+    mdb_env_close(w->env);
+    w->env = NULL;
+    if (fsync_path(w->tmp, 0) != 0) {
+        say(err, errlen, w->tmp, strerror(errno));
+        rc = SF_EIO;
+        goto out_abort;
+    }
+    if (rename(w->tmp, w->final) != 0) {
+        say(err, errlen, w->final, strerror(errno));
+        rc = SF_EIO;
+        goto out_abort;
+    }
+    /* Make the rename itself durable. */
+    char *d = strdup(w->final);
+    if (d) {
+        fsync_path(dirname(d), 1);
+        free(d);
+    }
+    free(w->tmp);
+    free(w->final);
+    free(w);
+    return SF_OK;
+
+out_abort:
+    sf_writer_abort(w);
+    return rc;
+}

@@ -1,0 +1,18 @@
+#!/bin/sh
+# The whole test suite, as the README and CI run it: installs what is
+# missing, then builds and runs every test twice - a normal optimised build
+# and an AddressSanitizer + UndefinedBehaviorSanitizer build.
+set -eu
+cd "$(dirname "$0")/.."
+tests/deps.sh test
+jobs=$(nproc)
+
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build -j "$jobs"
+ctest --test-dir build --output-on-failure -j "$jobs"
+
+CC=clang cmake -S . -B build-san -DCMAKE_BUILD_TYPE=Debug -DSERVD_ASAN=ON -DSERVD_UBSAN=ON \
+    -DSERVD_FUZZ=ON >/dev/null
+cmake --build build-san -j "$jobs"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+    ctest --test-dir build-san --output-on-failure -j "$jobs"

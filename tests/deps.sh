@@ -1,0 +1,23 @@
+#!/bin/sh
+# Installs the Debian 12 packages servd needs, and only those missing.
+#   tests/deps.sh          build dependencies (enough to build and run)
+#   tests/deps.sh test     also what the test suite drives (curl, python3,
+#                          clang for sanitizers and fuzzers, compressors, ...)
+set -eu
+pkgs="build-essential cmake pkg-config liblmdb-dev libuv1-dev zlib1g-dev libzstd-dev
+      libbrotli-dev libmagic-dev libdeflate-dev libjansson-dev libssl-dev"
+if [ "${1:-}" = test ]; then
+    pkgs="$pkgs clang libclang-rt-14-dev curl python3 gzip brotli zstd lmdb-utils"
+fi
+missing=""
+for p in $pkgs; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+        missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+    echo "deps: installing$missing" >&2
+    SUDO=""
+    [ "$(id -u)" -eq 0 ] || SUDO=sudo
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing
+fi

@@ -1,0 +1,111 @@
+/* Path normalisation: the one function that decides what a request can reach. */
+#include "runner.h"
+#include "sf/path.h"
+#include "sf/store.h"
+
+static void ok(const char *in, const char *want)
+{
+    char out[256];
+    size_t n = 0;
+    int rc = sf_path_from_target(in, strlen(in), out, sizeof out, &n);
+    if (rc != 0)
+        t__fail(__FILE__, __LINE__, "%s: refused (%d), wanted %s", in, rc, want);
+    ASSERT_STR_EQ(out, want);
+    ASSERT_EQ(n, strlen(want));
+    ASSERT_EQ(sf_path_check(out, n), 0);
+}
+
+static void bad(const char *in)
+{
+    char out[256];
+    size_t n = 0;
+    int rc = sf_path_from_target(in, strlen(in), out, sizeof out, &n);
+    if (rc == 0)
+        t__fail(__FILE__, __LINE__, "%s: accepted as %s", in, out);
+}
+
+TEST(path_plain)
+{
+    ok("/", "/");
+    ok("/index.html", "/index.html");
+    ok("/a/b/c.css", "/a/b/c.css");
+    ok("/docs/", "/docs/");
+}
+
+TEST(path_dot_segments)
+{
+    ok("/a/./b", "/a/b");
+    ok("/a/../b", "/b");
+    ok("/a/b/..", "/a/");
+    ok("/a/.", "/a/");
+    ok("/a/b/../../c", "/c");
+    ok("/./", "/");
+    ok("/%2e/x", "/x");
+    ok("/a/%2e%2E/b", "/b");
+}
+
+TEST(path_never_climbs)
+{
+    bad("/..");
+    bad("/../etc/passwd");
+    bad("/a/../../etc/passwd");
+    bad("/%2e%2e/etc/passwd");
+    bad("/a/%2e%2e/%2e%2e/x");
+}
+
+TEST(path_collapses_slashes)
+{
+    ok("//a///b", "/a/b");
+    ok("/a//", "/a/");
+}
+
+TEST(path_decoding)
+{
+    ok("/a%20b.html", "/a b.html");
+    ok("/caf%C3%A9", "/caf\xc3\xa9");
+    ok("/%252e%252e/x", "/%2e%2e/x"); /* decoded once only */
+    bad("/a%2fb");
+    bad("/a%2Fb");
+    bad("/a%5cb");
+    bad("/a\\b");
+    bad("/a%00b");
+    bad("/a%0ab");
+    bad("/a%");
+    bad("/a%4");
+    bad("/a%zz");
+    bad("relative");
+    bad("");
+}
+
+TEST(path_rejects_bad_utf8)
+{
+    bad("/%c0%ae%c0%ae/x"); /* overlong '.' */
+    bad("/%c0%af");         /* overlong '/' */
+    bad("/%e0%80%af");
+    bad("/%ed%a0%80");      /* surrogate */
+    bad("/%f4%90%80%80");   /* above U+10FFFF */
+    bad("/%80");
+    bad("/\xff");
+    ok("/%f0%9f%98%80", "/\xf0\x9f\x98\x80");
+}
+
+TEST(path_too_long)
+{
+    char in[300], out[64];
+    size_t n;
+    memset(in, 'a', sizeof in);
+    in[0] = '/';
+    ASSERT_EQ(sf_path_from_target(in, sizeof in, out, sizeof out, &n), SF_ETOOLONG);
+}
+
+TEST(path_check_keys)
+{
+    ASSERT_EQ(sf_path_check("/a/b.css", 8), 0);
+    ASSERT_EQ(sf_path_check("/a/", 3), 0);
+    ASSERT_NE(sf_path_check("a", 1), 0);
+    ASSERT_NE(sf_path_check("/a//b", 5), 0);
+    ASSERT_NE(sf_path_check("/a/../b", 7), 0);
+    ASSERT_NE(sf_path_check("/./b", 4), 0);
+    ASSERT_NE(sf_path_check("/a\\b", 4), 0);
+    ASSERT_NE(sf_path_check("/a\nb", 4), 0);
+}
