@@ -1,0 +1,168 @@
+/*
+ * http.h - servd's HTTP/1.1 protocol layer: pure functions, no I/O.
+ *
+ *   sv_http1_parse()   request head bytes  -> sv_request (views into the buffer)
+ *   sv_respond()       sv_request + pack   -> sv_plan (iovecs ready for writev)
+ *
+ * The runtime (server.c, conn.c) reads into a fixed per-connection buffer,
+ * calls the parser, calls sv_respond() and writes the plan. Nothing here
+ * allocates: views point into the read buffer, the pack map, the loop's Date
+ * line or the connection's scratch buffer.
+ */
+#ifndef SV_HTTP_H
+#define SV_HTTP_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "sf/store.h"
+
+/* ---- Limits (each is a named constant; see docs/servd.1) ---- */
+
+/* Longest request line (method SP target SP version CRLF): longer -> 414.
+ * 8 KiB is what nginx and most CDNs allow for URLs. */
+#define SV_MAX_REQUEST_LINE 8192
+/* Largest request head (request line + header fields + blank line): -> 431.
+ * 16 KiB covers large cookies; it is also the per-connection read buffer. */
+#define SV_MAX_HEAD 16384
+/* Most header fields in one request: more -> 431. */
+#define SV_MAX_HEADERS 64
+/* Largest request body (Content-Length) drained on a keep-alive connection;
+ * a larger one is answered and the connection closed. */
+#define SV_MAX_DRAIN 65536
+/* Most ranges honoured in one Range header after merging: more -> the Range
+ * is ignored and the whole representation sent (RFC 9110 §14.2 allows it). */
+#define SV_MAX_RANGES 16
+/* Per-connection scratch for formatted header lines (206, 416, 301, errors,
+ * multipart boundaries). */
+#define SV_SCRATCH 4096
+/* iovecs one plan may need: status block, Date, body or 2 per range + end. */
+#define SV_PLAN_IOV (4 + 2 * SV_MAX_RANGES + 2)
+
+/* ---- Requests ---- */
+
+enum sv_method {
+    SV_M_GET = 1,
+    SV_M_HEAD,
+    SV_M_OPTIONS, /* answered 204 with Allow */
+    SV_M_OTHER,   /* a method we know but do not allow: 405 */
+    SV_M_UNKNOWN, /* an unrecognised method token: 501 */
+};
+
+typedef struct sv_header {
+    sf_view name;
+    sf_view value; /* leading and trailing whitespace removed */
+} sv_header;
+
+typedef struct sv_request {
+    int method;           /* enum sv_method */
+    sf_view method_tok;
+    sf_view target;       /* the raw request-target */
+    sf_view path;         /* target up to '?' (origin-form only) */
+    sf_view query;        /* from '?' on, including it; empty when there is none */
+    int minor;            /* 0 for HTTP/1.0, 1 for HTTP/1.1 */
+    int keep_alive;       /* after the version default and Connection tokens */
+    size_t head_len;      /* bytes of the head, including the blank line */
+    uint64_t body_len;    /* Content-Length (0 when absent) */
+    size_t nheaders;
+    sv_header headers[SV_MAX_HEADERS];
+    /* fields the responder needs, found while parsing (empty when absent) */
+    sf_view host, accept_encoding, range, if_match, if_none_match, if_modified_since,
+        if_unmodified_since, if_range;
+    unsigned n_if_none_match, n_if_match; /* lines seen; lists are combined by the responder */
+} sv_request;
+
+/* Parse results other than a head length. */
+#define SV_PARSE_INCOMPLETE 0
+
+/* Parses one request head at buf[0, len) (RFC 9112 §2-§7).
+ * @return  > 0 : the head is complete and that many bytes long; *req is set.
+ *          0   : incomplete; call again with more bytes (len < SV_MAX_HEAD).
+ *          < 0 : the negated status to answer before closing the connection:
+ *                -400, -414 (request line), -431 (head), -501 (transfer coding
+ *                not implemented), -505 (HTTP version). On error req->minor and
+ *                req->method are set when they were parsed. */
+int sv_http1_parse(const char *buf, size_t len, sv_request *req);
+
+/* ---- Negotiation, conditionals, ranges (negotiate.c, range.c) ---- */
+
+/* Picks the variant of e for an Accept-Encoding value (RFC 9110 §12.5.3):
+ * the acceptable variant with the highest q, ties broken by the smallest
+ * body. absent = no header at all (identity).
+ * @return the index in e->variants, or -1 when nothing is acceptable. */
+int sv_negotiate(const sf_entry *e, sf_view accept_encoding, int absent);
+
+typedef struct sv_range {
+    uint64_t first, last; /* inclusive */
+} sv_range;
+
+/* Parses a Range value against a representation of len bytes (RFC 9110
+ * §14.1.2), merging overlapping and adjacent ranges.
+ * @return n > 0 ranges in *out (ascending), 0 when the header must be ignored
+ *         (malformed, not "bytes", or more than SV_MAX_RANGES ranges), -416
+ *         when it is well-formed but no range is satisfiable. */
+int sv_range_parse(sf_view value, uint64_t len, sv_range *out, int max);
+
+/* Compares an entity-tag list (If-Match / If-None-Match) with etag.
+ * @param weak  1 for the weak comparison (If-None-Match), 0 for strong.
+ * @return 1 on a match (including "*"), 0 otherwise. */
+int sv_etag_match(sf_view list, sf_view etag, int weak);
+
+/* Parses an HTTP-date (IMF-fixdate, RFC 850 and asctime forms, RFC 9110
+ * §5.6.7). @return 0 and *t in Unix seconds, or -1 when invalid. */
+int sv_http_date_parse(sf_view s, int64_t *t);
+
+/* ---- Responses (respond.c) ---- */
+
+/* The Date header line of the current second, with its CRLF, plus the
+ * blank line: "Date: Sun, 06 Nov 1994 08:49:37 GMT\r\n\r\n", and the same
+ * with "Connection: close\r\n" before the blank line. Owned by the loop;
+ * updated at most once a second. */
+typedef struct sv_date {
+    int64_t now;
+    char keep[64];
+    size_t keep_len;
+    char close[96];
+    size_t close_len;
+} sv_date;
+
+/* Options of the site that change responses (from the command line). */
+typedef struct sv_site {
+    int spa; /* serve /index.html for missing extension-less paths */
+} sv_site;
+
+/* What to write for one request: iov[0, iovcnt) in order. Pointers go into
+ * the pack map (valid while the snapshot is pinned), the sv_date, the
+ * scratch buffer or static storage. */
+typedef struct sv_plan {
+    int status;
+    int encoding;        /* enum sf_encoding of the body sent, -1 when none */
+    int close;           /* close the connection after this response */
+    uint64_t body_bytes; /* body bytes in the plan (0 for HEAD / 304) */
+    int iovcnt;
+    struct iovec iov[SV_PLAN_IOV];
+} sv_plan;
+
+typedef struct sv_scratch {
+    size_t used;
+    char buf[SV_SCRATCH];
+} sv_scratch;
+
+/* Decides the response to a parsed request: lookup (directory index,
+ * trailing-slash redirect, 404 page, SPA fallback), method, variant
+ * choice, conditionals in RFC 9110 §13.2.2 order, ranges. Does not allocate.
+ * @param rd       the worker's reader on the current pack snapshot
+ * @param scratch  reset by the call; holds any formatted lines
+ * @return 0 (the plan is set). */
+int sv_respond(const sv_request *req, sf_reader *rd, const sv_site *site, const sv_date *date,
+               sv_scratch *scratch, sv_plan *plan);
+
+/* Plans an error response that does not depend on the pack (400, 414, 431,
+ * 501, 505, 503 ...): a short text body, Connection: close when close is set. */
+void sv_respond_error(int status, int close, const sv_date *date, sv_plan *plan);
+
+/* Formats the Date lines for Unix second now (date.c). */
+void sv_date_update(sv_date *d, int64_t now);
+
+#endif
