@@ -8,12 +8,19 @@ pkgs="build-essential cmake pkg-config liblmdb-dev libuv1-dev zlib1g-dev libzstd
       libbrotli-dev libmagic-dev libdeflate-dev libjansson-dev libssl-dev"
 if [ "${1:-}" = test ]; then
     pkgs="$pkgs clang libclang-rt-14-dev curl python3 gzip brotli zstd lmdb-utils"
+    # the browser test (tests/e2e/test_browser.py): Debian's Chromium driven by
+    # playwright-core from npm; never a downloaded browser
+    pkgs="$pkgs chromium nodejs"
 fi
 missing=""
 for p in $pkgs; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
         missing="$missing $p"
 done
+# npm may come with nodejs (NodeSource builds) instead of as Debian's own package
+if [ "${1:-}" = test ] && ! command -v npm >/dev/null 2>&1; then
+    missing="$missing npm"
+fi
 if [ -n "$missing" ]; then
     echo "deps: installing$missing" >&2
     SUDO=""
