@@ -1,0 +1,45 @@
+/*
+ * base.h - --base OLD.lmdb: reusing the compressed bodies of an older pack.
+ *
+ * The compressed variants of a file are a pure function of (identity bytes,
+ * compression class, profile). So when the old pack was made with the same
+ * profile, every old entry whose identity body has the same SHA-256 and whose
+ * type has the same class carries exactly the variants a fresh run would
+ * produce: copying them makes the new pack identical to a full pack, minus
+ * the compression time. With a different profile nothing is reused.
+ */
+#ifndef PK_BASE_H
+#define PK_BASE_H
+
+#include "digest.h"
+#include "sf/store.h"
+
+typedef struct pk_base_entry {
+    uint8_t digest[PK_DIGEST_LEN]; /* SHA-256 of the identity bytes */
+    int cls;                       /* enum pk_class of the old entry's type */
+    unsigned nvar;                 /* compressed variants (identity excluded) */
+    struct {
+        int encoding;
+        sf_view bytes; /* into the old pack's map */
+        uint8_t key[SF_KEY_LEN];
+    } v[SF_ENC_COUNT - 1];
+} pk_base_entry;
+
+typedef struct pk_base pk_base;
+
+/* Opens the old pack and indexes it. *usable is set to 0 (and nothing is
+ * indexed) when its profile differs from profile.
+ * @return 0, or -1 with "FILE: cause" in err (missing, corrupt, not a pack). */
+int pk_base_open(const char *path, const char *profile, pk_base **out, int *usable, char *err,
+                 size_t errlen);
+
+/* The old variants for identity digest and class, or NULL. */
+const pk_base_entry *pk_base_find(const pk_base *b, const uint8_t digest[PK_DIGEST_LEN], int cls);
+
+/* The profile of the old pack (valid until pk_base_close). */
+const char *pk_base_profile(const pk_base *b);
+
+/* Closes the old pack: every view from it becomes invalid. */
+void pk_base_close(pk_base *b);
+
+#endif

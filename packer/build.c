@@ -1,0 +1,670 @@
+/*
+ * build.c - the phases of servd-pack build (build.h).
+ */
+#include "build.h"
+
+#include "base.h"
+#include "compress.h"
+#include "manifest.h"
+#include "mime.h"
+#include "pool.h"
+#include "progress.h"
+#include "rules.h"
+#include "walk.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Room for a message naming a file and a cause. */
+#define PK_ERR_LEN 2048
+
+/* Record bytes budgeted per path when sizing the LMDB map (status line,
+ * fixed headers and descriptors of four variants, twice for 200 and 304),
+ * before the rules' extra headers are added. */
+#define RECORD_BUDGET 4096
+
+typedef struct job {
+    size_t file;
+    int enc; /* SF_ENC_IDENTITY: read + hash; -1: reuse from base */
+} job;
+
+#define JOB_REUSE (-1)
+
+typedef struct build {
+    const pk_build_opts *o;
+    pk_rules *rules;
+    pk_site site;
+    pk_base *base;
+    pk_compressor **comp;
+    unsigned nthreads;
+    job *jobs;
+    size_t njobs;
+    int64_t now;
+    pk_progress prog;
+    char err[PK_ERR_LEN];
+} build;
+
+/* ---- read + hash ---- */
+
+static int read_all(int fd, uint8_t *p, size_t n)
+{
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = read(fd, p + got, n - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return -1;
+        if (r == 0) {
+            errno = EAGAIN; /* shrank while reading */
+            return -1;
+        }
+        got += (size_t)r;
+    }
+    return 0;
+}
+
+static int read_file(build *b, pk_file *f, char *err, size_t errlen)
+{
+    int fd = open(f->src, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(err, errlen, "%s: cannot open: %s", f->src, strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        snprintf(err, errlen, "%s: %s", f->src, strerror(errno));
+        goto out_close;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        snprintf(err, errlen, "%s: no longer a regular file", f->src);
+        goto out_close;
+    }
+    if ((uint64_t)st.st_size > PK_FILE_MAX) {
+        snprintf(err, errlen, "%s: larger than the limit of %llu bytes", f->src,
+                 (unsigned long long)PK_FILE_MAX);
+        goto out_close;
+    }
+    size_t n = (size_t)st.st_size;
+    uint8_t *p = malloc(n ? n : 1);
+    if (!p) {
+        snprintf(err, errlen, "%s: out of memory (%zu bytes)", f->src, n);
+        goto out_close;
+    }
+    if (read_all(fd, p, n) != 0) {
+        snprintf(err, errlen, "%s: cannot read: %s", f->src,
+                 errno == EAGAIN ? "the file changed while being read" : strerror(errno));
+        free(p);
+        goto out_close;
+    }
+    close(fd);
+    f->size = n;
+    f->mtime = (int64_t)st.st_mtim.tv_sec;
+    pk_variant *v = &f->var[SF_ENC_IDENTITY];
+    v->bytes = p;
+    v->owned = 1;
+    v->len = n;
+    v->present = 1;
+    if (pk_sha256(p, n, v->digest) != 0) {
+        snprintf(err, errlen, "%s: SHA-256 failed", f->src);
+        return -1;
+    }
+    pk_etag(v->digest, v->etag);
+    return 0;
+out_close:
+    close(fd);
+    return -1;
+}
+
+/* ---- compress / reuse ---- */
+
+static int reuse(build *b, pk_file *f, char *err, size_t errlen)
+{
+    const pk_base_entry *be = pk_base_find(b->base, f->var[SF_ENC_IDENTITY].digest, f->cls);
+    for (unsigned i = 0; be && i < be->nvar; i++) {
+        pk_variant *v = &f->var[be->v[i].encoding];
+        v->bytes = (const uint8_t *)be->v[i].bytes.ptr;
+        v->len = be->v[i].bytes.len;
+        v->owned = 0;
+        /* Re-hash: a corrupt base must not spread into the new pack. */
+        if (pk_sha256(v->bytes, v->len, v->digest) != 0 ||
+            memcmp(v->digest, be->v[i].key, PK_DIGEST_LEN) != 0) {
+            snprintf(err, errlen,
+                     "%s: the %s body of %s is corrupt (SHA-256 mismatch); run servd-pack "
+                     "verify on it",
+                     b->o->base, sf_encoding_name(be->v[i].encoding), f->key);
+            return -1;
+        }
+        pk_etag(v->digest, v->etag);
+        v->present = 1;
+    }
+    return 0;
+}
+
+static int compress_one(build *b, pk_file *f, int enc, unsigned thread, char *err, size_t errlen)
+{
+    const pk_variant *id = &f->var[SF_ENC_IDENTITY];
+    uint8_t *out;
+    size_t outn;
+    char why[256];
+    if (pk_compress(b->comp[thread], enc, f->cls, id->bytes, id->len, &out, &outn, why,
+                    sizeof why) != 0) {
+        snprintf(err, errlen, "%s: %s", f->src, why);
+        return -1;
+    }
+    if (!pk_keep(id->len, outn)) {
+        free(out);
+        return 0;
+    }
+    pk_variant *v = &f->var[enc];
+    v->bytes = out;
+    v->owned = 1;
+    v->len = outn;
+    if (pk_sha256(out, outn, v->digest) != 0) {
+        snprintf(err, errlen, "%s: SHA-256 failed", f->src);
+        return -1; /* v->owned: freed with the site */
+    }
+    pk_etag(v->digest, v->etag);
+    v->present = 1;
+    return 0;
+}
+
+static int run_job(void *arg, size_t j, unsigned thread, char *err, size_t errlen)
+{
+    build *b = arg;
+    const job *jb = &b->jobs[j];
+    pk_file *f = &b->site.files[jb->file];
+    if (jb->enc == SF_ENC_IDENTITY)
+        return read_file(b, f, err, errlen);
+    if (jb->enc == JOB_REUSE)
+        return reuse(b, f, err, errlen);
+    return compress_one(b, f, jb->enc, thread, err, errlen);
+}
+
+static uint64_t job_weight(const build *b, const job *jb)
+{
+    uint64_t size = b->site.files[jb->file].size + 1;
+    if (jb->enc == SF_ENC_IDENTITY || jb->enc == JOB_REUSE)
+        return size;
+    return size * pk_compress_cost(jb->enc);
+}
+
+static const uint64_t *sort_weights; /* qsort has no context argument */
+
+static int cmp_weight_desc(const void *a, const void *c)
+{
+    size_t x = *(const size_t *)a, y = *(const size_t *)c;
+    if (sort_weights[x] != sort_weights[y])
+        return sort_weights[x] < sort_weights[y] ? 1 : -1;
+    return (x > y) - (x < y);
+}
+
+/* Runs b->jobs on the pool, heaviest first. @return 0 or -1 (b->err set). */
+static int run_jobs(build *b, const char *phase)
+{
+    if (b->njobs == 0)
+        return 0;
+    uint64_t *w = malloc(b->njobs * sizeof *w);
+    size_t *order = malloc(b->njobs * sizeof *order);
+    if (!w || !order) {
+        snprintf(b->err, sizeof b->err, "out of memory scheduling %zu jobs", b->njobs);
+        free(w);
+        free(order);
+        return -1;
+    }
+    for (size_t i = 0; i < b->njobs; i++) {
+        w[i] = job_weight(b, &b->jobs[i]);
+        order[i] = i;
+    }
+    sort_weights = w;
+    qsort(order, b->njobs, sizeof *order, cmp_weight_desc);
+    pk_progress_phase(&b->prog, phase);
+    int rc = pk_pool_run(b->njobs, order, w, b->nthreads, run_job, b, pk_progress_tick, &b->prog,
+                         b->err, sizeof b->err);
+    pk_progress_clear(&b->prog);
+    free(w);
+    free(order);
+    return rc;
+}
+
+/* ---- decide types, caching and headers ---- */
+
+static int decide(build *b)
+{
+    pk_magic *magic = NULL;
+    size_t nh = pk_rules_nheaders(b->rules);
+    int rc = 0;
+    for (size_t i = 0; i < b->site.n && rc == 0; i++) {
+        pk_file *f = &b->site.files[i];
+        const pk_variant *id = &f->var[SF_ENC_IDENTITY];
+        char why[512];
+        f->mime = pk_mime_decide(f->key, f->key_len, pk_rules_mime(b->rules, f->key, f->key_len),
+                                 id->bytes, id->len, &magic, why, sizeof why);
+        if (!f->mime) {
+            snprintf(b->err, sizeof b->err, "%s: %s", f->src, why);
+            rc = -1;
+            break;
+        }
+        f->cls = pk_mime_class(f->mime);
+        f->cache_control = pk_rules_cache_control(b->rules, f->key, f->key_len, f->mime);
+        if (nh) {
+            f->extra = calloc(nh, sizeof *f->extra);
+            if (!f->extra) {
+                snprintf(b->err, sizeof b->err, "%s: out of memory", f->src);
+                rc = -1;
+                break;
+            }
+            f->nextra = pk_rules_headers(b->rules, f->key, f->key_len, f->extra);
+        }
+        /* Last-Modified: never later than the pack (servd's Date). */
+        f->last_modified = b->o->have_epoch ? b->o->epoch : f->mtime > b->now ? b->now : f->mtime;
+    }
+    pk_magic_close(magic);
+    return rc;
+}
+
+/* Queues the compression (or reuse) work. Files smaller than the keep rule's
+ * byte minimum cannot produce a variant worth keeping and are skipped. */
+static int plan_compression(build *b, uint64_t *reused)
+{
+    size_t cap = b->site.n * (SF_ENC_COUNT - 1);
+    free(b->jobs);
+    b->jobs = malloc((cap ? cap : 1) * sizeof *b->jobs);
+    b->njobs = 0;
+    if (!b->jobs) {
+        snprintf(b->err, sizeof b->err, "out of memory planning compression");
+        return -1;
+    }
+    for (size_t i = 0; i < b->site.n; i++) {
+        pk_file *f = &b->site.files[i];
+        if (f->cls == PK_CLASS_NONE || f->size <= PK_KEEP_MIN_BYTES)
+            continue;
+        if (pk_base_find(b->base, f->var[SF_ENC_IDENTITY].digest, f->cls)) {
+            f->reused = 1;
+            (*reused)++;
+            b->jobs[b->njobs++] = (job){i, JOB_REUSE};
+            continue;
+        }
+        for (int e = SF_ENC_GZIP; e < SF_ENC_COUNT; e++)
+            b->jobs[b->njobs++] = (job){i, e};
+    }
+    return 0;
+}
+
+/* ---- write ---- */
+
+/* Temporary names removed if a signal ends the process mid-write. */
+static char sig_tmp_pack[PATH_MAX], sig_tmp_manifest[PATH_MAX];
+
+static void on_signal(int sig)
+{
+    if (sig_tmp_pack[0])
+        unlink(sig_tmp_pack);
+    if (sig_tmp_manifest[0])
+        unlink(sig_tmp_manifest);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static void catch_signals(const pk_build_opts *o)
+{
+    /* sf_writer_open builds into "<final>.tmp-<pid>" (sf/store.h). */
+    snprintf(sig_tmp_pack, sizeof sig_tmp_pack, "%s.tmp-%ld", o->output, (long)getpid());
+    if (o->manifest)
+        pk_manifest_tmp_name(o->manifest, sig_tmp_manifest, sizeof sig_tmp_manifest);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+}
+
+typedef struct body_ref {
+    uint8_t key[PK_DIGEST_LEN];
+    uint64_t len;
+} body_ref;
+
+static int cmp_body(const void *a, const void *c)
+{
+    return memcmp(a, c, PK_DIGEST_LEN);
+}
+
+/* Encodes the entry of f (kind 200) or, with for_404, the status:404 entry. */
+static int encode_entry(const pk_file *f, int for_404, uint8_t **rec, size_t *reclen)
+{
+    pk_buf h200[SF_ENC_COUNT] = {PK_BUF_INIT, PK_BUF_INIT, PK_BUF_INIT, PK_BUF_INIT};
+    pk_buf h304[SF_ENC_COUNT] = {PK_BUF_INIT, PK_BUF_INIT, PK_BUF_INIT, PK_BUF_INIT};
+    unsigned nv = pk_file_nvariants(f);
+    pk_rep r = {.mime = f->mime,
+                .cache_control = f->cache_control,
+                .last_modified = f->last_modified,
+                .negotiable = nv > 1,
+                .extra = f->extra,
+                .nextra = f->nextra};
+    sf_entry_spec spec = {.kind = SF_KIND_FILE,
+                          .flags = nv > 1 ? SF_ENTRY_NEGOTIABLE : 0,
+                          .last_modified = f->last_modified,
+                          .mime = {f->mime, strlen(f->mime)}};
+    int rc = 0;
+    for (int e = 0; e < SF_ENC_COUNT && rc == 0; e++) {
+        const pk_variant *v = &f->var[e];
+        if (!v->present)
+            continue;
+        sf_variant_spec *vs = &spec.variants[spec.nvariants];
+        vs->encoding = e;
+        vs->body_len = v->len;
+        memcpy(vs->body_key, v->digest, SF_KEY_LEN);
+        if (for_404) {
+            rc = pk_render_404(&h200[e], &vs->rep_off, &r, e, v->len);
+        } else {
+            rc = pk_render_200(&h200[e], &vs->rep_off, &r, e, v->len, v->etag);
+            if (rc == 0)
+                rc = pk_render_304(&h304[e], &r, v->etag);
+            vs->etag = (sf_view){v->etag, strlen(v->etag)};
+            vs->h304 = (sf_view){h304[e].p, h304[e].len};
+        }
+        vs->h200 = (sf_view){h200[e].p, h200[e].len};
+        spec.nvariants++;
+    }
+    if (rc == 0)
+        rc = sf_entry_encode(&spec, rec, reclen);
+    for (int e = 0; e < SF_ENC_COUNT; e++) {
+        pk_buf_free(&h200[e]);
+        pk_buf_free(&h304[e]);
+    }
+    return rc;
+}
+
+static int write_pack(build *b, pk_stats *st)
+{
+    const pk_build_opts *o = b->o;
+    pk_site *s = &b->site;
+    uint64_t capacity = 1u << 20;
+    size_t nrefs = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        const pk_file *f = &s->files[i];
+        capacity += RECORD_BUDGET + 2 * strlen(f->mime);
+        for (size_t h = 0; h < f->nextra; h++)
+            capacity +=
+                2 * SF_ENC_COUNT * (strlen(f->extra[h].name) + strlen(f->extra[h].value) + 4);
+        for (int e = 0; e < SF_ENC_COUNT; e++)
+            if (f->var[e].present) {
+                capacity += f->var[e].len;
+                nrefs++;
+            }
+    }
+    body_ref *refs = malloc((nrefs ? nrefs : 1) * sizeof *refs);
+    if (!refs) {
+        snprintf(b->err, sizeof b->err, "out of memory");
+        return -1;
+    }
+    catch_signals(o);
+    sf_writer *w;
+    if (sf_writer_open(o->output, capacity, &w, b->err, sizeof b->err) != 0) {
+        free(refs);
+        return -1;
+    }
+    pk_sha *idsha = pk_sha_new();
+    sf_meta meta;
+    memset(&meta, 0, sizeof meta);
+    int has_404 = 0, rc = 0;
+    size_t r = 0;
+    if (!idsha) {
+        snprintf(b->err, sizeof b->err, "out of memory");
+        goto out_abort;
+    }
+    pk_progress_phase(&b->prog, "writing");
+    for (size_t i = 0; i < s->n; i++) {
+        const pk_file *f = &s->files[i];
+        for (int e = 0; e < SF_ENC_COUNT; e++) {
+            const pk_variant *v = &f->var[e];
+            if (!v->present)
+                continue;
+            if ((rc = sf_writer_put_body(w, v->digest, v->bytes, v->len)) != 0) {
+                snprintf(b->err, sizeof b->err, "%s: cannot store the %s body of %s: %s", o->output,
+                         sf_encoding_name(e), f->key, sf_strerror(rc));
+                goto out_abort;
+            }
+            memcpy(refs[r].key, v->digest, PK_DIGEST_LEN);
+            refs[r++].len = v->len;
+            st->enc_files[e]++;
+            st->enc_bytes[e] += v->len;
+            st->enc_identity[e] += f->size;
+        }
+        uint8_t *rec;
+        size_t reclen;
+        if ((rc = encode_entry(f, 0, &rec, &reclen)) != 0) {
+            snprintf(b->err, sizeof b->err, "%s: cannot encode its record: %s", f->src,
+                     rc == -1 ? "Last-Modified out of range" : sf_strerror(rc));
+            goto out_abort;
+        }
+        rc = sf_writer_put_path(w, f->key, f->key_len, rec, reclen);
+        if (rc == 0 && (pk_sha_update(idsha, f->key, f->key_len) != 0 ||
+                        pk_sha_update(idsha, "", 1) != 0 || pk_sha_update(idsha, rec, reclen) != 0))
+            rc = SF_ENOMEM;
+        free(rec);
+        if (rc != 0) {
+            snprintf(b->err, sizeof b->err, "%s: cannot store the record of %s: %s", o->output,
+                     f->key, sf_strerror(rc));
+            goto out_abort;
+        }
+        if (strcmp(f->key, PK_404_KEY) == 0) {
+            if ((rc = encode_entry(f, 1, &rec, &reclen)) == 0) {
+                rc = sf_writer_put_special(w, PK_404_SPECIAL, rec, reclen);
+                free(rec);
+            }
+            if (rc != 0) {
+                snprintf(b->err, sizeof b->err, "%s: cannot store the 404 entry: %s", o->output,
+                         sf_strerror(rc));
+                goto out_abort;
+            }
+            has_404 = 1;
+        }
+        meta.identity_bytes += f->size;
+        if (b->prog.enabled && (i & 255) == 0)
+            pk_progress_tick(&b->prog, i, s->n);
+    }
+    pk_progress_clear(&b->prog);
+
+    uint8_t id[PK_DIGEST_LEN];
+    if (pk_sha_final(idsha, id) != 0) {
+        idsha = NULL;
+        snprintf(b->err, sizeof b->err, "SHA-256 failed");
+        goto out_abort;
+    }
+    idsha = NULL;
+    qsort(refs, r, sizeof *refs, cmp_body);
+    for (size_t i = 0; i < r; i++) {
+        if (i > 0 && memcmp(refs[i].key, refs[i - 1].key, PK_DIGEST_LEN) == 0)
+            continue;
+        meta.n_bodies++;
+        meta.stored_bytes += refs[i].len;
+    }
+    meta.created = o->have_epoch ? o->epoch : b->now;
+    meta.n_paths = s->n;
+    memcpy(meta.pack_id, id, sizeof meta.pack_id);
+    snprintf(meta.packer, sizeof meta.packer, "servd-pack %s", SERVD_VERSION);
+    pk_profile(meta.profile);
+
+    if (o->manifest &&
+        pk_manifest_write_tmp(o->manifest, s, &meta, has_404, b->err, sizeof b->err) != 0)
+        goto out_abort;
+    if (sf_writer_commit(w, &meta, b->err, sizeof b->err) != 0) {
+        if (o->manifest)
+            pk_manifest_abort(o->manifest);
+        free(refs);
+        return -1;
+    }
+    sig_tmp_pack[0] = '\0';
+    if (o->manifest && pk_manifest_commit(o->manifest, b->err, sizeof b->err) != 0) {
+        /* The pack is complete and in place; only the manifest failed. Remove
+         * the pack too so that a failed build leaves nothing behind. */
+        unlink(o->output);
+        free(refs);
+        return -1;
+    }
+    st->paths = meta.n_paths;
+    st->bodies = meta.n_bodies;
+    st->stored_bytes = meta.stored_bytes;
+    struct stat pst;
+    if (stat(o->output, &pst) == 0)
+        st->pack_file_bytes = (uint64_t)pst.st_size;
+    free(refs);
+    return 0;
+
+out_abort:
+    pk_progress_clear(&b->prog);
+    pk_sha_free(idsha);
+    sf_writer_abort(w);
+    if (o->manifest)
+        pk_manifest_abort(o->manifest);
+    free(refs);
+    return -1;
+}
+
+/* ---- driver ---- */
+
+/* Fails early, before minutes of compression, if the output cannot be made. */
+static int check_output_dir(build *b, const char *path)
+{
+    char d[PATH_MAX];
+    snprintf(d, sizeof d, "%s", path);
+    char *slash = strrchr(d, '/');
+    if (!slash)
+        snprintf(d, sizeof d, ".");
+    else if (slash == d)
+        d[1] = '\0';
+    else
+        *slash = '\0';
+    struct stat st;
+    if (stat(d, &st) != 0) {
+        snprintf(b->err, sizeof b->err, "%s: output directory %.1024s: %s", path, d,
+                 strerror(errno));
+        return -1;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        snprintf(b->err, sizeof b->err, "%s: %.1024s is not a directory", path, d);
+        return -1;
+    }
+    if (access(d, W_OK) != 0) {
+        snprintf(b->err, sizeof b->err, "%s: output directory %.1024s: %s", path, d,
+                 strerror(errno));
+        return -1;
+    }
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        snprintf(b->err, sizeof b->err, "%s: is a directory", path);
+        return -1;
+    }
+    return 0;
+}
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int start_compressors(build *b)
+{
+    b->comp = calloc(b->nthreads, sizeof *b->comp);
+    if (!b->comp)
+        goto out_nomem;
+    for (unsigned i = 0; i < b->nthreads; i++)
+        if (!(b->comp[i] = pk_compressor_new()))
+            goto out_nomem;
+    return 0;
+out_nomem:
+    snprintf(b->err, sizeof b->err, "out of memory creating %u compressors", b->nthreads);
+    return -1;
+}
+
+int pk_build(const pk_build_opts *o)
+{
+    build b;
+    memset(&b, 0, sizeof b);
+    b.o = o;
+    b.now = (int64_t)time(NULL);
+    b.nthreads = o->jobs ? o->jobs : 1;
+    pk_progress_init(&b.prog, o->quiet);
+    double t0 = now_seconds();
+    pk_stats st;
+    memset(&st, 0, sizeof st);
+    int ok = 0;
+
+    if (check_output_dir(&b, o->output) != 0 ||
+        (o->manifest && check_output_dir(&b, o->manifest) != 0))
+        goto out;
+    if (o->rules && pk_rules_load(o->rules, &b.rules, b.err, sizeof b.err) != 0)
+        goto out;
+    if (pk_walk(o->root, b.rules, &b.site, b.err, sizeof b.err) != 0)
+        goto out;
+    if (b.site.n == 0) {
+        snprintf(b.err, sizeof b.err, "%s: no files to pack", o->root);
+        goto out;
+    }
+    if (o->base) {
+        char profile[PK_PROFILE_SIZE];
+        int usable = 0;
+        pk_profile(profile);
+        if (pk_base_open(o->base, profile, &b.base, &usable, b.err, sizeof b.err) != 0)
+            goto out;
+        if (!usable) {
+            if (!o->quiet)
+                fprintf(stderr,
+                        "servd-pack: %s: made with another compression profile (%s, now %s); "
+                        "compressing everything\n",
+                        o->base, pk_base_profile(b.base), profile);
+            pk_base_close(b.base);
+            b.base = NULL;
+        }
+    }
+
+    /* Read and hash every file. */
+    b.jobs = malloc(b.site.n * sizeof *b.jobs);
+    if (!b.jobs) {
+        snprintf(b.err, sizeof b.err, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < b.site.n; i++)
+        b.jobs[i] = (job){i, SF_ENC_IDENTITY};
+    b.njobs = b.site.n;
+    if (run_jobs(&b, "reading") != 0 || decide(&b) != 0)
+        goto out;
+
+    if (plan_compression(&b, &st.reused) != 0 || start_compressors(&b) != 0 ||
+        run_jobs(&b, "compressing") != 0)
+        goto out;
+    if (write_pack(&b, &st) != 0)
+        goto out;
+    ok = 1;
+    st.skipped_dot = b.site.skipped_dot;
+    st.skipped_sidecar = b.site.skipped_sidecar;
+    st.skipped_excluded = b.site.skipped_excluded;
+    st.seconds = now_seconds() - t0;
+    if (!o->quiet)
+        pk_summary_print(stderr, &st, o->output);
+
+out:
+    pk_progress_clear(&b.prog);
+    if (!ok)
+        fprintf(stderr, "servd-pack: %s\n", b.err[0] ? b.err : "build failed");
+    for (unsigned i = 0; b.comp && i < b.nthreads; i++)
+        pk_compressor_free(b.comp[i]);
+    free(b.comp);
+    free(b.jobs);
+    pk_site_free(&b.site); /* before the base: it may point into it */
+    pk_base_close(b.base);
+    pk_rules_free(b.rules);
+    return ok ? 0 : 1;
+}

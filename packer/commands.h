@@ -1,0 +1,25 @@
+/*
+ * commands.h - the subcommands of servd-pack, each returning the process
+ * exit status (PK_EXIT_*). main.c only parses arguments and dispatches.
+ */
+#ifndef PK_COMMANDS_H
+#define PK_COMMANDS_H
+
+#include "sf/store.h"
+
+/* Exit statuses (documented in --help and servd-pack(1)). */
+#define PK_EXIT_OK    0
+#define PK_EXIT_FAIL  1 /* input, output or pack problem: the message names the file */
+#define PK_EXIT_USAGE 2 /* bad command line or environment */
+
+/* Opens a pack and a reader, printing "servd-pack: FILE: cause" on failure.
+ * @return 0 or -1. */
+int pk_open_pack(const char *path, sf_pack **pack, sf_reader **reader);
+void pk_close_pack(sf_pack *pack, sf_reader *reader);
+
+int pk_cmd_ls(const char *site, int json);
+int pk_cmd_cat(const char *site, const char *path, int encoding, int headers);
+int pk_cmd_verify(const char *site, int quiet);
+int pk_cmd_diff(const char *old_site, const char *new_site, int json);
+
+#endif

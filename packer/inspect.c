@@ -1,0 +1,222 @@
+/*
+ * inspect.c - servd-pack ls and cat: looking into a pack.
+ *
+ * ls prints one line per path, path first, tab-separated (a key can hold
+ * spaces but never a control byte):
+ *   PATH  IDENTITY-SIZE  ENCODINGS  IDENTITY-ETAG  MIME
+ * where ENCODINGS is "gzip:N,br:N,zstd:N" (the variants stored beside
+ * identity) or "-". Nothing in it depends on when the pack was made, so the
+ * same tree gives the same listing.
+ */
+#include "commands.h"
+
+#include "headers.h"
+#include "sf/path.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Room for messages naming a pack file and a cause. */
+#define MSG_LEN 1024
+
+int pk_open_pack(const char *path, sf_pack **pack, sf_reader **reader)
+{
+    char err[MSG_LEN];
+    if (sf_pack_open(path, pack, err, sizeof err) != 0) {
+        fprintf(stderr, "servd-pack: %s\n", err);
+        return -1;
+    }
+    int rc = sf_reader_begin(*pack, reader);
+    if (rc != 0) {
+        fprintf(stderr, "servd-pack: %s: %s\n", path, sf_strerror(rc));
+        sf_pack_close(*pack);
+        return -1;
+    }
+    return 0;
+}
+
+void pk_close_pack(sf_pack *pack, sf_reader *reader)
+{
+    sf_reader_end(reader);
+    sf_pack_close(pack);
+}
+
+typedef struct ls_ctx {
+    json_t *arr; /* --json */
+    int failed;
+} ls_ctx;
+
+static json_t *view_str(sf_view v)
+{
+    return json_stringn_nocheck(v.ptr, v.len);
+}
+
+static int ls_json(ls_ctx *c, sf_view path, const sf_entry *e)
+{
+    json_t *vars = json_array();
+    json_t *o = json_object();
+    if (!vars || !o)
+        goto out_nomem;
+    json_object_set_new(o, "path", view_str(path));
+    json_object_set_new(o, "kind", json_string(e->kind == SF_KIND_FILE ? "file" : "redirect"));
+    if (e->kind == SF_KIND_REDIRECT) {
+        json_object_set_new(o, "target", view_str(e->target));
+        json_decref(vars);
+    } else {
+        const sf_variant *id = &e->variants[0];
+        const char *cc;
+        size_t ccl;
+        json_object_set_new(o, "mime", view_str(e->mime));
+        json_object_set_new(o, "size", json_integer((json_int_t)id->body_len));
+        json_object_set_new(o, "etag", view_str(id->etag));
+        json_object_set_new(o, "last_modified", json_integer(e->last_modified));
+        if (pk_header_find(id->rep.ptr, id->rep.len, "Cache-Control", &cc, &ccl) == 0)
+            json_object_set_new(o, "cache_control", json_stringn_nocheck(cc, ccl));
+        for (unsigned i = 0; i < e->nvariants; i++) {
+            const sf_variant *v = &e->variants[i];
+            json_array_append_new(
+                vars, json_pack("{s:s, s:I, s:o}", "encoding", sf_encoding_name(v->encoding),
+                                "size", (json_int_t)v->body_len, "etag", view_str(v->etag)));
+        }
+        json_object_set_new(o, "variants", vars);
+    }
+    if (json_array_append_new(c->arr, o) != 0)
+        goto out_nomem;
+    return 0;
+out_nomem:
+    json_decref(vars);
+    json_decref(o);
+    return SF_ENOMEM;
+}
+
+static int ls_one(void *arg, sf_view path, const sf_entry *e)
+{
+    ls_ctx *c = arg;
+    if (c->arr)
+        return ls_json(c, path, e);
+    if (e->kind == SF_KIND_REDIRECT) {
+        printf("%.*s\t-\t-\t-\tredirect %.*s\n", (int)path.len, path.ptr, (int)e->target.len,
+               e->target.ptr);
+        return 0;
+    }
+    const sf_variant *id = &e->variants[0];
+    printf("%.*s\t%llu\t", (int)path.len, path.ptr, (unsigned long long)id->body_len);
+    if (e->nvariants == 1)
+        fputs("-", stdout);
+    for (unsigned i = 1; i < e->nvariants; i++)
+        printf("%s%s:%llu", i > 1 ? "," : "", sf_encoding_name(e->variants[i].encoding),
+               (unsigned long long)e->variants[i].body_len);
+    printf("\t%.*s\t%.*s\n", (int)id->etag.len, id->etag.ptr, (int)e->mime.len, e->mime.ptr);
+    return 0;
+}
+
+int pk_cmd_ls(const char *site, int json)
+{
+    sf_pack *pack;
+    sf_reader *r;
+    if (pk_open_pack(site, &pack, &r) != 0)
+        return PK_EXIT_FAIL;
+    ls_ctx c = {0};
+    if (json && !(c.arr = json_array())) {
+        fprintf(stderr, "servd-pack: out of memory\n");
+        pk_close_pack(pack, r);
+        return PK_EXIT_FAIL;
+    }
+    char err[MSG_LEN] = "";
+    int rc = sf_foreach_path(r, ls_one, &c, err, sizeof err);
+    if (rc == 0 && c.arr) {
+        if (json_dumpf(c.arr, stdout, JSON_INDENT(2) | JSON_ENSURE_ASCII) != 0)
+            rc = SF_EIO;
+        else
+            putchar('\n');
+    }
+    json_decref(c.arr);
+    pk_close_pack(pack, r);
+    if (rc != 0) {
+        fprintf(stderr, "servd-pack: %s: %s\n", site, err[0] ? err : sf_strerror(rc));
+        return PK_EXIT_FAIL;
+    }
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "servd-pack: writing the listing: %s\n", strerror(errno));
+        return PK_EXIT_FAIL;
+    }
+    return PK_EXIT_OK;
+}
+
+/* Lists the encodings an entry has, for the "no such variant" message. */
+static void list_encodings(const sf_entry *e, char *out, size_t cap)
+{
+    size_t o = 0;
+    out[0] = '\0';
+    for (unsigned i = 0; i < e->nvariants && o < cap; i++) {
+        int n = snprintf(out + o, cap - o, "%s%s", i ? ", " : "",
+                         sf_encoding_name(e->variants[i].encoding));
+        if (n < 0)
+            break;
+        o += (size_t)n;
+    }
+}
+
+int pk_cmd_cat(const char *site, const char *path, int encoding, int headers)
+{
+    char key[SF_PATH_MAX + 16];
+    size_t klen = 0;
+    int special = strcmp(path, "status:404") == 0;
+    if (!special && sf_path_from_target(path, strlen(path), key, SF_PATH_MAX, &klen) != 0) {
+        fprintf(stderr, "servd-pack: %s: not a valid URL path\n", path);
+        return PK_EXIT_USAGE;
+    }
+    sf_pack *pack;
+    sf_reader *r;
+    if (pk_open_pack(site, &pack, &r) != 0)
+        return PK_EXIT_FAIL;
+    sf_entry e;
+    int rc = special ? sf_lookup_special(r, path, &e) : sf_lookup(r, key, klen, &e);
+    if (rc == SF_ENOTFOUND && !special && key[klen - 1] == '/') {
+        /* The directory index, as servd would serve it. */
+        memcpy(key + klen, "index.html", sizeof "index.html");
+        klen += strlen("index.html");
+        rc = sf_lookup(r, key, klen, &e);
+    }
+    int status = PK_EXIT_FAIL;
+    if (rc != 0) {
+        fprintf(stderr, "servd-pack: %s: %s: %s\n", site, special ? path : key,
+                rc == SF_ENOTFOUND ? "no such path in the pack" : sf_strerror(rc));
+        goto out;
+    }
+    if (e.kind != SF_KIND_FILE) {
+        fprintf(stderr, "servd-pack: %s: %s: a redirect to %.*s, not a file\n", site, key,
+                (int)e.target.len, e.target.ptr);
+        goto out;
+    }
+    const sf_variant *v = NULL;
+    for (unsigned i = 0; i < e.nvariants; i++)
+        if (e.variants[i].encoding == encoding)
+            v = &e.variants[i];
+    if (!v) {
+        char have[64];
+        list_encodings(&e, have, sizeof have);
+        fprintf(stderr, "servd-pack: %s: %s has no %s variant (stored: %s)\n", site,
+                special ? path : key, sf_encoding_name(encoding), have);
+        goto out;
+    }
+    sf_view out;
+    if (headers) {
+        out = v->h200;
+    } else if ((rc = sf_body(r, v, &out)) != 0) {
+        fprintf(stderr, "servd-pack: %s: %s: %s body: %s\n", site, special ? path : key,
+                sf_encoding_name(encoding), sf_strerror(rc));
+        goto out;
+    }
+    if ((out.len && fwrite(out.ptr, 1, out.len, stdout) != out.len) || fflush(stdout) != 0) {
+        fprintf(stderr, "servd-pack: writing to stdout: %s\n", strerror(errno));
+        goto out;
+    }
+    status = PK_EXIT_OK;
+out:
+    pk_close_pack(pack, r);
+    return status;
+}

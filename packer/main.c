@@ -1,0 +1,270 @@
+/*
+ * main.c - the servd-pack command line: parse, validate, dispatch.
+ *
+ * Exit statuses: 0 success; 1 a problem with an input, the output or a pack
+ * (the message names the file and the cause); 2 a bad command line or
+ * environment (unknown option, missing argument, bad SOURCE_DATE_EPOCH).
+ */
+#include "build.h"
+#include "commands.h"
+#include "compress.h"
+#include "pool.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char usage_text[] =
+    "usage: servd-pack build WEBROOT -o SITE.lmdb [--rules RULES.json] [--manifest OUT.json]\n"
+    "                        [--base OLD.lmdb] [--jobs N] [-q]\n"
+    "       servd-pack ls SITE.lmdb [--json]\n"
+    "       servd-pack verify SITE.lmdb [-q]\n"
+    "       servd-pack diff OLD.lmdb NEW.lmdb [--json]\n"
+    "       servd-pack cat SITE.lmdb PATH [--encoding identity|gzip|br|zstd] [--headers]\n"
+    "       servd-pack --help | --version\n";
+
+static const char help_text[] =
+    "\n"
+    "Packs a static web root into one LMDB file that servd serves from memory.\n"
+    "\n"
+    "commands:\n"
+    "  build    walk WEBROOT, precompress (gzip, br, zstd), hash, pre-render headers and\n"
+    "           write SITE.lmdb atomically (temporary file + rename)\n"
+    "    -o, --output FILE     the pack to write (required)\n"
+    "    --rules FILE          Cache-Control, extra headers, excludes and MIME overrides\n"
+    "                          (JSON; see manifests/rules.schema.json)\n"
+    "    --manifest FILE       also write a JSON manifest of every path and variant\n"
+    "    --base FILE           reuse the compressed bodies of unchanged files from an older\n"
+    "                          pack made with the same compression profile\n"
+    "    -j, --jobs N          compression threads (default: online CPUs)\n"
+    "    -q, --quiet           no progress bar and no summary\n"
+    "  ls       one line per path: PATH SIZE ENCODINGS ETAG MIME (tab-separated);\n"
+    "           --json for a JSON array\n"
+    "  verify   re-hash every body, check every record and the meta counts\n"
+    "  diff     paths added (+), changed (~) and removed (-) between two packs;\n"
+    "           --json for {\"added\", \"changed\", \"removed\"}\n"
+    "  cat      write the stored bytes of one variant of PATH to stdout (default\n"
+    "           identity); PATH is a URL path (\"/docs/\" -> /docs/index.html);\n"
+    "           --headers writes the stored 200 header block instead\n"
+    "\n"
+    "Dotfiles are skipped (except the top-level .well-known/); X.gz/X.br/X.zst beside X are\n"
+    "skipped (servd-pack makes its own variants); a variant is kept only if it saves at\n"
+    "least 5% and 64 bytes. SOURCE_DATE_EPOCH, when set, is every Last-Modified and the\n"
+    "creation time.\n"
+    "\n"
+    "exit status: 0 success, 1 failure (the message names the file and the cause),\n"
+    "             2 bad command line or environment\n"
+    "see servd-pack(1)\n";
+
+static int usage_error(const char *fmt, const char *arg)
+{
+    fputs("servd-pack: ", stderr);
+    fprintf(stderr, fmt, arg);
+    fputc('\n', stderr);
+    fputs(usage_text, stderr);
+    return PK_EXIT_USAGE;
+}
+
+static int print_help(void)
+{
+    fputs(usage_text, stdout);
+    fputs(help_text, stdout);
+    return PK_EXIT_OK;
+}
+
+static int print_version(void)
+{
+    char profile[PK_PROFILE_SIZE];
+    pk_profile(profile);
+    printf("servd-pack %s\npack format %d.%d\nprofile %s\n", SERVD_VERSION, SF_FORMAT_MAJOR,
+           SF_FORMAT_MINOR, profile);
+    return PK_EXIT_OK;
+}
+
+/* Parses SOURCE_DATE_EPOCH: decimal seconds, as reproducible-builds.org
+ * specifies. @return 1 set, 0 unset, -1 malformed. */
+static int source_date_epoch(int64_t *out)
+{
+    const char *s = getenv("SOURCE_DATE_EPOCH");
+    if (!s || !*s)
+        return 0;
+    for (const char *p = s; *p; p++)
+        if (*p < '0' || *p > '9')
+            return -1;
+    errno = 0;
+    char *end;
+    long long v = strtoll(s, &end, 10);
+    if (errno || *end)
+        return -1;
+    *out = v;
+    return 1;
+}
+
+enum { OPT_RULES = 256, OPT_MANIFEST, OPT_BASE, OPT_JSON, OPT_ENCODING, OPT_HEADERS };
+
+static int cmd_build(int argc, char **argv)
+{
+    static const struct option opts[] = {{"output", required_argument, NULL, 'o'},
+                                         {"rules", required_argument, NULL, OPT_RULES},
+                                         {"manifest", required_argument, NULL, OPT_MANIFEST},
+                                         {"base", required_argument, NULL, OPT_BASE},
+                                         {"jobs", required_argument, NULL, 'j'},
+                                         {"quiet", no_argument, NULL, 'q'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {0, 0, 0, 0}};
+    pk_build_opts o = {0};
+    o.jobs = pk_cpu_count();
+    int c;
+    while ((c = getopt_long(argc, argv, "o:j:qh", opts, NULL)) != -1) {
+        switch (c) {
+        case 'o':
+            o.output = optarg;
+            break;
+        case OPT_RULES:
+            o.rules = optarg;
+            break;
+        case OPT_MANIFEST:
+            o.manifest = optarg;
+            break;
+        case OPT_BASE:
+            o.base = optarg;
+            break;
+        case 'q':
+            o.quiet = 1;
+            break;
+        case 'h':
+            return print_help();
+        case 'j': {
+            char *end;
+            errno = 0;
+            long n = strtol(optarg, &end, 10);
+            if (errno || *end || n < 1 || n > PK_POOL_MAX_THREADS) {
+                fprintf(stderr, "servd-pack: --jobs %s: not a number from 1 to %d\n", optarg,
+                        PK_POOL_MAX_THREADS);
+                return PK_EXIT_USAGE;
+            }
+            o.jobs = (unsigned)n;
+            break;
+        }
+        default:
+            fputs(usage_text, stderr);
+            return PK_EXIT_USAGE;
+        }
+    }
+    if (optind + 1 != argc)
+        return usage_error("build: %s",
+                           optind >= argc ? "WEBROOT is missing" : "exactly one WEBROOT expected");
+    o.root = argv[optind];
+    if (!o.output)
+        return usage_error("build: %s", "-o SITE.lmdb is required");
+    int e = source_date_epoch(&o.epoch);
+    if (e < 0) {
+        fprintf(stderr, "servd-pack: SOURCE_DATE_EPOCH=\"%s\" is not a number of seconds\n",
+                getenv("SOURCE_DATE_EPOCH"));
+        return PK_EXIT_USAGE;
+    }
+    o.have_epoch = e;
+    return pk_build(&o);
+}
+
+/* Parses the options of ls / verify / diff / cat into flags. */
+static int parse_simple(int argc, char **argv, int *json, int *quiet, int *encoding, int *headers)
+{
+    static const struct option opts[] = {{"json", no_argument, NULL, OPT_JSON},
+                                         {"quiet", no_argument, NULL, 'q'},
+                                         {"encoding", required_argument, NULL, OPT_ENCODING},
+                                         {"headers", no_argument, NULL, OPT_HEADERS},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {0, 0, 0, 0}};
+    int c;
+    while ((c = getopt_long(argc, argv, "qh", opts, NULL)) != -1) {
+        switch (c) {
+        case OPT_JSON:
+            if (!json)
+                return usage_error("%s: --json is not an option of this command", argv[0]);
+            *json = 1;
+            break;
+        case 'q':
+            if (!quiet)
+                return usage_error("%s: -q is not an option of this command", argv[0]);
+            *quiet = 1;
+            break;
+        case OPT_ENCODING:
+            if (!encoding)
+                return usage_error("%s: --encoding is not an option of this command", argv[0]);
+            *encoding = sf_encoding_parse(optarg, strlen(optarg));
+            if (*encoding < 0)
+                return usage_error("--encoding %s: expected identity, gzip, br or zstd", optarg);
+            break;
+        case OPT_HEADERS:
+            if (!headers)
+                return usage_error("%s: --headers is not an option of this command", argv[0]);
+            *headers = 1;
+            break;
+        case 'h':
+            print_help();
+            return -1;
+        default:
+            fputs(usage_text, stderr);
+            return PK_EXIT_USAGE;
+        }
+    }
+    return 0;
+}
+
+static int want_args(int argc, int n, const char *cmd, const char *names)
+{
+    if (argc - optind == n)
+        return 0;
+    fprintf(stderr, "servd-pack: %s: expected %s\n", cmd, names);
+    fputs(usage_text, stderr);
+    return PK_EXIT_USAGE;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fputs(usage_text, stderr);
+        return PK_EXIT_USAGE;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0)
+        return print_help();
+    if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "-V") == 0 || strcmp(cmd, "version") == 0)
+        return print_version();
+    argc--, argv++; /* getopt sees the subcommand as argv[0] */
+    int json = 0, quiet = 0, encoding = SF_ENC_IDENTITY, headers = 0, rc;
+    if (strcmp(cmd, "build") == 0)
+        return cmd_build(argc, argv);
+    if (strcmp(cmd, "ls") == 0) {
+        if ((rc = parse_simple(argc, argv, &json, NULL, NULL, NULL)) != 0)
+            return rc < 0 ? PK_EXIT_OK : rc;
+        if ((rc = want_args(argc, 1, cmd, "SITE.lmdb")) != 0)
+            return rc;
+        return pk_cmd_ls(argv[optind], json);
+    }
+    if (strcmp(cmd, "verify") == 0) {
+        if ((rc = parse_simple(argc, argv, NULL, &quiet, NULL, NULL)) != 0)
+            return rc < 0 ? PK_EXIT_OK : rc;
+        if ((rc = want_args(argc, 1, cmd, "SITE.lmdb")) != 0)
+            return rc;
+        return pk_cmd_verify(argv[optind], quiet);
+    }
+    if (strcmp(cmd, "diff") == 0) {
+        if ((rc = parse_simple(argc, argv, &json, NULL, NULL, NULL)) != 0)
+            return rc < 0 ? PK_EXIT_OK : rc;
+        if ((rc = want_args(argc, 2, cmd, "OLD.lmdb NEW.lmdb")) != 0)
+            return rc;
+        return pk_cmd_diff(argv[optind], argv[optind + 1], json);
+    }
+    if (strcmp(cmd, "cat") == 0) {
+        if ((rc = parse_simple(argc, argv, NULL, NULL, &encoding, &headers)) != 0)
+            return rc < 0 ? PK_EXIT_OK : rc;
+        if ((rc = want_args(argc, 2, cmd, "SITE.lmdb PATH")) != 0)
+            return rc;
+        return pk_cmd_cat(argv[optind], argv[optind + 1], encoding, headers);
+    }
+    return usage_error("unknown command \"%s\" (try --help)", cmd);
+}

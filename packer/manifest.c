@@ -1,0 +1,116 @@
+/*
+ * manifest.c - writing the JSON manifest (manifest.h) with jansson.
+ */
+#include "manifest.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+void pk_manifest_tmp_name(const char *path, char *out, size_t cap)
+{
+    snprintf(out, cap, "%s.tmp-%ld", path, (long)getpid());
+}
+
+/* Builds the document; NULL when out of memory. */
+static json_t *build_doc(const pk_site *site, const sf_meta *meta, int has_404)
+{
+    char hex[2 * sizeof meta->pack_id + 1];
+    pk_hex(meta->pack_id, sizeof meta->pack_id, hex);
+    json_t *paths = json_object();
+    json_t *doc =
+        json_pack("{s:i, s:s, s:s, s:s, s:o, s:{s:I, s:I, s:I, s:I}}", "servd_manifest", 1,
+                  "pack_id", hex, "packer", meta->packer, "profile", meta->profile, "not_found",
+                  has_404 ? json_string("/404.html") : json_null(), "totals", "paths",
+                  (json_int_t)meta->n_paths, "bodies", (json_int_t)meta->n_bodies, "identity_bytes",
+                  (json_int_t)meta->identity_bytes, "stored_bytes", (json_int_t)meta->stored_bytes);
+    if (!doc || !paths || json_object_set_new(doc, "paths", paths) != 0) {
+        json_decref(doc);
+        return NULL;
+    }
+    for (size_t i = 0; i < site->n; i++) {
+        const pk_file *f = &site->files[i];
+        json_t *headers = json_array(), *variants = json_array();
+        json_t *p = json_pack("{s:s, s:s, s:I, s:o, s:o}", "mime", f->mime, "cache_control",
+                              f->cache_control, "last_modified", (json_int_t)f->last_modified,
+                              "headers", headers, "variants", variants);
+        if (!p || json_object_set_new(paths, f->key, p) != 0)
+            goto out_nomem;
+        for (size_t h = 0; h < f->nextra; h++)
+            if (json_array_append_new(headers, json_pack("{s:s, s:s}", "name", f->extra[h].name,
+                                                         "value", f->extra[h].value)) != 0)
+                goto out_nomem;
+        for (int e = 0; e < SF_ENC_COUNT; e++) {
+            const pk_variant *v = &f->var[e];
+            if (!v->present)
+                continue;
+            if (json_array_append_new(variants,
+                                      json_pack("{s:s, s:I, s:s}", "encoding", sf_encoding_name(e),
+                                                "size", (json_int_t)v->len, "etag", v->etag)) != 0)
+                goto out_nomem;
+        }
+    }
+    return doc;
+out_nomem:
+    json_decref(doc);
+    return NULL;
+}
+
+int pk_manifest_write_tmp(const char *path, const pk_site *site, const sf_meta *meta, int has_404,
+                          char *err, size_t errlen)
+{
+    char tmp[PATH_MAX];
+    pk_manifest_tmp_name(path, tmp, sizeof tmp);
+    json_t *doc = build_doc(site, meta, has_404);
+    if (!doc) {
+        snprintf(err, errlen, "%s: out of memory building the manifest", path);
+        return -1;
+    }
+    FILE *fp = fopen(tmp, "w");
+    if (!fp) {
+        snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
+        json_decref(doc);
+        return -1;
+    }
+    int rc = json_dumpf(doc, fp, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII);
+    json_decref(doc);
+    if (rc == 0 && fputc('\n', fp) == EOF)
+        rc = -1;
+    if (rc == 0 && fflush(fp) != 0)
+        rc = -1;
+    if (rc == 0 && fsync(fileno(fp)) != 0)
+        rc = -1;
+    int saved = errno;
+    if (fclose(fp) != 0 && rc == 0) {
+        rc = -1;
+        saved = errno;
+    }
+    if (rc != 0) {
+        snprintf(err, errlen, "%s: cannot write: %s", tmp, strerror(saved));
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+int pk_manifest_commit(const char *path, char *err, size_t errlen)
+{
+    char tmp[PATH_MAX];
+    pk_manifest_tmp_name(path, tmp, sizeof tmp);
+    if (rename(tmp, path) != 0) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+void pk_manifest_abort(const char *path)
+{
+    char tmp[PATH_MAX];
+    pk_manifest_tmp_name(path, tmp, sizeof tmp);
+    unlink(tmp);
+}

@@ -1,0 +1,308 @@
+/*
+ * mime.c - the extension table, the text and compression classification,
+ * and the libmagic fallback (see mime.h).
+ */
+#include "mime.h"
+
+#include <magic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* Longest extension looked up; longer ones cannot be in the table. */
+#define EXT_MAX 16
+
+/* Bytes libmagic looks at: its own default read limit (1 MiB) would make
+ * huge files slow for no better answer; 64 KiB covers every magic test
+ * that matters for web content. */
+#define MAGIC_SNIFF_BYTES (64 * 1024)
+
+typedef struct ext_type {
+    const char *ext; /* lowercase, without the dot; the table is sorted by it */
+    const char *type;
+} ext_type;
+
+static const ext_type table[] = {
+    {"7z", "application/x-7z-compressed"},
+    {"aac", "audio/aac"},
+    {"apng", "image/apng"},
+    {"atom", "application/atom+xml"},
+    {"avif", "image/avif"},
+    {"bin", "application/octet-stream"},
+    {"bmp", "image/bmp"},
+    {"br", "application/x-brotli"},
+    {"bz2", "application/x-bzip2"},
+    {"cjs", "text/javascript"},
+    {"css", "text/css"},
+    {"csv", "text/csv"},
+    {"eot", "application/vnd.ms-fontobject"},
+    {"epub", "application/epub+zip"},
+    {"flac", "audio/flac"},
+    {"gif", "image/gif"},
+    {"gz", "application/gzip"},
+    {"htm", "text/html"},
+    {"html", "text/html"},
+    {"ico", "image/x-icon"},
+    {"ics", "text/calendar"},
+    {"jpeg", "image/jpeg"},
+    {"jpg", "image/jpeg"},
+    {"js", "text/javascript"},
+    {"json", "application/json"},
+    {"jsonld", "application/ld+json"},
+    {"jxl", "image/jxl"},
+    {"m4a", "audio/mp4"},
+    {"m4v", "video/mp4"},
+    {"map", "application/json"},
+    {"md", "text/markdown"},
+    {"mjs", "text/javascript"},
+    {"mov", "video/quicktime"},
+    {"mp3", "audio/mpeg"},
+    {"mp4", "video/mp4"},
+    {"mpeg", "video/mpeg"},
+    {"oga", "audio/ogg"},
+    {"ogg", "audio/ogg"},
+    {"ogv", "video/ogg"},
+    {"opus", "audio/ogg"},
+    {"otf", "font/otf"},
+    {"pdf", "application/pdf"},
+    {"png", "image/png"},
+    {"rss", "application/rss+xml"},
+    {"rtf", "application/rtf"},
+    {"svg", "image/svg+xml"},
+    {"tar", "application/x-tar"},
+    {"tif", "image/tiff"},
+    {"tiff", "image/tiff"},
+    {"toml", "application/toml"},
+    {"ttc", "font/collection"},
+    {"ttf", "font/ttf"},
+    {"txt", "text/plain"},
+    {"vtt", "text/vtt"},
+    {"wasm", "application/wasm"},
+    {"wav", "audio/wav"},
+    {"weba", "audio/webm"},
+    {"webm", "video/webm"},
+    {"webmanifest", "application/manifest+json"},
+    {"webp", "image/webp"},
+    {"woff", "font/woff"},
+    {"woff2", "font/woff2"},
+    {"xhtml", "application/xhtml+xml"},
+    {"xml", "application/xml"},
+    {"xsl", "application/xslt+xml"},
+    {"xz", "application/x-xz"},
+    {"yaml", "application/yaml"},
+    {"yml", "application/yaml"},
+    {"zip", "application/zip"},
+    {"zst", "application/zstd"},
+};
+
+static int cmp_ext(const void *k, const void *e)
+{
+    return strcmp(k, ((const ext_type *)e)->ext);
+}
+
+const char *pk_mime_by_ext(const char *name, size_t len)
+{
+    size_t i = len;
+    while (i > 0 && name[i - 1] != '.' && name[i - 1] != '/')
+        i--;
+    /* No dot in the last segment, or a name that is only ".ext": no extension. */
+    if (i == 0 || name[i - 1] != '.' || i < 2 || name[i - 2] == '/')
+        return NULL;
+    size_t n = len - i;
+    if (n == 0 || n > EXT_MAX)
+        return NULL;
+    char ext[EXT_MAX + 1];
+    for (size_t k = 0; k < n; k++) {
+        char c = name[i + k];
+        ext[k] = c >= 'A' && c <= 'Z' ? (char)(c + 32) : c;
+    }
+    ext[n] = '\0';
+    const ext_type *e =
+        bsearch(ext, table, sizeof table / sizeof table[0], sizeof table[0], cmp_ext);
+    return e ? e->type : NULL;
+}
+
+/* Copies the base type ("type/subtype", lowercased, without parameters). */
+static void base_type(const char *type, char *out, size_t cap)
+{
+    size_t i = 0;
+    for (; type[i] && type[i] != ';' && type[i] != ' ' && i + 1 < cap; i++) {
+        char c = type[i];
+        out[i] = c >= 'A' && c <= 'Z' ? (char)(c + 32) : c;
+    }
+    out[i] = '\0';
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && memcmp(s + n - m, suffix, m) == 0;
+}
+
+/* Text types outside text/ and the +json / +xml suffixes. */
+static const char *const text_apps[] = {
+    "application/javascript", "application/ecmascript", "application/x-javascript",
+    "application/json",       "application/xml",        "application/yaml",
+    "application/toml",       "application/x-ndjson",   "application/x-sh",
+    "application/rtf",
+};
+
+/* A buffer for a base type: real types are far shorter (RFC 6838 caps each
+ * half at 127 characters). */
+#define TYPE_MAX 256
+
+int pk_mime_is_text(const char *type)
+{
+    char t[TYPE_MAX];
+    base_type(type, t, sizeof t);
+    if (strncmp(t, "text/", 5) == 0 || ends_with(t, "+json") || ends_with(t, "+xml"))
+        return 1;
+    for (size_t i = 0; i < sizeof text_apps / sizeof text_apps[0]; i++)
+        if (strcmp(t, text_apps[i]) == 0)
+            return 1;
+    return 0;
+}
+
+static const char *const font_types[] = {
+    "font/ttf",
+    "font/otf",
+    "font/sfnt",
+    "font/collection",
+    "application/vnd.ms-fontobject",
+    "application/x-font-ttf",
+    "application/x-font-otf",
+    "application/font-sfnt",
+};
+
+/* Binary formats that are not compressed internally and shrink well. */
+static const char *const binary_types[] = {
+    "application/wasm",  "image/x-icon", "image/vnd.microsoft.icon", "image/bmp", "image/x-ms-bmp",
+    "application/x-tar", "image/tiff",
+};
+
+int pk_mime_class(const char *type)
+{
+    char t[TYPE_MAX];
+    base_type(type, t, sizeof t);
+    if (pk_mime_is_text(t))
+        return PK_CLASS_TEXT;
+    for (size_t i = 0; i < sizeof font_types / sizeof font_types[0]; i++)
+        if (strcmp(t, font_types[i]) == 0)
+            return PK_CLASS_FONT;
+    for (size_t i = 0; i < sizeof binary_types / sizeof binary_types[0]; i++)
+        if (strcmp(t, binary_types[i]) == 0)
+            return PK_CLASS_BINARY;
+    return PK_CLASS_NONE;
+}
+
+int pk_utf8_valid(const void *data, size_t n)
+{
+    const unsigned char *p = data;
+    for (size_t i = 0; i < n;) {
+        unsigned c = p[i];
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        size_t len;
+        unsigned min, cp;
+        if (c >= 0xc2 && c <= 0xdf) {
+            len = 2, min = 0x80, cp = c & 0x1f;
+        } else if (c >= 0xe0 && c <= 0xef) {
+            len = 3, min = 0x800, cp = c & 0x0f;
+        } else if (c >= 0xf0 && c <= 0xf4) {
+            len = 4, min = 0x10000, cp = c & 0x07;
+        } else {
+            return 0;
+        }
+        if (n - i < len)
+            return 0;
+        for (size_t k = 1; k < len; k++) {
+            if ((p[i + k] & 0xc0) != 0x80)
+                return 0;
+            cp = cp << 6 | (p[i + k] & 0x3f);
+        }
+        if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+            return 0;
+        i += len;
+    }
+    return 1;
+}
+
+struct pk_magic {
+    magic_t m;
+};
+
+int pk_magic_open(pk_magic **out, char *err, size_t errlen)
+{
+    pk_magic *pm = malloc(sizeof *pm);
+    if (!pm) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    pm->m = magic_open(MAGIC_MIME_TYPE | MAGIC_NO_CHECK_COMPRESS | MAGIC_ERROR);
+    if (!pm->m) {
+        snprintf(err, errlen, "libmagic: cannot start");
+        free(pm);
+        return -1;
+    }
+    if (magic_load(pm->m, NULL) != 0) {
+        snprintf(err, errlen, "libmagic: cannot load its database: %s", magic_error(pm->m));
+        magic_close(pm->m);
+        free(pm);
+        return -1;
+    }
+    *out = pm;
+    return 0;
+}
+
+const char *pk_magic_type(pk_magic *m, const void *p, size_t n)
+{
+    if (n == 0)
+        return "application/octet-stream";
+    const char *t = magic_buffer(m->m, p, n > MAGIC_SNIFF_BYTES ? MAGIC_SNIFF_BYTES : n);
+    if (!t || strchr(t, '/') == NULL || strncmp(t, "inode/", 6) == 0 ||
+        strcmp(t, "application/x-empty") == 0)
+        return "application/octet-stream";
+    return t;
+}
+
+void pk_magic_close(pk_magic *m)
+{
+    if (!m)
+        return;
+    magic_close(m->m);
+    free(m);
+}
+
+/* The charset parameter added to text types. */
+#define CHARSET_UTF8 "; charset=utf-8"
+
+char *pk_mime_decide(const char *key, size_t keylen, const char *rule_type, const void *data,
+                     size_t n, pk_magic **magic, char *err, size_t errlen)
+{
+    const char *type = rule_type;
+    int add_charset = 0;
+    if (!type) {
+        type = pk_mime_by_ext(key, keylen);
+        if (type) {
+            add_charset = pk_mime_is_text(type);
+        } else {
+            if (!*magic && pk_magic_open(magic, err, errlen) != 0)
+                return NULL;
+            type = pk_magic_type(*magic, data, n);
+            /* libmagic says text/plain for any text; only claim UTF-8 when it is. */
+            add_charset =
+                pk_mime_is_text(type) && strchr(type, ';') == NULL && pk_utf8_valid(data, n);
+        }
+    }
+    size_t len = strlen(type) + (add_charset ? strlen(CHARSET_UTF8) : 0) + 1;
+    char *s = malloc(len);
+    if (!s) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    snprintf(s, len, "%s%s", type, add_charset ? CHARSET_UTF8 : "");
+    return s;
+}

@@ -1,0 +1,55 @@
+/*
+ * mime.h - deciding a file's Content-Type and whether it is worth compressing.
+ *
+ * Order: a MIME rule from the rules file (verbatim), else the extension table
+ * below (web types; ".js" is text/javascript per RFC 9239), else libmagic on
+ * the content. "; charset=utf-8" is appended to text types from the table
+ * (web text is UTF-8) and to text types libmagic finds only when the bytes are
+ * valid UTF-8.
+ *
+ * The compression class is derived from the type alone, so that a given type
+ * is always treated the same way whichever of the three sources named it.
+ */
+#ifndef PK_MIME_H
+#define PK_MIME_H
+
+#include <stddef.h>
+
+/* How a type is compressed. The numbering is part of the profile: renumber
+ * only together with PK_PROFILE_REV. */
+enum pk_class {
+    PK_CLASS_NONE = 0,   /* already compressed or unknown: identity only */
+    PK_CLASS_TEXT = 1,   /* UTF-8 text: brotli MODE_TEXT */
+    PK_CLASS_FONT = 2,   /* sfnt fonts (ttf/otf/eot): brotli MODE_FONT */
+    PK_CLASS_BINARY = 3, /* compressible binary (wasm, ico, bmp): MODE_GENERIC */
+};
+
+/* The table type for the extension of a key or file name ("/a/b.JS" ->
+ * "text/javascript"), or NULL. The extension is matched case-insensitively. */
+const char *pk_mime_by_ext(const char *name, size_t len);
+
+/* 1 if the (base) type is text that browsers decode with a charset. */
+int pk_mime_is_text(const char *type);
+
+/* The compression class of a type (parameters after ';' are ignored). */
+int pk_mime_class(const char *type);
+
+/* 1 if n bytes at p are valid UTF-8 (no overlongs, no surrogates). */
+int pk_utf8_valid(const void *p, size_t n);
+
+/* A libmagic handle (not thread-safe: use from one thread). */
+typedef struct pk_magic pk_magic;
+int pk_magic_open(pk_magic **out, char *err, size_t errlen);
+/* The MIME type libmagic gives for the content (an empty or undecidable
+ * file gives "application/octet-stream"). The result is valid until the next
+ * call or pk_magic_close(). */
+const char *pk_magic_type(pk_magic *m, const void *p, size_t n);
+void pk_magic_close(pk_magic *m);
+
+/* Decides the full Content-Type value of a file: rule_type (may be NULL),
+ * else the table, else libmagic (opened on first use through *magic).
+ * @return a malloc'd string, or NULL with err filled. */
+char *pk_mime_decide(const char *key, size_t keylen, const char *rule_type, const void *data,
+                     size_t n, pk_magic **magic, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,86 @@
+/*
+ * progress.c - the progress bar and the summary table (progress.h).
+ */
+#include "progress.h"
+
+#include <string.h>
+#include <unistd.h>
+
+/* Characters of the bar itself: fits an 80-column terminal with the label. */
+#define BAR_WIDTH 40
+
+void pk_progress_init(pk_progress *p, int quiet)
+{
+    memset(p, 0, sizeof *p);
+    p->enabled = !quiet && isatty(STDERR_FILENO);
+}
+
+void pk_progress_phase(pk_progress *p, const char *phase)
+{
+    p->phase = phase;
+}
+
+void pk_progress_tick(void *arg, uint64_t done, uint64_t total)
+{
+    pk_progress *p = arg;
+    if (!p->enabled || total == 0)
+        return;
+    unsigned pct = (unsigned)(done * 100 / total);
+    unsigned fill = (unsigned)(done * BAR_WIDTH / total);
+    char bar[BAR_WIDTH + 1];
+    for (unsigned i = 0; i < BAR_WIDTH; i++)
+        bar[i] = i < fill ? '#' : '.';
+    bar[BAR_WIDTH] = '\0';
+    fprintf(stderr, "\r\033[K%-12s [%s] %3u%%", p->phase ? p->phase : "", bar, pct);
+    fflush(stderr);
+    p->drawn = 1;
+}
+
+void pk_progress_clear(pk_progress *p)
+{
+    if (p->drawn) {
+        fputs("\r\033[K", stderr);
+        fflush(stderr);
+        p->drawn = 0;
+    }
+}
+
+void pk_human_bytes(uint64_t n, char *out, size_t cap)
+{
+    static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double v = (double)n;
+    int u = 0;
+    while (v >= 1024 && u < 4) {
+        v /= 1024;
+        u++;
+    }
+    if (u == 0)
+        snprintf(out, cap, "%llu B", (unsigned long long)n);
+    else
+        snprintf(out, cap, "%.1f %s", v, unit[u]);
+}
+
+void pk_summary_print(FILE *out, const pk_stats *s, const char *output)
+{
+    char h1[32], h2[32];
+    pk_human_bytes(s->pack_file_bytes, h1, sizeof h1);
+    fprintf(out, "servd-pack: wrote %s: %llu paths, %llu bodies, %s, in %.2f s\n", output,
+            (unsigned long long)s->paths, (unsigned long long)s->bodies, h1, s->seconds);
+    fprintf(out, "  %-9s %7s %14s %10s %7s\n", "encoding", "files", "bytes", "", "ratio");
+    for (int e = 0; e < SF_ENC_COUNT; e++) {
+        pk_human_bytes(s->enc_bytes[e], h2, sizeof h2);
+        double ratio =
+            s->enc_identity[e] ? 100.0 * (double)s->enc_bytes[e] / (double)s->enc_identity[e] : 0.0;
+        fprintf(out, "  %-9s %7llu %14llu %10s %6.1f%%\n", sf_encoding_name(e),
+                (unsigned long long)s->enc_files[e], (unsigned long long)s->enc_bytes[e], h2,
+                ratio);
+    }
+    pk_human_bytes(s->stored_bytes, h2, sizeof h2);
+    fprintf(out, "  stored (distinct bodies): %llu bytes (%s)\n",
+            (unsigned long long)s->stored_bytes, h2);
+    fprintf(out,
+            "  skipped: %llu dotfiles, %llu sidecars, %llu excluded; reused from --base: %llu "
+            "files\n",
+            (unsigned long long)s->skipped_dot, (unsigned long long)s->skipped_sidecar,
+            (unsigned long long)s->skipped_excluded, (unsigned long long)s->reused);
+}

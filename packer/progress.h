@@ -1,0 +1,46 @@
+/*
+ * progress.h - what servd-pack build tells the person watching: a progress
+ * bar on stderr when stderr is a terminal (never in logs or pipes), and a
+ * summary table at the end (unless -q).
+ */
+#ifndef PK_PROGRESS_H
+#define PK_PROGRESS_H
+
+#include "sf/store.h"
+
+#include <stdint.h>
+#include <stdio.h>
+
+typedef struct pk_progress {
+    int enabled;       /* stderr is a tty and not -q */
+    const char *phase; /* "reading", "compressing", ... */
+    int drawn;         /* a bar is on screen and must be cleared */
+} pk_progress;
+
+void pk_progress_init(pk_progress *p, int quiet);
+void pk_progress_phase(pk_progress *p, const char *phase);
+/* A pk_tick_fn (pool.h): arg is the pk_progress. */
+void pk_progress_tick(void *arg, uint64_t done, uint64_t total);
+/* Clears the bar so that the next line starts clean. */
+void pk_progress_clear(pk_progress *p);
+
+typedef struct pk_stats {
+    uint64_t paths;
+    uint64_t bodies;
+    uint64_t stored_bytes;               /* distinct bodies */
+    uint64_t pack_file_bytes;            /* size of the pack file */
+    uint64_t enc_files[SF_ENC_COUNT];    /* paths that have the encoding */
+    uint64_t enc_bytes[SF_ENC_COUNT];    /* bytes of those variants */
+    uint64_t enc_identity[SF_ENC_COUNT]; /* identity bytes of those paths */
+    uint64_t skipped_dot, skipped_sidecar, skipped_excluded;
+    uint64_t reused; /* paths whose variants came from --base */
+    double seconds;
+} pk_stats;
+
+/* Prints the summary table. */
+void pk_summary_print(FILE *out, const pk_stats *s, const char *output);
+
+/* "12.3 KiB" style size into out. */
+void pk_human_bytes(uint64_t n, char *out, size_t cap);
+
+#endif

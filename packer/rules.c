@@ -1,0 +1,448 @@
+/*
+ * rules.c - loading, validating and applying the rules file (rules.h).
+ */
+#include "rules.h"
+
+#include "glob.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+
+typedef struct rule {
+    pk_glob *glob;
+    char *a; /* cache_control: value; mime: type; headers: name */
+    char *b; /* headers: value */
+} rule;
+
+typedef struct rule_list {
+    rule *v;
+    size_t n;
+} rule_list;
+
+struct pk_rules {
+    rule_list cc, headers, exclude, mime;
+};
+
+/* Message helper: "FILE: POINTER: cause". */
+#define RULE_ERR(path, ptr, ...)                                                                   \
+    do {                                                                                           \
+        int o_ = snprintf(err, errlen, "%s: %s: ", path, ptr);                                     \
+        if (o_ >= 0 && (size_t)o_ < errlen)                                                        \
+            snprintf(err + o_, errlen - (size_t)o_, __VA_ARGS__);                                  \
+    } while (0)
+
+static int is_tchar(unsigned char c)
+{
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+           (c && strchr("!#$%&'*+-.^_`|~", c));
+}
+
+int pk_header_name_ok(const char *s)
+{
+    if (!*s)
+        return 0;
+    for (; *s; s++)
+        if (!is_tchar((unsigned char)*s))
+            return 0;
+    return 1;
+}
+
+/* Headers servd-pack renders itself, framing and hop-by-hop headers, and the
+ * Date line servd adds: a rule setting one would break the contract. */
+static const char *const reserved[] = {
+    "Accept-Ranges",
+    "Cache-Control",
+    "Connection",
+    "Content-Encoding",
+    "Content-Length",
+    "Content-Range",
+    "Content-Type",
+    "Date",
+    "ETag",
+    "Keep-Alive",
+    "Last-Modified",
+    "Proxy-Connection",
+    "TE",
+    "Trailer",
+    "Transfer-Encoding",
+    "Upgrade",
+    "Vary",
+};
+
+int pk_header_name_reserved(const char *s)
+{
+    for (size_t i = 0; i < sizeof reserved / sizeof reserved[0]; i++)
+        if (strcasecmp(s, reserved[i]) == 0)
+            return 1;
+    return 0;
+}
+
+int pk_header_value_ok(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > PK_HEADER_VALUE_MAX)
+        return 0;
+    if (s[0] == ' ' || s[0] == '\t' || s[n - 1] == ' ' || s[n - 1] == '\t')
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if ((c < 0x20 && c != '\t') || c == 0x7f)
+            return 0;
+    }
+    return 1;
+}
+
+int pk_mime_type_ok(const char *s)
+{
+    const char *p = s;
+    size_t n = 0;
+    while (is_tchar((unsigned char)*p))
+        p++, n++;
+    if (n == 0 || *p != '/')
+        return 0;
+    p++;
+    n = 0;
+    while (is_tchar((unsigned char)*p))
+        p++, n++;
+    if (n == 0)
+        return 0;
+    if (*p == '\0')
+        return 1;
+    /* Parameters: ";" then anything header-safe, e.g. "; charset=utf-8". */
+    while (*p == ' ' || *p == '\t')
+        p++;
+    return *p == ';' && pk_header_value_ok(s);
+}
+
+static void free_list(rule_list *l)
+{
+    for (size_t i = 0; i < l->n; i++) {
+        pk_glob_free(l->v[i].glob);
+        free(l->v[i].a);
+        free(l->v[i].b);
+    }
+    free(l->v);
+}
+
+void pk_rules_free(pk_rules *r)
+{
+    if (!r)
+        return;
+    free_list(&r->cc);
+    free_list(&r->headers);
+    free_list(&r->exclude);
+    free_list(&r->mime);
+    free(r);
+}
+
+static int compile(const char *path, const char *ptr, const char *pattern, pk_glob **out, char *err,
+                   size_t errlen)
+{
+    char why[256];
+    if (pk_glob_compile(pattern, out, why, sizeof why) != 0) {
+        RULE_ERR(path, ptr, "bad glob \"%s\": %s", pattern, why);
+        return -1;
+    }
+    return 0;
+}
+
+/* Fetches a required string member of a rule object. */
+static const char *member(const char *path, const char *ptr, json_t *obj, const char *name,
+                          char *err, size_t errlen)
+{
+    json_t *v = json_object_get(obj, name);
+    if (!v) {
+        RULE_ERR(path, ptr, "missing \"%s\"", name);
+        return NULL;
+    }
+    if (!json_is_string(v)) {
+        RULE_ERR(path, ptr, "\"%s\" must be a string", name);
+        return NULL;
+    }
+    return json_string_value(v);
+}
+
+/* Rejects members other than the allowed ones: a typo must not be ignored. */
+static int only(const char *path, const char *ptr, json_t *obj, const char *const *allowed,
+                char *err, size_t errlen)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach(obj, k, v)
+    {
+        int ok = 0;
+        for (size_t i = 0; allowed[i]; i++)
+            ok |= strcmp(k, allowed[i]) == 0;
+        if (!ok) {
+            RULE_ERR(path, ptr, "unknown member \"%s\"", k);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+enum section { S_CC, S_HEADERS, S_EXCLUDE, S_MIME };
+
+static int parse_section(const char *path, json_t *arr, const char *sname, enum section s,
+                         rule_list *out, char *err, size_t errlen)
+{
+    char ptr[96];
+    if (!json_is_array(arr)) {
+        snprintf(ptr, sizeof ptr, "/%s", sname);
+        RULE_ERR(path, ptr, "must be an array");
+        return -1;
+    }
+    size_t n = json_array_size(arr);
+    out->v = calloc(n ? n : 1, sizeof *out->v);
+    if (!out->v) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        json_t *el = json_array_get(arr, i);
+        rule *r = &out->v[out->n];
+        snprintf(ptr, sizeof ptr, "/%s/%zu", sname, i);
+        if (s == S_EXCLUDE) {
+            if (!json_is_string(el)) {
+                RULE_ERR(path, ptr, "must be a glob string");
+                return -1;
+            }
+            if (compile(path, ptr, json_string_value(el), &r->glob, err, errlen) != 0)
+                return -1;
+            out->n++;
+            continue;
+        }
+        if (!json_is_object(el)) {
+            RULE_ERR(path, ptr, "must be an object");
+            return -1;
+        }
+        static const char *const cc_keys[] = {"match", "value", "comment", NULL};
+        static const char *const hd_keys[] = {"match", "name", "value", "comment", NULL};
+        static const char *const mi_keys[] = {"match", "type", "comment", NULL};
+        if (only(path, ptr, el,
+                 s == S_CC        ? cc_keys
+                 : s == S_HEADERS ? hd_keys
+                                  : mi_keys,
+                 err, errlen) != 0)
+            return -1;
+        const char *match = member(path, ptr, el, "match", err, errlen);
+        if (!match)
+            return -1;
+        const char *a = member(path, ptr, el,
+                               s == S_MIME      ? "type"
+                               : s == S_HEADERS ? "name"
+                                                : "value",
+                               err, errlen);
+        if (!a)
+            return -1;
+        const char *b = NULL;
+        if (s == S_HEADERS && !(b = member(path, ptr, el, "value", err, errlen)))
+            return -1;
+        if (s == S_CC && !pk_header_value_ok(a)) {
+            RULE_ERR(path, ptr,
+                     "Cache-Control value \"%s\" is empty, too long, padded or has a control "
+                     "character (CR, LF, NUL...)",
+                     a);
+            return -1;
+        }
+        if (s == S_MIME && !pk_mime_type_ok(a)) {
+            RULE_ERR(path, ptr, "\"%s\" is not a media type (type/subtype[; parameters])", a);
+            return -1;
+        }
+        if (s == S_HEADERS) {
+            if (!pk_header_name_ok(a)) {
+                RULE_ERR(path, ptr, "\"%s\" is not a valid header name (RFC 9110 token)", a);
+                return -1;
+            }
+            if (pk_header_name_reserved(a)) {
+                RULE_ERR(path, ptr,
+                         "header %s is set by servd-pack or servd (use cache_control / mime "
+                         "rules where they apply)",
+                         a);
+                return -1;
+            }
+            if (!pk_header_value_ok(b)) {
+                RULE_ERR(path, ptr,
+                         "value of %s is empty, too long, padded or has a control character "
+                         "(CR, LF, NUL...)",
+                         a);
+                return -1;
+            }
+        }
+        if (compile(path, ptr, match, &r->glob, err, errlen) != 0)
+            return -1;
+        out->n++; /* from here the rule owns its glob */
+        if (!(r->a = strdup(a)) || (b && !(r->b = strdup(b)))) {
+            snprintf(err, errlen, "%s: out of memory", path);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int pk_rules_load(const char *path, pk_rules **out, char *err, size_t errlen)
+{
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        snprintf(err, errlen, "%s: not a regular file", path);
+        return -1;
+    }
+    if (st.st_size > PK_RULES_MAX_BYTES) {
+        snprintf(err, errlen, "%s: larger than %d bytes; is this a rules file?", path,
+                 PK_RULES_MAX_BYTES);
+        return -1;
+    }
+    json_error_t je;
+    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+    if (!root) {
+        if (je.line > 0)
+            snprintf(err, errlen, "%s:%d:%d: %s", path, je.line, je.column, je.text);
+        else
+            snprintf(err, errlen, "%s: %s", path, je.text);
+        return -1;
+    }
+    pk_rules *r = calloc(1, sizeof *r);
+    if (!r) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        goto out_json;
+    }
+    if (!json_is_object(root)) {
+        snprintf(err, errlen, "%s: the top level must be a JSON object", path);
+        goto out_rules;
+    }
+    static const char *const top[] = {"$schema", "comment", "cache_control", "headers", "exclude",
+                                      "mime",    NULL};
+    if (only(path, "/", root, top, err, errlen) != 0)
+        goto out_rules;
+    struct {
+        const char *name;
+        enum section s;
+        rule_list *l;
+    } sections[] = {{"cache_control", S_CC, &r->cc},
+                    {"headers", S_HEADERS, &r->headers},
+                    {"exclude", S_EXCLUDE, &r->exclude},
+                    {"mime", S_MIME, &r->mime}};
+    for (size_t i = 0; i < sizeof sections / sizeof sections[0]; i++) {
+        json_t *arr = json_object_get(root, sections[i].name);
+        if (arr &&
+            parse_section(path, arr, sections[i].name, sections[i].s, sections[i].l, err, errlen))
+            goto out_rules;
+    }
+    json_decref(root);
+    *out = r;
+    return 0;
+
+out_rules:
+    pk_rules_free(r);
+out_json:
+    json_decref(root);
+    return -1;
+}
+
+static const rule *first(const rule_list *l, const char *key, size_t len)
+{
+    for (size_t i = 0; i < l->n; i++)
+        if (pk_glob_match(l->v[i].glob, key, len))
+            return &l->v[i];
+    return NULL;
+}
+
+int pk_rules_excluded(const pk_rules *r, const char *key, size_t len)
+{
+    return r && first(&r->exclude, key, len) != NULL;
+}
+
+const char *pk_rules_mime(const pk_rules *r, const char *key, size_t len)
+{
+    const rule *m = r ? first(&r->mime, key, len) : NULL;
+    return m ? m->a : NULL;
+}
+
+static int is_html(const char *mime)
+{
+    size_t n = strcspn(mime, "; \t");
+    return (n == 9 && strncasecmp(mime, "text/html", 9) == 0) ||
+           (n == 21 && strncasecmp(mime, "application/xhtml+xml", 21) == 0);
+}
+
+const char *pk_rules_cache_control(const pk_rules *r, const char *key, size_t len, const char *mime)
+{
+    const rule *m = r ? first(&r->cc, key, len) : NULL;
+    if (m)
+        return m->a;
+    if (is_html(mime))
+        return PK_CC_HTML;
+    if (pk_hashed_name(key, len))
+        return PK_CC_IMMUTABLE;
+    return PK_CC_DEFAULT;
+}
+
+size_t pk_rules_nheaders(const pk_rules *r)
+{
+    return r ? r->headers.n : 0;
+}
+
+size_t pk_rules_headers(const pk_rules *r, const char *key, size_t len, pk_header *out)
+{
+    size_t n = 0;
+    for (size_t i = 0; r && i < r->headers.n; i++)
+        if (pk_glob_match(r->headers.v[i].glob, key, len))
+            out[n++] = (pk_header){r->headers.v[i].a, r->headers.v[i].b};
+    return n;
+}
+
+/* Judges one segment of a file name (see pk_hashed_name). */
+static int hash_segment(const char *s, size_t n)
+{
+    if (n < PK_HASH_MIN_CHARS)
+        return 0;
+    int hex = 1, digit = 0, lower_hex = 0, upper = 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (c >= '0' && c <= '9')
+            digit = 1;
+        else if (c >= 'a' && c <= 'f')
+            lower_hex = 1;
+        else if (c >= 'A' && c <= 'Z')
+            upper = 1, hex = 0;
+        else if ((c >= 'g' && c <= 'z') || c == '_')
+            hex = 0;
+        else
+            return 0;
+    }
+    if (hex)
+        return digit && lower_hex;
+    return digit && upper;
+}
+
+int pk_hashed_name(const char *key, size_t len)
+{
+    size_t start = len;
+    while (start > 0 && key[start - 1] != '/')
+        start--;
+    size_t end = len;
+    while (end > start && key[end - 1] != '.')
+        end--;
+    if (end <= start + 1) /* no extension: the whole name is the stem */
+        end = len;
+    else
+        end--; /* drop ".ext" */
+    for (size_t i = start; i < end;) {
+        size_t j = i;
+        while (j < end && key[j] != '.' && key[j] != '-')
+            j++;
+        if (hash_segment(key + i, j - i))
+            return 1;
+        i = j + 1;
+    }
+    return 0;
+}

@@ -1,0 +1,79 @@
+/*
+ * rules.h - the rules file (--rules FILE.json; schema in
+ * manifests/rules.schema.json) and the default Cache-Control policy.
+ *
+ *   {"cache_control": [{"match": GLOB, "value": "..."}],   first match wins
+ *    "headers":       [{"match": GLOB, "name": "..", "value": ".."}],  all apply
+ *    "exclude":       [GLOB],
+ *    "mime":          [{"match": GLOB, "type": ".."}]}     first match wins
+ *
+ * Globs are matched against the pack key ("/docs/index.html"; syntax in
+ * glob.h). Every string is validated at load time and a bad one is refused
+ * with "FILE: /json/pointer: cause", so nothing malformed can reach a header.
+ *
+ * Defaults, used when no cache_control rule matches:
+ *   text/html, application/xhtml+xml   "no-cache" (revalidate with the ETag)
+ *   hashed asset names                 "public, max-age=31536000, immutable"
+ *   everything else                    "public, max-age=3600"
+ * HTML is checked first: a page URL is user-facing and never immutable, even
+ * if its name happens to look hashed.
+ */
+#ifndef PK_RULES_H
+#define PK_RULES_H
+
+#include "headers.h"
+
+#include <stddef.h>
+
+#define PK_CC_HTML      "no-cache"
+#define PK_CC_IMMUTABLE "public, max-age=31536000, immutable"
+#define PK_CC_DEFAULT   "public, max-age=3600"
+
+/* Largest rules file read: rules are a few dozen lines; a megabyte means a
+ * wrong file was passed. */
+#define PK_RULES_MAX_BYTES (1024 * 1024)
+
+/* Longest header value or Cache-Control accepted: servd's clients and CDNs
+ * commonly cap a header line at 8 KiB. */
+#define PK_HEADER_VALUE_MAX 4096
+
+/* Shortest run of hash characters taken as a content hash: 8 is what Vite,
+ * Rollup, esbuild and Parcel emit at least (webpack emits 20). */
+#define PK_HASH_MIN_CHARS 8
+
+typedef struct pk_rules pk_rules;
+
+/* Loads and validates a rules file. @return 0, or -1 with
+ * "FILE: /pointer: cause" (or "FILE:LINE:COL: cause" for bad JSON) in err. */
+int pk_rules_load(const char *path, pk_rules **out, char *err, size_t errlen);
+void pk_rules_free(pk_rules *r);
+
+/* All queries accept r == NULL (no rules file: defaults only). */
+int pk_rules_excluded(const pk_rules *r, const char *key, size_t len);
+/* The MIME override for a key, or NULL. */
+const char *pk_rules_mime(const pk_rules *r, const char *key, size_t len);
+/* The Cache-Control value for a key of type mime (never NULL). */
+const char *pk_rules_cache_control(const pk_rules *r, const char *key, size_t len,
+                                   const char *mime);
+/* Number of header rules: an upper bound of pk_rules_headers()'s result. */
+size_t pk_rules_nheaders(const pk_rules *r);
+/* Fills out (pk_rules_nheaders() slots) with the headers whose glob matches,
+ * in file order. The strings live as long as r. @return the count. */
+size_t pk_rules_headers(const pk_rules *r, const char *key, size_t len, pk_header *out);
+
+/* 1 if the file name of key carries a content hash: a '.'- or '-'-separated
+ * segment of the name (extension excluded) of at least PK_HASH_MIN_CHARS
+ * characters that is either lowercase hex with at least one digit and one
+ * letter ("app.3f9a1c2e.js"), or base64url-like [A-Za-z0-9_] with at least
+ * one digit and one uppercase letter ("main-BkR2x9aQ.js"). Pure numbers
+ * (dates, versions) and lowercase words do not count: a false positive
+ * would pin a changing file in caches for a year. */
+int pk_hashed_name(const char *key, size_t len);
+
+/* Validators shared with the tests. Each returns 1 if acceptable. */
+int pk_header_name_ok(const char *s);       /* RFC 9110 token */
+int pk_header_name_reserved(const char *s); /* set by servd-pack or servd */
+int pk_header_value_ok(const char *s);      /* field-value, no CR/LF/NUL/CTL, trimmed */
+int pk_mime_type_ok(const char *s);         /* type "/" subtype [";" parameters] */
+
+#endif

@@ -1,0 +1,63 @@
+/*
+ * site.h - the in-memory model of a site being packed: one pk_file per key,
+ * sorted by key (byte order = LMDB's order = the order records are written).
+ *
+ * Ownership: the site owns every pk_file and everything a pk_file points to,
+ * except the strings that live in the rules (cache_control, extra headers)
+ * and variant bytes borrowed from a --base pack (pk_variant.owned == 0),
+ * which live as long as that pack's reader.
+ */
+#ifndef PK_SITE_H
+#define PK_SITE_H
+
+#include "digest.h"
+#include "headers.h"
+#include "sf/store.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Longest key: LMDB's maximum key size (511 bytes, liblmdb's default build).
+ * A longer path could not be stored, so it is refused when walking. */
+#define PK_KEY_MAX 511
+
+typedef struct pk_variant {
+    int present;          /* this encoding is stored */
+    const uint8_t *bytes; /* owned (owned == 1) or a view into the base pack */
+    int owned;
+    size_t len;
+    uint8_t digest[PK_DIGEST_LEN];
+    char etag[PK_ETAG_SIZE];
+} pk_variant;
+
+typedef struct pk_file {
+    char *key; /* "/docs/index.html" */
+    size_t key_len;
+    char *src;                 /* path on disk as walked, for reading and messages */
+    uint64_t size;             /* from stat at walk time */
+    int64_t mtime;             /* seconds, from the file */
+    int64_t last_modified;     /* what Last-Modified says (SOURCE_DATE_EPOCH or mtime) */
+    char *mime;                /* full Content-Type value */
+    const char *cache_control; /* from the rules or a default: not owned */
+    pk_header *extra;          /* owned array; strings live in the rules */
+    size_t nextra;
+    int cls;                      /* enum pk_class */
+    int reused;                   /* compressed variants came from --base */
+    pk_variant var[SF_ENC_COUNT]; /* indexed by sf_encoding; var[0] = identity */
+} pk_file;
+
+typedef struct pk_site {
+    char *root; /* realpath of the web root */
+    pk_file *files;
+    size_t n, cap;
+    uint64_t skipped_dot;      /* dotfiles and dot-directories (one each) */
+    uint64_t skipped_sidecar;  /* X.gz / X.br / X.zst beside X */
+    uint64_t skipped_excluded; /* files matched by an exclude rule */
+} pk_site;
+
+void pk_site_free(pk_site *s);
+
+/* Number of stored variants of f (identity included). */
+unsigned pk_file_nvariants(const pk_file *f);
+
+#endif

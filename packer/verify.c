@@ -1,0 +1,291 @@
+/*
+ * verify.c - servd-pack verify: prove that a pack is intact.
+ *
+ * Checks, and names what fails:
+ *   - the pack opens (magic, version, meta record, no missing pages);
+ *   - every path is a normalised key and its record decodes;
+ *   - every variant's body exists with the recorded length, its ETag is the
+ *     one derived from the body key, its h200 starts with the right status
+ *     line and Content-Length, its h304 with the 304 status line, and the
+ *     negotiable flag matches the number of variants;
+ *   - every body re-hashes to its key (this is what finds flipped bits),
+ *     and every body is used by some path;
+ *   - the status:404 entry, if any, points at existing bodies;
+ *   - the meta counts, byte totals and pack id match what is stored. The id
+ *     is recomputed over the canonical encoding of each decoded record.
+ */
+#include "commands.h"
+
+#include "digest.h"
+#include "sf/path.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Problems printed before the rest are only counted: one corrupt page can
+ * produce thousands of identical complaints. */
+#define VERIFY_MAX_REPORTS 20
+
+/* Longest path shown in a message. */
+#define SHOW_PATH 200
+
+typedef struct ref {
+    uint8_t key[SF_KEY_LEN];
+    char *path; /* first path that uses the body */
+    int encoding;
+} ref;
+
+typedef struct verify {
+    const char *site;
+    sf_reader *r;
+    uint64_t problems;
+    uint64_t paths, identity_bytes;
+    ref *refs;
+    size_t nrefs, cap;
+    pk_sha *id;
+    int oom;
+} verify;
+
+static void problem(verify *v, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void problem(verify *v, const char *fmt, ...)
+{
+    if (v->problems++ >= VERIFY_MAX_REPORTS)
+        return;
+    va_list ap;
+    fprintf(stderr, "servd-pack: verify: %s: ", v->site);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+static int add_ref(verify *v, const uint8_t *key, sf_view path, int enc)
+{
+    if (v->nrefs == v->cap) {
+        size_t cap = v->cap ? v->cap * 2 : 256;
+        ref *n = realloc(v->refs, cap * sizeof *n);
+        if (!n)
+            return -1;
+        v->refs = n;
+        v->cap = cap;
+    }
+    ref *r = &v->refs[v->nrefs];
+    memcpy(r->key, key, SF_KEY_LEN);
+    r->encoding = enc;
+    if (!(r->path = strndup(path.ptr, path.len)))
+        return -1;
+    v->nrefs++;
+    return 0;
+}
+
+/* Checks one variant of path (or of the special entry). */
+static void check_variant(verify *v, sf_view path, const sf_variant *var, int special)
+{
+    int sp = (int)(path.len > SHOW_PATH ? SHOW_PATH : path.len);
+    const char *enc = sf_encoding_name(var->encoding);
+    sf_view body;
+    int rc = sf_body(v->r, var, &body);
+    if (rc == SF_ENOTFOUND)
+        problem(v, "%.*s: the %s body is missing", sp, path.ptr, enc);
+    else if (rc == SF_ECORRUPT)
+        problem(v, "%.*s: the %s body has the wrong length (record says %llu)", sp, path.ptr, enc,
+                (unsigned long long)var->body_len);
+    else if (rc != 0)
+        problem(v, "%.*s: the %s body cannot be read: %s", sp, path.ptr, enc, sf_strerror(rc));
+
+    char want[64];
+    int n = snprintf(want, sizeof want, "HTTP/1.1 %s\r\nContent-Length: %llu\r\n",
+                     special ? "404 Not Found" : "200 OK", (unsigned long long)var->body_len);
+    if (var->h200.len < (size_t)n || memcmp(var->h200.ptr, want, (size_t)n) != 0 ||
+        var->rep.ptr != var->h200.ptr + n)
+        problem(v,
+                "%.*s: the %s header block does not start with the status line and "
+                "Content-Length %llu",
+                sp, path.ptr, enc, (unsigned long long)var->body_len);
+    if (special)
+        return;
+    char etag[PK_ETAG_SIZE];
+    pk_etag(var->body_key, etag);
+    if (var->etag.len != PK_ETAG_LEN || memcmp(var->etag.ptr, etag, PK_ETAG_LEN) != 0)
+        problem(v, "%.*s: the %s ETag %.*s is not derived from its body (%s)", sp, path.ptr, enc,
+                (int)var->etag.len, var->etag.ptr, etag);
+    static const char s304[] = "HTTP/1.1 304 Not Modified\r\n";
+    if (var->h304.len < sizeof s304 - 1 || memcmp(var->h304.ptr, s304, sizeof s304 - 1) != 0)
+        problem(v, "%.*s: the %s 304 header block is malformed", sp, path.ptr, enc);
+    if (add_ref(v, var->body_key, path, var->encoding) != 0)
+        v->oom = 1;
+}
+
+/* Re-encodes a decoded entry: the canonical bytes the pack id is made of. */
+static int reencode(const sf_entry *e, uint8_t **rec, size_t *len)
+{
+    sf_entry_spec s;
+    memset(&s, 0, sizeof s);
+    s.kind = e->kind;
+    s.flags = e->flags;
+    s.last_modified = e->last_modified;
+    s.mime = e->mime;
+    s.target = e->target;
+    s.nvariants = e->nvariants;
+    for (unsigned i = 0; i < e->nvariants; i++) {
+        const sf_variant *v = &e->variants[i];
+        sf_variant_spec *vs = &s.variants[i];
+        vs->encoding = v->encoding;
+        vs->body_len = v->body_len;
+        memcpy(vs->body_key, v->body_key, SF_KEY_LEN);
+        vs->etag = v->etag;
+        vs->h200 = v->h200;
+        vs->rep_off = (size_t)(v->rep.ptr - v->h200.ptr);
+        vs->h304 = v->h304;
+    }
+    return sf_entry_encode(&s, rec, len);
+}
+
+static int check_path(void *arg, sf_view path, const sf_entry *e)
+{
+    verify *v = arg;
+    int sp = (int)(path.len > SHOW_PATH ? SHOW_PATH : path.len);
+    v->paths++;
+    if (sf_path_check(path.ptr, path.len) != 0)
+        problem(v, "%.*s: not a normalised path key", sp, path.ptr);
+    if (e->kind == SF_KIND_FILE) {
+        v->identity_bytes += e->variants[0].body_len;
+        if (((e->flags & SF_ENTRY_NEGOTIABLE) != 0) != (e->nvariants > 1))
+            problem(v, "%.*s: the negotiable flag does not match its %u variants", sp, path.ptr,
+                    e->nvariants);
+        for (unsigned i = 0; i < e->nvariants; i++)
+            check_variant(v, path, &e->variants[i], 0);
+    }
+    uint8_t *rec;
+    size_t len;
+    if (reencode(e, &rec, &len) != 0) {
+        v->oom = 1;
+        return 0;
+    }
+    if (pk_sha_update(v->id, path.ptr, path.len) != 0 || pk_sha_update(v->id, "", 1) != 0 ||
+        pk_sha_update(v->id, rec, len) != 0)
+        v->oom = 1;
+    free(rec);
+    return 0;
+}
+
+static int cmp_ref(const void *a, const void *b)
+{
+    return memcmp(((const ref *)a)->key, ((const ref *)b)->key, SF_KEY_LEN);
+}
+
+typedef struct body_pass {
+    verify *v;
+    uint64_t bodies, bytes;
+} body_pass;
+
+static int check_body(void *arg, const uint8_t key[SF_KEY_LEN], sf_view bytes)
+{
+    body_pass *bp = arg;
+    verify *v = bp->v;
+    bp->bodies++;
+    bp->bytes += bytes.len;
+    char hex[2 * SF_KEY_LEN + 1];
+    pk_hex(key, SF_KEY_LEN, hex);
+    ref probe;
+    memcpy(probe.key, key, SF_KEY_LEN);
+    const ref *user = bsearch(&probe, v->refs, v->nrefs, sizeof *v->refs, cmp_ref);
+    uint8_t d[PK_DIGEST_LEN];
+    if (pk_sha256(bytes.ptr, bytes.len, d) != 0) {
+        v->oom = 1;
+        return 0;
+    }
+    if (memcmp(d, key, SF_KEY_LEN) != 0) {
+        if (user)
+            problem(v, "body %s (the %s variant of %.*s): its bytes do not match its SHA-256 key",
+                    hex, sf_encoding_name(user->encoding), SHOW_PATH, user->path);
+        else
+            problem(v, "body %s: its bytes do not match its SHA-256 key", hex);
+    }
+    if (!user)
+        problem(v, "body %s is not used by any path", hex);
+    return 0;
+}
+
+int pk_cmd_verify(const char *site, int quiet)
+{
+    sf_pack *pack;
+    verify v;
+    memset(&v, 0, sizeof v);
+    v.site = site;
+    if (pk_open_pack(site, &pack, &v.r) != 0)
+        return PK_EXIT_FAIL;
+    const sf_meta *m = sf_pack_meta(pack);
+    int status = PK_EXIT_FAIL;
+    char err[512] = "";
+    if (!(v.id = pk_sha_new()))
+        goto out_nomem;
+    int rc = sf_foreach_path(v.r, check_path, &v, err, sizeof err);
+    if (rc != 0) {
+        problem(&v, "%s", err[0] ? err : sf_strerror(rc));
+        goto out;
+    }
+    sf_entry e;
+    rc = sf_lookup_special(v.r, "status:404", &e);
+    if (rc == 0) {
+        sf_view name = {"status:404", 10};
+        for (unsigned i = 0; i < e.nvariants; i++)
+            check_variant(&v, name, &e.variants[i], 1);
+    } else if (rc != SF_ENOTFOUND) {
+        problem(&v, "status:404: %s", sf_strerror(rc));
+    }
+    if (v.nrefs)
+        qsort(v.refs, v.nrefs, sizeof *v.refs, cmp_ref);
+    body_pass bp = {&v, 0, 0};
+    rc = sf_foreach_body(v.r, check_body, &bp);
+    if (rc != 0)
+        problem(&v, "reading the bodies: %s", sf_strerror(rc));
+    if (v.oom)
+        goto out_nomem;
+
+    uint8_t id[PK_DIGEST_LEN];
+    rc = pk_sha_final(v.id, id);
+    v.id = NULL;
+    if (rc != 0)
+        goto out_nomem;
+    if (m->n_paths != v.paths)
+        problem(&v, "meta says %llu paths, the pack has %llu", (unsigned long long)m->n_paths,
+                (unsigned long long)v.paths);
+    if (m->n_bodies != bp.bodies)
+        problem(&v, "meta says %llu bodies, the pack has %llu", (unsigned long long)m->n_bodies,
+                (unsigned long long)bp.bodies);
+    if (m->identity_bytes != v.identity_bytes)
+        problem(&v, "meta says %llu identity bytes, the entries add up to %llu",
+                (unsigned long long)m->identity_bytes, (unsigned long long)v.identity_bytes);
+    if (m->stored_bytes != bp.bytes)
+        problem(&v, "meta says %llu stored bytes, the bodies add up to %llu",
+                (unsigned long long)m->stored_bytes, (unsigned long long)bp.bytes);
+    if (memcmp(m->pack_id, id, sizeof m->pack_id) != 0)
+        problem(&v, "the pack id does not match the path records");
+    if (v.problems == 0) {
+        status = PK_EXIT_OK;
+        if (!quiet)
+            printf("%s: OK: %llu paths, %llu bodies, %llu bytes re-hashed\n", site,
+                   (unsigned long long)v.paths, (unsigned long long)bp.bodies,
+                   (unsigned long long)bp.bytes);
+    }
+    goto out;
+out_nomem:
+    fprintf(stderr, "servd-pack: verify: %s: out of memory\n", site);
+    v.problems++;
+out:
+    if (v.problems > VERIFY_MAX_REPORTS)
+        fprintf(stderr, "servd-pack: verify: %s: ... %llu problems in all\n", site,
+                (unsigned long long)v.problems);
+    if (v.problems)
+        fprintf(stderr, "servd-pack: verify: %s: FAILED\n", site);
+    pk_sha_free(v.id);
+    for (size_t i = 0; i < v.nrefs; i++)
+        free(v.refs[i].path);
+    free(v.refs);
+    pk_close_pack(pack, v.r);
+    return status;
+}

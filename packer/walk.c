@@ -1,0 +1,357 @@
+/*
+ * walk.c - the deterministic walk of a web root (rules in walk.h).
+ */
+#include "walk.h"
+
+#include "mime.h"
+#include "sf/path.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+typedef struct walk {
+    const pk_rules *rules;
+    pk_site *site;
+    char *err;
+    size_t errlen;
+    size_t rootlen;
+    struct {
+        dev_t dev;
+        ino_t ino;
+    } stack[PK_WALK_MAX_DEPTH + 1]; /* directories being walked: loop detection */
+} walk;
+
+void pk_site_free(pk_site *s)
+{
+    for (size_t i = 0; i < s->n; i++) {
+        pk_file *f = &s->files[i];
+        free(f->key);
+        free(f->src);
+        free(f->mime);
+        free(f->extra);
+        for (int e = 0; e < SF_ENC_COUNT; e++)
+            if (f->var[e].owned)
+                free((void *)f->var[e].bytes);
+    }
+    free(s->files);
+    free(s->root);
+    memset(s, 0, sizeof *s);
+}
+
+unsigned pk_file_nvariants(const pk_file *f)
+{
+    unsigned n = 0;
+    for (int e = 0; e < SF_ENC_COUNT; e++)
+        n += f->var[e].present != 0;
+    return n;
+}
+
+const char *pk_key_problem(const char *name, size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)name[i];
+        if (c == '\\')
+            return "contains a backslash, which cannot be part of a URL path";
+        if (c < 0x20 || c == 0x7f)
+            return "contains a control character, which cannot be part of a URL path";
+    }
+    if (!pk_utf8_valid(name, len))
+        return "is not valid UTF-8, so it has no URL path";
+    return NULL;
+}
+
+static const char *kind_name(mode_t m)
+{
+    return S_ISFIFO(m)   ? "a FIFO"
+           : S_ISSOCK(m) ? "a socket"
+           : S_ISCHR(m)  ? "a character device"
+           : S_ISBLK(m)  ? "a block device"
+                         : "not a regular file";
+}
+
+static int add_file(walk *w, const char *src, const char *key, const struct stat *st)
+{
+    pk_site *s = w->site;
+    if ((uint64_t)st->st_size > PK_FILE_MAX) {
+        snprintf(w->err, w->errlen, "%s: %lld bytes is larger than the limit of %llu bytes", src,
+                 (long long)st->st_size, (unsigned long long)PK_FILE_MAX);
+        return -1;
+    }
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 256;
+        pk_file *f = realloc(s->files, cap * sizeof *f);
+        if (!f)
+            goto out_nomem;
+        s->files = f;
+        s->cap = cap;
+    }
+    pk_file *f = &s->files[s->n];
+    memset(f, 0, sizeof *f);
+    f->key = strdup(key);
+    f->src = strdup(src);
+    if (!f->key || !f->src) {
+        free(f->key);
+        free(f->src);
+        goto out_nomem;
+    }
+    f->key_len = strlen(key);
+    f->size = (uint64_t)st->st_size;
+    f->mtime = (int64_t)st->st_mtim.tv_sec;
+    s->n++;
+    return 0;
+out_nomem:
+    snprintf(w->err, w->errlen, "%s: out of memory", src);
+    return -1;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Reads the names of a directory, sorted (so errors come in a stable order). */
+static int read_names(walk *w, const char *dir, char ***out, size_t *nout)
+{
+    DIR *d = opendir(dir);
+    if (!d) {
+        snprintf(w->err, w->errlen, "%s: cannot open directory: %s", dir, strerror(errno));
+        return -1;
+    }
+    char **v = NULL;
+    size_t n = 0, cap = 0;
+    struct dirent *de;
+    errno = 0;
+    while ((de = readdir(d)) != NULL) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 32;
+            char **nv = realloc(v, cap * sizeof *nv);
+            if (!nv)
+                goto out_nomem;
+            v = nv;
+        }
+        if (!(v[n] = strdup(de->d_name)))
+            goto out_nomem;
+        n++;
+        errno = 0;
+    }
+    if (errno) {
+        snprintf(w->err, w->errlen, "%s: cannot read directory: %s", dir, strerror(errno));
+        goto out_free;
+    }
+    closedir(d);
+    qsort(v, n, sizeof *v, cmp_str);
+    *out = v;
+    *nout = n;
+    return 0;
+out_nomem:
+    snprintf(w->err, w->errlen, "%s: out of memory", dir);
+out_free:
+    for (size_t i = 0; i < n; i++)
+        free(v[i]);
+    free(v);
+    closedir(d);
+    return -1;
+}
+
+static void free_names(char **v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(v[i]);
+    free(v);
+}
+
+/* 1 if the resolved path lies inside the root. */
+static int inside_root(const walk *w, const char *real)
+{
+    const char *root = w->site->root;
+    if (w->rootlen == 1) /* root is "/" */
+        return 1;
+    return strncmp(real, root, w->rootlen) == 0 &&
+           (real[w->rootlen] == '\0' || real[w->rootlen] == '/');
+}
+
+static int walk_dir(walk *w, const char *dir, const char *dirkey, int depth);
+
+/* Handles one directory entry: dir/name with key dirkey/name. */
+static int walk_entry(walk *w, const char *dir, const char *dirkey, const char *name, int depth)
+{
+    char src[PATH_MAX], key[PK_KEY_MAX + 2];
+    if (name[0] == '.' && !(depth == 0 && strcmp(name, ".well-known") == 0)) {
+        w->site->skipped_dot++;
+        return 0;
+    }
+    int sn = snprintf(src, sizeof src, "%s/%s", dir, name);
+    if (sn < 0 || (size_t)sn >= sizeof src) {
+        snprintf(w->err, w->errlen, "%s/%s: path too long", dir, name);
+        return -1;
+    }
+    const char *why = pk_key_problem(name, strlen(name));
+    if (why) {
+        snprintf(w->err, w->errlen, "%s: the name %s", src, why);
+        return -1;
+    }
+    int kn = snprintf(key, sizeof key, "%s/%s", dirkey, name);
+    if (kn < 0 || (size_t)kn > PK_KEY_MAX) {
+        snprintf(w->err, w->errlen, "%s: its URL path is longer than %d bytes", src, PK_KEY_MAX);
+        return -1;
+    }
+    size_t klen = (size_t)kn;
+    if (sf_path_check(key, klen) != 0) {
+        snprintf(w->err, w->errlen, "%s: the name cannot be a URL path (%s)", src, key);
+        return -1;
+    }
+    int excluded = pk_rules_excluded(w->rules, key, klen);
+
+    struct stat st;
+    if (lstat(src, &st) != 0) {
+        snprintf(w->err, w->errlen, "%s: %s", src, strerror(errno));
+        return -1;
+    }
+    if (S_ISLNK(st.st_mode)) {
+        char real[PATH_MAX];
+        if (!realpath(src, real)) {
+            if (excluded)
+                goto skip_excluded;
+            snprintf(w->err, w->errlen, "%s: broken symbolic link (%s)", src, strerror(errno));
+            return -1;
+        }
+        if (!inside_root(w, real)) {
+            if (excluded)
+                goto skip_excluded;
+            snprintf(w->err, w->errlen,
+                     "%s: symbolic link leads outside the root (to %s); only links inside the "
+                     "root are followed (exclude it with a rules \"exclude\" glob)",
+                     src, real);
+            return -1;
+        }
+        if (stat(real, &st) != 0) {
+            snprintf(w->err, w->errlen, "%s: %s", src, strerror(errno));
+            return -1;
+        }
+    }
+    if (S_ISDIR(st.st_mode)) {
+        for (int i = 0; i <= depth; i++) {
+            if (w->stack[i].dev == st.st_dev && w->stack[i].ino == st.st_ino) {
+                snprintf(w->err, w->errlen,
+                         "%s: directory loop (a symbolic link leads back to a parent)", src);
+                return -1;
+            }
+        }
+        if (depth + 1 >= PK_WALK_MAX_DEPTH) {
+            snprintf(w->err, w->errlen, "%s: directories nested deeper than %d levels", src,
+                     PK_WALK_MAX_DEPTH);
+            return -1;
+        }
+        w->stack[depth + 1].dev = st.st_dev;
+        w->stack[depth + 1].ino = st.st_ino;
+        return walk_dir(w, src, key, depth + 1);
+    }
+    if (excluded)
+        goto skip_excluded;
+    if (!S_ISREG(st.st_mode)) {
+        snprintf(w->err, w->errlen, "%s: is %s; only regular files can be packed", src,
+                 kind_name(st.st_mode));
+        return -1;
+    }
+    return add_file(w, src, key, &st);
+
+skip_excluded:
+    w->site->skipped_excluded++;
+    return 0;
+}
+
+static int walk_dir(walk *w, const char *dir, const char *dirkey, int depth)
+{
+    char **names;
+    size_t n;
+    if (read_names(w, *dir ? dir : "/", &names, &n) != 0)
+        return -1;
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++)
+        rc = walk_entry(w, dir, dirkey, names[i], depth);
+    free_names(names, n);
+    return rc;
+}
+
+static int cmp_file(const void *a, const void *b)
+{
+    return strcmp(((const pk_file *)a)->key, ((const pk_file *)b)->key);
+}
+
+static const char *const sidecar_ext[] = {".gz", ".br", ".zst"};
+
+/* Removes X.gz / X.br / X.zst when X itself is packed (see walk.h). */
+static void drop_sidecars(pk_site *s)
+{
+    unsigned char *drop = calloc(s->n ? s->n : 1, 1);
+    if (!drop)
+        return; /* keep them all: harmless, only less tidy */
+    for (size_t i = 0; i < s->n; i++) {
+        pk_file *f = &s->files[i];
+        for (size_t e = 0; e < sizeof sidecar_ext / sizeof sidecar_ext[0]; e++) {
+            size_t el = strlen(sidecar_ext[e]);
+            if (f->key_len <= el + 1 || strcmp(f->key + f->key_len - el, sidecar_ext[e]) != 0)
+                continue;
+            char base[PK_KEY_MAX + 1];
+            memcpy(base, f->key, f->key_len - el);
+            base[f->key_len - el] = '\0';
+            pk_file probe = {.key = base};
+            if (bsearch(&probe, s->files, s->n, sizeof *s->files, cmp_file))
+                drop[i] = 1;
+        }
+    }
+    size_t o = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        if (drop[i]) {
+            free(s->files[i].key);
+            free(s->files[i].src);
+            s->skipped_sidecar++;
+        } else {
+            s->files[o++] = s->files[i];
+        }
+    }
+    s->n = o;
+    free(drop);
+}
+
+int pk_walk(const char *root, const pk_rules *rules, pk_site *site, char *err, size_t errlen)
+{
+    walk w = {.rules = rules, .site = site, .err = err, .errlen = errlen};
+    char real[PATH_MAX];
+    struct stat st;
+    if (!realpath(root, real) || stat(real, &st) != 0) {
+        snprintf(err, errlen, "%s: %s", root, strerror(errno));
+        return -1;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        snprintf(err, errlen, "%s: not a directory", root);
+        return -1;
+    }
+    if (!(site->root = strdup(real))) {
+        snprintf(err, errlen, "%s: out of memory", root);
+        return -1;
+    }
+    w.rootlen = strlen(real);
+    w.stack[0].dev = st.st_dev;
+    w.stack[0].ino = st.st_ino;
+    /* Walk the path as given, so messages name files the way the user does. */
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", root);
+    size_t dl = strlen(dir);
+    while (dl > 1 && dir[dl - 1] == '/')
+        dir[--dl] = '\0';
+    if (strcmp(dir, "/") == 0)
+        dir[0] = '\0'; /* "/" + "/name" would double the slash */
+    if (walk_dir(&w, dir[0] ? dir : "", "", 0) != 0)
+        return -1;
+    qsort(site->files, site->n, sizeof *site->files, cmp_file);
+    drop_sidecars(site);
+    return 0;
+}

@@ -1,0 +1,41 @@
+/*
+ * walk.h - turning a web root into a sorted list of files with keys.
+ *
+ * - Keys are "/" + the path relative to the root with '/' separators, sorted
+ *   in byte order, so the result does not depend on readdir order.
+ * - Names starting with '.' are skipped (files and whole directories) and
+ *   counted, except the top-level ".well-known" directory (RFC 8615: ACME
+ *   challenges, security.txt), which is packed like any other directory.
+ * - Symbolic links are followed when their target (after realpath) lies
+ *   inside the root; a link leading outside the root, a dangling link and a
+ *   directory loop are errors (a silently missing file would be a broken
+ *   deploy). Exclude such a link with a rules "exclude" glob to pack anyway.
+ * - Special files (FIFO, socket, device) are errors, unless excluded.
+ * - A name that cannot be a key (invalid UTF-8, a control byte, a backslash)
+ *   is an error naming the file.
+ * - Sidecars: when X and X.gz (or X.br, X.zst) are both packed, X.gz is
+ *   skipped and counted: servd-pack makes its own, usually smaller, variants
+ *   of X. A lone X.gz is an ordinary file (application/gzip, not recompressed).
+ */
+#ifndef PK_WALK_H
+#define PK_WALK_H
+
+#include "rules.h"
+#include "site.h"
+
+/* Directory depth limit: deeper trees are almost certainly a loop or a
+ * mistake, and each level holds an open directory handle. */
+#define PK_WALK_MAX_DEPTH 64
+
+/* Largest file packed: everything is held in memory while packing and the
+ * encoders take one contiguous buffer. */
+#define PK_FILE_MAX ((uint64_t)1 << 30)
+
+/* Walks root into site (zeroed by the caller). @return 0, or -1 with
+ * "FILE: cause" in err. */
+int pk_walk(const char *root, const pk_rules *rules, pk_site *site, char *err, size_t errlen);
+
+/* Why a file name cannot be a key (NULL if it can): used in messages. */
+const char *pk_key_problem(const char *name, size_t len);
+
+#endif
