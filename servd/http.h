@@ -39,14 +39,19 @@
 #define SV_SCRATCH 4096
 /* iovecs one plan may need: status block, Date, body or 2 per range + end. */
 #define SV_PLAN_IOV (4 + 2 * SV_MAX_RANGES + 2)
+/* Empty lines (CRLF) skipped before a request line (RFC 9112 §2.2 asks to
+ * ignore "at least one", sent by old clients after a POST body). More -> 400:
+ * a stream of empty lines is not a request. */
+#define SV_MAX_LEADING_CRLF 16
 
 /* ---- Requests ---- */
 
 enum sv_method {
     SV_M_GET = 1,
     SV_M_HEAD,
-    SV_M_OPTIONS, /* answered 204 with Allow */
-    SV_M_OTHER,   /* a method we know but do not allow: 405 */
+    SV_M_OPTIONS, /* reserved, never produced: OPTIONS is not implemented and
+                     parses as SV_M_OTHER (405 with Allow) */
+    SV_M_OTHER,   /* POST PUT DELETE PATCH OPTIONS CONNECT TRACE: 405 */
     SV_M_UNKNOWN, /* an unrecognised method token: 501 */
 };
 
@@ -56,33 +61,53 @@ typedef struct sv_header {
 } sv_header;
 
 typedef struct sv_request {
-    int method;           /* enum sv_method */
+    int method; /* enum sv_method */
     sf_view method_tok;
-    sf_view target;       /* the raw request-target */
-    sf_view path;         /* target up to '?' (origin-form only) */
-    sf_view query;        /* from '?' on, including it; empty when there is none */
-    int minor;            /* 0 for HTTP/1.0, 1 for HTTP/1.1 */
-    int keep_alive;       /* after the version default and Connection tokens */
-    size_t head_len;      /* bytes of the head, including the blank line */
-    uint64_t body_len;    /* Content-Length (0 when absent) */
+    sf_view target;    /* the raw request-target */
+    sf_view path;      /* origin-form: target up to '?'; absolute-form: the path part
+                          (a static "/" when the URI has none); asterisk-form: empty */
+    sf_view query;     /* from '?' on, including it; empty when there is none */
+    int minor;         /* 0 for HTTP/1.0, 1 for HTTP/1.1 (and HTTP/1.2..1.9) */
+    int keep_alive;    /* after the version default and Connection tokens */
+    size_t head_len;   /* bytes of the head, including the blank line */
+    uint64_t body_len; /* Content-Length (0 when absent) */
+    int chunked;       /* Transfer-Encoding ends in chunked: the body is not decoded,
+                          so keep_alive is 0 (answer, then close) */
     size_t nheaders;
     sv_header headers[SV_MAX_HEADERS];
     /* fields the responder needs, found while parsing (empty when absent) */
     sf_view host, accept_encoding, range, if_match, if_none_match, if_modified_since,
         if_unmodified_since, if_range;
     unsigned n_if_none_match, n_if_match; /* lines seen; lists are combined by the responder */
+    /* Lines seen of the other fields above (the view is the first line).
+     * Accept-Encoding lines form one list; two Range / If-Range /
+     * If-(Un)Modified-Since lines make that field invalid. */
+    unsigned n_accept_encoding, n_range, n_if_range, n_if_modified_since, n_if_unmodified_since;
+    unsigned target_form; /* enum sv_target_form */
 } sv_request;
+
+/* RFC 9112 §3.2 request-target forms the parser accepts (authority-form
+ * and anything else -> 400). */
+enum sv_target_form {
+    SV_TF_ORIGIN = 1,   /* "/path?q" */
+    SV_TF_ABSOLUTE = 2, /* "http://host[:port]/path?q": host is the URI's authority */
+    SV_TF_ASTERISK = 3, /* "*": only for methods answered 405/501 (GET/HEAD -> 400) */
+};
 
 /* Parse results other than a head length. */
 #define SV_PARSE_INCOMPLETE 0
 
-/* Parses one request head at buf[0, len) (RFC 9112 §2-§7).
+/* Parses one request head at buf[0, len) (RFC 9112 §2-§7). Reads no byte
+ * at or after buf + len. The views in *req point into buf.
  * @return  > 0 : the head is complete and that many bytes long; *req is set.
- *          0   : incomplete; call again with more bytes (len < SV_MAX_HEAD).
+ *          0   : incomplete; call again with more bytes (only when
+ *                len < SV_MAX_HEAD and the request line so far is short).
  *          < 0 : the negated status to answer before closing the connection:
  *                -400, -414 (request line), -431 (head), -501 (transfer coding
- *                not implemented), -505 (HTTP version). On error req->minor and
- *                req->method are set when they were parsed. */
+ *                not implemented), -505 (HTTP version). Errors are reported
+ *                as soon as the bytes so far prove them (a bad request line
+ *                is refused before its CRLF arrives). On error req->minor
+ *                (1 until parsed) and req->method (0 until parsed) are set. */
 int sv_http1_parse(const char *buf, size_t len, sv_request *req);
 
 /* ---- Negotiation, conditionals, ranges (negotiate.c, range.c) ---- */
@@ -92,6 +117,14 @@ int sv_http1_parse(const char *buf, size_t len, sv_request *req);
  * body. absent = no header at all (identity).
  * @return the index in e->variants, or -1 when nothing is acceptable. */
 int sv_negotiate(const sf_entry *e, sf_view accept_encoding, int absent);
+
+/* The same for a field sent on n lines (RFC 9110 §5.3: the lines form one
+ * list); n == 0 means the header is absent. */
+int sv_negotiate_list(const sf_entry *e, const sf_view *values, size_t n);
+
+/* The weight (0..1000) a parsed Accept-Encoding gives encoding enc
+ * (enum sf_encoding); 0 = not acceptable. n == 0: absent. For tests and logs. */
+int sv_accept_weight(const sf_view *values, size_t n, int enc);
 
 typedef struct sv_range {
     uint64_t first, last; /* inclusive */
@@ -113,18 +146,32 @@ int sv_etag_match(sf_view list, sf_view etag, int weak);
  * §5.6.7). @return 0 and *t in Unix seconds, or -1 when invalid. */
 int sv_http_date_parse(sf_view s, int64_t *t);
 
+/* Evaluates an If-Range value (RFC 9110 §13.1.5) against the selected
+ * representation: an entity-tag must equal etag by the strong comparison (a
+ * weak tag never matches); an HTTP-date must equal last_modified exactly.
+ * @return 1 when the condition is true (send the ranges), 0 otherwise. */
+int sv_if_range(sf_view value, sf_view etag, int64_t last_modified);
+
+/* Formats Unix second t as an IMF-fixdate ("Sun, 06 Nov 1994 08:49:37 GMT",
+ * SV_HTTP_DATE_LEN bytes plus a NUL) into out, without locale or time zone. */
+#define SV_HTTP_DATE_LEN 29
+void sv_http_date_format(int64_t t, char out[SV_HTTP_DATE_LEN + 1]);
+
 /* ---- Responses (respond.c) ---- */
 
 /* The Date header line of the current second, with its CRLF, plus the
  * blank line: "Date: Sun, 06 Nov 1994 08:49:37 GMT\r\n\r\n", and the same
  * with "Connection: close\r\n" before the blank line. Owned by the loop;
- * updated at most once a second. */
+ * updated at most once a second. keep_alive adds "Connection: keep-alive\r\n"
+ * for HTTP/1.0 clients that asked to keep the connection (RFC 9112 §9.3). */
 typedef struct sv_date {
     int64_t now;
     char keep[64];
     size_t keep_len;
     char close[96];
     size_t close_len;
+    char keep_alive[96];
+    size_t keep_alive_len;
 } sv_date;
 
 /* Options of the site that change responses (from the command line). */
@@ -149,18 +196,31 @@ typedef struct sv_scratch {
     char buf[SV_SCRATCH];
 } sv_scratch;
 
-/* Decides the response to a parsed request: lookup (directory index,
- * trailing-slash redirect, 404 page, SPA fallback), method, variant
- * choice, conditionals in RFC 9110 §13.2.2 order, ranges. Does not allocate.
+/* Decides the response to a parsed request, in this order (respond.c has
+ * the details): method (405 / 501), path normalisation (400 / 414), lookup
+ * (directory index, trailing-slash 301 keeping the query, SPA fallback, the
+ * site's 404 page or a built-in 404), variant choice (406 when nothing is
+ * acceptable), conditionals in RFC 9110 §13.2.2 order (412 / 304), ranges
+ * (206 / multipart 206 / 416). Does not allocate.
+ * plan->close is set when the request asked for it (!keep_alive) or its
+ * body is larger than SV_MAX_DRAIN; the Date block then carries
+ * "Connection: close". An HTTP/1.0 keep-alive request gets
+ * "Connection: keep-alive". A failing pack read gives 500.
  * @param rd       the worker's reader on the current pack snapshot
+ * @param site     may be NULL (no SPA fallback)
  * @param scratch  reset by the call; holds any formatted lines
  * @return 0 (the plan is set). */
 int sv_respond(const sv_request *req, sf_reader *rd, const sv_site *site, const sv_date *date,
                sv_scratch *scratch, sv_plan *plan);
 
 /* Plans an error response that does not depend on the pack (400, 414, 431,
- * 501, 505, 503 ...): a short text body, Connection: close when close is set. */
+ * 501, 505, 503 ...): a short text body, Connection: close when close is set.
+ * Every pointer in the plan is static or into date. A status without a text
+ * of its own is answered as 500. */
 void sv_respond_error(int status, int close, const sv_date *date, sv_plan *plan);
+
+/* The reason phrase of a status servd sends ("Not Found"), or "Unknown". */
+const char *sv_status_reason(int status);
 
 /* Formats the Date lines for Unix second now (date.c). */
 void sv_date_update(sv_date *d, int64_t now);

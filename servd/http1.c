@@ -1,0 +1,633 @@
+/*
+ * http1.c - the HTTP/1.1 request-head parser (RFC 9112 §2-§7, RFC 9110 §5).
+ *
+ * One pass over buf[0, len) per call, never reading at or past buf + len
+ * (tests run it against a PROT_NONE guard page); views into buf, a fixed
+ * header array, no allocation. The caller re-parses from the start when
+ * more bytes arrive: heads are at most SV_MAX_HEAD bytes, so this costs
+ * less than tracking state between calls.
+ *
+ * Every choice below is strict where framing or routing could be in doubt
+ * (request smuggling: RFC 9112 §6.3, §11.2) and each one is a named test in
+ * tests/unit/servd_http1.c:
+ *   - up to SV_MAX_LEADING_CRLF empty lines before the request line are
+ *     skipped (§2.2); every line must end in CRLF: a bare LF or bare CR
+ *     anywhere -> 400;
+ *   - request-line = method SP request-target SP HTTP-version, single SPs;
+ *     method is a token (case-sensitive: GET, HEAD; POST PUT DELETE PATCH
+ *     OPTIONS CONNECT TRACE -> SV_M_OTHER (405); any other token ->
+ *     SV_M_UNKNOWN (501)); the target holds no whitespace, control, byte
+ *     above 0x7E or '#';
+ *   - HTTP-version = "HTTP/" DIGIT "." DIGIT, case-sensitive: 1.0 and 1.1;
+ *     1.2..1.9 are handled as 1.1 (RFC 9110 §2.5: the highest minor
+ *     version we implement); another major -> 505; anything else -> 400;
+ *   - a request line longer than SV_MAX_REQUEST_LINE -> 414, even before
+ *     its end arrives; a head over SV_MAX_HEAD or more than SV_MAX_HEADERS
+ *     fields -> 431;
+ *   - target forms (§3.2): origin-form; absolute-form with an http or https
+ *     URI (the path is served, the URI's authority is the host, §3.2.2);
+ *     asterisk-form only for methods that are refused anyway (GET/HEAD ->
+ *     400); authority-form and anything else -> 400;
+ *   - field-name is a token followed directly by ':' (whitespace before
+ *     the colon -> 400, §5.1); a line starting with SP/HTAB (obs-fold, or
+ *     whitespace before the first field, §2.2, §5.2) -> 400; a line without
+ *     a colon -> 400; field values hold only VCHAR, obs-text, SP and HTAB
+ *     (NUL and other controls -> 400, RFC 9110 §5.5);
+ *   - Host (§3.2): HTTP/1.1 without one -> 400; two Host lines -> 400; a
+ *     value that is not uri-host [":" port] -> 400;
+ *   - Content-Length (RFC 9110 §8.6): 1*DIGIT without sign or inner space,
+ *     no overflow; a list or repeated lines only when every value is the
+ *     same number; otherwise 400;
+ *   - Transfer-Encoding (§6.1, §6.3): with Content-Length -> 400; in
+ *     HTTP/1.0 -> 400; last coding not "chunked", chunked twice, or
+ *     coding parameters -> 400; another known coding before chunked is
+ *     fine, an unknown one -> 501; an accepted chunked body is not decoded,
+ *     so the request is answered and the connection closed (keep_alive 0);
+ *   - Connection (§9.3, §9.6): comma-separated tokens, case-insensitive;
+ *     "close" ends keep-alive; HTTP/1.0 keeps the connection only with
+ *     "keep-alive".
+ */
+#include "http.h"
+
+#include <string.h>
+
+/* Parse status of a (possibly incomplete) line. */
+#define MORE 0 /* valid so far, its end has not arrived */
+
+static int is_tchar(unsigned char c)
+{
+    if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))
+        return 1;
+    switch (c) {
+    case '!':
+    case '#':
+    case '$':
+    case '%':
+    case '&':
+    case '\'':
+    case '*':
+    case '+':
+    case '-':
+    case '.':
+    case '^':
+    case '_':
+    case '`':
+    case '|':
+    case '~':
+        return 1;
+    }
+    return 0;
+}
+
+static int is_ows(char c)
+{
+    return c == ' ' || c == '\t';
+}
+
+/* field-vchar / SP / HTAB (RFC 9110 §5.5): VCHAR, obs-text, SP, HTAB. */
+static int is_field_char(unsigned char c)
+{
+    return (c >= 0x20 && c != 0x7f) || c == '\t';
+}
+
+/* A byte a request-target may hold (see the head comment). */
+static int is_target_char(unsigned char c)
+{
+    return c > 0x20 && c < 0x7f && c != '#';
+}
+
+static int ieq(const char *a, size_t n, const char *lower)
+{
+    size_t l = strlen(lower);
+    if (n != l)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = a[i];
+        if (c >= 'A' && c <= 'Z')
+            c = (char)(c - 'A' + 'a');
+        if (c != lower[i])
+            return 0;
+    }
+    return 1;
+}
+
+static int eq(const char *a, size_t n, const char *s)
+{
+    return n == strlen(s) && memcmp(a, s, n) == 0;
+}
+
+static int classify_method(const char *m, size_t n)
+{
+    static const char *const other[] = {"POST",    "PUT",     "DELETE", "PATCH",
+                                        "OPTIONS", "CONNECT", "TRACE"};
+    if (eq(m, n, "GET"))
+        return SV_M_GET;
+    if (eq(m, n, "HEAD"))
+        return SV_M_HEAD;
+    for (size_t i = 0; i < sizeof other / sizeof other[0]; i++)
+        if (eq(m, n, other[i]))
+            return SV_M_OTHER;
+    return SV_M_UNKNOWN;
+}
+
+/* ---- host syntax (RFC 3986 §3.2.2, §3.2.3) ---- */
+
+static int is_unreserved_or_sub(unsigned char c)
+{
+    if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))
+        return 1;
+    switch (c) {
+    case '-':
+    case '.':
+    case '_':
+    case '~': /* unreserved */
+    case '!':
+    case '$':
+    case '&':
+    case '\'':
+    case '(':
+    case ')':
+    case '*': /* sub-delims */
+    case '+':
+    case ',':
+    case ';':
+    case '=':
+        return 1;
+    }
+    return 0;
+}
+
+static int is_hex(unsigned char c)
+{
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+/* Host = uri-host [ ":" port ] with uri-host = IP-literal / IPv4address /
+ * reg-name (IPv4address is a reg-name syntactically). IP-literal is
+ * "[" 1*( HEXDIG / ":" / "." / unreserved / sub-delims ) "]" - this covers
+ * IPv6address and IPvFuture without resolving either. port = *DIGIT (at most
+ * 5 digits: a longer one is not a port). @param need_host: the host part may
+ * not be empty (an http URI's authority, RFC 9110 §4.2.1).
+ * @return 0 when valid. */
+static int host_check(const char *s, size_t n, int need_host)
+{
+    size_t i = 0;
+    if (i < n && s[i] == '[') {
+        i++;
+        size_t start = i;
+        while (i < n && s[i] != ']') {
+            unsigned char c = (unsigned char)s[i];
+            if (!(is_hex(c) || c == ':' || is_unreserved_or_sub(c)))
+                return -1;
+            i++;
+        }
+        if (i >= n || i == start)
+            return -1;
+        i++; /* ']' */
+    } else {
+        while (i < n && s[i] != ':') {
+            unsigned char c = (unsigned char)s[i];
+            if (c == '%') {
+                if (n - i < 3 || !is_hex((unsigned char)s[i + 1]) ||
+                    !is_hex((unsigned char)s[i + 2]))
+                    return -1;
+                i += 3;
+                continue;
+            }
+            if (!is_unreserved_or_sub(c))
+                return -1;
+            i++;
+        }
+        if (i == 0 && need_host)
+            return -1;
+    }
+    if (i == n)
+        return 0;
+    if (s[i] != ':')
+        return -1;
+    i++;
+    if (n - i > 5)
+        return -1;
+    for (; i < n; i++)
+        if (s[i] < '0' || s[i] > '9')
+            return -1;
+    return 0;
+}
+
+/* ---- request line ---- */
+
+/* Parses the request line p[0, n) (CRLF excluded). When complete is 0 the
+ * bytes are only a prefix of the line: @return MORE when they could still
+ * start a valid line, or the negated status that they already prove. */
+static int request_line(const char *p, size_t n, int complete, sv_request *req)
+{
+    size_t i = 0;
+    while (i < n && is_tchar((unsigned char)p[i]))
+        i++;
+    if (i == n)
+        return complete ? -400 : MORE;
+    if (i == 0 || p[i] != ' ')
+        return -400;
+    req->method_tok.ptr = p;
+    req->method_tok.len = i;
+    req->method = classify_method(p, i);
+    size_t t = ++i;
+    while (i < n && is_target_char((unsigned char)p[i]))
+        i++;
+    if (i == n)
+        return complete ? -400 : MORE;
+    if (i == t || p[i] != ' ')
+        return -400; /* empty target, a second SP, '#', control or 8-bit byte */
+    req->target.ptr = p + t;
+    req->target.len = i - t;
+    i++;
+
+    /* HTTP-version = HTTP-name "/" DIGIT "." DIGIT */
+    static const char pat[] = "HTTP/9.9";
+    size_t vlen = n - i;
+    for (size_t k = 0; k < vlen; k++) {
+        char c = p[i + k];
+        if (k >= 8)
+            return -400;
+        if (pat[k] == '9' ? (c < '0' || c > '9') : c != pat[k])
+            return -400;
+    }
+    if (!complete)
+        return MORE;
+    if (vlen != 8)
+        return -400;
+    if (p[i + 5] != '1')
+        return -505;
+    req->minor = p[i + 7] == '0' ? 0 : 1;
+    return 1;
+}
+
+/* Splits the target into path and query and checks its form (§3.2). */
+static int target_form(sv_request *req)
+{
+    const char *t = req->target.ptr;
+    size_t n = req->target.len;
+    if (t[0] == '/') {
+        req->target_form = SV_TF_ORIGIN;
+        const char *q = memchr(t, '?', n);
+        size_t plen = q ? (size_t)(q - t) : n;
+        req->path.ptr = t;
+        req->path.len = plen;
+        req->query.ptr = t + plen;
+        req->query.len = n - plen;
+        return 0;
+    }
+    if (n == 1 && t[0] == '*') {
+        if (req->method == SV_M_GET || req->method == SV_M_HEAD)
+            return -400;
+        req->target_form = SV_TF_ASTERISK;
+        req->path.ptr = t + 1;
+        req->path.len = 0;
+        req->query = req->path;
+        return 0;
+    }
+    size_t s;
+    if (n >= 7 && ieq(t, 7, "http://"))
+        s = 7;
+    else if (n >= 8 && ieq(t, 8, "https://"))
+        s = 8;
+    else
+        return -400; /* authority-form, relative references, other schemes */
+    size_t a = s;
+    while (a < n && t[a] != '/' && t[a] != '?')
+        a++;
+    if (memchr(t + s, '@', a - s) || host_check(t + s, a - s, 1) != 0)
+        return -400; /* userinfo is refused (RFC 9110 §4.2.4) */
+    req->target_form = SV_TF_ABSOLUTE;
+    req->host.ptr = t + s;
+    req->host.len = a - s;
+    const char *q = memchr(t + a, '?', n - a);
+    size_t qoff = q ? (size_t)(q - t) : n;
+    if (qoff == a) {
+        req->path.ptr = "/"; /* empty path-abempty means "/" (§3.2.1) */
+        req->path.len = 1;
+    } else {
+        req->path.ptr = t + a;
+        req->path.len = qoff - a;
+    }
+    req->query.ptr = t + qoff;
+    req->query.len = n - qoff;
+    return 0;
+}
+
+/* ---- header fields ---- */
+
+/* Parses one field line p[0, n) (CRLF excluded; complete == 0: a prefix).
+ * On a complete line sets *name and *value (OWS trimmed). */
+static int field_line(const char *p, size_t n, int complete, sf_view *name, sf_view *value)
+{
+    size_t i = 0;
+    while (i < n && is_tchar((unsigned char)p[i]))
+        i++;
+    if (i == n)
+        return complete ? -400 : MORE; /* no colon */
+    if (i == 0 || p[i] != ':')
+        return -400; /* obs-fold, empty name, whitespace before the colon */
+    name->ptr = p;
+    name->len = i;
+    i++;
+    for (size_t k = i; k < n; k++)
+        if (!is_field_char((unsigned char)p[k]))
+            return -400;
+    if (!complete)
+        return MORE;
+    while (i < n && is_ows(p[i]))
+        i++;
+    while (n > i && is_ows(p[n - 1]))
+        n--;
+    value->ptr = p + i;
+    value->len = n - i;
+    return 1;
+}
+
+/* Parse state across field lines. */
+typedef struct fstate {
+    int have_cl;
+    unsigned n_host, n_te;
+    int te_last_chunked, te_chunked_count, te_unknown, te_bad;
+    int conn_close, conn_keep_alive;
+} fstate;
+
+/* Content-Length = 1*DIGIT, possibly as a list of identical values. */
+static int content_length(sv_request *req, fstate *st, sf_view v)
+{
+    size_t i = 0;
+    int elements = 0;
+    while (i <= v.len) {
+        while (i < v.len && is_ows(v.ptr[i]))
+            i++;
+        size_t d = i;
+        uint64_t x = 0;
+        while (i < v.len && v.ptr[i] >= '0' && v.ptr[i] <= '9') {
+            unsigned dig = (unsigned)(v.ptr[i] - '0');
+            if (x > (UINT64_MAX - dig) / 10)
+                return -400; /* overflow */
+            x = x * 10 + dig;
+            i++;
+        }
+        if (i == d)
+            return -400; /* empty element, sign, or other byte */
+        while (i < v.len && is_ows(v.ptr[i]))
+            i++;
+        if (i < v.len && v.ptr[i] != ',')
+            return -400;
+        if (st->have_cl && x != req->body_len)
+            return -400;
+        st->have_cl = 1;
+        req->body_len = x;
+        elements++;
+        i++; /* past ',' or the end */
+    }
+    return elements ? 0 : -400;
+}
+
+/* Transfer-Encoding = #transfer-coding; only the codings' names matter. */
+static void transfer_encoding(fstate *st, sf_view v)
+{
+    size_t i = 0;
+    st->n_te++;
+    for (;;) {
+        while (i < v.len && (is_ows(v.ptr[i]) || v.ptr[i] == ','))
+            i++;
+        if (i >= v.len)
+            return;
+        size_t t = i;
+        while (i < v.len && is_tchar((unsigned char)v.ptr[i]))
+            i++;
+        if (i == t) {
+            st->te_bad = 1; /* parameters (';') or junk */
+            return;
+        }
+        const char *c = v.ptr + t;
+        size_t n = i - t;
+        st->te_last_chunked = ieq(c, n, "chunked");
+        if (st->te_last_chunked)
+            st->te_chunked_count++;
+        else if (!(ieq(c, n, "gzip") || ieq(c, n, "x-gzip") || ieq(c, n, "deflate") ||
+                   ieq(c, n, "compress") || ieq(c, n, "x-compress")))
+            st->te_unknown = 1;
+        while (i < v.len && is_ows(v.ptr[i]))
+            i++;
+        if (i < v.len && v.ptr[i] != ',') {
+            st->te_bad = 1;
+            return;
+        }
+    }
+}
+
+/* Connection = #connection-option; elements that are not tokens are
+ * ignored (they cannot name an option). */
+static void connection(fstate *st, sf_view v)
+{
+    size_t i = 0;
+    while (i < v.len) {
+        while (i < v.len && (is_ows(v.ptr[i]) || v.ptr[i] == ','))
+            i++;
+        size_t t = i;
+        while (i < v.len && v.ptr[i] != ',')
+            i++;
+        size_t e = i;
+        while (e > t && is_ows(v.ptr[e - 1]))
+            e--;
+        if (ieq(v.ptr + t, e - t, "close"))
+            st->conn_close = 1;
+        else if (ieq(v.ptr + t, e - t, "keep-alive"))
+            st->conn_keep_alive = 1;
+    }
+}
+
+static void first(sf_view *slot, unsigned *count, sf_view v)
+{
+    if ((*count)++ == 0)
+        *slot = v;
+}
+
+/* Interprets one field the server cares about. */
+static int field(sv_request *req, fstate *st, sf_view name, sf_view v)
+{
+    const char *n = name.ptr;
+    size_t l = name.len;
+    if (ieq(n, l, "host")) {
+        if (++st->n_host > 1 || host_check(v.ptr, v.len, 0) != 0)
+            return -400;
+        if (req->target_form != SV_TF_ABSOLUTE)
+            req->host = v;
+    } else if (ieq(n, l, "content-length")) {
+        return content_length(req, st, v);
+    } else if (ieq(n, l, "transfer-encoding")) {
+        transfer_encoding(st, v);
+    } else if (ieq(n, l, "connection")) {
+        connection(st, v);
+    } else if (ieq(n, l, "accept-encoding")) {
+        first(&req->accept_encoding, &req->n_accept_encoding, v);
+    } else if (ieq(n, l, "range")) {
+        first(&req->range, &req->n_range, v);
+    } else if (ieq(n, l, "if-match")) {
+        first(&req->if_match, &req->n_if_match, v);
+    } else if (ieq(n, l, "if-none-match")) {
+        first(&req->if_none_match, &req->n_if_none_match, v);
+    } else if (ieq(n, l, "if-modified-since")) {
+        first(&req->if_modified_since, &req->n_if_modified_since, v);
+    } else if (ieq(n, l, "if-unmodified-since")) {
+        first(&req->if_unmodified_since, &req->n_if_unmodified_since, v);
+    } else if (ieq(n, l, "if-range")) {
+        first(&req->if_range, &req->n_if_range, v);
+    }
+    return 0;
+}
+
+/* Checks framing and connection handling once every field is known. */
+static int finish(sv_request *req, const fstate *st)
+{
+    if (st->n_te) {
+        if (st->have_cl || req->minor == 0 || st->te_bad || !st->te_last_chunked ||
+            st->te_chunked_count != 1)
+            return -400;
+        if (st->te_unknown)
+            return -501;
+        req->chunked = 1;
+    }
+    if (req->minor == 1 && st->n_host == 0)
+        return -400;
+    if (req->minor == 1)
+        req->keep_alive = !st->conn_close;
+    else
+        req->keep_alive = st->conn_keep_alive && !st->conn_close;
+    if (req->chunked)
+        req->keep_alive = 0;
+    return 0;
+}
+
+static void reset(sv_request *req)
+{
+    sf_view none = {"", 0};
+    req->method = 0;
+    req->method_tok = req->target = req->path = req->query = none;
+    req->minor = 1;
+    req->keep_alive = 0;
+    req->head_len = 0;
+    req->body_len = 0;
+    req->chunked = 0;
+    req->nheaders = 0;
+    req->host = req->accept_encoding = req->range = req->if_match = req->if_none_match = none;
+    req->if_modified_since = req->if_unmodified_since = req->if_range = none;
+    req->n_if_none_match = req->n_if_match = 0;
+    req->n_accept_encoding = req->n_range = req->n_if_range = 0;
+    req->n_if_modified_since = req->n_if_unmodified_since = 0;
+    req->target_form = 0;
+}
+
+/* Finds the end of the line starting at pos: sets *eol to the index of its
+ * LF. @return 1 when found, MORE when the line has not ended, -400 for a
+ * bare LF (no CR before it). */
+static int line_end(const char *buf, size_t len, size_t pos, size_t *eol)
+{
+    const char *lf = memchr(buf + pos, '\n', len - pos);
+    if (!lf)
+        return MORE;
+    *eol = (size_t)(lf - buf);
+    if (*eol == pos || buf[*eol - 1] != '\r')
+        return -400;
+    return 1;
+}
+
+/* Length of the partial line at [pos, len) without a trailing CR, which
+ * may be the first half of its CRLF. */
+static size_t partial_len(const char *buf, size_t len, size_t pos)
+{
+    size_t n = len - pos;
+    return n > 0 && buf[len - 1] == '\r' ? n - 1 : n;
+}
+
+int sv_http1_parse(const char *buf, size_t len, sv_request *req)
+{
+    reset(req);
+    size_t pos = 0;
+    int rc;
+
+    /* Empty lines before the request line (RFC 9112 §2.2). */
+    for (unsigned empty = 0;; empty++) {
+        if (len - pos >= 1 && buf[pos] == '\n')
+            return -400;
+        if (len - pos < 2 || buf[pos] != '\r' || buf[pos + 1] != '\n')
+            break;
+        if (empty == SV_MAX_LEADING_CRLF)
+            return -400;
+        pos += 2;
+    }
+
+    /* The request line. */
+    size_t eol, start = pos;
+    rc = line_end(buf, len, pos, &eol);
+    if (rc < 0)
+        return rc;
+    if (rc == MORE) {
+        size_t n = partial_len(buf, len, pos);
+        rc = request_line(buf + pos, n, 0, req);
+        if (rc < 0)
+            return rc;
+        if (n + 2 > SV_MAX_REQUEST_LINE)
+            return -414;
+        return len >= SV_MAX_HEAD ? -431 : SV_PARSE_INCOMPLETE;
+    }
+    if (eol + 1 - start > SV_MAX_REQUEST_LINE)
+        return -414;
+    rc = request_line(buf + pos, eol - 1 - pos, 1, req);
+    if (rc < 0)
+        return rc;
+    if ((rc = target_form(req)) < 0)
+        return rc;
+    pos = eol + 1;
+
+    /* Field lines up to the empty line. */
+    fstate st;
+    memset(&st, 0, sizeof st);
+    for (;;) {
+        if (pos > SV_MAX_HEAD)
+            return -431;
+        if (pos >= len)
+            return len >= SV_MAX_HEAD ? -431 : SV_PARSE_INCOMPLETE;
+        if (buf[pos] == '\r') {
+            if (len - pos < 2)
+                return len >= SV_MAX_HEAD ? -431 : SV_PARSE_INCOMPLETE;
+            if (buf[pos + 1] != '\n')
+                return -400; /* bare CR */
+            pos += 2;
+            break;
+        }
+        rc = line_end(buf, len, pos, &eol);
+        if (rc < 0)
+            return rc;
+        sf_view name, value;
+        if (rc == MORE) {
+            rc = field_line(buf + pos, partial_len(buf, len, pos), 0, &name, &value);
+            if (rc < 0)
+                return rc;
+            return len >= SV_MAX_HEAD ? -431 : SV_PARSE_INCOMPLETE;
+        }
+        if (eol + 1 > SV_MAX_HEAD)
+            return -431;
+        rc = field_line(buf + pos, eol - 1 - pos, 1, &name, &value);
+        if (rc < 0)
+            return rc;
+        if (req->nheaders == SV_MAX_HEADERS)
+            return -431;
+        req->headers[req->nheaders].name = name;
+        req->headers[req->nheaders].value = value;
+        req->nheaders++;
+        if ((rc = field(req, &st, name, value)) < 0)
+            return rc;
+        pos = eol + 1;
+    }
+    if (pos > SV_MAX_HEAD)
+        return -431;
+    if ((rc = finish(req, &st)) < 0)
+        return rc;
+    req->head_len = pos;
+    return (int)pos;
+}

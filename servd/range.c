@@ -1,0 +1,159 @@
+/*
+ * range.c - parsing a Range field against one representation
+ * (RFC 9110 §14.1.1, §14.1.2, §14.2).
+ *
+ *   Range       = ranges-specifier
+ *   ranges-specifier = range-unit "=" range-set     (unit compared
+ *   range-set   = 1#range-spec                        case-insensitively)
+ *   range-spec  = int-range / suffix-range / other-range
+ *   int-range   = first-pos "-" [ last-pos ]
+ *   suffix-range = "-" suffix-length
+ *
+ * Decisions (pinned by tests/unit/servd_range.c):
+ *   - anything that is not a well-formed "bytes" range set (another unit,
+ *     a last-pos below its first-pos, stray characters) is ignored (§14.2:
+ *     "a server MAY ignore the Range header field");
+ *   - numbers too large for 64 bits saturate: a huge last-pos means "to
+ *     the end", a huge first-pos is simply not satisfiable;
+ *   - satisfiable ranges are clamped to the representation, then merged
+ *     when they overlap or touch (§15.3.7.2 allows coalescing regardless of
+ *     order), so the result is ascending and disjoint. Merging as we go keeps
+ *     the work bounded by the field's length times max, whatever the count
+ *     of range-specs ("thousands of ranges" abuse costs nothing);
+ *   - more than max disjoint ranges after merging: ignored (whole body);
+ *   - a representation of length 0 has no byte to send: a set with a
+ *     non-zero suffix-range (satisfiable by §14.1.1 but empty) is ignored
+ *     and the empty 200 sent; any other set is unsatisfiable (416).
+ */
+#include "http.h"
+
+static int is_ows(char c)
+{
+    return c == ' ' || c == '\t';
+}
+
+static int is_digit(char c)
+{
+    return c >= '0' && c <= '9';
+}
+
+/* 1*DIGIT at s[*i, n), saturating at UINT64_MAX. @return 0, or -1 if none. */
+static int number(const char *s, size_t n, size_t *i, uint64_t *out)
+{
+    size_t p = *i;
+    uint64_t v = 0;
+    if (p >= n || !is_digit(s[p]))
+        return -1;
+    for (; p < n && is_digit(s[p]); p++) {
+        unsigned d = (unsigned)(s[p] - '0');
+        v = v > (UINT64_MAX - d) / 10 ? UINT64_MAX : v * 10 + d;
+    }
+    *i = p;
+    *out = v;
+    return 0;
+}
+
+/* Inserts [a, b] into the sorted, disjoint, non-adjacent set out[0, *cnt),
+ * merging what it overlaps or touches. @return 0, or -1 when that would make
+ * more than max ranges. */
+static int add_range(sv_range *out, int *cnt, int max, uint64_t a, uint64_t b)
+{
+    int n = *cnt, i = 0;
+    /* skip ranges that end before a - 1 (strictly left and not touching) */
+    while (i < n && out[i].last + 1 < a)
+        i++;
+    int j = i;
+    /* absorb every range that overlaps or touches [a, b] */
+    while (j < n && (b == UINT64_MAX || out[j].first <= b + 1)) {
+        if (out[j].first < a)
+            a = out[j].first;
+        if (out[j].last > b)
+            b = out[j].last;
+        j++;
+    }
+    int merged = j - i; /* ranges replaced by the one new range */
+    if (merged == 0 && n >= max)
+        return -1;
+    int shift = 1 - merged;
+    if (shift > 0)
+        for (int k = n - 1; k >= j; k--)
+            out[k + shift] = out[k];
+    else if (shift < 0)
+        for (int k = j; k < n; k++)
+            out[k + shift] = out[k];
+    out[i].first = a;
+    out[i].last = b;
+    *cnt = n + shift;
+    return 0;
+}
+
+int sv_range_parse(sf_view value, uint64_t len, sv_range *out, int max)
+{
+    const char *s = value.ptr;
+    size_t n = value.len, i = 0;
+    if (max <= 0)
+        return 0;
+    while (n > 0 && is_ows(s[n - 1]))
+        n--;
+    while (i < n && is_ows(s[i]))
+        i++;
+    /* range-unit "bytes", case-insensitive, then "=" (no whitespace) */
+    static const char unit[] = "bytes";
+    for (int k = 0; k < 5; k++, i++)
+        if (i >= n || (s[i] | 0x20) != unit[k])
+            return 0;
+    if (i >= n || s[i] != '=')
+        return 0;
+    i++;
+
+    int cnt = 0, specs = 0, empty_suffix = 0, overflow = 0;
+    for (;;) {
+        while (i < n && (is_ows(s[i]) || s[i] == ','))
+            i++; /* separators and empty list elements */
+        if (i >= n)
+            break;
+        uint64_t a, b;
+        int satisfiable = 1;
+        if (s[i] == '-') {
+            i++;
+            uint64_t suffix;
+            if (number(s, n, &i, &suffix) != 0)
+                return 0;
+            if (suffix == 0) {
+                satisfiable = 0;
+            } else if (len == 0) {
+                empty_suffix = 1;
+                satisfiable = 0;
+            }
+            a = suffix >= len ? 0 : len - suffix;
+            b = len - 1;
+        } else {
+            if (number(s, n, &i, &a) != 0 || i >= n || s[i] != '-')
+                return 0;
+            i++;
+            b = UINT64_MAX;
+            if (i < n && is_digit(s[i])) {
+                number(s, n, &i, &b);
+                if (b < a)
+                    return 0; /* invalid range-spec: ignore the field */
+            }
+            if (a >= len)
+                satisfiable = 0;
+            else if (b >= len)
+                b = len - 1;
+        }
+        specs++;
+        if (satisfiable && !overflow && add_range(out, &cnt, max, a, b) != 0)
+            overflow = 1; /* keep parsing: a later syntax error still wins */
+        /* after a range-spec: the end, or OWS "," */
+        while (i < n && is_ows(s[i]))
+            i++;
+        if (i < n && s[i] != ',')
+            return 0;
+    }
+    if (specs == 0 || overflow)
+        return 0;
+    if (cnt > 0)
+        return cnt;
+    return empty_suffix ? 0 : -416;
+}

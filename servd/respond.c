@@ -1,0 +1,557 @@
+/*
+ * respond.c - from a parsed request and the pack to the bytes to write.
+ *
+ * sv_respond() decides, in this order (each step a test in
+ * tests/unit/servd_respond.c):
+ *   1. method: SV_M_OTHER -> 405 with "Allow: GET, HEAD" (OPTIONS is not
+ *      implemented); SV_M_UNKNOWN -> 501;
+ *   2. path: sf_path_from_target() (the one normalisation shared with the
+ *      packer): SF_EPATH -> 400, SF_ETOOLONG -> 414;
+ *   3. lookup: "/dir/" serves "/dir/index.html"; "/dir" without its own key
+ *      but with "/dir/index.html" -> 301 to "/dir/" keeping the query; SPA
+ *      fallback (site->spa, last segment without '.') -> "/index.html" as a
+ *      200; otherwise the site's 404 page (negotiated like any file, sent with
+ *      status 404, no conditionals, no ranges, identity when nothing else is
+ *      acceptable) or a built-in text 404;
+ *   4. variant: sv_negotiate_list(); nothing acceptable -> 406 with
+ *      "Vary: Accept-Encoding" (RFC 9110 §12.5.3 allows 406 or identity;
+ *      406 keeps "identity;q=0" honest and a cache keyed on Vary correct);
+ *   5. conditionals, RFC 9110 §13.2.2, all against the SELECTED variant:
+ *      If-Match (strong, "*" matches; fail -> 412) -> If-Unmodified-Since
+ *      (only without If-Match; invalid date ignored; LM > date -> 412) ->
+ *      If-None-Match (weak, lists, "*"; match -> 304) -> If-Modified-Since
+ *      (only without If-None-Match; invalid date ignored; LM <= date -> 304);
+ *   6. Range (GET only; HEAD ignores it) guarded by If-Range (strong
+ *      entity-tag or exact Last-Modified date; false -> 200): one range ->
+ *      206, several -> 206 multipart/byteranges, none satisfiable -> 416,
+ *      malformed or too many -> ignored (200).
+ * Every response of a negotiable entry (200, 206, 304, 406, 412, 416, HEAD)
+ * carries exactly one "Vary: Accept-Encoding": the pre-rendered blocks have
+ * it, and the formatted ones add it.
+ *
+ * Nothing is allocated: the plan points into the pack map (header blocks,
+ * bodies), the sv_date, the caller's scratch (formatted lines) or static
+ * strings here. The only formatting per request is for 206, 416 and 301.
+ */
+#include "http.h"
+#include "sf/path.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+/* The boundary of multipart/byteranges bodies (RFC 9110 §14.6). Fixed so
+ * that nothing is generated per request; long and unusual enough that it
+ * does not occur in real content (RFC 2046 §5.1.1 bchars only). */
+#define BOUNDARY "SERVD-BYTERANGES-7d3f09c1a5e2b864"
+
+static const char allow_line[] = "Allow: GET, HEAD\r\n";
+static const char vary_line[] = "Vary: Accept-Encoding\r\n";
+static const char multipart_end[] = "\r\n--" BOUNDARY "--\r\n";
+
+/* ---- status texts ---- */
+
+typedef struct err_text {
+    int status;
+    const char *reason;
+    const char *head; /* status line, Content-Type, Content-Length */
+    size_t head_len;
+    const char *body;
+    size_t body_len;
+} err_text;
+
+#define ERR_HEAD(code, reason, len)                                                                \
+    "HTTP/1.1 " #code " " reason "\r\nContent-Type: text/plain; charset=utf-8\r\n"                 \
+    "Content-Length: " #len "\r\n"
+#define ERR_BODY(code, reason) #code " " reason "\n"
+/* The body length is written by hand in the Content-Length line; the array
+ * size below refuses to compile when it differs from the body. */
+#define ERR(code, reason, len)                                                                     \
+    {                                                                                              \
+        code, reason, ERR_HEAD(code, reason, len), sizeof(ERR_HEAD(code, reason, len)) - 1,        \
+            ERR_BODY(code, reason),                                                                \
+            sizeof(ERR_BODY(code, reason)) - 1 +                                                   \
+                0 * sizeof(char[sizeof(ERR_BODY(code, reason)) - 1 == len ? 1 : -1])               \
+    }
+
+static const err_text errors[] = {
+    ERR(400, "Bad Request", 16),
+    ERR(404, "Not Found", 14),
+    ERR(405, "Method Not Allowed", 23),
+    ERR(406, "Not Acceptable", 19),
+    ERR(408, "Request Timeout", 20),
+    ERR(412, "Precondition Failed", 24),
+    ERR(413, "Content Too Large", 22),
+    ERR(414, "URI Too Long", 17),
+    ERR(431, "Request Header Fields Too Large", 36),
+    ERR(500, "Internal Server Error", 26),
+    ERR(501, "Not Implemented", 20),
+    ERR(503, "Service Unavailable", 24),
+    ERR(505, "HTTP Version Not Supported", 31),
+};
+
+static const err_text *find_error(int status)
+{
+    for (size_t i = 0; i < sizeof errors / sizeof errors[0]; i++)
+        if (errors[i].status == status)
+            return &errors[i];
+    return NULL;
+}
+
+const char *sv_status_reason(int status)
+{
+    switch (status) {
+    case 200:
+        return "OK";
+    case 206:
+        return "Partial Content";
+    case 301:
+        return "Moved Permanently";
+    case 304:
+        return "Not Modified";
+    case 416:
+        return "Range Not Satisfiable";
+    }
+    const err_text *t = find_error(status);
+    return t ? t->reason : "Unknown";
+}
+
+/* ---- plan building ---- */
+
+static void add(sv_plan *plan, const void *p, size_t n)
+{
+    if (n == 0 || plan->iovcnt >= SV_PLAN_IOV)
+        return;
+    plan->iov[plan->iovcnt].iov_base = (void *)p;
+    plan->iov[plan->iovcnt].iov_len = n;
+    plan->iovcnt++;
+}
+
+/* The per-request context of sv_respond(). */
+typedef struct ctx {
+    const sv_request *req;
+    sf_reader *rd;
+    sv_scratch *scratch;
+    sv_plan *plan;
+    const char *date; /* the Date line (+ Connection) + blank line */
+    size_t date_len;
+    int head; /* HEAD: no body */
+} ctx;
+
+static void plan_reset(sv_plan *plan, int close)
+{
+    plan->status = 0;
+    plan->encoding = -1;
+    plan->close = close;
+    plan->body_bytes = 0;
+    plan->iovcnt = 0;
+}
+
+/* A text error: head block, an optional extra static line, Date, body. */
+static void error_plan(sv_plan *plan, int status, const char *extra, size_t extra_len,
+                       const char *date, size_t date_len, int head)
+{
+    const err_text *t = find_error(status);
+    if (!t)
+        t = find_error(500);
+    plan->status = t->status;
+    plan->encoding = -1;
+    add(plan, t->head, t->head_len);
+    if (extra)
+        add(plan, extra, extra_len);
+    add(plan, date, date_len);
+    if (!head) {
+        add(plan, t->body, t->body_len);
+        plan->body_bytes = t->body_len;
+    }
+}
+
+void sv_respond_error(int status, int close, const sv_date *date, sv_plan *plan)
+{
+    plan_reset(plan, close);
+    error_plan(plan, status, status == 405 ? allow_line : NULL, sizeof allow_line - 1,
+               close ? date->close : date->keep, close ? date->close_len : date->keep_len, 0);
+}
+
+static int fail(ctx *c, int status)
+{
+    const char *extra = status == 405 ? allow_line : NULL;
+    error_plan(c->plan, status, extra, sizeof allow_line - 1, c->date, c->date_len, c->head);
+    return 0;
+}
+
+/* An error about a negotiable resource: carries Vary (406 always does: the
+ * refusal depends on Accept-Encoding even for a single variant). */
+static int fail_vary(ctx *c, int status, int vary)
+{
+    error_plan(c->plan, status, vary ? vary_line : NULL, sizeof vary_line - 1, c->date, c->date_len,
+               c->head);
+    return 0;
+}
+
+/* Appends formatted text to the scratch buffer. @return its start, or
+ * NULL when it does not fit (nothing is appended then). */
+__attribute__((format(printf, 3, 4))) static char *sfmt(sv_scratch *s, size_t *len, const char *fmt,
+                                                        ...)
+{
+    size_t room = sizeof s->buf - s->used;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(s->buf + s->used, room, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= room)
+        return NULL;
+    char *p = s->buf + s->used;
+    s->used += (size_t)n;
+    *len = (size_t)n;
+    return p;
+}
+
+static int ieq(const char *a, size_t n, const char *lower)
+{
+    size_t l = strlen(lower);
+    if (n != l)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        char ch = a[i];
+        if (ch >= 'A' && ch <= 'Z')
+            ch = (char)(ch - 'A' + 'a');
+        if (ch != lower[i])
+            return 0;
+    }
+    return 1;
+}
+
+/* Does any If-Match / If-None-Match line match etag? (Lines of a list field
+ * form one list, RFC 9110 §5.3.) */
+static int any_etag_match(const sv_request *req, const char *name, sf_view etag, int weak)
+{
+    for (size_t i = 0; i < req->nheaders; i++)
+        if (ieq(req->headers[i].name.ptr, req->headers[i].name.len, name) &&
+            sv_etag_match(req->headers[i].value, etag, weak))
+            return 1;
+    return 0;
+}
+
+static int negotiate(const sv_request *req, const sf_entry *e)
+{
+    if (req->n_accept_encoding <= 1)
+        return sv_negotiate(e, req->accept_encoding, req->n_accept_encoding == 0);
+    sf_view vals[SV_MAX_HEADERS];
+    size_t n = 0;
+    for (size_t i = 0; i < req->nheaders && n < SV_MAX_HEADERS; i++)
+        if (ieq(req->headers[i].name.ptr, req->headers[i].name.len, "accept-encoding"))
+            vals[n++] = req->headers[i].value;
+    return sv_negotiate_list(e, vals, n);
+}
+
+/* ---- redirects ---- */
+
+/* Bytes a Location path may carry as they are: unreserved, sub-delims,
+ * ':', '@' (pchar, RFC 3986 §3.3) and '/'. Everything else is escaped. */
+static int loc_safe(unsigned char c)
+{
+    if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))
+        return 1;
+    return c != 0 && strchr("-._~!$&'()*+,;=:@/", c) != NULL;
+}
+
+/* 301 to a normalised key (+ "/" when add_slash) followed by the raw query.
+ * The Location is built from the key, re-percent-encoded, rather than from
+ * the raw target: the raw "//evil.example" normalises to the key
+ * "/evil.example" and must not become a protocol-relative redirect. A key
+ * never starts with "//", so neither does the Location. A Location that
+ * does not fit in the scratch buffer -> 414. */
+static int redirect(ctx *c, const char *key, size_t klen, int add_slash)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    sv_scratch *s = c->scratch;
+    size_t start = s->used, n;
+    if (!sfmt(s, &n, "HTTP/1.1 301 Moved Permanently\r\nLocation: "))
+        return fail(c, 414);
+    for (size_t i = 0; i < klen; i++) {
+        unsigned char ch = (unsigned char)key[i];
+        if (sizeof s->buf - s->used < 4)
+            goto out_too_long;
+        if (loc_safe(ch)) {
+            s->buf[s->used++] = (char)ch;
+        } else {
+            s->buf[s->used++] = '%';
+            s->buf[s->used++] = hex[ch >> 4];
+            s->buf[s->used++] = hex[ch & 15];
+        }
+    }
+    const sf_view q = c->req->query;
+    if (!sfmt(s, &n, "%s%.*s\r\nContent-Length: 0\r\n", add_slash ? "/" : "", (int)q.len, q.ptr))
+        goto out_too_long;
+    c->plan->status = 301;
+    add(c->plan, s->buf + start, s->used - start);
+    add(c->plan, c->date, c->date_len);
+    return 0;
+
+out_too_long:
+    s->used = start;
+    return fail(c, 414);
+}
+
+/* ---- files ---- */
+
+static int send_304(ctx *c, const sf_variant *v)
+{
+    c->plan->status = 304;
+    add(c->plan, v->h304.ptr, v->h304.len);
+    add(c->plan, c->date, c->date_len);
+    return 0;
+}
+
+static int send_416(ctx *c, const sf_variant *v, int vary)
+{
+    size_t n;
+    char *h = sfmt(c->scratch, &n,
+                   "HTTP/1.1 416 Range Not Satisfiable\r\nContent-Range: bytes */%llu\r\n"
+                   "Content-Length: 0\r\n%s",
+                   (unsigned long long)v->body_len, vary ? vary_line : "");
+    if (!h)
+        return fail(c, 500);
+    c->plan->status = 416;
+    add(c->plan, h, n);
+    add(c->plan, c->date, c->date_len);
+    return 0;
+}
+
+/* One range: 206 with Content-Range, the representation headers, a slice. */
+static int send_206(ctx *c, const sf_variant *v, sf_view body, const sv_range *r)
+{
+    uint64_t n = r->last - r->first + 1;
+    size_t hl;
+    char *h = sfmt(c->scratch, &hl,
+                   "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes %llu-%llu/%llu\r\n"
+                   "Content-Length: %llu\r\n",
+                   (unsigned long long)r->first, (unsigned long long)r->last,
+                   (unsigned long long)v->body_len, (unsigned long long)n);
+    if (!h)
+        return fail(c, 500);
+    c->plan->status = 206;
+    c->plan->encoding = v->encoding;
+    add(c->plan, h, hl);
+    add(c->plan, v->rep.ptr, v->rep.len);
+    add(c->plan, c->date, c->date_len);
+    add(c->plan, body.ptr + r->first, (size_t)n);
+    c->plan->body_bytes = n;
+    return 0;
+}
+
+/* Several ranges: 206 multipart/byteranges (RFC 9110 §14.6). The top-level
+ * Content-Type replaces the representation's first line (its Content-Type);
+ * the rest of rep (Content-Encoding, ETag, ..., Vary) stays. Each part
+ * names the representation's media type and its range. @return 1 when the
+ * ranges cannot be sent this way (the caller sends 200 instead). */
+static int send_multipart(ctx *c, const sf_entry *e, const sf_variant *v, sf_view body,
+                          const sv_range *r, int nr)
+{
+    sv_scratch *s = c->scratch;
+    size_t mark = s->used;
+    const char *eol = v->rep.len ? memchr(v->rep.ptr, '\n', v->rep.len) : NULL;
+    if (!eol || v->rep.len < 13 || !ieq(v->rep.ptr, 13, "content-type:"))
+        return 1;
+    size_t skip = (size_t)(eol - v->rep.ptr) + 1;
+
+    struct {
+        const char *p;
+        size_t n;
+    } part[SV_MAX_RANGES];
+    uint64_t total = sizeof multipart_end - 1;
+    for (int i = 0; i < nr; i++) {
+        part[i].p = sfmt(s, &part[i].n,
+                         "\r\n--" BOUNDARY "\r\nContent-Type: %.*s\r\n"
+                         "Content-Range: bytes %llu-%llu/%llu\r\n\r\n",
+                         (int)e->mime.len, e->mime.ptr, (unsigned long long)r[i].first,
+                         (unsigned long long)r[i].last, (unsigned long long)v->body_len);
+        if (!part[i].p)
+            goto out_no_room;
+        total += part[i].n + (r[i].last - r[i].first + 1);
+    }
+    size_t hl;
+    char *h = sfmt(s, &hl,
+                   "HTTP/1.1 206 Partial Content\r\nContent-Length: %llu\r\n"
+                   "Content-Type: multipart/byteranges; boundary=" BOUNDARY "\r\n",
+                   (unsigned long long)total);
+    if (!h)
+        goto out_no_room;
+    c->plan->status = 206;
+    c->plan->encoding = v->encoding;
+    add(c->plan, h, hl);
+    add(c->plan, v->rep.ptr + skip, v->rep.len - skip);
+    add(c->plan, c->date, c->date_len);
+    for (int i = 0; i < nr; i++) {
+        add(c->plan, part[i].p, part[i].n);
+        add(c->plan, body.ptr + r[i].first, (size_t)(r[i].last - r[i].first + 1));
+    }
+    add(c->plan, multipart_end, sizeof multipart_end - 1);
+    c->plan->body_bytes = total;
+    return 0;
+
+out_no_room:
+    s->used = mark;
+    return 1;
+}
+
+/* Conditionals (RFC 9110 §13.2.2 steps 1-4). @return 1 when a response
+ * (304 or 412) was planned, 0 to go on. */
+static int preconditions(ctx *c, const sf_entry *e, const sf_variant *v, int vary)
+{
+    const sv_request *req = c->req;
+    int64_t t;
+    if (req->n_if_match) {
+        if (!any_etag_match(req, "if-match", v->etag, 0))
+            return fail_vary(c, 412, vary), 1;
+    } else if (req->n_if_unmodified_since == 1 &&
+               sv_http_date_parse(req->if_unmodified_since, &t) == 0 && e->last_modified > t) {
+        return fail_vary(c, 412, vary), 1;
+    }
+    if (req->n_if_none_match) {
+        if (any_etag_match(req, "if-none-match", v->etag, 1))
+            return send_304(c, v), 1;
+    } else if (req->n_if_modified_since == 1 &&
+               sv_http_date_parse(req->if_modified_since, &t) == 0 && e->last_modified <= t) {
+        return send_304(c, v), 1;
+    }
+    return 0;
+}
+
+/* Serves a file entry: status 200, or 404 for the site's 404 page. */
+static int serve(ctx *c, const sf_entry *e, int is404)
+{
+    const sv_request *req = c->req;
+    int vary = (e->flags & SF_ENTRY_NEGOTIABLE) != 0;
+    int idx = negotiate(req, e);
+    if (idx < 0) {
+        if (!is404)
+            return fail_vary(c, 406, 1);
+        idx = 0; /* an error page is sent as identity rather than refused */
+    }
+    const sf_variant *v = &e->variants[idx];
+
+    if (!is404 && preconditions(c, e, v, vary))
+        return 0;
+
+    sf_view body = {NULL, 0};
+    if (!c->head && sf_body(c->rd, v, &body) != 0)
+        return fail(c, 500);
+
+    if (!is404 && req->method == SV_M_GET && req->n_range == 1 &&
+        (req->n_if_range == 0 ||
+         (req->n_if_range == 1 && sv_if_range(req->if_range, v->etag, e->last_modified)))) {
+        sv_range r[SV_MAX_RANGES];
+        int nr = sv_range_parse(req->range, v->body_len, r, SV_MAX_RANGES);
+        if (nr == -416)
+            return send_416(c, v, vary);
+        if (nr == 1)
+            return send_206(c, v, body, &r[0]);
+        if (nr > 1 && send_multipart(c, e, v, body, r, nr) == 0)
+            return 0;
+    }
+
+    c->plan->status = is404 ? 404 : 200;
+    c->plan->encoding = v->encoding;
+    add(c->plan, v->h200.ptr, v->h200.len);
+    add(c->plan, c->date, c->date_len);
+    if (!c->head) {
+        add(c->plan, body.ptr, body.len);
+        c->plan->body_bytes = body.len;
+    }
+    return 0;
+}
+
+static int not_found(ctx *c)
+{
+    sf_entry e;
+    if (sf_lookup_special(c->rd, "status:404", &e) == 0 && e.kind == SF_KIND_FILE)
+        return serve(c, &e, 1);
+    return fail(c, 404);
+}
+
+/* A redirect entry stored in the pack: its target must be a key. */
+static int stored_redirect(ctx *c, const sf_entry *e)
+{
+    if (sf_path_check(e->target.ptr, e->target.len) != 0)
+        return fail(c, 500);
+    return redirect(c, e->target.ptr, e->target.len, 0);
+}
+
+static int entry(ctx *c, const sf_entry *e)
+{
+    if (e->kind == SF_KIND_FILE)
+        return serve(c, e, 0);
+    if (e->kind == SF_KIND_REDIRECT)
+        return stored_redirect(c, e);
+    return fail(c, 500);
+}
+
+int sv_respond(const sv_request *req, sf_reader *rd, const sv_site *site, const sv_date *date,
+               sv_scratch *scratch, sv_plan *plan)
+{
+    ctx c = {req, rd, scratch, plan, NULL, 0, req->method == SV_M_HEAD};
+    int close = !req->keep_alive || req->body_len > SV_MAX_DRAIN;
+    scratch->used = 0;
+    plan_reset(plan, close);
+    if (close) {
+        c.date = date->close;
+        c.date_len = date->close_len;
+    } else if (req->minor == 0) {
+        c.date = date->keep_alive;
+        c.date_len = date->keep_alive_len;
+    } else {
+        c.date = date->keep;
+        c.date_len = date->keep_len;
+    }
+
+    if (req->method == SV_M_OTHER || req->method == SV_M_OPTIONS)
+        return fail(&c, 405);
+    if (req->method != SV_M_GET && req->method != SV_M_HEAD)
+        return fail(&c, 501);
+
+    /* room for the key plus "/index.html" */
+    char key[SF_PATH_MAX + 16];
+    size_t klen;
+    int rc = sf_path_from_target(req->path.ptr, req->path.len, key, SF_PATH_MAX, &klen);
+    if (rc == SF_ETOOLONG)
+        return fail(&c, 414);
+    if (rc != 0)
+        return fail(&c, 400);
+
+    sf_entry e;
+    if (key[klen - 1] == '/') {
+        memcpy(key + klen, "index.html", 10);
+        rc = sf_lookup(rd, key, klen + 10, &e);
+    } else {
+        rc = sf_lookup(rd, key, klen, &e);
+        if (rc == SF_ENOTFOUND) {
+            memcpy(key + klen, "/index.html", 11);
+            int rc2 = sf_lookup(rd, key, klen + 11, &e);
+            if (rc2 == 0)
+                return redirect(&c, key, klen, 1);
+            if (rc2 != SF_ENOTFOUND)
+                return fail(&c, 500);
+        }
+    }
+    if (rc == 0)
+        return entry(&c, &e);
+    if (rc != SF_ENOTFOUND)
+        return fail(&c, 500);
+
+    if (site && site->spa) {
+        /* the last segment of the request's key (before any index.html) */
+        size_t i = klen;
+        while (i > 0 && key[i - 1] != '/')
+            i--;
+        if (!memchr(key + i, '.', klen - i)) {
+            rc = sf_lookup(rd, "/index.html", 11, &e);
+            if (rc == 0)
+                return entry(&c, &e);
+            if (rc != SF_ENOTFOUND)
+                return fail(&c, 500);
+        }
+    }
+    return not_found(&c);
+}

@@ -1,0 +1,478 @@
+/*
+ * The request parser (servd/http1.c), one test per RFC 9112 rule.
+ *
+ * Every input is parsed from the end of a page whose next page is
+ * PROT_NONE (picohttpparser's trick), so a read past the last byte crashes
+ * the test. Every proper prefix of every input is parsed too: a prefix of
+ * a valid head must say "incomplete" (never an error, never complete), and
+ * no prefix may read past its own end.
+ */
+#include "runner.h"
+#include "http.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+/* Copies s[0, n) so that it ends right before a PROT_NONE page. */
+static const char *guarded(const char *s, size_t n)
+{
+    static char *base;
+    static size_t pages;
+    size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+    size_t need = (n + pg - 1) / pg + 1;
+    if (!base || pages < need + 1) {
+        if (base)
+            munmap(base, pages * pg);
+        pages = need + 1;
+        base = mmap(NULL, pages * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        ASSERT(base != MAP_FAILED);
+        ASSERT_EQ(mprotect(base + (pages - 1) * pg, pg, PROT_NONE), 0);
+    }
+    char *p = base + (pages - 1) * pg - n;
+    memcpy(p, s, n);
+    return p;
+}
+
+static sv_request req;
+
+/* Appends s to the NUL-terminated buf of cap bytes (truncating). */
+static void app(char *buf, size_t cap, const char *s)
+{
+    size_t n = strlen(buf);
+    snprintf(buf + n, cap - n, "%s", s);
+}
+
+/* Parses s (and every prefix of it) at a guard page; returns the result of
+ * the whole. */
+static int parse_n(const char *s, size_t n)
+{
+    int full = sv_http1_parse(guarded(s, n), n, &req);
+    for (size_t k = 0; k < n; k++) {
+        sv_request r2;
+        int rc = sv_http1_parse(guarded(s, k), k, &r2);
+        if (full > 0 && rc != 0 && (size_t)full > k)
+            t__fail(__FILE__, __LINE__, "prefix %zu of a valid head returned %d", k, rc);
+        if (full < 0 && rc > 0)
+            t__fail(__FILE__, __LINE__, "prefix %zu of a bad head returned %d", k, rc);
+    }
+    /* leave req as the whole input's result */
+    return sv_http1_parse(guarded(s, n), n, &req);
+}
+
+static int parse(const char *s)
+{
+    return parse_n(s, strlen(s));
+}
+
+static void view_is(sf_view v, const char *want, int line)
+{
+    if (v.len != strlen(want) || memcmp(v.ptr, want, v.len) != 0)
+        t__fail(__FILE__, line, "view \"%.*s\" != \"%s\"", (int)v.len, v.ptr, want);
+}
+#define VIEW_IS(v, s) view_is((v), (s), __LINE__)
+
+#define BAD(s, status) ASSERT_EQ(parse(s), -(status))
+#define GOOD(s)        ASSERT_EQ(parse(s), (int)strlen(s))
+
+TEST(http1_simple_get)
+{
+    const char *s = "GET /a/b.html?x=1&y HTTP/1.1\r\nHost: example.com\r\n"
+                    "Accept-Encoding:  gzip, br \t\r\nX-Empty:\r\n\r\n";
+    ASSERT_EQ(parse(s), (int)strlen(s));
+    ASSERT_EQ(req.method, SV_M_GET);
+    VIEW_IS(req.method_tok, "GET");
+    VIEW_IS(req.target, "/a/b.html?x=1&y");
+    VIEW_IS(req.path, "/a/b.html");
+    VIEW_IS(req.query, "?x=1&y");
+    ASSERT_EQ(req.target_form, SV_TF_ORIGIN);
+    ASSERT_EQ(req.minor, 1);
+    ASSERT_EQ(req.keep_alive, 1);
+    ASSERT_EQ(req.head_len, strlen(s));
+    ASSERT_EQ(req.body_len, 0);
+    ASSERT_EQ(req.chunked, 0);
+    ASSERT_EQ(req.nheaders, 3);
+    VIEW_IS(req.headers[0].name, "Host");
+    VIEW_IS(req.headers[0].value, "example.com");
+    VIEW_IS(req.headers[1].value, "gzip, br");
+    VIEW_IS(req.headers[2].name, "X-Empty");
+    VIEW_IS(req.headers[2].value, "");
+    VIEW_IS(req.host, "example.com");
+    VIEW_IS(req.accept_encoding, "gzip, br");
+    ASSERT_EQ(req.n_accept_encoding, 1);
+}
+
+TEST(http1_head_and_no_query)
+{
+    GOOD("HEAD / HTTP/1.1\r\nHost: h\r\n\r\n");
+    ASSERT_EQ(req.method, SV_M_HEAD);
+    VIEW_IS(req.path, "/");
+    VIEW_IS(req.query, "");
+    GOOD("GET /?a?b HTTP/1.1\r\nHost: h\r\n\r\n");
+    VIEW_IS(req.path, "/");
+    VIEW_IS(req.query, "?a?b");
+}
+
+TEST(http1_incomplete)
+{
+    ASSERT_EQ(sv_http1_parse(guarded("", 0), 0, &req), 0);
+    ASSERT_EQ(parse("GET / HTTP/1.1\r\nHost: h\r\n"), 0);
+    ASSERT_EQ(parse("GET / HTTP/1.1\r\nHost: h\r\n\r"), 0);
+    ASSERT_EQ(parse("GET / HTTP/1.1\r"), 0);
+    ASSERT_EQ(parse("GET /very/long"), 0);
+    ASSERT_EQ(parse("\r\n"), 0);
+}
+
+TEST(http1_pipelined_heads)
+{
+    const char *s = "GET /1 HTTP/1.1\r\nHost: h\r\n\r\nGET /2 HTTP/1.1\r\nHost: h\r\n\r\n";
+    int n = sv_http1_parse(guarded(s, strlen(s)), strlen(s), &req);
+    ASSERT_EQ(n, (int)strlen(s) / 2);
+    VIEW_IS(req.path, "/1");
+    const char *g = guarded(s, strlen(s));
+    ASSERT_EQ(sv_http1_parse(g + n, strlen(s) - (size_t)n, &req), n);
+    VIEW_IS(req.path, "/2");
+}
+
+TEST(http1_leading_empty_lines)
+{
+    GOOD("\r\n\r\nGET / HTTP/1.1\r\nHost: h\r\n\r\n");
+    VIEW_IS(req.path, "/");
+    char buf[256] = "";
+    for (int i = 0; i < SV_MAX_LEADING_CRLF; i++)
+        app(buf, sizeof buf, "\r\n");
+    app(buf, sizeof buf, "GET / HTTP/1.1\r\nHost: h\r\n\r\n");
+    GOOD(buf);
+    memmove(buf + 2, buf, strlen(buf) + 1);
+    memcpy(buf, "\r\n", 2);
+    BAD(buf, 400);
+    BAD("\nGET / HTTP/1.1\r\nHost: h\r\n\r\n", 400);
+}
+
+TEST(http1_bare_lf_and_cr)
+{
+    BAD("GET / HTTP/1.1\nHost: h\r\n\r\n", 400);
+    BAD("GET / HTTP/1.1\r\nHost: h\n\r\n", 400);
+    BAD("GET / HTTP/1.1\r\nHost: h\r\n\n", 400);
+    BAD("GET / HTTP/1.1\r\nHost: h\r\n\r\r\n", 400);
+    BAD("GET / HTTP/1.1\rHost: h\r\n\r\n", 400);
+    BAD("GET / HTTP/1.1\r\nHost: h\rX: y\r\n\r\n", 400);
+    BAD("GET / HTTP/1.1\r\nX: a\rb\r\nHost: h\r\n\r\n", 400);
+    BAD("GET /a\rb HTTP/1.1\r\nHost: h\r\n\r\n", 400);
+    /* an error is reported before the head ends */
+    ASSERT_EQ(parse("GET / HTTP/1.1\r\nHost: h\rX"), -400);
+    ASSERT_EQ(parse("GET / HTTP/1.1\r\nX\n"), -400);
+}
+
+TEST(http1_methods)
+{
+    GOOD("POST / HTTP/1.1\r\nHost: h\r\n\r\n");
+    ASSERT_EQ(req.method, SV_M_OTHER);
+    const char *other[] = {"PUT", "DELETE", "PATCH", "OPTIONS", "CONNECT", "TRACE"};
+    for (size_t i = 0; i < 6; i++) {
+        char b[128];
+        snprintf(b, sizeof b, "%s /x HTTP/1.1\r\nHost: h\r\n\r\n", other[i]);
+        GOOD(b);
+        ASSERT_EQ(req.method, SV_M_OTHER);
+    }
+    GOOD("get / HTTP/1.1\r\nHost: h\r\n\r\n");
+    ASSERT_EQ(req.method, SV_M_UNKNOWN);
+    VIEW_IS(req.method_tok, "get");
+    GOOD("FOO / HTTP/1.1\r\nHost: h\r\n\r\n");
+    ASSERT_EQ(req.method, SV_M_UNKNOWN);
+    GOOD("GETS / HTTP/1.1\r\nHost: h\r\n\r\n");
+    ASSERT_EQ(req.method, SV_M_UNKNOWN);
+    BAD("G@T / HTTP/1.1\r\nHost: h\r\n\r\n", 400);
+    BAD(" GET / HTTP/1.1\r\nHost: h\r\n\r\n", 400);
+}
+
+TEST(http1_request_line_syntax)
+{
+    BAD("GET  / HTTP/1.1\r\nHost: h\r\n\r\n", 400);
+    BAD("GET /  HTTP/1.1\r\nHost: h\r\n\r\n", 400);
+    BAD("GET\t/ HTTP/1.1\r\nHost: h\r\n\r\n", 400);
+    BAD("GET / HTTP/1.1 \r\nHost: h\r\n\r\n", 400);
+    BAD("GET /\r\nHost: h\r\n\r\n", 400);
+    BAD("GET / \r\nHost: h\r\n\r\n", 400);
+    BAD("GET\r\n\r\n", 400);
+    BAD("/ HTTP/1.1\r\n\r\n", 400);
+    BAD("GET /a#frag HTTP/1.1\r\nHost: h\r\n\r\n", 400);
+    BAD("GET /a\x01 HTTP/1.1\r\nHost: h\r\n\r\n", 400);
+    BAD("GET /a\x7f HTTP/1.1\r\nHost: h\r\n\r\n", 400);
+    BAD("GET /caf\xc3\xa9 HTTP/1.1\r\nHost: h\r\n\r\n", 400);
+    ASSERT_EQ(parse_n("GET /a\0b HTTP/1.1\r\nHost: h\r\n\r\n", 29), -400);
+}
+
+TEST(http1_versions)
+{
+    GOOD("GET / HTTP/1.0\r\n\r\n");
+    ASSERT_EQ(req.minor, 0);
+    GOOD("GET / HTTP/1.2\r\nHost: h\r\n\r\n");
+    ASSERT_EQ(req.minor, 1);
+    GOOD("GET / HTTP/1.9\r\nHost: h\r\n\r\n");
+    ASSERT_EQ(req.minor, 1);
+    BAD("GET / HTTP/2.0\r\nHost: h\r\n\r\n", 505);
+    BAD("GET / HTTP/3.0\r\nHost: h\r\n\r\n", 505);
+    BAD("GET / HTTP/0.9\r\nHost: h\r\n\r\n", 505);
+    BAD("GET / http/1.1\r\nHost: h\r\n\r\n", 400);
+    BAD("GET / HTTP/1\r\nHost: h\r\n\r\n", 400);
+    BAD("GET / HTTP/1.\r\nHost: h\r\n\r\n", 400);
+    BAD("GET / HTTP/11.1\r\nHost: h\r\n\r\n", 400);
+    BAD("GET / HTTP/1.10\r\nHost: h\r\n\r\n", 400);
+    BAD("GET / HTTP/1.x\r\nHost: h\r\n\r\n", 400);
+    BAD("GET / HTTPS/1.1\r\nHost: h\r\n\r\n", 400);
+    /* the method is known even when the version is refused */
+    BAD("HEAD / HTTP/2.0\r\n\r\n", 505);
+    ASSERT_EQ(req.method, SV_M_HEAD);
+}
+
+/* A request line of exactly n bytes including its CRLF. */
+static void long_line(char *buf, size_t n)
+{
+    memcpy(buf, "GET /", 5);
+    size_t tail = strlen(" HTTP/1.1\r\n");
+    memset(buf + 5, 'a', n - 5 - tail);
+    memcpy(buf + n - tail, " HTTP/1.1\r\n", tail);
+    buf[n] = '\0';
+}
+
+TEST(http1_request_line_limit)
+{
+    static char buf[SV_MAX_HEAD * 2];
+    long_line(buf, SV_MAX_REQUEST_LINE);
+    app(buf, sizeof buf, "Host: h\r\n\r\n");
+    ASSERT_EQ(sv_http1_parse(guarded(buf, strlen(buf)), strlen(buf), &req), (int)strlen(buf));
+    long_line(buf, SV_MAX_REQUEST_LINE + 1);
+    app(buf, sizeof buf, "Host: h\r\n\r\n");
+    ASSERT_EQ(sv_http1_parse(guarded(buf, strlen(buf)), strlen(buf), &req), -414);
+    /* incomplete but already too long */
+    memset(buf, 0, sizeof buf);
+    memcpy(buf, "GET /", 5);
+    memset(buf + 5, 'a', SV_MAX_REQUEST_LINE);
+    ASSERT_EQ(sv_http1_parse(guarded(buf, strlen(buf)), strlen(buf), &req), -414);
+    ASSERT_EQ(sv_http1_parse(guarded(buf, SV_MAX_REQUEST_LINE - 3), SV_MAX_REQUEST_LINE - 3, &req),
+              0);
+}
+
+TEST(http1_head_limit)
+{
+    static char buf[SV_MAX_HEAD * 2];
+    snprintf(buf, sizeof buf, "%s", "GET / HTTP/1.1\r\nHost: h\r\n");
+    /* fill with a field so the head is exactly SV_MAX_HEAD bytes */
+    size_t used = strlen(buf), line = SV_MAX_HEAD - used - 2;
+    memcpy(buf + used, "X: ", 3);
+    memset(buf + used + 3, 'v', line - 5);
+    memcpy(buf + used + line - 2, "\r\n\r\n", 5);
+    ASSERT_EQ(strlen(buf), SV_MAX_HEAD);
+    ASSERT_EQ(sv_http1_parse(guarded(buf, SV_MAX_HEAD), SV_MAX_HEAD, &req), SV_MAX_HEAD);
+    /* one byte more */
+    memcpy(buf + used + line - 2, "v\r\n\r\n", 6);
+    ASSERT_EQ(sv_http1_parse(guarded(buf, SV_MAX_HEAD + 1), SV_MAX_HEAD + 1, &req), -431);
+    /* a full buffer without the end of the head */
+    ASSERT_EQ(sv_http1_parse(guarded(buf, SV_MAX_HEAD), SV_MAX_HEAD, &req), -431);
+    ASSERT_EQ(sv_http1_parse(guarded(buf, SV_MAX_HEAD - 1), SV_MAX_HEAD - 1, &req), 0);
+}
+
+TEST(http1_header_count_limit)
+{
+    static char buf[SV_MAX_HEAD];
+    snprintf(buf, sizeof buf, "%s", "GET / HTTP/1.1\r\nHost: h\r\n");
+    for (int i = 1; i < SV_MAX_HEADERS; i++)
+        app(buf, sizeof buf, "X: y\r\n");
+    app(buf, sizeof buf, "\r\n");
+    ASSERT_EQ(parse(buf), (int)strlen(buf));
+    ASSERT_EQ(req.nheaders, SV_MAX_HEADERS);
+    buf[strlen(buf) - 2] = '\0';
+    app(buf, sizeof buf, "X: y\r\n\r\n");
+    ASSERT_EQ(parse(buf), -431);
+}
+
+TEST(http1_field_syntax)
+{
+    BAD("GET / HTTP/1.1\r\nHost : h\r\n\r\n", 400);
+    BAD("GET / HTTP/1.1\r\nHost\t: h\r\n\r\n", 400);
+    BAD("GET / HTTP/1.1\r\nHost: h\r\nX: a\r\n b\r\n\r\n", 400);
+    BAD("GET / HTTP/1.1\r\nHost: h\r\nX: a\r\n\tb\r\n\r\n", 400);
+    BAD("GET / HTTP/1.1\r\n Host: h\r\n\r\n", 400);
+    BAD("GET / HTTP/1.1\r\nHost: h\r\nNoColon\r\n\r\n", 400);
+    BAD("GET / HTTP/1.1\r\nHost: h\r\n: empty-name\r\n\r\n", 400);
+    BAD("GET / HTTP/1.1\r\nHost: h\r\nX(y): 1\r\n\r\n", 400);
+    BAD("GET / HTTP/1.1\r\nHost: h\r\nX: a\x01\r\n\r\n", 400);
+    BAD("GET / HTTP/1.1\r\nHost: h\r\nX: a\x7f\r\n\r\n", 400);
+    BAD("GET / HTTP/1.1\r\nHost: h\r\nX: \x1b[31m\r\n\r\n", 400);
+    ASSERT_EQ(parse_n("GET / HTTP/1.1\r\nHost: h\r\nX: a\0b\r\n\r\n", 35), -400);
+    ASSERT_EQ(parse_n("GET / HTTP/1.1\r\nHost: h\r\nX\0: a\r\n\r\n", 34), -400);
+    /* obs-text, HTAB and inner spaces are valid field content */
+    GOOD("GET / HTTP/1.1\r\nHost: h\r\nX: caf\xc3\xa9 \t a\tb\r\n\r\n");
+    VIEW_IS(req.headers[1].value, "caf\xc3\xa9 \t a\tb");
+}
+
+TEST(http1_host)
+{
+    BAD("GET / HTTP/1.1\r\n\r\n", 400);
+    BAD("GET / HTTP/1.1\r\nX: y\r\n\r\n", 400);
+    BAD("GET / HTTP/1.1\r\nHost: a\r\nHost: a\r\n\r\n", 400);
+    BAD("GET / HTTP/1.0\r\nHost: a\r\nhost: b\r\n\r\n", 400);
+    BAD("GET / HTTP/1.1\r\nHost: a b\r\n\r\n", 400);
+    BAD("GET / HTTP/1.1\r\nHost: user@a\r\n\r\n", 400);
+    BAD("GET / HTTP/1.1\r\nHost: a:80x\r\n\r\n", 400);
+    BAD("GET / HTTP/1.1\r\nHost: a:123456\r\n\r\n", 400);
+    BAD("GET / HTTP/1.1\r\nHost: a/b\r\n\r\n", 400);
+    BAD("GET / HTTP/1.1\r\nHost: [::1\r\n\r\n", 400);
+    BAD("GET / HTTP/1.1\r\nHost: a%zz\r\n\r\n", 400);
+    GOOD("GET / HTTP/1.0\r\n\r\n");
+    GOOD("GET / HTTP/1.1\r\nHOST: Example.COM:8080\r\n\r\n");
+    VIEW_IS(req.host, "Example.COM:8080");
+    GOOD("GET / HTTP/1.1\r\nHost: [::1]:80\r\n\r\n");
+    GOOD("GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+    GOOD("GET / HTTP/1.1\r\nHost: a:\r\n\r\n");
+    GOOD("GET / HTTP/1.1\r\nHost:\r\n\r\n"); /* empty: RFC 9112 §3.2 */
+    GOOD("GET / HTTP/1.1\r\nHost: xn--caf-dma.example\r\n\r\n");
+}
+
+TEST(http1_content_length)
+{
+    GOOD("GET / HTTP/1.1\r\nHost: h\r\nContent-Length: 42\r\n\r\n");
+    ASSERT_EQ(req.body_len, 42);
+    ASSERT_EQ(req.keep_alive, 1);
+    GOOD("GET / HTTP/1.1\r\nHost: h\r\nContent-Length: 5,5 , 5\r\n\r\n");
+    ASSERT_EQ(req.body_len, 5);
+    GOOD("GET / HTTP/1.1\r\nHost: h\r\nContent-Length: 7\r\ncontent-length: 7\r\n\r\n");
+    ASSERT_EQ(req.body_len, 7);
+    GOOD("GET / HTTP/1.1\r\nHost: h\r\nContent-Length: 18446744073709551615\r\n\r\n");
+    ASSERT_EQ(req.body_len == UINT64_MAX, 1);
+    BAD("GET / HTTP/1.1\r\nHost: h\r\nContent-Length: 18446744073709551616\r\n\r\n", 400);
+    BAD("GET / HTTP/1.1\r\nHost: h\r\nContent-Length: 99999999999999999999999\r\n\r\n", 400);
+    BAD("GET / HTTP/1.1\r\nHost: h\r\nContent-Length: 5, 6\r\n\r\n", 400);
+    BAD("GET / HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n", 400);
+    BAD("GET / HTTP/1.1\r\nHost: h\r\nContent-Length: +5\r\n\r\n", 400);
+    BAD("GET / HTTP/1.1\r\nHost: h\r\nContent-Length: -5\r\n\r\n", 400);
+    BAD("GET / HTTP/1.1\r\nHost: h\r\nContent-Length: 5 5\r\n\r\n", 400);
+    BAD("GET / HTTP/1.1\r\nHost: h\r\nContent-Length: 0x10\r\n\r\n", 400);
+    BAD("GET / HTTP/1.1\r\nHost: h\r\nContent-Length: 5,\r\n\r\n", 400);
+    BAD("GET / HTTP/1.1\r\nHost: h\r\nContent-Length: \r\n\r\n", 400);
+    BAD("GET / HTTP/1.1\r\nHost: h\r\nContent-Length: 1.0\r\n\r\n", 400);
+}
+
+TEST(http1_smuggling_te_and_cl)
+{
+    BAD("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n",
+        400);
+    BAD("POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n",
+        400);
+    BAD("GET / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\nContent-Length: 0\r\n\r\n",
+        400);
+}
+
+TEST(http1_transfer_encoding)
+{
+    GOOD("GET / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n");
+    ASSERT_EQ(req.chunked, 1);
+    ASSERT_EQ(req.keep_alive, 0);
+    GOOD("GET / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: Chunked\r\n\r\n");
+    ASSERT_EQ(req.chunked, 1);
+    GOOD("GET / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: gzip, chunked\r\n\r\n");
+    ASSERT_EQ(req.chunked, 1);
+    GOOD("GET / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: gzip\r\nTransfer-Encoding: "
+         "chunked\r\n\r\n");
+    ASSERT_EQ(req.keep_alive, 0);
+    BAD("GET / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked, gzip\r\n\r\n", 400);
+    BAD("GET / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: gzip\r\n\r\n", 400);
+    BAD("GET / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: "
+        "gzip\r\n\r\n",
+        400);
+    BAD("GET / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked, chunked\r\n\r\n", 400);
+    BAD("GET / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked;ext=1\r\n\r\n", 400);
+    BAD("GET / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: \r\n\r\n", 400);
+    BAD("GET / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: xchunked\r\n\r\n", 400);
+    BAD("GET / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked x\r\n\r\n", 400);
+    BAD("GET / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: foo, chunked\r\n\r\n", 501);
+    BAD("GET / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n", 400);
+}
+
+TEST(http1_connection)
+{
+    GOOD("GET / HTTP/1.1\r\nHost: h\r\n\r\n");
+    ASSERT_EQ(req.keep_alive, 1);
+    GOOD("GET / HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n");
+    ASSERT_EQ(req.keep_alive, 0);
+    GOOD("GET / HTTP/1.1\r\nHost: h\r\nConnection: foo, CLOSE\r\n\r\n");
+    ASSERT_EQ(req.keep_alive, 0);
+    GOOD("GET / HTTP/1.1\r\nHost: h\r\nConnection: closed\r\n\r\n");
+    ASSERT_EQ(req.keep_alive, 1);
+    GOOD("GET / HTTP/1.1\r\nHost: h\r\nConnection: keep-alive\r\nConnection: close\r\n\r\n");
+    ASSERT_EQ(req.keep_alive, 0);
+    GOOD("GET / HTTP/1.0\r\n\r\n");
+    ASSERT_EQ(req.keep_alive, 0);
+    GOOD("GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n");
+    ASSERT_EQ(req.keep_alive, 1);
+    GOOD("GET / HTTP/1.0\r\nConnection: keep-alive, close\r\n\r\n");
+    ASSERT_EQ(req.keep_alive, 0);
+}
+
+TEST(http1_absolute_form)
+{
+    GOOD("GET http://example.com/a/b?c=d HTTP/1.1\r\nHost: other\r\n\r\n");
+    ASSERT_EQ(req.target_form, SV_TF_ABSOLUTE);
+    VIEW_IS(req.path, "/a/b");
+    VIEW_IS(req.query, "?c=d");
+    VIEW_IS(req.host, "example.com");
+    GOOD("GET HTTP://Example.com:8080 HTTP/1.1\r\nHost: h\r\n\r\n");
+    VIEW_IS(req.path, "/");
+    VIEW_IS(req.query, "");
+    VIEW_IS(req.host, "Example.com:8080");
+    GOOD("GET https://[::1]?q HTTP/1.1\r\nHost: h\r\n\r\n");
+    VIEW_IS(req.path, "/");
+    VIEW_IS(req.query, "?q");
+    BAD("GET http:///a HTTP/1.1\r\nHost: h\r\n\r\n", 400);
+    BAD("GET http://u:p@example.com/ HTTP/1.1\r\nHost: h\r\n\r\n", 400);
+    BAD("GET ftp://example.com/ HTTP/1.1\r\nHost: h\r\n\r\n", 400);
+    BAD("GET http:/example.com/ HTTP/1.1\r\nHost: h\r\n\r\n", 400);
+    /* Host is still required in HTTP/1.1 */
+    BAD("GET http://example.com/ HTTP/1.1\r\n\r\n", 400);
+}
+
+TEST(http1_other_target_forms)
+{
+    BAD("GET * HTTP/1.1\r\nHost: h\r\n\r\n", 400);
+    BAD("HEAD * HTTP/1.1\r\nHost: h\r\n\r\n", 400);
+    GOOD("OPTIONS * HTTP/1.1\r\nHost: h\r\n\r\n");
+    ASSERT_EQ(req.target_form, SV_TF_ASTERISK);
+    ASSERT_EQ(req.method, SV_M_OTHER);
+    VIEW_IS(req.path, "");
+    BAD("CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n", 400);
+    BAD("GET example.com:80 HTTP/1.1\r\nHost: h\r\n\r\n", 400);
+    BAD("GET index.html HTTP/1.1\r\nHost: h\r\n\r\n", 400);
+    BAD("GET ** HTTP/1.1\r\nHost: h\r\n\r\n", 400);
+}
+
+TEST(http1_fields_for_the_responder)
+{
+    GOOD("GET / HTTP/1.1\r\nHost: h\r\nIf-None-Match: \"a\"\r\nif-none-match: \"b\"\r\n"
+         "If-Match: *\r\nIf-Modified-Since: x\r\nIf-Unmodified-Since: y\r\n"
+         "Range: bytes=0-1\r\nIf-Range: \"z\"\r\nAccept-Encoding: gzip\r\n"
+         "Accept-Encoding: br\r\nRange: bytes=2-3\r\n\r\n");
+    ASSERT_EQ(req.n_if_none_match, 2);
+    VIEW_IS(req.if_none_match, "\"a\"");
+    ASSERT_EQ(req.n_if_match, 1);
+    VIEW_IS(req.if_match, "*");
+    VIEW_IS(req.if_modified_since, "x");
+    ASSERT_EQ(req.n_if_modified_since, 1);
+    VIEW_IS(req.if_unmodified_since, "y");
+    ASSERT_EQ(req.n_if_unmodified_since, 1);
+    VIEW_IS(req.range, "bytes=0-1");
+    ASSERT_EQ(req.n_range, 2);
+    VIEW_IS(req.if_range, "\"z\"");
+    ASSERT_EQ(req.n_if_range, 1);
+    VIEW_IS(req.accept_encoding, "gzip");
+    ASSERT_EQ(req.n_accept_encoding, 2);
+    ASSERT_EQ(req.nheaders, 11);
+}
+
+/* After an error the parser never reports a later request as parsed: the
+ * caller closes, so a smuggled second request is never seen. */
+TEST(http1_error_stops_at_the_first_request)
+{
+    const char *s = "GET / HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n"
+                    "GET /admin HTTP/1.1\r\nHost: h\r\n\r\n";
+    ASSERT_EQ(parse(s), -400);
+}
