@@ -1,0 +1,298 @@
+/*
+ * admin.c - the admin endpoint (--admin HOST:PORT): GET /metrics in
+ * Prometheus text format and GET /healthz, on a thread and loop of their
+ * own, so a scrape never costs a worker anything and the public port never
+ * answers them.
+ *
+ * One request per connection (Connection: close); requests are parsed with
+ * the daemon's own HTTP/1.1 parser. This path allocates freely: it serves a
+ * few requests a minute.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "server.h"
+
+/* Admin connections open at once: a scraper or two and a health checker;
+ * more are refused so a flood on the admin port stays cheap. */
+#define SV_ADMIN_MAX_CONNS 64
+/* A request must arrive whole within this time. */
+#define SV_ADMIN_TIMEOUT_MS 10000
+/* Largest admin request head: scrapers send a few hundred bytes. */
+#define SV_ADMIN_HEAD_MAX 4096
+
+struct sv_admin {
+    uv_loop_t loop;
+    uv_tcp_t listener;
+    uv_async_t stop;
+    uv_thread_t thread;
+    sv_metrics *m;
+    atomic_int *stopping;
+    int nconns;
+    uv_tcp_t spare; /* drops a connection when no memory is left for it */
+    int spare_busy;
+};
+
+typedef struct aconn {
+    uv_tcp_t tcp;
+    uv_timer_t timer;
+    uv_write_t wr;
+    sv_admin *a;
+    int handles; /* open handles: freed when both are closed */
+    int answered;
+    char *out;
+    size_t len;
+    char buf[SV_ADMIN_HEAD_MAX];
+} aconn;
+
+static void on_aconn_closed(uv_handle_t *h)
+{
+    aconn *c = h->data;
+    if (--c->handles > 0)
+        return;
+    c->a->nconns--;
+    free(c->out);
+    free(c);
+}
+
+static void aconn_close(aconn *c)
+{
+    if (!uv_is_closing((uv_handle_t *)&c->tcp))
+        uv_close((uv_handle_t *)&c->tcp, on_aconn_closed);
+    if (!uv_is_closing((uv_handle_t *)&c->timer))
+        uv_close((uv_handle_t *)&c->timer, on_aconn_closed);
+}
+
+static void on_written(uv_write_t *req, int status)
+{
+    aconn_close(req->data);
+}
+
+static const char *reason(int status)
+{
+    switch (status) {
+    case 200:
+        return "OK";
+    case 400:
+        return "Bad Request";
+    case 404:
+        return "Not Found";
+    case 405:
+        return "Method Not Allowed";
+    case 414:
+        return "URI Too Long";
+    case 431:
+        return "Request Header Fields Too Large";
+    case 501:
+        return "Not Implemented";
+    case 503:
+        return "Service Unavailable";
+    case 505:
+        return "HTTP Version Not Supported";
+    default:
+        return "Error";
+    }
+}
+
+/* Sends one response and closes the connection after it. */
+static void respond(aconn *c, int status, const char *type, const char *body, size_t len,
+                    int head_only)
+{
+    char hdr[512];
+    int n =
+        snprintf(hdr, sizeof hdr,
+                 "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
+                 "Cache-Control: no-store\r\n%sConnection: close\r\n\r\n",
+                 status, reason(status), type, len, status == 405 ? "Allow: GET, HEAD\r\n" : "");
+    size_t blen = head_only ? 0 : len;
+    c->answered = 1;
+    uv_read_stop((uv_stream_t *)&c->tcp);
+    c->out = malloc((size_t)n + blen);
+    if (!c->out) {
+        aconn_close(c);
+        return;
+    }
+    memcpy(c->out, hdr, (size_t)n);
+    if (blen)
+        memcpy(c->out + n, body, blen);
+    uv_buf_t b = uv_buf_init(c->out, (unsigned)((size_t)n + blen));
+    c->wr.data = c;
+    if (uv_write(&c->wr, (uv_stream_t *)&c->tcp, &b, 1, on_written) != 0)
+        aconn_close(c);
+}
+
+static int path_is(const sv_request *req, const char *p)
+{
+    size_t n = strlen(p);
+    return req->path.len == n && memcmp(req->path.ptr, p, n) == 0;
+}
+
+static void route(aconn *c, const sv_request *req)
+{
+    static const char text[] = "text/plain; charset=utf-8";
+    int head = req->method == SV_M_HEAD;
+    if (req->method != SV_M_GET && req->method != SV_M_HEAD) {
+        static const char msg[] = "method not allowed\n";
+        respond(c, 405, text, msg, sizeof msg - 1, 0);
+    } else if (path_is(req, "/metrics")) {
+        char *body;
+        size_t len;
+        if (sv_metrics_render(c->a->m, &body, &len) != 0) {
+            static const char msg[] = "out of memory\n";
+            respond(c, 503, text, msg, sizeof msg - 1, head);
+            return;
+        }
+        respond(c, 200, "text/plain; version=0.0.4; charset=utf-8", body, len, head);
+        free(body);
+    } else if (path_is(req, "/healthz")) {
+        char id[33], body[64];
+        sv_metrics_pack_id(c->a->m, id);
+        int stopping = atomic_load(c->a->stopping);
+        int n = snprintf(body, sizeof body, "%s %s\n", stopping ? "stopping" : "ok", id);
+        respond(c, stopping ? 503 : 200, text, body, (size_t)n, head);
+    } else {
+        static const char msg[] = "not found: the admin port serves /metrics and /healthz\n";
+        respond(c, 404, text, msg, sizeof msg - 1, head);
+    }
+}
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+    aconn *c = h->data;
+    buf->base = c->buf + c->len;
+    buf->len = sizeof c->buf - c->len;
+}
+
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+    aconn *c = s->data;
+    if (nread == 0 || c->answered)
+        return;
+    if (nread < 0) {
+        aconn_close(c);
+        return;
+    }
+    c->len += (size_t)nread;
+    sv_request req;
+    int r = sv_http1_parse(c->buf, c->len, &req);
+    if (r == SV_PARSE_INCOMPLETE) {
+        if (c->len < sizeof c->buf)
+            return;
+        r = -431;
+    }
+    if (r < 0) {
+        static const char msg[] = "bad request\n";
+        respond(c, -r, "text/plain; charset=utf-8", msg, sizeof msg - 1, 0);
+        return;
+    }
+    route(c, &req);
+}
+
+static void on_timeout(uv_timer_t *t)
+{
+    aconn_close(t->data);
+}
+
+static void on_spare_closed(uv_handle_t *h)
+{
+    ((sv_admin *)h->data)->spare_busy = 0;
+}
+
+static void on_connection(uv_stream_t *server, int status)
+{
+    sv_admin *a = server->data;
+    if (status < 0)
+        return;
+    aconn *c = calloc(1, sizeof *c);
+    if (!c) {
+        /* Out of memory: accept into the spare handle and drop it, so the
+         * listener keeps going. */
+        if (!a->spare_busy) {
+            a->spare_busy = 1;
+            uv_tcp_init(&a->loop, &a->spare);
+            a->spare.data = a;
+            uv_accept(server, (uv_stream_t *)&a->spare);
+            uv_close((uv_handle_t *)&a->spare, on_spare_closed);
+        }
+        return;
+    }
+    c->a = a;
+    c->tcp.data = c->timer.data = c;
+    uv_tcp_init(&a->loop, &c->tcp);
+    uv_timer_init(&a->loop, &c->timer);
+    c->handles = 2;
+    a->nconns++;
+    if (uv_accept(server, (uv_stream_t *)&c->tcp) != 0 || a->nconns > SV_ADMIN_MAX_CONNS) {
+        aconn_close(c);
+        return;
+    }
+    uv_timer_start(&c->timer, on_timeout, SV_ADMIN_TIMEOUT_MS, 0);
+    if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) != 0)
+        aconn_close(c);
+}
+
+static void close_any(uv_handle_t *h, void *arg)
+{
+    sv_admin *a = arg;
+    if (uv_is_closing(h))
+        return;
+    if (h == (uv_handle_t *)&a->spare)
+        return; /* already closing whenever it is open */
+    if (h->data == a)
+        uv_close(h, NULL);
+    else
+        aconn_close(h->data);
+}
+
+static void on_stop(uv_async_t *h)
+{
+    sv_admin *a = h->data;
+    uv_walk(&a->loop, close_any, a);
+}
+
+static void admin_main(void *arg)
+{
+    sv_admin *a = arg;
+    uv_run(&a->loop, UV_RUN_DEFAULT);
+}
+
+int sv_admin_start(int fd, const char *addr_text, sv_metrics *m, atomic_int *stopping,
+                   sv_admin **out, char *err, size_t errlen)
+{
+    sv_admin *a = calloc(1, sizeof *a);
+    int rc;
+    if (!a) {
+        close(fd);
+        snprintf(err, errlen, "%s: out of memory", addr_text);
+        return -1;
+    }
+    a->m = m;
+    a->stopping = stopping;
+    uv_loop_init(&a->loop);
+    uv_tcp_init(&a->loop, &a->listener);
+    uv_async_init(&a->loop, &a->stop, on_stop);
+    a->listener.data = a->stop.data = a;
+    if ((rc = uv_tcp_open(&a->listener, fd)) != 0 ||
+        (rc = uv_listen((uv_stream_t *)&a->listener, 64, on_connection)) != 0 ||
+        (rc = uv_thread_create(&a->thread, admin_main, a)) != 0) {
+        snprintf(err, errlen, "%s: %s", addr_text, uv_strerror(rc));
+        uv_close((uv_handle_t *)&a->listener, NULL); /* closes fd */
+        uv_close((uv_handle_t *)&a->stop, NULL);
+        uv_run(&a->loop, UV_RUN_DEFAULT);
+        uv_loop_close(&a->loop);
+        free(a);
+        return -1;
+    }
+    *out = a;
+    return 0;
+}
+
+void sv_admin_stop(sv_admin *a)
+{
+    uv_async_send(&a->stop);
+    uv_thread_join(&a->thread);
+    uv_loop_close(&a->loop);
+    free(a);
+}

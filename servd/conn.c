@@ -1,0 +1,699 @@
+/*
+ * conn.c - the request path of one connection.
+ *
+ * Reading: libuv reads into the loop's shared buffer (w->rbuf) and every
+ * complete request in it is answered at once, straight from that buffer.
+ * Only bytes left over at the end of a read - an incomplete head, or input
+ * held back by the per-turn cap - are copied into an input buffer taken from
+ * the loop's free list; while a connection holds one, libuv reads into its
+ * tail, so the head grows in place and is parsed from there.
+ *
+ * Answering: sv_respond() plans each response as iovecs into the pack map,
+ * the loop's Date line and the loop's scratch buffers; the plans of all
+ * requests answered in one pass are gathered into one iovec batch.
+ *
+ * Writing: the batch goes out with one uv_try_write (writev). What the
+ * socket did not take is queued with uv_write; before that, every byte the
+ * rest points to inside the worker struct (Date line, scratch) is copied
+ * into the write request, because those change before the write completes.
+ * The queued write also takes a reference on the pack snapshot, dropped in
+ * on_write: bytes in the map stay mapped until they are written. A batch
+ * the socket took whole needs neither copy nor reference.
+ *
+ * Fairness and back-pressure: a connection stops answering once it produced
+ * SV_CONN_TURN_BYTES in this loop turn or has that much queued, stops
+ * reading, and resumes when its queue drains (on_write) or on the next turn
+ * (ready list run from an idle handle).
+ *
+ * Closing: after a response that ends the connection, the write side is shut
+ * down once everything is written and the input is drained for up to
+ * SV_LINGER_MS (lingering close), then the socket is closed.
+ */
+#include "conn.h"
+
+#include <errno.h>
+#include <netinet/tcp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "log.h"
+
+#define STREAM(c) ((uv_stream_t *)&(c)->tcp)
+
+/* A queued write: the libuv request, the snapshot its bytes may point into,
+ * and copies of the bytes that lived in the worker struct. */
+typedef struct sv_wreq {
+    uv_write_t req;
+    sv_snapshot *snap;
+    size_t bytes;
+    char data[];
+} sv_wreq;
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
+static void on_write(uv_write_t *req, int status);
+static void on_close(uv_handle_t *h);
+static void flush(sv_conn *c);
+
+/* ---- Input buffers (per-loop free list) ---- */
+
+static char *inbuf_get(sv_worker *w)
+{
+    if (w->inbuf_free) {
+        char *b = w->inbuf_free;
+        memcpy(&w->inbuf_free, b, sizeof(void *));
+        w->ninbuf_free--;
+        return b;
+    }
+    return malloc(SV_MAX_HEAD);
+}
+
+static void inbuf_put(sv_worker *w, char *b)
+{
+    if (w->ninbuf_free >= SV_INBUF_SPARE) {
+        free(b);
+        return;
+    }
+    memcpy(b, &w->inbuf_free, sizeof(void *));
+    w->inbuf_free = b;
+    w->ninbuf_free++;
+}
+
+static void release_input(sv_conn *c)
+{
+    if (c->in) {
+        inbuf_put(c->w, c->in);
+        c->in = NULL;
+    }
+    c->inlen = 0;
+}
+
+/* ---- State changes ---- */
+
+static size_t queued(sv_conn *c)
+{
+    return STREAM(c)->write_queue_size;
+}
+
+static void conn_close(sv_conn *c)
+{
+    if (c->state == SV_CS_CLOSED)
+        return;
+    c->state = SV_CS_CLOSED;
+    if (c->in_ready) {
+        sv__list_del(&c->ready);
+        c->in_ready = 0;
+    }
+    uv_close((uv_handle_t *)&c->tcp, on_close);
+}
+
+static void on_close(uv_handle_t *h)
+{
+    sv_conn *c = (sv_conn *)h;
+    sv_worker *w = c->w;
+    release_input(c);
+    sv__list_del(&c->link);
+    w->nconns--;
+    sv__count(&w->ctr->conns_closed, 1);
+    free(c);
+    if (w->draining && w->nconns == 0)
+        sv__worker_idle(w);
+}
+
+static void start_reading(sv_conn *c)
+{
+    if (c->reading)
+        return;
+    if (uv_read_start(STREAM(c), on_alloc, on_read) != 0) {
+        conn_close(c);
+        return;
+    }
+    c->reading = 1;
+}
+
+static void stop_reading(sv_conn *c)
+{
+    if (c->reading) {
+        uv_read_stop(STREAM(c));
+        c->reading = 0;
+    }
+}
+
+/* The last response is planned: read no more; the write side is shut down
+ * after the next flush (flush -> start_shutdown). */
+static void close_after_write(sv_conn *c)
+{
+    if (c->state != SV_CS_OPEN)
+        return;
+    c->state = SV_CS_CLOSING;
+    c->paused = 0;
+    if (c->in_ready) {
+        sv__list_del(&c->ready);
+        c->in_ready = 0;
+    }
+    stop_reading(c);
+}
+
+static void on_shutdown(uv_shutdown_t *req, int status)
+{
+    sv_conn *c = (sv_conn *)req->handle;
+    free(req);
+    if (c->state == SV_CS_CLOSED)
+        return;
+    if (status < 0 || c->eof) {
+        conn_close(c);
+        return;
+    }
+    /* Everything is written and the FIN sent: drain input until the client
+     * closes too, so that no RST overtakes the response. */
+    c->state = SV_CS_LINGER;
+    c->t_active = uv_now(&c->w->loop);
+    release_input(c);
+    start_reading(c);
+}
+
+/* Shuts the write side down once the write queue is empty (libuv waits). */
+static void start_shutdown(sv_conn *c)
+{
+    if (c->shut)
+        return;
+    uv_shutdown_t *req = malloc(sizeof *req);
+    if (!req || uv_shutdown(req, STREAM(c), on_shutdown) != 0) {
+        free(req);
+        conn_close(c);
+        return;
+    }
+    c->shut = 1;
+}
+
+/* Puts a paused connection with nothing queued on the ready list: it goes on
+ * in the next loop turn, after every other connection had its turn. */
+static void on_ready(uv_idle_t *idle);
+
+static void defer(sv_conn *c)
+{
+    sv_worker *w = c->w;
+    if (c->in_ready)
+        return;
+    sv__list_push(&w->ready, &c->ready);
+    c->in_ready = 1;
+    uv_idle_start(&w->ready_idle, on_ready);
+}
+
+/* ---- Answering ---- */
+
+/* Appends a plan to the batch and counts it. */
+static void add_plan(sv_conn *c, const sv_plan *plan)
+{
+    sv_worker *w = c->w;
+    size_t bytes = 0;
+    for (int i = 0; i < plan->iovcnt; i++) {
+        size_t n = plan->iov[i].iov_len;
+        if (n == 0)
+            continue;
+        w->iov[w->niov].base = plan->iov[i].iov_base;
+        w->iov[w->niov].len = n;
+        w->niov++;
+        bytes += n;
+    }
+    w->batch_bytes += bytes;
+    c->turn_bytes += bytes;
+    int cls = plan->status / 100;
+    sv__count(&w->ctr->status[cls >= 1 && cls <= 5 ? cls : 5], 1);
+    if (plan->encoding >= 0 && plan->encoding < SF_ENC_COUNT)
+        sv__count(&w->ctr->encoding[plan->encoding], 1);
+}
+
+static sf_view find_header(const sv_request *req, const char *name, size_t len)
+{
+    for (size_t i = 0; i < req->nheaders; i++) {
+        const sv_header *h = &req->headers[i];
+        if (h->name.len == len && strncasecmp(h->name.ptr, name, len) == 0)
+            return h->value;
+    }
+    return (sf_view){NULL, 0};
+}
+
+static void log_response(sv_conn *c, const sv_request *req, const sv_plan *plan)
+{
+    sv_worker *w = c->w;
+    sv_log_entry e = {0};
+    e.peer = c->peer.sa.sa_family ? &c->peer.sa : NULL;
+    e.time = w->logtime;
+    e.time_len = w->logtime_len;
+    e.minor = -1;
+    if (req) {
+        e.method = req->method_tok;
+        e.target = req->target;
+        e.minor = req->minor;
+        e.referer = find_header(req, "referer", 7);
+        e.user_agent = find_header(req, "user-agent", 10);
+    }
+    e.status = plan->status;
+    e.body_bytes = plan->body_bytes;
+    e.encoding = plan->encoding;
+    uint64_t now_us = uv_hrtime() / 1000;
+    e.micros = now_us >= c->t_req_us ? now_us - c->t_req_us : 0;
+    sv_log_write(w->log, w->id, &e);
+}
+
+/* Makes room in the batch for one more plan. */
+static void reserve(sv_conn *c)
+{
+    sv_worker *w = c->w;
+    if (w->niov + SV_PLAN_IOV > SV_BATCH_IOV || w->nscratch == SV_BATCH_SCRATCH)
+        flush(c);
+}
+
+/* Answers one parsed request. */
+static void answer(sv_conn *c, sv_request *req)
+{
+    sv_worker *w = c->w;
+    reserve(c);
+    if (c->state != SV_CS_OPEN)
+        return;
+    /* A body we will not drain: answer, then close (RFC 9112 §9.6 lets a
+     * server close instead of reading an unwanted body). */
+    if (req->body_len > SV_MAX_DRAIN)
+        req->keep_alive = 0;
+    else
+        c->drain = req->body_len;
+    if (w->draining)
+        req->keep_alive = 0;
+    sv_scratch *sc = &w->scratch[w->nscratch];
+    sv_plan *plan = &w->plan;
+    sv_respond(req, sv_snapshot_reader(w->snap, w->id), &w->cfg->site, &w->date, sc, plan);
+    if (sc->used)
+        w->nscratch++;
+    add_plan(c, plan);
+    if (w->log)
+        log_response(c, req, plan);
+    if (plan->close || !req->keep_alive)
+        close_after_write(c);
+}
+
+/* Answers a request that could not be parsed, then closes: after a framing
+ * error nothing later on the connection can be trusted (RFC 9112 §9.3). */
+static void answer_error(sv_conn *c, int status)
+{
+    sv_worker *w = c->w;
+    reserve(c);
+    if (c->state != SV_CS_OPEN)
+        return;
+    sv_respond_error(status, 1, &w->date, &w->plan);
+    add_plan(c, &w->plan);
+    sv__count(&w->ctr->errors[SV_ERR_PARSE], 1);
+    if (w->log)
+        log_response(c, NULL, &w->plan);
+    close_after_write(c);
+}
+
+/* Answers every complete request in buf[0, len), in order, and writes the
+ * batch. @return the bytes consumed; the caller keeps the rest (an
+ * incomplete head, or input held back because the connection paused). */
+static size_t process(sv_conn *c, const char *buf, size_t len)
+{
+    sv_worker *w = c->w;
+    size_t pos = 0;
+
+    sv__clock(w);
+    if (c->turn != w->turn) {
+        c->turn = w->turn;
+        c->turn_bytes = 0;
+    }
+    while (pos < len && c->state == SV_CS_OPEN) {
+        if (c->drain) {
+            size_t d = len - pos < c->drain ? len - pos : (size_t)c->drain;
+            pos += d;
+            c->drain -= d;
+            continue;
+        }
+        if (c->turn_bytes >= SV_CONN_TURN_BYTES || queued(c) >= SV_CONN_TURN_BYTES) {
+            c->paused = 1;
+            break;
+        }
+        int r = sv_http1_parse(buf + pos, len - pos, &w->req);
+        if (r == SV_PARSE_INCOMPLETE) {
+            if (len - pos < SV_MAX_HEAD)
+                break;
+            r = -431; /* the parser's contract; never wait on a full buffer */
+        }
+        if (r < 0) {
+            answer_error(c, -r);
+            pos = len;
+            break;
+        }
+        pos += (size_t)r;
+        c->t_head = 0;
+        answer(c, &w->req);
+    }
+    flush(c);
+    return pos;
+}
+
+/* Keeps n unconsumed bytes of the loop buffer in an input buffer. */
+static void keep(sv_conn *c, const char *p, size_t n)
+{
+    if (n == 0 || c->state != SV_CS_OPEN)
+        return;
+    c->in = inbuf_get(c->w);
+    if (!c->in) {
+        sv__count(&c->w->ctr->errors[SV_ERR_NOMEM], 1);
+        conn_close(c);
+        return;
+    }
+    memcpy(c->in, p, n);
+    c->inlen = (uint32_t)n;
+}
+
+/* Answers what the input buffer holds and keeps the rest at its start. */
+static void consume_held(sv_conn *c)
+{
+    size_t used = process(c, c->in, c->inlen);
+    if (c->state != SV_CS_OPEN)
+        return; /* the buffer goes back when the connection closes or lingers */
+    c->inlen -= (uint32_t)used;
+    if (c->inlen == 0)
+        release_input(c);
+    else if (used)
+        memmove(c->in, c->in + used, c->inlen);
+}
+
+/* Bookkeeping after input was processed: timeouts and pausing. */
+static void after_input(sv_conn *c)
+{
+    if (c->state != SV_CS_OPEN)
+        return;
+    if (c->paused) {
+        stop_reading(c);
+        c->t_head = 0;
+        if (queued(c) == 0)
+            defer(c);
+        return;
+    }
+    if (c->inlen || c->drain) {
+        if (!c->t_head)
+            c->t_head = uv_now(&c->w->loop); /* a head (or body) is now pending */
+    } else {
+        c->t_head = 0;
+    }
+}
+
+/* Continues a paused connection: answers what it holds, then reads again. */
+static void resume(sv_conn *c)
+{
+    c->paused = 0;
+    if (c->inlen)
+        consume_held(c);
+    after_input(c);
+    if (c->state == SV_CS_OPEN && !c->paused)
+        start_reading(c);
+}
+
+static void on_ready(uv_idle_t *idle)
+{
+    sv_worker *w = idle->data;
+    sv_link list;
+    sv__list_init(&list);
+    /* Take the whole list: a connection that pauses again waits for the
+     * next turn instead of running forever in this one. */
+    if (!sv__list_empty(&w->ready)) {
+        list.next = w->ready.next;
+        list.prev = w->ready.prev;
+        list.next->prev = &list;
+        list.prev->next = &list;
+        sv__list_init(&w->ready);
+    }
+    uv_idle_stop(idle);
+    while (!sv__list_empty(&list)) {
+        sv_conn *c = SV__CONTAINER(list.next, sv_conn, ready);
+        sv__list_del(&c->ready);
+        c->in_ready = 0;
+        if (c->state == SV_CS_OPEN && c->paused && queued(c) == 0)
+            resume(c);
+    }
+}
+
+/* ---- Writing ---- */
+
+static int in_worker(const sv_worker *w, const void *p)
+{
+    uintptr_t a = (uintptr_t)p, lo = (uintptr_t)w;
+    return a >= lo && a < lo + sizeof *w;
+}
+
+/* Queues the part of the batch iov[0, n) after the first done bytes. */
+static int queue_rest(sv_conn *c, unsigned n, size_t done, size_t rest)
+{
+    sv_worker *w = c->w;
+    uv_buf_t *iov = w->iov;
+    unsigned i = 0;
+    while (done >= iov[i].len) { /* zero-length iovecs never enter a batch */
+        done -= iov[i].len;
+        i++;
+    }
+    iov[i].base += done;
+    iov[i].len -= done;
+    size_t copy = 0;
+    for (unsigned j = i; j < n; j++)
+        if (in_worker(w, iov[j].base))
+            copy += iov[j].len;
+    sv_wreq *wr = malloc(sizeof *wr + copy);
+    if (!wr) {
+        sv__count(&w->ctr->errors[SV_ERR_NOMEM], 1);
+        return -1;
+    }
+    char *p = wr->data;
+    for (unsigned j = i; j < n; j++) {
+        if (in_worker(w, iov[j].base)) {
+            memcpy(p, iov[j].base, iov[j].len);
+            iov[j].base = p;
+            p += iov[j].len;
+        }
+    }
+    wr->snap = w->snap;
+    wr->bytes = rest;
+    sv_snapshot_ref(wr->snap);
+    if (queued(c) == 0)
+        c->t_progress = uv_now(&w->loop);
+    if (uv_write(&wr->req, STREAM(c), iov + i, n - i, on_write) != 0) {
+        sv_snapshot_unref(wr->snap);
+        free(wr);
+        sv__count(&w->ctr->errors[SV_ERR_WRITE], 1);
+        return -1;
+    }
+    return 0;
+}
+
+/* Writes the batch: directly if the socket takes it, else queued. Then, on
+ * a connection that is closing, shuts the write side down after it. */
+static void flush(sv_conn *c)
+{
+    sv_worker *w = c->w;
+    unsigned n = w->niov;
+    size_t total = w->batch_bytes;
+    w->niov = 0;
+    w->nscratch = 0;
+    w->batch_bytes = 0;
+    if (c->state == SV_CS_CLOSED)
+        return;
+    if (n) {
+        size_t done = 0;
+        if (queued(c) == 0) {
+            int r = uv_try_write(STREAM(c), w->iov, n);
+            if (r >= 0) {
+                done = (size_t)r;
+            } else if (r != UV_EAGAIN) {
+                sv__count(&w->ctr->errors[SV_ERR_WRITE], 1);
+                conn_close(c);
+                return;
+            }
+        }
+        if (done) {
+            sv__count(&w->ctr->bytes_sent, done);
+            c->t_active = uv_now(&w->loop);
+        }
+        if (done < total && queue_rest(c, n, done, total - done) != 0) {
+            conn_close(c);
+            return;
+        }
+    }
+    if (c->state == SV_CS_CLOSING)
+        start_shutdown(c);
+}
+
+static void on_write(uv_write_t *req, int status)
+{
+    sv_wreq *wr = (sv_wreq *)req;
+    sv_conn *c = (sv_conn *)req->handle;
+    size_t bytes = wr->bytes;
+    sv_snapshot_unref(wr->snap); /* the last byte into its map is written */
+    free(wr);
+    if (c->state == SV_CS_CLOSED)
+        return;
+    sv_worker *w = c->w;
+    if (status < 0) {
+        sv__count(&w->ctr->errors[SV_ERR_WRITE], 1);
+        conn_close(c);
+        return;
+    }
+    sv__count(&w->ctr->bytes_sent, bytes);
+    c->t_active = c->t_progress = uv_now(&w->loop);
+    if (c->state == SV_CS_OPEN && c->paused && queued(c) == 0)
+        resume(c);
+}
+
+/* ---- Reading ---- */
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+    sv_conn *c = (sv_conn *)h;
+    if (c->in && c->state == SV_CS_OPEN) {
+        buf->base = c->in + c->inlen;
+        buf->len = SV_MAX_HEAD - c->inlen;
+    } else {
+        buf->base = c->w->rbuf;
+        buf->len = sizeof c->w->rbuf;
+    }
+}
+
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+    sv_conn *c = (sv_conn *)s;
+    sv_worker *w = c->w;
+
+    if (nread == 0)
+        return;
+    if (c->state == SV_CS_LINGER) {
+        if (nread < 0)
+            conn_close(c); /* the client closed too: done */
+        return;            /* input after our last response is discarded */
+    }
+    if (c->state != SV_CS_OPEN)
+        return;
+    if (nread < 0) {
+        if (nread != UV_EOF) {
+            if (nread != UV_ECONNRESET)
+                sv__count(&w->ctr->errors[SV_ERR_READ], 1);
+            conn_close(c);
+            return;
+        }
+        /* The client will send nothing more; finish what is queued. */
+        if (queued(c) == 0) {
+            conn_close(c);
+            return;
+        }
+        c->eof = 1;
+        close_after_write(c);
+        start_shutdown(c);
+        return;
+    }
+    c->t_active = uv_now(&w->loop);
+    if (w->log && c->inlen == 0)
+        c->t_req_us = uv_hrtime() / 1000;
+    if (buf->base == w->rbuf) {
+        size_t used = process(c, w->rbuf, (size_t)nread);
+        keep(c, w->rbuf + used, (size_t)nread - used);
+    } else {
+        c->inlen += (uint32_t)nread;
+        consume_held(c);
+    }
+    after_input(c);
+}
+
+/* ---- Entry points from server.c ---- */
+
+void sv__conn_accept(sv_worker *w, int fd)
+{
+    sv_conn *c = calloc(1, sizeof *c);
+    if (!c) {
+        sv__count(&w->ctr->errors[SV_ERR_NOMEM], 1);
+        close(fd);
+        return;
+    }
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (w->log) {
+        socklen_t len = sizeof c->peer;
+        if (getpeername(fd, &c->peer.sa, &len) != 0)
+            c->peer.sa.sa_family = 0;
+    }
+    uv_tcp_init(&w->loop, &c->tcp);
+    c->w = w;
+    c->state = SV_CS_OPEN;
+    sv__list_init(&c->ready);
+    sv__list_push(&w->conns, &c->link);
+    w->nconns++;
+    sv__count(&w->ctr->conns_accepted, 1);
+    /* The first head must arrive within the header timeout of the accept. */
+    c->t_head = c->t_active = uv_now(&w->loop);
+    if (uv_tcp_open(&c->tcp, fd) != 0) {
+        close(fd);
+        conn_close(c);
+        return;
+    }
+    start_reading(c);
+}
+
+void sv__conn_sweep(sv_worker *w)
+{
+    uint64_t now = uv_now(&w->loop);
+    const sv_config *cfg = w->cfg;
+    for (sv_link *l = w->conns.next; l != &w->conns; l = l->next) {
+        sv_conn *c = SV__CONTAINER(l, sv_conn, link);
+        if (c->state == SV_CS_CLOSED)
+            continue;
+        size_t wq = queued(c);
+        if (wq) {
+            if (wq != c->wq_seen) {
+                c->wq_seen = wq;
+                c->t_progress = now;
+            } else if (now - c->t_progress >= cfg->send_ms) {
+                sv__count(&w->ctr->timeouts[SV_TO_SEND], 1);
+                conn_close(c);
+            }
+            continue;
+        }
+        c->wq_seen = 0;
+        if (c->state == SV_CS_LINGER) {
+            if (now - c->t_active >= SV_LINGER_MS)
+                conn_close(c);
+        } else if (c->state == SV_CS_OPEN && !c->paused) {
+            if (c->t_head) {
+                if (now - c->t_head >= cfg->header_ms) {
+                    sv__count(&w->ctr->timeouts[SV_TO_HEADER], 1);
+                    conn_close(c);
+                }
+            } else if (now - c->t_active >= cfg->idle_ms) {
+                sv__count(&w->ctr->timeouts[SV_TO_IDLE], 1);
+                conn_close(c);
+            }
+        }
+    }
+}
+
+void sv__conn_run_ready(sv_worker *w)
+{
+    on_ready(&w->ready_idle);
+}
+
+void sv__conn_stop_all(sv_worker *w, int force)
+{
+    for (sv_link *l = w->conns.next; l != &w->conns; l = l->next) {
+        sv_conn *c = SV__CONTAINER(l, sv_conn, link);
+        if (c->state == SV_CS_CLOSED)
+            continue;
+        if (force) {
+            conn_close(c);
+        } else if (c->state == SV_CS_OPEN) {
+            if (queued(c) == 0) {
+                conn_close(c); /* nothing in flight: an idle or half-sent request */
+            } else {
+                close_after_write(c); /* finish the responses in flight, then close */
+                start_shutdown(c);
+            }
+        }
+    }
+}

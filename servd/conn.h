@@ -1,0 +1,69 @@
+/*
+ * conn.h - one client connection on a worker loop: reading, answering
+ * (pipelined requests batched into as few writev calls as possible),
+ * writing with back-pressure, timeouts and closing.
+ *
+ * Memory per connection is this struct (~400 bytes) plus, only while a
+ * request head is incomplete at the end of a read or input is held back by
+ * the per-turn cap, one SV_MAX_HEAD input buffer from the loop's free list.
+ * Requests are parsed straight from the loop's shared read buffer.
+ */
+#ifndef SV_CONN_H
+#define SV_CONN_H
+
+#include <netinet/in.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "server.h"
+
+enum sv_conn_state {
+    SV_CS_OPEN,    /* reading requests */
+    SV_CS_CLOSING, /* last response planned: shutdown once it is written */
+    SV_CS_LINGER,  /* write side shut: discarding input until FIN or SV_LINGER_MS */
+    SV_CS_CLOSED,  /* uv_close called; freed in the close callback */
+};
+
+typedef struct sv_conn {
+    uv_tcp_t tcp; /* first: a uv_stream_t* of it is the connection */
+    sv_worker *w;
+    sv_link link;  /* in w->conns */
+    sv_link ready; /* in w->ready while deferred to the next loop turn */
+    char *in;      /* held input (SV_MAX_HEAD bytes) or NULL */
+    uint32_t inlen;
+    uint8_t state;  /* enum sv_conn_state */
+    uint8_t paused; /* reading stopped by the per-turn cap */
+    uint8_t reading;
+    uint8_t in_ready;
+    uint8_t shut;        /* uv_shutdown issued */
+    uint8_t eof;         /* the client sent FIN */
+    uint64_t drain;      /* request body bytes still to discard */
+    uint64_t t_head;     /* uv_now() when the pending head began; 0: none pending */
+    uint64_t t_active;   /* uv_now() of the last read, response or write completion */
+    uint64_t t_progress; /* uv_now() when the write queue last shrank */
+    size_t wq_seen;      /* write queue size seen by the last sweep */
+    uint64_t turn;       /* the loop turn turn_bytes counts for */
+    uint64_t turn_bytes; /* response bytes produced in that turn */
+    uint64_t t_req_us;   /* uv_hrtime()/1000 at the current request's first byte (log) */
+    union {
+        struct sockaddr sa;
+        struct sockaddr_in in4;
+        struct sockaddr_in6 in6;
+    } peer; /* filled only with an access log */
+} sv_conn;
+
+/* Takes an accepted, non-blocking socket fd and starts serving it. Closes
+ * the fd on failure. */
+void sv__conn_accept(sv_worker *w, int fd);
+
+/* Closes connections whose timeout passed (called every sweep). */
+void sv__conn_sweep(sv_worker *w);
+
+/* Resumes the connections deferred to this turn (idle callback). */
+void sv__conn_run_ready(sv_worker *w);
+
+/* Graceful stop: closes connections with nothing in flight and lets the
+ * others finish their queued responses and then close. force closes all. */
+void sv__conn_stop_all(sv_worker *w, int force);
+
+#endif

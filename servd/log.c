@@ -1,0 +1,372 @@
+/*
+ * log.c - the access log (see log.h for the format and the hand-over rules).
+ *
+ * Threads: worker i only touches log->w[i].active; the full and free lists
+ * of worker i are shared with the log thread under log->w[i].lock, which is
+ * only ever held for a few pointer moves. The log thread sleeps on a
+ * condition variable until a worker hands something over, SIGUSR1 asks for a
+ * reopen, or the log is closed.
+ */
+#include "log.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+struct lbuf {
+    struct lbuf *next;
+    size_t len;
+    char data[SV_LOG_BUF];
+};
+
+/* One worker's buffers; aligned so two workers never share a cache line. */
+struct lworker {
+    _Alignas(64) pthread_mutex_t lock;
+    struct lbuf *full_head, *full_tail; /* under lock: waiting for the log thread */
+    struct lbuf *free;                  /* under lock: written, ready for reuse */
+    struct lbuf *active;                /* the worker's own: being filled */
+    _Atomic uint64_t *dropped;          /* the worker's counter */
+    _Atomic uint64_t *lines;
+};
+
+struct sv_log {
+    char *path;
+    int fd;
+    int nworkers;
+    pthread_t thread;
+    pthread_mutex_t wlock; /* guards pending, reopen, stop */
+    pthread_cond_t wcond;
+    int pending, reopen, stop;
+    int write_failed; /* reported once until a write succeeds again */
+    struct lworker *w;
+};
+
+static void wake(sv_log *log, int *flag)
+{
+    pthread_mutex_lock(&log->wlock);
+    *flag = 1;
+    pthread_cond_signal(&log->wcond);
+    pthread_mutex_unlock(&log->wlock);
+}
+
+/* Worker side: hands lw->active over if it holds anything, then takes a
+ * free buffer if there is one (lw->active stays NULL otherwise). */
+static void hand_over(sv_log *log, struct lworker *lw)
+{
+    int handed = 0;
+    pthread_mutex_lock(&lw->lock);
+    if (lw->active && lw->active->len) {
+        lw->active->next = NULL;
+        if (lw->full_tail)
+            lw->full_tail->next = lw->active;
+        else
+            lw->full_head = lw->active;
+        lw->full_tail = lw->active;
+        lw->active = NULL;
+        handed = 1;
+    }
+    if (!lw->active && lw->free) {
+        lw->active = lw->free;
+        lw->free = lw->free->next;
+        lw->active->len = 0;
+    }
+    pthread_mutex_unlock(&lw->lock);
+    if (handed)
+        wake(log, &log->pending);
+}
+
+static void write_all(sv_log *log, const char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t r = write(log->fd, p, n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            if (!log->write_failed)
+                fprintf(stderr, "servd: cannot write the access log %s: %s (lines lost)\n",
+                        log->path, r < 0 ? strerror(errno) : "short write");
+            log->write_failed = 1;
+            return;
+        }
+        p += r;
+        n -= (size_t)r;
+    }
+    log->write_failed = 0;
+}
+
+static void do_reopen(sv_log *log)
+{
+    int fd = open(log->path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        fprintf(stderr, "servd: cannot reopen the access log %s: %s (still writing the old file)\n",
+                log->path, strerror(errno));
+        return;
+    }
+    close(log->fd);
+    log->fd = fd;
+}
+
+/* The log thread: writes what workers hand over until the log is closed. */
+static void *writer(void *arg)
+{
+    sv_log *log = arg;
+    for (;;) {
+        pthread_mutex_lock(&log->wlock);
+        while (!log->pending && !log->reopen && !log->stop)
+            pthread_cond_wait(&log->wcond, &log->wlock);
+        int reopen = log->reopen, stop = log->stop;
+        log->pending = log->reopen = 0;
+        pthread_mutex_unlock(&log->wlock);
+
+        /* Buffers handed over before a reopen request belong to the old
+         * file only if written first; rotation tools accept either. */
+        if (reopen)
+            do_reopen(log);
+        for (int i = 0; i < log->nworkers; i++) {
+            struct lworker *lw = &log->w[i];
+            pthread_mutex_lock(&lw->lock);
+            struct lbuf *list = lw->full_head;
+            lw->full_head = lw->full_tail = NULL;
+            pthread_mutex_unlock(&lw->lock);
+            if (!list)
+                continue;
+            struct lbuf *last = list;
+            for (struct lbuf *b = list; b; b = b->next) {
+                write_all(log, b->data, b->len);
+                b->len = 0;
+                last = b;
+            }
+            pthread_mutex_lock(&lw->lock);
+            last->next = lw->free;
+            lw->free = list;
+            pthread_mutex_unlock(&lw->lock);
+        }
+        if (stop)
+            return NULL;
+    }
+}
+
+/* Frees the buffers and the log itself (not the thread or the file). */
+static void free_log(sv_log *log)
+{
+    for (int i = 0; log->w && i < log->nworkers; i++) {
+        free(log->w[i].active);
+        for (struct lbuf *b = log->w[i].free, *n; b; b = n) {
+            n = b->next;
+            free(b);
+        }
+    }
+    free(log->w);
+    free(log->path);
+    free(log);
+}
+
+int sv_log_open(const char *path, int nworkers, sv_metrics *metrics, sv_log **out, char *err,
+                size_t errlen)
+{
+    sv_log *log = calloc(1, sizeof *log);
+    if (!log) {
+        snprintf(err, errlen, "%s: out of memory for the access log", path);
+        return -1;
+    }
+    log->nworkers = nworkers;
+    log->path = strdup(path);
+    log->w = aligned_alloc(64, (size_t)nworkers * sizeof *log->w);
+    if (!log->path || !log->w)
+        goto out_nomem;
+    memset(log->w, 0, (size_t)nworkers * sizeof *log->w);
+    for (int i = 0; i < nworkers; i++) {
+        struct lworker *lw = &log->w[i];
+        pthread_mutex_init(&lw->lock, NULL);
+        lw->dropped = &metrics->ctr[i].log_dropped;
+        lw->lines = &metrics->ctr[i].log_lines;
+        for (int b = 0; b < SV_LOG_BUFS; b++) {
+            struct lbuf *nb = malloc(sizeof *nb);
+            if (!nb)
+                goto out_nomem;
+            nb->len = 0;
+            nb->next = lw->free;
+            lw->free = nb;
+        }
+    }
+    log->fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (log->fd < 0) {
+        snprintf(err, errlen, "%s: cannot open the access log: %s", path, strerror(errno));
+        goto out_free;
+    }
+    pthread_mutex_init(&log->wlock, NULL);
+    pthread_cond_init(&log->wcond, NULL);
+    if (pthread_create(&log->thread, NULL, writer, log) != 0) {
+        snprintf(err, errlen, "%s: cannot start the access-log thread", path);
+        goto out_close_fd;
+    }
+    *out = log;
+    return 0;
+
+out_close_fd:
+    close(log->fd);
+    goto out_free;
+out_nomem:
+    snprintf(err, errlen, "%s: out of memory for the access log", path);
+out_free:
+    free_log(log);
+    return -1;
+}
+
+void sv_log_reopen(sv_log *log)
+{
+    wake(log, &log->reopen);
+}
+
+void sv_log_close(sv_log *log)
+{
+    if (!log)
+        return;
+    for (int i = 0; i < log->nworkers; i++)
+        hand_over(log, &log->w[i]);
+    wake(log, &log->stop);
+    pthread_join(log->thread, NULL);
+    close(log->fd);
+    for (int i = 0; i < log->nworkers; i++)
+        pthread_mutex_destroy(&log->w[i].lock);
+    pthread_mutex_destroy(&log->wlock);
+    pthread_cond_destroy(&log->wcond);
+    free_log(log);
+}
+
+/* ---- Formatting a line (worker thread) ---- */
+
+/* A bounded appender: a line that would not fit is cut, never overrun. */
+struct line {
+    char *p;
+    size_t len, cap;
+};
+
+static void add(struct line *l, const char *s, size_t n)
+{
+    if (n > l->cap - l->len)
+        n = l->cap - l->len;
+    memcpy(l->p + l->len, s, n);
+    l->len += n;
+}
+
+static void add_str(struct line *l, const char *s)
+{
+    add(l, s, strlen(s));
+}
+
+static void add_u64(struct line *l, uint64_t v)
+{
+    char tmp[24];
+    int n = snprintf(tmp, sizeof tmp, "%llu", (unsigned long long)v);
+    add(l, tmp, (size_t)n);
+}
+
+/* Appends v with ", \ and bytes outside printable ASCII escaped, so that a
+ * client can never forge a field or a line; "-" when empty. */
+static void add_esc(struct line *l, sf_view v)
+{
+    static const char hex[] = "0123456789abcdef";
+    if (v.len == 0) {
+        add(l, "-", 1);
+        return;
+    }
+    for (size_t i = 0; i < v.len; i++) {
+        unsigned char ch = (unsigned char)v.ptr[i];
+        if (ch == '"' || ch == '\\') {
+            char e[2] = {'\\', (char)ch};
+            add(l, e, 2);
+        } else if (ch < 0x20 || ch >= 0x7f) {
+            char e[4] = {'\\', 'x', hex[ch >> 4], hex[ch & 15]};
+            add(l, e, 4);
+        } else {
+            add(l, (const char *)&ch, 1);
+        }
+    }
+}
+
+static void add_peer(struct line *l, const struct sockaddr *sa)
+{
+    char host[INET6_ADDRSTRLEN] = "-";
+    if (sa && sa->sa_family == AF_INET)
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, host, sizeof host);
+    else if (sa && sa->sa_family == AF_INET6)
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, host, sizeof host);
+    add_str(l, host);
+}
+
+static void count(_Atomic uint64_t *c)
+{
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+}
+
+void sv_log_write(sv_log *log, int worker, const sv_log_entry *e)
+{
+    struct lworker *lw = &log->w[worker];
+    if (!lw->active || SV_LOG_BUF - lw->active->len < SV_LOG_LINE_MAX) {
+        hand_over(log, lw);
+        if (!lw->active) {
+            count(lw->dropped);
+            return;
+        }
+    }
+    /* Leave room for the newline: cap is one less than the line maximum. */
+    struct line l = {lw->active->data + lw->active->len, 0, SV_LOG_LINE_MAX - 1};
+    add_peer(&l, e->peer);
+    add(&l, " - - ", 5);
+    add(&l, e->time, e->time_len);
+    add(&l, " \"", 2);
+    if (e->minor < 0) {
+        add(&l, "-", 1);
+    } else {
+        add_esc(&l, e->method);
+        add(&l, " ", 1);
+        add_esc(&l, e->target);
+        add_str(&l, e->minor ? " HTTP/1.1" : " HTTP/1.0");
+    }
+    add(&l, "\" ", 2);
+    add_u64(&l, (uint64_t)e->status);
+    add(&l, " ", 1);
+    if (e->body_bytes)
+        add_u64(&l, e->body_bytes);
+    else
+        add(&l, "-", 1);
+    add(&l, " \"", 2);
+    add_esc(&l, e->referer);
+    add(&l, "\" \"", 3);
+    add_esc(&l, e->user_agent);
+    add(&l, "\" ", 2);
+    const char *enc = e->encoding >= 0 ? sf_encoding_name(e->encoding) : NULL;
+    add_str(&l, enc ? enc : "-");
+    add(&l, " ", 1);
+    add_u64(&l, e->micros);
+    l.p[l.len++] = '\n';
+    lw->active->len += l.len;
+    count(lw->lines);
+}
+
+void sv_log_flush(sv_log *log, int worker)
+{
+    struct lworker *lw = &log->w[worker];
+    if (lw->active && lw->active->len)
+        hand_over(log, lw);
+}
+
+size_t sv_log_time(int64_t t, char *buf, size_t cap)
+{
+    static const char months[12][4] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                       "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+    struct tm tm;
+    time_t tt = (time_t)t;
+    gmtime_r(&tt, &tm);
+    int n = snprintf(buf, cap, "[%02d/%s/%04d:%02d:%02d:%02d +0000]", tm.tm_mday,
+                     months[tm.tm_mon % 12], tm.tm_year + 1900, tm.tm_hour, tm.tm_min, tm.tm_sec);
+    return n < 0 ? 0 : (size_t)n >= cap ? cap - 1 : (size_t)n;
+}

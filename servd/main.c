@@ -1,0 +1,215 @@
+/*
+ * main.c - servd's command line: parses the options, loads and validates
+ * the pack, then hands over to the server (server.c).
+ *
+ * Exit codes: 0 after a graceful stop (and for --help / --version), 1 when
+ * the pack is refused or the server cannot be set up (sockets, admin
+ * address, access log), 2 for a usage error.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "server.h"
+#include "snapshot.h"
+
+#define EXIT_USAGE 2
+
+/* Longest timeout accepted on the command line: a day; anything longer is
+ * a typo, and the millisecond arithmetic stays far from overflow. */
+#define SV_MAX_TIMEOUT_S 86400.0
+/* Highest --max-conns: far beyond what one loop serves well. */
+#define SV_MAX_MAX_CONNS 1000000
+
+static const char usage_text[] =
+    "Usage: servd --pack SITE.lmdb [OPTION]...\n"
+    "Serve a static site over HTTP/1.1 straight from a pack built by servd-pack.\n"
+    "\n"
+    "  -p, --pack FILE           the pack to serve (required); reloaded on SIGHUP\n"
+    "  -l, --listen HOST:PORT    address to serve on; repeatable; [::1]:8080 for IPv6,\n"
+    "                            *:8080 for every IPv4 address (default 127.0.0.1:8080)\n"
+    "  -w, --workers N           worker threads, one event loop each (default: the\n"
+    "                            number of CPUs servd may run on)\n"
+    "  -a, --admin HOST:PORT     serve /metrics and /healthz on this address only\n"
+    "      --access-log FILE     append a line per response (combined format plus\n"
+    "                            content coding and microseconds); reopened on SIGUSR1\n"
+    "      --spa                 answer missing extension-less paths with /index.html\n"
+    "      --idle-timeout S      close keep-alive connections idle this long (60)\n"
+    "      --header-timeout S    a request head must arrive whole within this (10)\n"
+    "      --send-timeout S      close when a client reads nothing for this long (30)\n"
+    "      --shutdown-timeout S  on SIGTERM, wait at most this for responses in\n"
+    "                            flight (10)\n"
+    "      --max-conns N         connections per worker; more get 503 (10000)\n"
+    "  -h, --help                show this help and exit\n"
+    "  -V, --version             show the version and exit\n"
+    "\n"
+    "Signals: SIGHUP reloads the pack (a bad pack is refused, the old one keeps\n"
+    "serving), SIGUSR1 reopens the access log, SIGTERM/SIGINT stop gracefully.\n"
+    "Exit status: 0 after a stop, 1 if the pack or the server setup fails, 2 for\n"
+    "a usage error. See servd(1).\n";
+
+static void usage_error(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "servd: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\nTry 'servd --help'.\n");
+    exit(EXIT_USAGE);
+}
+
+static uint64_t parse_seconds(const char *opt, const char *s)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (!*s || *end || errno || !(v > 0) || v > SV_MAX_TIMEOUT_S) {
+        fprintf(stderr, "servd: %s '%s': expected seconds, more than 0 and at most %.0f\n", opt, s,
+                SV_MAX_TIMEOUT_S);
+        fprintf(stderr, "Try 'servd --help'.\n");
+        exit(EXIT_USAGE);
+    }
+    uint64_t ms = (uint64_t)(v * 1000 + 0.5);
+    return ms ? ms : 1;
+}
+
+static long parse_count(const char *opt, const char *s, long max)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (!*s || *end || errno || v < 1 || v > max) {
+        fprintf(stderr, "servd: %s '%s': expected a whole number from 1 to %ld\n", opt, s, max);
+        fprintf(stderr, "Try 'servd --help'.\n");
+        exit(EXIT_USAGE);
+    }
+    return v;
+}
+
+/* CPUs this process may run on (honours taskset), at least 1. */
+static int cpus(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+        return CPU_COUNT(&set);
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
+enum {
+    OPT_ACCESS_LOG = 256,
+    OPT_SPA,
+    OPT_IDLE,
+    OPT_HEADER,
+    OPT_SEND,
+    OPT_SHUTDOWN,
+    OPT_MAX_CONNS,
+};
+
+int main(int argc, char **argv)
+{
+    static sv_config cfg;
+    static const struct option opts[] = {
+        {"pack", required_argument, NULL, 'p'},
+        {"listen", required_argument, NULL, 'l'},
+        {"workers", required_argument, NULL, 'w'},
+        {"admin", required_argument, NULL, 'a'},
+        {"access-log", required_argument, NULL, OPT_ACCESS_LOG},
+        {"spa", no_argument, NULL, OPT_SPA},
+        {"idle-timeout", required_argument, NULL, OPT_IDLE},
+        {"header-timeout", required_argument, NULL, OPT_HEADER},
+        {"send-timeout", required_argument, NULL, OPT_SEND},
+        {"shutdown-timeout", required_argument, NULL, OPT_SHUTDOWN},
+        {"max-conns", required_argument, NULL, OPT_MAX_CONNS},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
+        {NULL, 0, NULL, 0},
+    };
+    char err[1024];
+    int c;
+
+    cfg.workers = 0;
+    cfg.idle_ms = SV_DEFAULT_IDLE_MS;
+    cfg.header_ms = SV_DEFAULT_HEADER_MS;
+    cfg.send_ms = SV_DEFAULT_SEND_MS;
+    cfg.shutdown_ms = SV_DEFAULT_SHUTDOWN_MS;
+    cfg.max_conns = SV_DEFAULT_MAX_CONNS;
+
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":p:l:w:a:hV", opts, NULL)) != -1) {
+        switch (c) {
+        case 'p':
+            cfg.pack_path = optarg;
+            break;
+        case 'l':
+            if (cfg.nlisten == SV_MAX_LISTEN)
+                usage_error("too many --listen addresses (at most 16)", "");
+            if (sv_addr_parse(optarg, &cfg.listen[cfg.nlisten], err, sizeof err) != 0)
+                usage_error("--listen %s", err);
+            cfg.nlisten++;
+            break;
+        case 'w':
+            cfg.workers = (int)parse_count("--workers", optarg, SV_MAX_WORKERS);
+            break;
+        case 'a':
+            if (sv_addr_parse(optarg, &cfg.admin, err, sizeof err) != 0)
+                usage_error("--admin %s", err);
+            cfg.has_admin = 1;
+            break;
+        case OPT_ACCESS_LOG:
+            cfg.access_log = optarg;
+            break;
+        case OPT_SPA:
+            cfg.site.spa = 1;
+            break;
+        case OPT_IDLE:
+            cfg.idle_ms = parse_seconds("--idle-timeout", optarg);
+            break;
+        case OPT_HEADER:
+            cfg.header_ms = parse_seconds("--header-timeout", optarg);
+            break;
+        case OPT_SEND:
+            cfg.send_ms = parse_seconds("--send-timeout", optarg);
+            break;
+        case OPT_SHUTDOWN:
+            cfg.shutdown_ms = parse_seconds("--shutdown-timeout", optarg);
+            break;
+        case OPT_MAX_CONNS:
+            cfg.max_conns = (unsigned)parse_count("--max-conns", optarg, SV_MAX_MAX_CONNS);
+            break;
+        case 'h':
+            fputs(usage_text, stdout);
+            return 0;
+        case 'V':
+            printf("servd %s (pack format %d.%d)\n", SERVD_VERSION, SF_FORMAT_MAJOR,
+                   SF_FORMAT_MINOR);
+            return 0;
+        case ':':
+            usage_error("option '%s' needs a value", argv[optind - 1]);
+            break;
+        default:
+            usage_error("unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        usage_error("unexpected argument '%s'", argv[optind]);
+    if (!cfg.pack_path)
+        usage_error("%sno pack given: servd --pack SITE.lmdb", "");
+    if (cfg.nlisten == 0 && sv_addr_parse("127.0.0.1:8080", &cfg.listen[0], err, sizeof err) == 0)
+        cfg.nlisten = 1;
+    if (cfg.workers == 0)
+        cfg.workers = cpus() > SV_MAX_WORKERS ? SV_MAX_WORKERS : cpus();
+
+    /* A client that goes away must cost an EPIPE, not the process. */
+    signal(SIGPIPE, SIG_IGN);
+
+    sv_snapshot *snap;
+    if (sv_snapshot_open(cfg.pack_path, cfg.workers, &snap, err, sizeof err) != 0) {
+        fprintf(stderr, "servd: refusing to start: %s\n", err);
+        return 1;
+    }
+    return sv_server_run(&cfg, snap);
+}

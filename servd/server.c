@@ -1,0 +1,658 @@
+/*
+ * server.c - servd's threads and their life cycle: listening sockets,
+ * worker loops, accepting, the sweep timer, snapshot swaps on SIGHUP, log
+ * reopening on SIGUSR1 and the graceful stop on SIGTERM/SIGINT.
+ *
+ * Each worker has its own listening socket per --listen address (all bound
+ * with SO_REUSEPORT, so the kernel spreads new connections over the workers
+ * without a shared accept lock) and its own libuv loop. The listening socket
+ * is watched with a uv_poll_t and accepted with accept4() here rather than
+ * with uv_listen(): libuv answers EMFILE by accepting and dropping the
+ * waiting connections, while servd wants to leave them in the backlog and
+ * retry SV_ACCEPT_PAUSE_MS later, when descriptors may be free again.
+ *
+ * The main thread only handles signals: the workers never take a lock
+ * shared with another worker. A swap is one atomic pointer exchange per
+ * worker plus a uv_async_send; see docs/architecture.md for the lifetimes.
+ */
+#include "server.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "conn.h"
+#include "log.h"
+
+/* What the main thread keeps per worker besides the worker itself: the
+ * lock that makes "send a wake-up" and "close the wake-up handle" exclusive,
+ * so that the main thread never signals a loop that is being torn down. */
+struct wslot {
+    pthread_mutex_t lock;
+    int closed;
+};
+
+struct sv_server {
+    const sv_config *cfg;
+    sv_metrics metrics;
+    sv_log *log;
+    sv_admin *admin;
+    int admin_fd;
+    sv_snapshot *current; /* main thread only; one reference */
+    int nworkers;
+    sv_worker **workers;
+    struct wslot *slots;
+    int nstarted;
+
+    uv_loop_t loop; /* the main thread's: signals and the stop timer */
+    uv_signal_t sig[4];
+    uv_timer_t stop_timer;
+    uv_async_t done;
+    atomic_int nfinished;
+    atomic_int stopping; /* read by the admin thread (/healthz) */
+    int forced;
+};
+
+/* ---- Addresses and sockets ---- */
+
+int sv_addr_parse(const char *s, sv_addr *out, char *err, size_t errlen)
+{
+    char host[256];
+    const char *port;
+    int bracket = 0;
+
+    memset(out, 0, sizeof *out);
+    if (s[0] == '[') {
+        const char *end = strchr(s, ']');
+        if (!end || end[1] != ':' || (size_t)(end - s - 1) >= sizeof host) {
+            snprintf(err, errlen, "'%s': expected [IPV6]:PORT", s);
+            return -1;
+        }
+        memcpy(host, s + 1, (size_t)(end - s - 1));
+        host[end - s - 1] = '\0';
+        port = end + 2;
+        bracket = 1;
+    } else {
+        const char *colon = strrchr(s, ':');
+        if (!colon || (size_t)(colon - s) >= sizeof host) {
+            snprintf(err, errlen, "'%s': expected HOST:PORT", s);
+            return -1;
+        }
+        memcpy(host, s, (size_t)(colon - s));
+        host[colon - s] = '\0';
+        if (strchr(host, ':')) {
+            snprintf(err, errlen, "'%s': write IPv6 addresses in brackets: [::1]:8080", s);
+            return -1;
+        }
+        port = colon + 1;
+    }
+    char *end;
+    errno = 0;
+    long p = strtol(port, &end, 10);
+    if (!*port || *end || errno || p < 0 || p > 65535) {
+        snprintf(err, errlen, "'%s': the port must be a number from 0 to 65535", s);
+        return -1;
+    }
+    if (strcmp(host, "*") == 0 || host[0] == '\0')
+        snprintf(host, sizeof host, "0.0.0.0");
+
+    struct addrinfo hints = {0}, *res;
+    hints.ai_family = bracket ? AF_INET6 : AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE | (bracket ? AI_NUMERICHOST : 0);
+    int rc = getaddrinfo(host, NULL, &hints, &res);
+    if (rc != 0) {
+        snprintf(err, errlen, "'%s': %s", s, gai_strerror(rc));
+        return -1;
+    }
+    memcpy(&out->ss, res->ai_addr, res->ai_addrlen);
+    out->len = res->ai_addrlen;
+    freeaddrinfo(res);
+    if (out->ss.ss_family == AF_INET)
+        ((struct sockaddr_in *)&out->ss)->sin_port = htons((uint16_t)p);
+    else
+        ((struct sockaddr_in6 *)&out->ss)->sin6_port = htons((uint16_t)p);
+    snprintf(out->text, sizeof out->text, "%s", s);
+    return 0;
+}
+
+static unsigned addr_port(const sv_addr *a)
+{
+    return ntohs(a->ss.ss_family == AF_INET ? ((const struct sockaddr_in *)&a->ss)->sin_port
+                                            : ((const struct sockaddr_in6 *)&a->ss)->sin6_port);
+}
+
+/* Writes a's numeric form with its actual port ("[::1]:8080"). */
+static void addr_format(const sv_addr *a, char *buf, size_t cap)
+{
+    char host[INET6_ADDRSTRLEN];
+    if (a->ss.ss_family == AF_INET) {
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)&a->ss)->sin_addr, host, sizeof host);
+        snprintf(buf, cap, "%s:%u", host, addr_port(a));
+    } else {
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)&a->ss)->sin6_addr, host, sizeof host);
+        snprintf(buf, cap, "[%s]:%u", host, addr_port(a));
+    }
+}
+
+/* A bound, listening, non-blocking socket for a (SO_REUSEPORT when shared
+ * by workers). @return the fd, or -1 with a sentence in err. */
+static int listen_socket(const sv_addr *a, int reuseport, char *err, size_t errlen)
+{
+    int one = 1;
+    int fd = socket(a->ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        goto out_err;
+    if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0)
+        goto out_close;
+    if (reuseport && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0)
+        goto out_close;
+    if (a->ss.ss_family == AF_INET6 &&
+        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one) != 0)
+        goto out_close;
+    if (bind(fd, (const struct sockaddr *)&a->ss, a->len) != 0)
+        goto out_close;
+    if (listen(fd, SV_LISTEN_BACKLOG) != 0)
+        goto out_close;
+    return fd;
+
+out_close:;
+    int e = errno;
+    close(fd);
+    errno = e;
+out_err:
+    snprintf(err, errlen, "cannot listen on %s: %s", a->text, strerror(errno));
+    return -1;
+}
+
+/* ---- Worker loop ---- */
+
+void sv__clock_update(sv_worker *w)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    sv_date_update(&w->date, (int64_t)ts.tv_sec);
+    if (w->log)
+        w->logtime_len = sv_log_time((int64_t)ts.tv_sec, w->logtime, sizeof w->logtime);
+    w->date_next = uv_now(&w->loop) + (uint64_t)(1000 - ts.tv_nsec / 1000000);
+}
+
+static void on_listen(uv_poll_t *p, int status, int events);
+
+static void set_accepting(sv_worker *w, int on)
+{
+    if (w->accepting == on || w->draining)
+        return;
+    for (int i = 0; i < w->nlisten; i++) {
+        if (on)
+            uv_poll_start(&w->lpoll[i], UV_READABLE, on_listen);
+        else
+            uv_poll_stop(&w->lpoll[i]);
+    }
+    w->accepting = on;
+}
+
+static void on_accept_pause_end(uv_timer_t *t)
+{
+    set_accepting(t->data, 1);
+}
+
+/* Answers 503 on a connection over --max-conns and closes it. */
+static void reject(sv_worker *w, int fd)
+{
+    sv__clock(w);
+    sv_respond_error(503, 1, &w->date, &w->plan);
+    ssize_t r = writev(fd, w->plan.iov, w->plan.iovcnt);
+    (void)r; /* best effort: the socket is new, its buffer is empty */
+    shutdown(fd, SHUT_WR);
+    close(fd);
+    sv__count(&w->ctr->conns_rejected, 1);
+}
+
+static void on_listen(uv_poll_t *p, int status, int events)
+{
+    sv_worker *w = p->data;
+    int lfd = w->lfd[p - w->lpoll];
+    if (status < 0)
+        return;
+    for (int i = 0; i < SV_ACCEPT_BATCH; i++) {
+        int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK)
+                return;
+            if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO)
+                continue;
+            /* Out of descriptors or memory (or anything unexpected, which
+             * would fail again at once): leave the waiting connections in
+             * the backlog and look again later, never spin. */
+            int emfile = errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM;
+            sv__count(&w->ctr->errors[emfile ? SV_ERR_EMFILE : SV_ERR_ACCEPT], 1);
+            set_accepting(w, 0);
+            uv_timer_start(&w->accept_pause, on_accept_pause_end, SV_ACCEPT_PAUSE_MS, 0);
+            return;
+        }
+        if (w->nconns >= w->cfg->max_conns)
+            reject(w, fd);
+        else
+            sv__conn_accept(w, fd);
+    }
+}
+
+static void on_sweep(uv_timer_t *t)
+{
+    sv_worker *w = t->data;
+    sv__conn_sweep(w);
+    if (w->log) {
+        sv__clock(w);
+        sv_log_flush(w->log, w->id);
+    }
+}
+
+static void on_turn(uv_check_t *h)
+{
+    ((sv_worker *)h->data)->turn++;
+}
+
+static void on_listen_closed(uv_handle_t *h)
+{
+    sv_worker *w = h->data;
+    close(w->lfd[(uv_poll_t *)h - w->lpoll]);
+}
+
+/* Closes every loop handle: uv_run returns once they are closed. */
+void sv__worker_idle(sv_worker *w)
+{
+    struct wslot *slot = &((struct wslot *)w->srv->slots)[w->id];
+    if (w->handles_open == 0)
+        return;
+    w->handles_open = 0;
+    pthread_mutex_lock(&slot->lock);
+    slot->closed = 1;
+    pthread_mutex_unlock(&slot->lock);
+    uv_close((uv_handle_t *)&w->wake, NULL);
+    uv_close((uv_handle_t *)&w->sweep, NULL);
+    uv_close((uv_handle_t *)&w->accept_pause, NULL);
+    uv_close((uv_handle_t *)&w->turn_check, NULL);
+    uv_close((uv_handle_t *)&w->ready_idle, NULL);
+}
+
+static void begin_drain(sv_worker *w)
+{
+    set_accepting(w, 0);
+    w->draining = 1;
+    uv_timer_stop(&w->accept_pause);
+    for (int i = 0; i < w->nlisten; i++)
+        uv_close((uv_handle_t *)&w->lpoll[i], on_listen_closed);
+    sv__conn_stop_all(w, 0);
+}
+
+/* The main thread has something for this loop: a new snapshot or a stop. */
+static void on_wake(uv_async_t *a)
+{
+    sv_worker *w = a->data;
+    sv_snapshot *s = atomic_exchange(&w->pending, NULL);
+    if (s) {
+        sv_snapshot *old = w->snap;
+        w->snap = s;
+        sv_snapshot_unref(old); /* queued writes may still hold it */
+    }
+    int stop = atomic_load(&w->stop);
+    if (!stop)
+        return;
+    if (!w->draining)
+        begin_drain(w);
+    if (stop == 2)
+        sv__conn_stop_all(w, 1);
+    if (w->nconns == 0)
+        sv__worker_idle(w);
+}
+
+static void worker_main(void *arg)
+{
+    sv_worker *w = arg;
+    uv_run(&w->loop, UV_RUN_DEFAULT);
+    atomic_fetch_add(&w->srv->nfinished, 1);
+    uv_async_send(&w->srv->done);
+}
+
+/* Sets up worker id's loop and handles (main thread, before its thread). */
+static int worker_init(sv_server *srv, sv_worker *w, int id)
+{
+    const sv_config *cfg = srv->cfg;
+    w->id = id;
+    w->srv = srv;
+    w->cfg = cfg;
+    w->ctr = &srv->metrics.ctr[id];
+    w->log = srv->log;
+    sv__list_init(&w->conns);
+    sv__list_init(&w->ready);
+    if (uv_loop_init(&w->loop) != 0)
+        return -1;
+    uv_async_init(&w->loop, &w->wake, on_wake);
+    uv_timer_init(&w->loop, &w->sweep);
+    uv_timer_init(&w->loop, &w->accept_pause);
+    uv_check_init(&w->loop, &w->turn_check);
+    uv_idle_init(&w->loop, &w->ready_idle);
+    w->wake.data = w->sweep.data = w->accept_pause.data = w->turn_check.data = w->ready_idle.data =
+        w;
+    w->handles_open = 1;
+    uv_check_start(&w->turn_check, on_turn);
+    uv_unref((uv_handle_t *)&w->turn_check);
+
+    uint64_t sweep = SV_SWEEP_MS;
+    uint64_t shortest = cfg->idle_ms < cfg->header_ms ? cfg->idle_ms : cfg->header_ms;
+    if (cfg->send_ms < shortest)
+        shortest = cfg->send_ms;
+    if (shortest / 4 < sweep)
+        sweep = shortest / 4 < 50 ? 50 : shortest / 4;
+    uv_timer_start(&w->sweep, on_sweep, sweep, sweep);
+
+    for (int i = 0; i < w->nlisten; i++) {
+        uv_poll_init_socket(&w->loop, &w->lpoll[i], w->lfd[i]);
+        w->lpoll[i].data = w;
+    }
+    set_accepting(w, 1);
+    w->snap = srv->current;
+    sv_snapshot_ref(w->snap);
+    sv__clock_update(w);
+    return 0;
+}
+
+/* Frees a worker whose thread has finished (or never started). */
+static void worker_free(sv_worker *w, int started)
+{
+    if (started) {
+        uv_loop_close(&w->loop);
+        sv_snapshot *s = atomic_exchange(&w->pending, NULL);
+        if (s)
+            sv_snapshot_unref(s);
+        if (w->snap)
+            sv_snapshot_unref(w->snap);
+    } else {
+        for (int i = 0; i < w->nlisten; i++)
+            if (w->lfd[i] >= 0)
+                close(w->lfd[i]);
+    }
+    while (w->inbuf_free) {
+        char *b = w->inbuf_free;
+        memcpy(&w->inbuf_free, b, sizeof(void *));
+        free(b);
+    }
+    free(w);
+}
+
+/* ---- Main thread: swaps and stops ---- */
+
+static void wake_worker(sv_server *srv, int i)
+{
+    pthread_mutex_lock(&srv->slots[i].lock);
+    if (!srv->slots[i].closed)
+        uv_async_send(&srv->workers[i]->wake);
+    pthread_mutex_unlock(&srv->slots[i].lock);
+}
+
+/* Makes s the current snapshot: each worker gets its own reference through
+ * its pending slot and takes it on its next wake-up; the server's reference
+ * on the old snapshot is dropped (workers and queued writes may still hold
+ * theirs: the old pack is closed when the last one goes). */
+static void publish(sv_server *srv, sv_snapshot *s)
+{
+    sv_snapshot *old = srv->current;
+    srv->current = s;
+    sv_metrics_set_pack(&srv->metrics, s->id_hex, srv->cfg->pack_path, s->loaded_at, s->n_paths);
+    for (int i = 0; i < srv->nworkers; i++) {
+        sv_snapshot_ref(s);
+        sv_snapshot *prev = atomic_exchange(&srv->workers[i]->pending, s);
+        if (prev)
+            sv_snapshot_unref(prev); /* a swap the worker never took */
+        wake_worker(srv, i);
+    }
+    sv_snapshot_unref(old);
+    atomic_fetch_add(&srv->metrics.swaps, 1);
+}
+
+static void reload(sv_server *srv)
+{
+    char err[1024];
+    sv_snapshot *s;
+    if (atomic_load(&srv->stopping))
+        return;
+    if (sv_snapshot_open(srv->cfg->pack_path, srv->nworkers, &s, err, sizeof err) != 0) {
+        atomic_fetch_add(&srv->metrics.swap_failures, 1);
+        fprintf(stderr, "servd: SIGHUP: refused %s; still serving pack %s\n", err,
+                srv->current->id_hex);
+        return;
+    }
+    publish(srv, s);
+    fprintf(stderr, "servd: SIGHUP: now serving pack %s (%llu paths) from %s\n", s->id_hex,
+            (unsigned long long)s->n_paths, srv->cfg->pack_path);
+}
+
+static void stop_workers(sv_server *srv, int level)
+{
+    for (int i = 0; i < srv->nstarted; i++) {
+        atomic_store(&srv->workers[i]->stop, level);
+        wake_worker(srv, i);
+    }
+}
+
+static void on_stop_timeout(uv_timer_t *t)
+{
+    sv_server *srv = t->data;
+    fprintf(stderr, "servd: stop: %.1f s passed, closing the connections left\n",
+            (double)srv->cfg->shutdown_ms / 1000);
+    stop_workers(srv, 2);
+}
+
+static void begin_stop(sv_server *srv, const char *why)
+{
+    if (atomic_load(&srv->stopping)) {
+        if (!srv->forced) {
+            srv->forced = 1;
+            fprintf(stderr, "servd: %s again: closing every connection now\n", why);
+            stop_workers(srv, 2);
+        }
+        return;
+    }
+    atomic_store(&srv->stopping, 1);
+    fprintf(stderr, "servd: %s: stopping; finishing responses in flight (at most %.1f s)\n", why,
+            (double)srv->cfg->shutdown_ms / 1000);
+    stop_workers(srv, 1);
+    uv_timer_start(&srv->stop_timer, on_stop_timeout, srv->cfg->shutdown_ms, 0);
+}
+
+static void on_signal(uv_signal_t *h, int signum)
+{
+    sv_server *srv = h->data;
+    switch (signum) {
+    case SIGHUP:
+        reload(srv);
+        break;
+    case SIGUSR1:
+        if (srv->log)
+            sv_log_reopen(srv->log);
+        break;
+    case SIGTERM:
+        begin_stop(srv, "SIGTERM");
+        break;
+    case SIGINT:
+        begin_stop(srv, "SIGINT");
+        break;
+    }
+}
+
+/* A worker finished: once all have, the main loop ends. */
+static void on_worker_done(uv_async_t *a)
+{
+    sv_server *srv = a->data;
+    if (atomic_load(&srv->nfinished) < srv->nstarted)
+        return;
+    for (int i = 0; i < 4; i++)
+        uv_close((uv_handle_t *)&srv->sig[i], NULL);
+    uv_close((uv_handle_t *)&srv->stop_timer, NULL);
+    uv_close((uv_handle_t *)&srv->done, NULL);
+}
+
+/* Raises the soft descriptor limit towards what --max-conns needs (never
+ * above the hard limit: an operator's ulimit -Hn stays the bound). */
+static void raise_fd_limit(const sv_config *cfg)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return;
+    rlim_t want = (rlim_t)cfg->workers * cfg->max_conns + 64 + (rlim_t)cfg->workers * 8;
+    if (rl.rlim_max != RLIM_INFINITY && want > rl.rlim_max)
+        want = rl.rlim_max;
+    if (want > rl.rlim_cur) {
+        rl.rlim_cur = want;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+}
+
+int sv_server_run(const sv_config *cfg, sv_snapshot *snap)
+{
+    char err[1024];
+    int rc = 1;
+    sv_server *srv = calloc(1, sizeof *srv);
+    if (!srv) {
+        fprintf(stderr, "servd: out of memory\n");
+        sv_snapshot_unref(snap);
+        return 1;
+    }
+    srv->cfg = cfg;
+    srv->current = snap;
+    srv->nworkers = cfg->workers;
+    srv->admin_fd = -1;
+    raise_fd_limit(cfg);
+    if (sv_metrics_init(&srv->metrics, cfg->workers) != 0)
+        goto out_nomem;
+    sv_metrics_set_pack(&srv->metrics, snap->id_hex, cfg->pack_path, snap->loaded_at,
+                        snap->n_paths);
+    srv->workers = calloc((size_t)cfg->workers, sizeof *srv->workers);
+    srv->slots = calloc((size_t)cfg->workers, sizeof *srv->slots);
+    if (!srv->workers || !srv->slots)
+        goto out_nomem;
+    for (int i = 0; i < cfg->workers; i++) {
+        sv_worker *w = aligned_alloc(64, sizeof *w);
+        if (!w)
+            goto out_nomem;
+        memset(w, 0, sizeof *w);
+        srv->workers[i] = w;
+        pthread_mutex_init(&srv->slots[i].lock, NULL);
+    }
+
+    /* Sockets first, so that every startup error comes before any thread.
+     * Port 0 takes the port the first socket got for all workers. */
+    char where[SV_MAX_LISTEN * 64] = "";
+    size_t wlen = 0;
+    for (int a = 0; a < cfg->nlisten; a++) {
+        sv_addr addr = cfg->listen[a];
+        for (int i = 0; i < cfg->workers; i++) {
+            int fd = listen_socket(&addr, 1, err, sizeof err);
+            if (fd < 0) {
+                fprintf(stderr, "servd: %s\n", err);
+                goto out_free;
+            }
+            srv->workers[i]->lfd[a] = fd;
+            srv->workers[i]->nlisten = a + 1;
+            if (addr_port(&addr) == 0) {
+                socklen_t len = addr.len;
+                getsockname(fd, (struct sockaddr *)&addr.ss, &len);
+            }
+        }
+        char text[80];
+        addr_format(&addr, text, sizeof text);
+        wlen += (size_t)snprintf(where + wlen, sizeof where - wlen, "%s%s", a ? ", " : "", text);
+    }
+    if (cfg->has_admin) {
+        srv->admin_fd = listen_socket(&cfg->admin, 0, err, sizeof err);
+        if (srv->admin_fd < 0) {
+            fprintf(stderr, "servd: admin: %s\n", err);
+            goto out_free;
+        }
+    }
+    if (cfg->access_log &&
+        sv_log_open(cfg->access_log, cfg->workers, &srv->metrics, &srv->log, err, sizeof err)) {
+        fprintf(stderr, "servd: %s\n", err);
+        goto out_free;
+    }
+    if (cfg->has_admin) {
+        int fd = srv->admin_fd;
+        srv->admin_fd = -1; /* the admin thread owns it now, even on failure */
+        if (sv_admin_start(fd, cfg->admin.text, &srv->metrics, &srv->stopping, &srv->admin, err,
+                           sizeof err) != 0) {
+            fprintf(stderr, "servd: admin: %s\n", err);
+            goto out_close_log;
+        }
+    }
+
+    /* The main loop: signals, the stop timer, workers reporting back. */
+    static const int signums[4] = {SIGHUP, SIGUSR1, SIGTERM, SIGINT};
+    uv_loop_init(&srv->loop);
+    for (int i = 0; i < 4; i++) {
+        uv_signal_init(&srv->loop, &srv->sig[i]);
+        srv->sig[i].data = srv;
+        uv_signal_start(&srv->sig[i], on_signal, signums[i]);
+    }
+    uv_timer_init(&srv->loop, &srv->stop_timer);
+    srv->stop_timer.data = srv;
+    uv_async_init(&srv->loop, &srv->done, on_worker_done);
+    srv->done.data = srv;
+
+    for (int i = 0; i < cfg->workers; i++) {
+        sv_worker *w = srv->workers[i];
+        if (worker_init(srv, w, i) != 0 || uv_thread_create(&w->thread, worker_main, w) != 0) {
+            fprintf(stderr, "servd: cannot start worker %d\n", i);
+            if (i == 0)
+                exit(1); /* nothing runs yet */
+            begin_stop(srv, "startup failure");
+            break;
+        }
+        srv->nstarted = i + 1;
+    }
+    fprintf(stderr, "servd: serving pack %s (%llu paths) from %s\n", snap->id_hex,
+            (unsigned long long)snap->n_paths, cfg->pack_path);
+    fprintf(stderr, "servd: listening on %s with %d worker%s%s%s\n", where, cfg->workers,
+            cfg->workers == 1 ? "" : "s", cfg->has_admin ? "; admin on " : "",
+            cfg->has_admin ? cfg->admin.text : "");
+
+    uv_run(&srv->loop, UV_RUN_DEFAULT);
+    for (int i = 0; i < srv->nstarted; i++)
+        uv_thread_join(&srv->workers[i]->thread);
+    uv_loop_close(&srv->loop);
+    fprintf(stderr, "servd: stopped\n");
+    rc = 0;
+
+    if (srv->admin)
+        sv_admin_stop(srv->admin);
+out_close_log:
+    sv_log_close(srv->log);
+out_free:
+    if (srv->admin_fd >= 0)
+        close(srv->admin_fd);
+    for (int i = 0; srv->workers && i < cfg->workers; i++) {
+        if (srv->workers[i])
+            worker_free(srv->workers[i], i < srv->nstarted);
+        pthread_mutex_destroy(&srv->slots[i].lock);
+    }
+    free(srv->workers);
+    free(srv->slots);
+    sv_metrics_free(&srv->metrics);
+    if (srv->current)
+        sv_snapshot_unref(srv->current);
+    free(srv);
+    return rc;
+
+out_nomem:
+    fprintf(stderr, "servd: out of memory\n");
+    goto out_free;
+}

@@ -1,0 +1,238 @@
+/*
+ * server.h - servd's runtime: the configuration, the worker loops and the
+ * process-wide server that starts, swaps and stops them.
+ *
+ *   main thread    options, pack validation, signals (SIGHUP reload,
+ *                  SIGUSR1 log reopen, SIGTERM/SIGINT graceful stop)
+ *   worker i       one libuv loop, its own SO_REUSEPORT listening sockets,
+ *                  its connections (conn.c); shares nothing writable with
+ *                  other workers on the request path
+ *   admin thread   /metrics and /healthz on --admin (admin.c)
+ *   log thread     writes access-log buffers handed over by workers (log.c)
+ *
+ * Structures shared between server.c and conn.c live here (sv__ names are
+ * internal to the daemon). docs/architecture.md tells the whole story.
+ */
+#ifndef SV_SERVER_H
+#define SV_SERVER_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <netinet/in.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <uv.h>
+
+#include "http.h"
+#include "metrics.h"
+#include "snapshot.h"
+
+/* ---- Limits and defaults (all documented in docs/servd.1) ---- */
+
+/* Most --listen addresses: more than any real deployment needs. */
+#define SV_MAX_LISTEN 16
+/* Most worker threads: one per core, and 256 cores is beyond any machine we
+ * target; it also bounds the per-snapshot reader array. */
+#define SV_MAX_WORKERS 256
+/* Default keep-alive idle timeout: what nginx uses (keepalive_timeout 75s)
+ * rounded down; long enough for a CDN to reuse origin connections. */
+#define SV_DEFAULT_IDLE_MS 60000
+/* Default time allowed for a whole request head (slowloris): generous for
+ * any real client, short enough that a trickling attacker holds a slot for
+ * little time. nginx's client_header_timeout is 60 s; we are stricter. */
+#define SV_DEFAULT_HEADER_MS 10000
+/* Default time a response may make no write progress (client stopped
+ * reading) before the connection is closed. */
+#define SV_DEFAULT_SEND_MS 30000
+/* Default bound on the graceful stop: responses still in flight after it
+ * are cut. */
+#define SV_DEFAULT_SHUTDOWN_MS 10000
+/* Default maximum connections per worker: ~4 MiB of connection state at
+ * most (about 400 bytes each), well under the fd limits servd asks for. */
+#define SV_DEFAULT_MAX_CONNS 10000
+/* listen() backlog: the kernel clamps it to net.core.somaxconn (4096 on
+ * current kernels); a burst of 1500 new connections must not be dropped. */
+#define SV_LISTEN_BACKLOG 4096
+/* Connections accepted per readiness event before returning to the loop, so
+ * a connection storm cannot delay reads on established connections. */
+#define SV_ACCEPT_BATCH 64
+/* Pause in accepting after EMFILE/ENFILE: long enough not to spin on a full
+ * fd table, short enough that waiting clients barely notice. */
+#define SV_ACCEPT_PAUSE_MS 100
+/* Response bytes one connection may produce per loop turn, and the most it
+ * may have queued: beyond either, it stops reading until its queue drains,
+ * so one fast pipelining reader cannot starve the others (redis does the
+ * same with NET_MAX_WRITES_PER_EVENT). 256 KiB keeps a 1 Gbit/s link busy
+ * for 2 ms per turn. */
+#define SV_CONN_TURN_BYTES (256u * 1024u)
+/* iovecs gathered into one writev: the kernel's limit. */
+#define SV_BATCH_IOV IOV_MAX
+/* Scratch buffers (formatted lines of 206/301/416/errors) one batch may
+ * hold before it is written out. Most responses use none. */
+#define SV_BATCH_SCRATCH 8
+/* Spare input buffers kept per loop (SV_MAX_HEAD each): enough for the
+ * usual number of connections with a partial head at once; more are freed. */
+#define SV_INBUF_SPARE 32
+/* After the last response on a connection servd shuts down its write side
+ * and reads (and discards) for at most this long, waiting for the client's
+ * FIN: closing with unread input would send a RST that can destroy the
+ * response before the client reads it (nginx: lingering_timeout). */
+#define SV_LINGER_MS 5000
+/* Longest sweep interval: timeouts are checked this often (and more often
+ * when a timeout option is shorter than two intervals). */
+#define SV_SWEEP_MS 1000
+
+/* A listening address as given and as resolved. */
+typedef struct sv_addr {
+    struct sockaddr_storage ss;
+    socklen_t len;
+    char text[96]; /* "127.0.0.1:8080", "[::1]:8080" */
+} sv_addr;
+
+/* Everything the command line decides. */
+typedef struct sv_config {
+    const char *pack_path;
+    sv_addr listen[SV_MAX_LISTEN];
+    int nlisten;
+    int workers;
+    int has_admin;
+    sv_addr admin;
+    const char *access_log; /* NULL: no access log */
+    sv_site site;
+    uint64_t idle_ms, header_ms, send_ms, shutdown_ms;
+    unsigned max_conns; /* per worker */
+} sv_config;
+
+/* Parses "HOST:PORT", "[V6]:PORT" or "*:PORT" (all addresses).
+ * @return 0, or -1 with a sentence in err. */
+int sv_addr_parse(const char *s, sv_addr *out, char *err, size_t errlen);
+
+/* Runs servd until it is stopped. Takes over the caller's reference on
+ * snap. @return the process exit code (0 after a graceful stop, 1 when
+ * the sockets, the admin address or the access log cannot be set up). */
+int sv_server_run(const sv_config *cfg, sv_snapshot *snap);
+
+/* ---- Internals shared by server.c and conn.c ---- */
+
+/* An intrusive doubly linked list (circular, with a head node). */
+typedef struct sv_link {
+    struct sv_link *prev, *next;
+} sv_link;
+
+static inline void sv__list_init(sv_link *head)
+{
+    head->prev = head->next = head;
+}
+
+static inline int sv__list_empty(const sv_link *head)
+{
+    return head->next == head;
+}
+
+static inline void sv__list_push(sv_link *head, sv_link *l)
+{
+    l->prev = head->prev;
+    l->next = head;
+    head->prev->next = l;
+    head->prev = l;
+}
+
+static inline void sv__list_del(sv_link *l)
+{
+    l->prev->next = l->next;
+    l->next->prev = l->prev;
+    l->prev = l->next = l;
+}
+
+#define SV__CONTAINER(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
+
+typedef struct sv_server sv_server;
+typedef struct sv_log sv_log;
+
+typedef struct sv_worker {
+    int id;
+    sv_server *srv;
+    const sv_config *cfg;
+    uv_loop_t loop;
+    uv_thread_t thread;
+
+    /* Swaps and stops: the main thread stores into pending / stop and then
+     * wakes the loop; the loop takes them in wake_cb. */
+    uv_async_t wake;
+    _Atomic(sv_snapshot *) pending;
+    atomic_int stop;   /* 0 run, 1 drain gracefully, 2 close everything */
+    sv_snapshot *snap; /* the snapshot new requests use; one reference */
+    int draining;
+
+    int nlisten;
+    int lfd[SV_MAX_LISTEN];
+    uv_poll_t lpoll[SV_MAX_LISTEN];
+    int accepting;
+
+    uv_timer_t sweep;        /* timeouts, log hand-off */
+    uv_timer_t accept_pause; /* EMFILE back-off */
+    uv_check_t turn_check;   /* counts loop turns (per-turn write cap) */
+    uv_idle_t ready_idle;    /* resumes connections deferred to the next turn */
+    uint64_t turn;
+    int handles_open; /* loop handles not yet closed on stop */
+
+    sv_link conns; /* every connection of this loop */
+    sv_link ready; /* connections paused by the per-turn cap, nothing queued */
+    unsigned nconns;
+    void *inbuf_free; /* spare input buffers (singly linked through their first bytes) */
+    unsigned ninbuf_free;
+
+    sv_date date;       /* Date lines of the current second */
+    uint64_t date_next; /* uv_now() at which the second changes */
+    char logtime[32];   /* "[30/Nov/2026:14:55:01 +0000]" for the access log */
+    size_t logtime_len;
+
+    sv_counters *ctr; /* this worker's counters, only written here */
+    sv_log *log;      /* NULL without --access-log */
+
+    /* The batch: iovecs of the responses being gathered for one writev.
+     * Everything a batch points to inside this struct (date, scratch) is
+     * copied before a write is queued (conn.c: queue_rest). */
+    unsigned niov;
+    unsigned nscratch;
+    size_t batch_bytes;
+    uv_buf_t iov[SV_BATCH_IOV];
+    sv_scratch scratch[SV_BATCH_SCRATCH];
+    sv_plan plan;
+    sv_request req;
+    char rbuf[SV_MAX_HEAD]; /* the loop's read buffer */
+} sv_worker;
+
+/* Updates the Date lines (and log time) when the second has changed. */
+void sv__clock_update(sv_worker *w);
+static inline void sv__clock(sv_worker *w)
+{
+    if (uv_now(&w->loop) >= w->date_next)
+        sv__clock_update(w);
+}
+
+/* Called by conn.c when the last connection of a draining worker closed. */
+void sv__worker_idle(sv_worker *w);
+
+/* ---- The admin endpoint (admin.c) ---- */
+
+typedef struct sv_admin sv_admin;
+
+/* Serves /metrics and /healthz on the listening socket fd from a thread of
+ * its own. stopping makes /healthz answer 503 during a graceful stop.
+ * @return 0, or -1 with a sentence in err. */
+int sv_admin_start(int fd, const char *addr_text, sv_metrics *m, atomic_int *stopping,
+                   sv_admin **out, char *err, size_t errlen);
+
+/* Stops the admin thread and closes its socket. */
+void sv_admin_stop(sv_admin *a);
+
+/* Relaxed add on a counter only this thread writes (no locked instruction). */
+static inline void sv__count(_Atomic uint64_t *c, uint64_t n)
+{
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n,
+                          memory_order_relaxed);
+}
+
+#endif

@@ -1,0 +1,195 @@
+/*
+ * snapshot.c - opening and validating a pack, and the reference count that
+ * keeps its map alive while any response still points into it.
+ *
+ * Validation happens once, at load (startup or SIGHUP), on the main thread:
+ * the request path afterwards trusts that every path decodes and every body
+ * a variant names exists with its recorded length, so a corrupt pack is
+ * refused before it can serve a single byte. Validation touches every entry
+ * record and the first page of every body, never the body bytes themselves
+ * (re-hashing them is `servd-pack verify`'s job).
+ */
+#include "snapshot.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "sf/path.h"
+
+/* Snapshots open right now, over all threads. */
+static atomic_long live_snapshots;
+
+struct check_ctx {
+    sf_reader *rd;
+    uint64_t n;
+    char *err;
+    size_t errlen;
+    const char *file;
+};
+
+/* Checks one decoded entry: its shape and that each variant's body is there
+ * with the right length. what names it in the error ("path", "entry").
+ * is404: the status:404 entry, whose variants carry a 404 head and neither
+ * an ETag nor a 304 block (a 404 is not a representation to revalidate). */
+static int check_entry(struct check_ctx *c, const char *what, sf_view name, const sf_entry *e,
+                       int is404)
+{
+    int n = name.len > 200 ? 200 : (int)name.len;
+    if (e->kind == SF_KIND_REDIRECT) {
+        if (e->target.len == 0 || e->target.ptr[0] != '/') {
+            snprintf(c->err, c->errlen, "%s: corrupt pack: %s %.*s redirects to no path", c->file,
+                     what, n, name.ptr);
+            return SF_ECORRUPT;
+        }
+        return 0;
+    }
+    if (e->kind != SF_KIND_FILE || e->nvariants < 1 || e->nvariants > SF_ENC_COUNT ||
+        e->variants[0].encoding != SF_ENC_IDENTITY) {
+        snprintf(c->err, c->errlen, "%s: corrupt pack: %s %.*s has a malformed entry", c->file,
+                 what, n, name.ptr);
+        return SF_ECORRUPT;
+    }
+    for (unsigned i = 0; i < e->nvariants; i++) {
+        const sf_variant *v = &e->variants[i];
+        sf_view body;
+        if (!sf_encoding_name(v->encoding) || v->h200.len == 0 ||
+            (!is404 && (v->h304.len == 0 || v->etag.len < 2))) {
+            snprintf(c->err, c->errlen, "%s: corrupt pack: %s %.*s has a malformed %s variant",
+                     c->file, what, n, name.ptr,
+                     sf_encoding_name(v->encoding) ? sf_encoding_name(v->encoding) : "unknown");
+            return SF_ECORRUPT;
+        }
+        int rc = sf_body(c->rd, v, &body);
+        if (rc != 0) {
+            snprintf(c->err, c->errlen, "%s: corrupt pack: the %s body of %s %.*s is %s", c->file,
+                     sf_encoding_name(v->encoding), what, n, name.ptr,
+                     rc == SF_ENOTFOUND  ? "missing"
+                     : rc == SF_ECORRUPT ? "not of its recorded length"
+                                         : "unreadable");
+            return rc == SF_ENOTFOUND ? SF_ECORRUPT : rc;
+        }
+    }
+    return 0;
+}
+
+static int check_path(void *arg, sf_view path, const sf_entry *e)
+{
+    struct check_ctx *c = arg;
+    if (sf_path_check(path.ptr, path.len) != 0) {
+        snprintf(c->err, c->errlen, "%s: corrupt pack: key %.*s is not a normalised path", c->file,
+                 (int)(path.len > 200 ? 200 : path.len), path.ptr);
+        return SF_ECORRUPT;
+    }
+    c->n++;
+    return check_entry(c, "path", path, e, 0);
+}
+
+/* Walks the whole pack with reader rd (see sv_snapshot_open). */
+static int validate(const char *file, sf_pack *pack, sf_reader *rd, uint64_t *n_paths, char *err,
+                    size_t errlen)
+{
+    struct check_ctx c = {rd, 0, err, errlen, file};
+    char why[256] = "";
+    int rc = sf_foreach_path(rd, check_path, &c, why, sizeof why);
+    if (rc != 0) {
+        /* check_path already wrote err; otherwise the walk itself failed. */
+        if (why[0])
+            snprintf(err, errlen, "%s: corrupt pack: %s", file, why);
+        else if (!err[0])
+            snprintf(err, errlen, "%s: cannot walk the pack: %s", file, sf_strerror(rc));
+        return rc;
+    }
+    const sf_meta *m = sf_pack_meta(pack);
+    if (c.n != m->n_paths) {
+        snprintf(err, errlen, "%s: corrupt pack: %llu paths stored but the meta record says %llu",
+                 file, (unsigned long long)c.n, (unsigned long long)m->n_paths);
+        return SF_ECORRUPT;
+    }
+    if (c.n == 0) {
+        snprintf(err, errlen, "%s: the pack holds no paths", file);
+        return SF_ECORRUPT;
+    }
+    sf_entry e404;
+    rc = sf_lookup_special(rd, "status:404", &e404);
+    if (rc == 0) {
+        sf_view name = {"status:404", 10};
+        rc = check_entry(&c, "entry", name, &e404, 1);
+        if (rc != 0)
+            return rc;
+    } else if (rc != SF_ENOTFOUND) {
+        snprintf(err, errlen, "%s: corrupt pack: the 404 entry is %s", file, sf_strerror(rc));
+        return rc;
+    }
+    *n_paths = c.n;
+    return 0;
+}
+
+int sv_snapshot_open(const char *path, int nreaders, sv_snapshot **out, char *err, size_t errlen)
+{
+    sf_pack *pack;
+    int rc;
+
+    if (errlen == 0 || nreaders < 1)
+        return SF_EINVAL;
+    err[0] = '\0';
+    if ((rc = sf_pack_open(path, &pack, err, errlen)) != 0)
+        return rc;
+
+    sv_snapshot *s = calloc(1, sizeof *s + (size_t)nreaders * sizeof s->readers[0]);
+    if (!s) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        rc = SF_ENOMEM;
+        goto out_close_pack;
+    }
+    s->pack = pack;
+    for (int i = 0; i < nreaders; i++) {
+        if ((rc = sf_reader_begin(pack, &s->readers[i])) != 0) {
+            snprintf(err, errlen, "%s: cannot start a reader: %s", path, sf_strerror(rc));
+            goto out_end_readers;
+        }
+        s->nreaders = i + 1;
+    }
+    if ((rc = validate(path, pack, s->readers[0], &s->n_paths, err, errlen)) != 0)
+        goto out_end_readers;
+
+    const sf_meta *m = sf_pack_meta(pack);
+    static const char hex[] = "0123456789abcdef";
+    for (int i = 0; i < 16; i++) {
+        s->id_hex[2 * i] = hex[m->pack_id[i] >> 4];
+        s->id_hex[2 * i + 1] = hex[m->pack_id[i] & 15];
+    }
+    s->id_hex[32] = '\0';
+    s->loaded_at = (int64_t)time(NULL);
+    atomic_init(&s->refs, 1);
+    atomic_fetch_add(&live_snapshots, 1);
+    *out = s;
+    return 0;
+
+out_end_readers:
+    for (int i = 0; i < s->nreaders; i++)
+        sf_reader_end(s->readers[i]);
+    free(s);
+out_close_pack:
+    sf_pack_close(pack);
+    return rc;
+}
+
+void sv_snapshot_unref(sv_snapshot *s)
+{
+    /* acq_rel: every use of the map by the thread dropping a reference
+     * happens before the thread that drops the last one unmaps it. */
+    if (atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) != 1)
+        return;
+    for (int i = 0; i < s->nreaders; i++)
+        sf_reader_end(s->readers[i]);
+    sf_pack_close(s->pack);
+    free(s);
+    atomic_fetch_sub(&live_snapshots, 1);
+}
+
+long sv_snapshot_live(void)
+{
+    return atomic_load(&live_snapshots);
+}

@@ -1,0 +1,70 @@
+/*
+ * snapshot.h - a loaded, fully validated pack and the references that keep
+ * it mapped.
+ *
+ * A snapshot owns an open sf_pack and one sf_reader per worker, created when
+ * the pack is loaded. Every pointer servd writes from the pack (pre-rendered
+ * header blocks, bodies) points into the pack's read-only map, so the map must
+ * stay until the last byte of every response that points into it is written.
+ * The snapshot's atomic reference count tracks exactly that:
+ *
+ *   - the server holds one reference on the current snapshot;
+ *   - each worker holds one reference on the snapshot it serves from;
+ *   - each queued write (a response the socket did not take at once) holds
+ *     one reference until its write callback runs.
+ *
+ * When the count drops to zero - on whichever thread drops it - the readers
+ * are ended and the pack closed (the file is unmapped). docs/architecture.md
+ * describes the whole chain.
+ */
+#ifndef SV_SNAPSHOT_H
+#define SV_SNAPSHOT_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sf/store.h"
+
+typedef struct sv_snapshot {
+    atomic_long refs;
+    sf_pack *pack;
+    int64_t loaded_at; /* Unix seconds when it was opened */
+    uint64_t n_paths;  /* paths walked during validation */
+    char id_hex[33];   /* pack id as 32 lowercase hex digits, NUL-terminated */
+    int nreaders;
+    sf_reader *readers[]; /* one per worker; readers[i] is used by worker i only */
+} sv_snapshot;
+
+/* Opens the pack at path and validates it completely: the meta record (magic,
+ * version, truncation - sf_pack_open), then every path record decodes, every
+ * key is a normalised path, every variant's body exists with the recorded
+ * length, redirects have a target, and the 404 entry (if any) is sound.
+ * Creates nreaders readers. On failure writes a sentence naming the file and
+ * the cause into err.
+ * @param[out] out  the snapshot with one reference (the caller's)
+ * @return 0 or a negative SF_E* code. */
+int sv_snapshot_open(const char *path, int nreaders, sv_snapshot **out, char *err, size_t errlen);
+
+/* Takes one more reference. The caller must already hold one (or own the
+ * pointer through a published slot it is responsible for). */
+static inline void sv_snapshot_ref(sv_snapshot *s)
+{
+    atomic_fetch_add_explicit(&s->refs, 1, memory_order_relaxed);
+}
+
+/* Drops one reference; the last one ends the readers, closes the pack (the
+ * map goes away) and frees the snapshot. Safe from any thread. */
+void sv_snapshot_unref(sv_snapshot *s);
+
+/* The reader of worker i. Valid while the caller holds a reference. */
+static inline sf_reader *sv_snapshot_reader(const sv_snapshot *s, int i)
+{
+    return s->readers[i];
+}
+
+/* Number of snapshots currently open in this process (for tests and
+ * metrics: after swaps settle it must come back to 1). */
+long sv_snapshot_live(void);
+
+#endif
