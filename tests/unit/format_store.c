@@ -1,0 +1,498 @@
+/* The pack format: record round trips, rejection of corrupt and truncated
+ * records, and opening, reading and refusing whole pack files. */
+#include "runner.h"
+#include "sf/store.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <lmdb.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define V(s) ((sf_view){(s), sizeof(s) - 1})
+
+static const char H200[] = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Type: text/plain\r\n";
+static const char H304[] = "HTTP/1.1 304 Not Modified\r\nETag: \"e\"\r\n";
+#define REP_OFF 36 /* strlen("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n") */
+
+static void key_of(uint8_t k[SF_KEY_LEN], int seed)
+{
+    for (int i = 0; i < SF_KEY_LEN; i++)
+        k[i] = (uint8_t)(seed * 31 + i);
+}
+
+/* A file entry with n variants (identity, gzip, br, zstd in that order). */
+static sf_entry_spec file_spec(unsigned n)
+{
+    sf_entry_spec s;
+    memset(&s, 0, sizeof s);
+    s.kind = SF_KIND_FILE;
+    s.flags = n > 1 ? SF_ENTRY_NEGOTIABLE : 0;
+    s.last_modified = -12345; /* signed: before 1970 must survive */
+    s.mime = V("text/plain; charset=utf-8");
+    s.nvariants = n;
+    for (unsigned i = 0; i < n; i++) {
+        sf_variant_spec *v = &s.variants[i];
+        v->encoding = (int)i;
+        v->body_len = 5 + i + ((uint64_t)1 << 33) * (i == 3); /* a 64-bit length */
+        key_of(v->body_key, (int)i);
+        v->etag = i % 2 ? V("\"odd-etag\"") : V("\"even\"");
+        v->h200 = V(H200);
+        v->rep_off = REP_OFF;
+        v->h304 = V(H304);
+    }
+    return s;
+}
+
+static uint8_t *enc(const sf_entry_spec *s, size_t *n)
+{
+    uint8_t *rec;
+    ASSERT_EQ(sf_entry_encode(s, &rec, n), SF_OK);
+    return rec;
+}
+
+TEST(entry_round_trip_all_variants)
+{
+    for (unsigned nv = 1; nv <= SF_ENC_COUNT; nv++) {
+        sf_entry_spec s = file_spec(nv);
+        size_t n;
+        uint8_t *rec = enc(&s, &n);
+        sf_entry e;
+        ASSERT_EQ(sf_entry_decode(rec, n, &e), SF_OK);
+        ASSERT_EQ(e.kind, SF_KIND_FILE);
+        ASSERT_EQ(e.flags, s.flags);
+        ASSERT_EQ(e.last_modified, -12345);
+        ASSERT_MEM_EQ(e.mime.ptr, e.mime.len, s.mime.ptr, s.mime.len);
+        ASSERT_EQ(e.target.len, 0);
+        ASSERT_EQ(e.nvariants, nv);
+        for (unsigned i = 0; i < nv; i++) {
+            const sf_variant *v = &e.variants[i];
+            ASSERT_EQ(v->encoding, (int)i);
+            ASSERT_EQ(v->body_len, s.variants[i].body_len);
+            ASSERT_MEM_EQ(v->body_key, SF_KEY_LEN, s.variants[i].body_key, SF_KEY_LEN);
+            ASSERT_MEM_EQ(v->etag.ptr, v->etag.len, s.variants[i].etag.ptr, s.variants[i].etag.len);
+            ASSERT_MEM_EQ(v->h200.ptr, v->h200.len, H200, sizeof H200 - 1);
+            ASSERT_MEM_EQ(v->rep.ptr, v->rep.len, H200 + REP_OFF, sizeof H200 - 1 - REP_OFF);
+            ASSERT_MEM_EQ(v->h304.ptr, v->h304.len, H304, sizeof H304 - 1);
+        }
+        free(rec);
+    }
+}
+
+TEST(entry_round_trip_redirect)
+{
+    sf_entry_spec s;
+    memset(&s, 0, sizeof s);
+    s.kind = SF_KIND_REDIRECT;
+    s.target = V("/docs/");
+    size_t n;
+    uint8_t *rec = enc(&s, &n);
+    sf_entry e;
+    ASSERT_EQ(sf_entry_decode(rec, n, &e), SF_OK);
+    ASSERT_EQ(e.kind, SF_KIND_REDIRECT);
+    ASSERT_EQ(e.nvariants, 0);
+    ASSERT_MEM_EQ(e.target.ptr, e.target.len, "/docs/", 6);
+    free(rec);
+}
+
+TEST(entry_every_truncation_rejected)
+{
+    sf_entry_spec s = file_spec(4);
+    size_t n;
+    uint8_t *rec = enc(&s, &n);
+    sf_entry e;
+    for (size_t len = 0; len < n; len++) {
+        /* A copy of exactly len bytes, so any over-read is an ASan error. */
+        uint8_t *cut = malloc(len ? len : 1);
+        memcpy(cut, rec, len);
+        if (sf_entry_decode(cut, len, &e) != SF_ECORRUPT)
+            t__fail(__FILE__, __LINE__, "truncated to %zu of %zu bytes: accepted", len, n);
+        free(cut);
+    }
+    uint8_t *longer = malloc(n + 1);
+    memcpy(longer, rec, n);
+    longer[n] = 0;
+    ASSERT_EQ(sf_entry_decode(longer, n + 1, &e), SF_ECORRUPT); /* the length is exact */
+    free(longer);
+    free(rec);
+}
+
+static void st32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+/* Decodes a copy of rec with one change applied; must be SF_ECORRUPT. */
+static void corrupt(const uint8_t *rec, size_t n, size_t off, const void *bytes, size_t blen,
+                    const char *what)
+{
+    uint8_t *c = malloc(n);
+    memcpy(c, rec, n);
+    memcpy(c + off, bytes, blen);
+    sf_entry e;
+    int rc = sf_entry_decode(c, n, &e);
+    free(c);
+    if (rc != SF_ECORRUPT)
+        t__fail(__FILE__, __LINE__, "%s: decode returned %d, want SF_ECORRUPT", what, rc);
+}
+
+TEST(entry_corrupt_fields_rejected)
+{
+    sf_entry_spec s = file_spec(3);
+    size_t n;
+    uint8_t *rec = enc(&s, &n);
+    uint8_t b;
+    uint8_t w[4];
+    b = 0, corrupt(rec, n, 0, &b, 1, "kind 0");
+    b = 3, corrupt(rec, n, 0, &b, 1, "kind 3");
+    b = 2, corrupt(rec, n, 0, &b, 1, "redirect with variants");
+    b = 0, corrupt(rec, n, 1, &b, 1, "no variants");
+    b = 5, corrupt(rec, n, 1, &b, 1, "five variants");
+    st32(w, 0xffffffffu), corrupt(rec, n, 4, w, 4, "blob_len huge");
+    st32(w, 0xfffffff0u), corrupt(rec, n, 16, w, 4, "mime_off outside the blob");
+    st32(w, 0xffffffffu), corrupt(rec, n, 20, w, 4, "mime_len huge");
+    st32(w, 0xfffffff0u), corrupt(rec, n, 24, w, 4, "target_off outside the blob");
+    st32(w, 0xffffffffu), corrupt(rec, n, 28, w, 4, "target_len");
+    /* Variant descriptors start at 32, 72 bytes each. */
+    b = 1, corrupt(rec, n, 32, &b, 1, "variants[0] not identity");
+    b = 1, corrupt(rec, n, 32 + 72 * 2, &b, 1, "duplicate encoding");
+    b = 4, corrupt(rec, n, 32 + 72, &b, 1, "encoding 4");
+    st32(w, 0xffffffffu), corrupt(rec, n, 32 + 4, w, 4, "etag_off");
+    st32(w, 0xfffffff0u), corrupt(rec, n, 32 + 8, w, 4, "etag_len wraps");
+    st32(w, 0xffffffffu), corrupt(rec, n, 32 + 16, w, 4, "h200_len");
+    st32(w, 0), corrupt(rec, n, 32 + 20, w, 4, "rep_off before h200");
+    st32(w, 0xffffff00u), corrupt(rec, n, 32 + 20, w, 4, "rep_off after h200");
+    st32(w, 0xffffffffu), corrupt(rec, n, 32 + 28, w, 4, "h304_len");
+    free(rec);
+}
+
+TEST(entry_encode_rejects_bad_specs)
+{
+    uint8_t *rec;
+    size_t n;
+    sf_entry_spec s = file_spec(2);
+    s.nvariants = 0;
+    ASSERT_EQ(sf_entry_encode(&s, &rec, &n), SF_EINVAL);
+    s = file_spec(2);
+    s.variants[0].encoding = SF_ENC_GZIP;
+    ASSERT_EQ(sf_entry_encode(&s, &rec, &n), SF_EINVAL);
+    s = file_spec(2);
+    s.variants[1].rep_off = sizeof H200;
+    ASSERT_EQ(sf_entry_encode(&s, &rec, &n), SF_EINVAL);
+    s = file_spec(1);
+    s.kind = SF_KIND_REDIRECT;
+    ASSERT_EQ(sf_entry_encode(&s, &rec, &n), SF_EINVAL);
+    s.kind = 9;
+    ASSERT_EQ(sf_entry_encode(&s, &rec, &n), SF_EINVAL);
+}
+
+static sf_meta sample_meta(void)
+{
+    sf_meta m;
+    memset(&m, 0, sizeof m);
+    m.created = 1700000000;
+    m.n_paths = 3;
+    m.n_bodies = 7;
+    m.identity_bytes = (uint64_t)1 << 40;
+    m.stored_bytes = 12345;
+    for (int i = 0; i < 16; i++)
+        m.pack_id[i] = (uint8_t)(0xa0 + i);
+    snprintf(m.packer, sizeof m.packer, "servd-pack test");
+    memset(m.profile, 'p', 128); /* all 128 bytes used: no NUL in the record */
+    m.profile[128] = '\0';
+    return m;
+}
+
+TEST(meta_round_trip)
+{
+    sf_meta m = sample_meta(), d;
+    uint8_t rec[SF_META_RECORD_LEN];
+    sf_meta_encode(&m, rec);
+    ASSERT_MEM_EQ(rec, 8, "SERVDPK1", 8);
+    ASSERT_EQ(sf_meta_decode(rec, sizeof rec, &d), SF_OK);
+    ASSERT_EQ(d.major, SF_FORMAT_MAJOR);
+    ASSERT_EQ(d.minor, SF_FORMAT_MINOR);
+    ASSERT_EQ(d.created, m.created);
+    ASSERT_EQ(d.n_paths, 3);
+    ASSERT_EQ(d.n_bodies, 7);
+    ASSERT_EQ(d.identity_bytes, m.identity_bytes);
+    ASSERT_EQ(d.stored_bytes, 12345);
+    ASSERT_MEM_EQ(d.pack_id, 16, m.pack_id, 16);
+    ASSERT_STR_EQ(d.packer, "servd-pack test");
+    ASSERT_EQ(strlen(d.profile), 128);
+}
+
+TEST(meta_truncated_and_wrong_rejected)
+{
+    sf_meta m = sample_meta(), d;
+    uint8_t rec[SF_META_RECORD_LEN + 20];
+    sf_meta_encode(&m, rec);
+    for (size_t len = 0; len < SF_META_RECORD_LEN; len++) {
+        uint8_t *cut = malloc(len ? len : 1);
+        memcpy(cut, rec, len);
+        int rc = sf_meta_decode(cut, len, &d);
+        free(cut);
+        int want = len < 12 ? SF_EMAGIC : SF_ECORRUPT;
+        if (rc != want)
+            t__fail(__FILE__, __LINE__, "meta cut to %zu bytes: %d, want %d", len, rc, want);
+    }
+    /* A later minor version may append fields. */
+    memset(rec + SF_META_RECORD_LEN, 0x55, 20);
+    ASSERT_EQ(sf_meta_decode(rec, sizeof rec, &d), SF_OK);
+    rec[10] = 7; /* minor 7: accepted */
+    ASSERT_EQ(sf_meta_decode(rec, SF_META_RECORD_LEN, &d), SF_OK);
+    ASSERT_EQ(d.minor, 7);
+    rec[8] = 2; /* major 2: refused */
+    ASSERT_EQ(sf_meta_decode(rec, SF_META_RECORD_LEN, &d), SF_EVERSION);
+    rec[8] = 0;
+    ASSERT_EQ(sf_meta_decode(rec, SF_META_RECORD_LEN, &d), SF_EVERSION);
+    rec[8] = 1;
+    rec[0] = 'X'; /* magic */
+    ASSERT_EQ(sf_meta_decode(rec, SF_META_RECORD_LEN, &d), SF_EMAGIC);
+}
+
+/* ---- whole packs ---- */
+
+static char *tmp(const char *name)
+{
+    static char p[4][1024];
+    static int i;
+    char *s = p[i++ % 4];
+    snprintf(s, sizeof p[0], "%s/%s", t_tmpdir(), name);
+    return s;
+}
+
+static const char BODY_ID[] = "hello", BODY_GZ[] = "compressed-bytes";
+
+/* Writes a small valid pack with two paths and a 404 entry. */
+static void write_pack(const char *path)
+{
+    char err[512];
+    sf_writer *w;
+    if (sf_writer_open(path, 1 << 20, &w, err, sizeof err) != SF_OK)
+        t__fail(__FILE__, __LINE__, "writer: %s", err);
+    sf_entry_spec s = file_spec(2);
+    s.variants[0].body_len = 5;
+    s.variants[1].body_len = sizeof BODY_GZ - 1;
+    size_t n;
+    uint8_t *rec = enc(&s, &n);
+    ASSERT_EQ(sf_writer_put_body(w, s.variants[0].body_key, BODY_ID, 5), SF_OK);
+    ASSERT_EQ(sf_writer_put_body(w, s.variants[1].body_key, BODY_GZ, sizeof BODY_GZ - 1), SF_OK);
+    /* The same body twice is fine (content addressing). */
+    ASSERT_EQ(sf_writer_put_body(w, s.variants[0].body_key, BODY_ID, 5), SF_OK);
+    ASSERT_EQ(sf_writer_put_path(w, "/b.txt", 6, rec, n), SF_OK);
+    ASSERT_EQ(sf_writer_put_path(w, "/a.txt", 6, rec, n), SF_OK);
+    ASSERT_NE(sf_writer_put_path(w, "/a.txt", 6, rec, n), SF_OK); /* a path is stored once */
+    ASSERT_EQ(sf_writer_put_special(w, "status:404", rec, n), SF_OK);
+    free(rec);
+    sf_meta m = sample_meta();
+    m.n_paths = 2;
+    if (sf_writer_commit(w, &m, err, sizeof err) != SF_OK)
+        t__fail(__FILE__, __LINE__, "commit: %s", err);
+}
+
+static int paths_seen;
+static int each_path(void *arg, sf_view path, const sf_entry *e)
+{
+    const char *want[] = {"/a.txt", "/b.txt"};
+    ASSERT(paths_seen < 2);
+    ASSERT_MEM_EQ(path.ptr, path.len, want[paths_seen], 6);
+    ASSERT_EQ(e->nvariants, 2);
+    paths_seen++;
+    return 0;
+}
+
+TEST(pack_write_read_round_trip)
+{
+    char *path = tmp("site.lmdb");
+    write_pack(path);
+    char tmpname[1100];
+    snprintf(tmpname, sizeof tmpname, "%s.tmp-%ld", path, (long)getpid());
+    ASSERT_EQ(access(tmpname, F_OK), -1); /* the temporary is gone */
+
+    sf_pack *p;
+    char err[512];
+    if (sf_pack_open(path, &p, err, sizeof err) != SF_OK)
+        t__fail(__FILE__, __LINE__, "open: %s", err);
+    const sf_meta *m = sf_pack_meta(p);
+    ASSERT_EQ(m->n_paths, 2);
+    ASSERT_STR_EQ(m->packer, "servd-pack test");
+    sf_reader *r;
+    ASSERT_EQ(sf_reader_begin(p, &r), SF_OK);
+    sf_entry e;
+    ASSERT_EQ(sf_lookup(r, "/a.txt", 6, &e), SF_OK);
+    sf_view body;
+    ASSERT_EQ(sf_body(r, &e.variants[0], &body), SF_OK);
+    ASSERT_MEM_EQ(body.ptr, body.len, BODY_ID, 5);
+    ASSERT_EQ(sf_body(r, &e.variants[1], &body), SF_OK);
+    ASSERT_MEM_EQ(body.ptr, body.len, BODY_GZ, sizeof BODY_GZ - 1);
+    /* A variant whose recorded length disagrees with its body. */
+    sf_variant bad = e.variants[0];
+    bad.body_len = 6;
+    ASSERT_EQ(sf_body(r, &bad, &body), SF_ECORRUPT);
+    ASSERT_EQ(sf_lookup(r, "/missing", 8, &e), SF_ENOTFOUND);
+    ASSERT_EQ(sf_lookup(r, "", 0, &e), SF_ENOTFOUND);
+    ASSERT_EQ(sf_lookup_special(r, "status:404", &e), SF_OK);
+    ASSERT_EQ(sf_lookup_special(r, "status:500", &e), SF_ENOTFOUND);
+    paths_seen = 0;
+    ASSERT_EQ(sf_foreach_path(r, each_path, NULL, err, sizeof err), SF_OK);
+    ASSERT_EQ(paths_seen, 2);
+    sf_reader_end(r);
+    sf_pack_close(p);
+}
+
+TEST(pack_writer_abort_leaves_nothing)
+{
+    char *path = tmp("aborted.lmdb");
+    char err[512];
+    sf_writer *w;
+    ASSERT_EQ(sf_writer_open(path, 1 << 20, &w, err, sizeof err), SF_OK);
+    uint8_t k[SF_KEY_LEN];
+    key_of(k, 1);
+    ASSERT_EQ(sf_writer_put_body(w, k, "x", 1), SF_OK);
+    sf_writer_abort(w);
+    ASSERT_EQ(access(path, F_OK), -1);
+    char tmpname[1100];
+    snprintf(tmpname, sizeof tmpname, "%s.tmp-%ld", path, (long)getpid());
+    ASSERT_EQ(access(tmpname, F_OK), -1);
+    /* A writer into a missing directory fails with a message naming it. */
+    ASSERT_NE(sf_writer_open("/nonexistent-dir/x.lmdb", 1 << 20, &w, err, sizeof err), SF_OK);
+    ASSERT(strstr(err, "/nonexistent-dir/x.lmdb") != NULL);
+}
+
+static void write_file(const char *path, const void *p, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    ASSERT(f != NULL);
+    ASSERT_EQ(fwrite(p, 1, n, f), n);
+    fclose(f);
+}
+
+static void refused(const char *path, int want)
+{
+    sf_pack *p = NULL;
+    char err[512] = "";
+    int rc = sf_pack_open(path, &p, err, sizeof err);
+    if (rc == SF_OK)
+        t__fail(__FILE__, __LINE__, "%s: opened", path);
+    if (want && rc != want)
+        t__fail(__FILE__, __LINE__, "%s: %d (%s), want %d", path, rc, err, want);
+    if (!strstr(err, path))
+        t__fail(__FILE__, __LINE__, "message \"%s\" does not name %s", err, path);
+}
+
+TEST(pack_open_refuses_garbage)
+{
+    refused(tmp("does-not-exist.lmdb"), SF_EIO);
+    refused(t_tmpdir(), SF_EIO); /* a directory */
+    char *empty = tmp("empty.lmdb");
+    write_file(empty, "", 0);
+    refused(empty, 0);
+    char *text = tmp("text.lmdb");
+    char buf[16384];
+    memset(buf, 'x', sizeof buf);
+    write_file(text, buf, sizeof buf);
+    refused(text, SF_EMAGIC);
+    char *rnd = tmp("random.lmdb");
+    uint32_t x = 7;
+    for (size_t i = 0; i < sizeof buf; i++) {
+        x = x * 1664525u + 1013904223u;
+        buf[i] = (char)(x >> 24);
+    }
+    write_file(rnd, buf, sizeof buf);
+    refused(rnd, SF_EMAGIC);
+}
+
+TEST(pack_open_refuses_foreign_lmdb)
+{
+    /* A valid LMDB file that is not a pack: no pack databases. */
+    char *path = tmp("foreign.lmdb");
+    MDB_env *env;
+    MDB_txn *txn;
+    MDB_dbi dbi;
+    ASSERT_EQ(mdb_env_create(&env), 0);
+    ASSERT_EQ(mdb_env_open(env, path, MDB_NOSUBDIR | MDB_NOLOCK, 0644), 0);
+    ASSERT_EQ(mdb_txn_begin(env, NULL, 0, &txn), 0);
+    ASSERT_EQ(mdb_dbi_open(txn, NULL, 0, &dbi), 0);
+    MDB_val k = {3, "key"}, v = {5, "value"};
+    ASSERT_EQ(mdb_put(txn, dbi, &k, &v, 0), 0);
+    ASSERT_EQ(mdb_txn_commit(txn), 0);
+    mdb_env_close(env);
+    refused(path, SF_EMAGIC);
+}
+
+static uint8_t *slurp(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    ASSERT(f != NULL);
+    fseek(f, 0, SEEK_END);
+    *n = (size_t)ftell(f);
+    rewind(f);
+    uint8_t *p = malloc(*n);
+    ASSERT_EQ(fread(p, 1, *n, f), *n);
+    fclose(f);
+    return p;
+}
+
+TEST(pack_open_refuses_truncated)
+{
+    char *path = tmp("full.lmdb");
+    write_pack(path);
+    size_t n;
+    uint8_t *p = slurp(path, &n);
+    ASSERT(n > 8192);
+    size_t cuts[] = {1, 100, 4095, 4096, 8192, n / 2, n - 4096, n - 1};
+    for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
+        char *cut = tmp("cut.lmdb");
+        write_file(cut, p, cuts[i]);
+        sf_pack *pk;
+        char err[512];
+        if (sf_pack_open(cut, &pk, err, sizeof err) == SF_OK)
+            t__fail(__FILE__, __LINE__, "pack cut to %zu of %zu bytes: opened", cuts[i], n);
+    }
+    free(p);
+}
+
+/* Patches the meta record inside a pack file (found by its magic). */
+static void patch_meta(const char *path, size_t off, uint8_t byte)
+{
+    size_t n;
+    uint8_t *p = slurp(path, &n);
+    uint8_t *hit = NULL;
+    for (size_t i = 0; i + 8 <= n; i++)
+        if (memcmp(p + i, "SERVDPK1", 8) == 0) {
+            ASSERT(hit == NULL); /* exactly one meta record */
+            hit = p + i;
+        }
+    ASSERT(hit != NULL);
+    hit[off] = byte;
+    write_file(path, p, n);
+    free(p);
+}
+
+TEST(pack_open_refuses_wrong_version_and_magic)
+{
+    char *path = tmp("v2.lmdb");
+    write_pack(path);
+    patch_meta(path, 8, 2); /* major = 2 */
+    sf_pack *p;
+    char err[512];
+    ASSERT_EQ(sf_pack_open(path, &p, err, sizeof err), SF_EVERSION);
+    ASSERT(strstr(err, "version 2") != NULL);
+
+    path = tmp("minor.lmdb");
+    write_pack(path);
+    patch_meta(path, 10, 9); /* minor = 9: still readable */
+    ASSERT_EQ(sf_pack_open(path, &p, err, sizeof err), SF_OK);
+    ASSERT_EQ(sf_pack_meta(p)->minor, 9);
+    sf_pack_close(p);
+
+    path = tmp("magic.lmdb");
+    write_pack(path);
+    patch_meta(path, 0, 'Z');
+    refused(path, SF_EMAGIC);
+}

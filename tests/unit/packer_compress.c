@@ -1,0 +1,141 @@
+/* The encoders: every variant decodes to the input, headers are reproducible,
+ * zstd frames respect the 8 MiB window cap and carry no checksum. */
+#include "compress.h"
+#include "mime.h"
+#include "runner.h"
+#include "sf/store.h"
+
+#define ZSTD_STATIC_LINKING_ONLY /* ZSTD_getFrameHeader */
+#include <brotli/decode.h>
+#include <stdlib.h>
+#include <zlib.h>
+#include <zstd.h>
+
+static uint8_t *text(size_t n)
+{
+    static const char *const words[] = {"static ",  "origin ", "servd ", "pack ", "<div>",
+                                        "</div>\n", "cache ",  "vary ",  "etag ", "gzip "};
+    uint8_t *p = malloc(n);
+    ASSERT(p != NULL);
+    uint32_t x = 12345;
+    for (size_t i = 0; i < n;) {
+        x = x * 1103515245u + 12345u;
+        const char *w = words[(x >> 16) % 10];
+        for (; *w && i < n; w++)
+            p[i++] = (uint8_t)*w;
+    }
+    return p;
+}
+
+static uint8_t *decode(int enc, const uint8_t *in, size_t n, size_t want)
+{
+    uint8_t *out = malloc(want + 1);
+    ASSERT(out != NULL);
+    if (enc == SF_ENC_GZIP) {
+        z_stream z = {0};
+        ASSERT_EQ(inflateInit2(&z, 16 + MAX_WBITS), Z_OK);
+        z.next_in = (Bytef *)in;
+        z.avail_in = (uInt)n;
+        z.next_out = out;
+        z.avail_out = (uInt)want + 1;
+        ASSERT_EQ(inflate(&z, Z_FINISH), Z_STREAM_END);
+        ASSERT_EQ(z.total_out, want);
+        inflateEnd(&z);
+    } else if (enc == SF_ENC_BR) {
+        size_t got = want + 1;
+        ASSERT_EQ(BrotliDecoderDecompress(n, in, &got, out), BROTLI_DECODER_RESULT_SUCCESS);
+        ASSERT_EQ(got, want);
+    } else {
+        size_t got = ZSTD_decompress(out, want + 1, in, n);
+        ASSERT_EQ(ZSTD_isError(got), 0);
+        ASSERT_EQ(got, want);
+    }
+    return out;
+}
+
+static void round_trip(int cls, const uint8_t *in, size_t n)
+{
+    pk_compressor *c = pk_compressor_new();
+    ASSERT(c != NULL);
+    for (int enc = SF_ENC_GZIP; enc < SF_ENC_COUNT; enc++) {
+        uint8_t *out, *out2;
+        size_t outn, outn2;
+        char err[256];
+        ASSERT_EQ(pk_compress(c, enc, cls, in, n, &out, &outn, err, sizeof err), 0);
+        uint8_t *back = decode(enc, out, outn, n);
+        ASSERT_MEM_EQ(back, n, in, n);
+        /* Same input, same bytes: the basis of reproducible ETags. */
+        ASSERT_EQ(pk_compress(c, enc, cls, in, n, &out2, &outn2, err, sizeof err), 0);
+        ASSERT_MEM_EQ(out, outn, out2, outn2);
+        free(back);
+        free(out);
+        free(out2);
+    }
+    pk_compressor_free(c);
+}
+
+TEST(compress_round_trip_text)
+{
+    uint8_t *p = text(100000);
+    round_trip(PK_CLASS_TEXT, p, 100000);
+    free(p);
+}
+
+TEST(compress_round_trip_small_and_empty)
+{
+    round_trip(PK_CLASS_TEXT, (const uint8_t *)"x", 1);
+    round_trip(PK_CLASS_BINARY, (const uint8_t *)"", 0);
+    uint8_t *p = text(5000);
+    round_trip(PK_CLASS_FONT, p, 5000);
+    free(p);
+}
+
+TEST(compress_gzip_header_is_reproducible)
+{
+    pk_compressor *c = pk_compressor_new();
+    uint8_t *p = text(1000), *out;
+    size_t n;
+    char err[256];
+    ASSERT_EQ(pk_compress(c, SF_ENC_GZIP, PK_CLASS_TEXT, p, 1000, &out, &n, err, sizeof err), 0);
+    ASSERT_EQ(out[0], 0x1f);
+    ASSERT_EQ(out[1], 0x8b);
+    ASSERT_EQ(out[3], 0);                            /* FLG: no name, no comment */
+    ASSERT_EQ(out[4] | out[5] | out[6] | out[7], 0); /* MTIME 0 */
+    free(out);
+    free(p);
+    pk_compressor_free(c);
+}
+
+TEST(compress_zstd_frame_window_and_checksum)
+{
+    /* 9 MiB: larger than the 8 MiB window, so an uncapped encoder could ask
+     * for more than Chromium accepts. */
+    size_t n = 9u << 20;
+    uint8_t *p = text(n), *out;
+    size_t outn;
+    char err[256];
+    pk_compressor *c = pk_compressor_new();
+    ASSERT_EQ(pk_compress(c, SF_ENC_ZSTD, PK_CLASS_TEXT, p, n, &out, &outn, err, sizeof err), 0);
+    ZSTD_frameHeader h;
+    ASSERT_EQ(ZSTD_getFrameHeader(&h, out, outn), 0);
+    ASSERT(h.windowSize <= (1ull << PK_ZSTD_WINDOW_LOG));
+    ASSERT_EQ(h.checksumFlag, 0);
+    ASSERT_EQ(h.frameContentSize, n);
+    uint8_t *back = decode(SF_ENC_ZSTD, out, outn, n);
+    ASSERT_EQ(memcmp(back, p, n), 0);
+    free(back);
+    free(out);
+    free(p);
+    pk_compressor_free(c);
+}
+
+TEST(compress_profile_names_settings)
+{
+    char prof[PK_PROFILE_SIZE];
+    pk_profile(prof);
+    ASSERT(strstr(prof, "gzip=libdeflate-") != NULL);
+    ASSERT(strstr(prof, "/11/w24") != NULL);
+    ASSERT(strstr(prof, "/19/w23") != NULL);
+    ASSERT(strstr(prof, "keep=5%/64B") != NULL);
+    ASSERT(strlen(prof) < 128); /* fits the meta record */
+}

@@ -1,0 +1,85 @@
+/* Rule globs: *, **, ?, sets, anchoring. */
+#include "glob.h"
+#include "runner.h"
+
+static int m(const char *pattern, const char *key)
+{
+    pk_glob *g;
+    char err[128];
+    if (pk_glob_compile(pattern, &g, err, sizeof err) != 0)
+        t__fail(__FILE__, __LINE__, "%s: %s", pattern, err);
+    int r = pk_glob_match(g, key, strlen(key));
+    pk_glob_free(g);
+    return r;
+}
+
+TEST(glob_star_stays_in_segment)
+{
+    ASSERT_EQ(m("/*.html", "/index.html"), 1);
+    ASSERT_EQ(m("/*.html", "/docs/index.html"), 0);
+    ASSERT_EQ(m("/docs/*", "/docs/a.css"), 1);
+    ASSERT_EQ(m("/docs/*", "/docs/sub/a.css"), 0);
+    ASSERT_EQ(m("/a*b", "/ab"), 1);
+    ASSERT_EQ(m("/a*b", "/a/b"), 0);
+}
+
+TEST(glob_double_star_crosses_segments)
+{
+    ASSERT_EQ(m("/assets/**", "/assets/a.js"), 1);
+    ASSERT_EQ(m("/assets/**", "/assets/x/y/z.js"), 1);
+    ASSERT_EQ(m("/assets/**", "/other/a.js"), 0);
+    ASSERT_EQ(m("/**/x.js", "/x.js"), 1); /* "**" + "/" may be empty */
+    ASSERT_EQ(m("/**/x.js", "/a/b/x.js"), 1);
+    ASSERT_EQ(m("/**/x.js", "/a/bx.js"), 0);
+    ASSERT_EQ(m("/a/**.map", "/a/b/c.js.map"), 1);
+}
+
+TEST(glob_unanchored_matches_any_level)
+{
+    ASSERT_EQ(m("*.html", "/index.html"), 1);
+    ASSERT_EQ(m("*.html", "/docs/guide/index.html"), 1);
+    ASSERT_EQ(m("*.html", "/index.htmlx"), 0);
+    ASSERT_EQ(m("assets/*.js", "/assets/a.js"), 1);
+    ASSERT_EQ(m("assets/*.js", "/v2/assets/a.js"), 1);
+    ASSERT_EQ(m("assets/*.js", "/myassets/a.js"), 0);
+}
+
+TEST(glob_question_and_sets)
+{
+    ASSERT_EQ(m("/a?.txt", "/ab.txt"), 1);
+    ASSERT_EQ(m("/a?.txt", "/a/.txt"), 0);
+    ASSERT_EQ(m("/[abc].txt", "/b.txt"), 1);
+    ASSERT_EQ(m("/[abc].txt", "/d.txt"), 0);
+    ASSERT_EQ(m("/[a-c].txt", "/c.txt"), 1);
+    ASSERT_EQ(m("/[!a-c].txt", "/c.txt"), 0);
+    ASSERT_EQ(m("/[^a-c].txt", "/d.txt"), 1);
+    ASSERT_EQ(m("/x[!a]y", "/x/y"), 0); /* a set never matches '/' */
+    ASSERT_EQ(m("/[]]", "/]"), 1);
+    ASSERT_EQ(m("/\\*", "/*"), 1);
+    ASSERT_EQ(m("/\\*", "/a"), 0);
+}
+
+TEST(glob_no_exponential_blowup)
+{
+    char key[400];
+    memset(key, 'a', sizeof key - 1);
+    key[0] = '/';
+    key[sizeof key - 1] = '\0';
+    /* Classic backtracking killer: finishes instantly with the DP. */
+    ASSERT_EQ(m("/*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*b", key), 0);
+    ASSERT_EQ(m("/**a**a**a**a**a**a**a**a**a**a**b", key), 0);
+}
+
+TEST(glob_rejects_malformed)
+{
+    pk_glob *g;
+    char err[128];
+    ASSERT_NE(pk_glob_compile("", &g, err, sizeof err), 0);
+    ASSERT_NE(pk_glob_compile("/[abc", &g, err, sizeof err), 0);
+    ASSERT_NE(pk_glob_compile("/[z-a]", &g, err, sizeof err), 0);
+    ASSERT_NE(pk_glob_compile("/a\\", &g, err, sizeof err), 0);
+    char longp[PK_GLOB_MAX + 2];
+    memset(longp, 'a', sizeof longp - 1);
+    longp[sizeof longp - 1] = '\0';
+    ASSERT_NE(pk_glob_compile(longp, &g, err, sizeof err), 0);
+}

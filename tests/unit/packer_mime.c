@@ -1,0 +1,182 @@
+/* MIME: the extension table, text/charset decisions, classes, libmagic fallback. */
+#include "mime.h"
+#include "runner.h"
+
+#include <stdlib.h>
+
+static const char *ext(const char *name)
+{
+    return pk_mime_by_ext(name, strlen(name));
+}
+
+TEST(mime_table_web_types)
+{
+    ASSERT_STR_EQ(ext("/a.js"), "text/javascript");
+    ASSERT_STR_EQ(ext("/a.mjs"), "text/javascript");
+    ASSERT_STR_EQ(ext("/a.css"), "text/css");
+    ASSERT_STR_EQ(ext("/a.html"), "text/html");
+    ASSERT_STR_EQ(ext("/a.htm"), "text/html");
+    ASSERT_STR_EQ(ext("/a.svg"), "image/svg+xml");
+    ASSERT_STR_EQ(ext("/a.json"), "application/json");
+    ASSERT_STR_EQ(ext("/a.map"), "application/json");
+    ASSERT_STR_EQ(ext("/site.webmanifest"), "application/manifest+json");
+    ASSERT_STR_EQ(ext("/a.wasm"), "application/wasm");
+    ASSERT_STR_EQ(ext("/a.woff2"), "font/woff2");
+    ASSERT_STR_EQ(ext("/a.woff"), "font/woff");
+    ASSERT_STR_EQ(ext("/a.ttf"), "font/ttf");
+    ASSERT_STR_EQ(ext("/a.otf"), "font/otf");
+    ASSERT_STR_EQ(ext("/a.eot"), "application/vnd.ms-fontobject");
+    ASSERT_STR_EQ(ext("/a.avif"), "image/avif");
+    ASSERT_STR_EQ(ext("/a.webp"), "image/webp");
+    ASSERT_STR_EQ(ext("/a.png"), "image/png");
+    ASSERT_STR_EQ(ext("/a.jpg"), "image/jpeg");
+    ASSERT_STR_EQ(ext("/a.jpeg"), "image/jpeg");
+    ASSERT_STR_EQ(ext("/a.gif"), "image/gif");
+    ASSERT_STR_EQ(ext("/a.ico"), "image/x-icon");
+    ASSERT_STR_EQ(ext("/a.txt"), "text/plain");
+    ASSERT_STR_EQ(ext("/a.xml"), "application/xml");
+    ASSERT_STR_EQ(ext("/a.pdf"), "application/pdf");
+    ASSERT_STR_EQ(ext("/a.mp4"), "video/mp4");
+    ASSERT_STR_EQ(ext("/a.webm"), "video/webm");
+    ASSERT_STR_EQ(ext("/a.mp3"), "audio/mpeg");
+    ASSERT_STR_EQ(ext("/a.ogg"), "audio/ogg");
+    ASSERT_STR_EQ(ext("/a.zip"), "application/zip");
+    ASSERT_STR_EQ(ext("/a.gz"), "application/gzip");
+    ASSERT_STR_EQ(ext("/a.zst"), "application/zstd");
+    ASSERT_STR_EQ(ext("/a.csv"), "text/csv");
+    ASSERT_STR_EQ(ext("/a.md"), "text/markdown");
+    ASSERT_STR_EQ(ext("/feed.rss"), "application/rss+xml");
+    ASSERT_STR_EQ(ext("/feed.atom"), "application/atom+xml");
+}
+
+TEST(mime_table_edge_names)
+{
+    ASSERT_STR_EQ(ext("/A.JS"), "text/javascript");      /* case-insensitive */
+    ASSERT_STR_EQ(ext("/x.tar.gz"), "application/gzip"); /* last extension */
+    ASSERT_STR_EQ(ext("/dir.css/file.js"), "text/javascript");
+    ASSERT(ext("/dir.css/file") == NULL); /* a dot in a directory only */
+    ASSERT(ext("/README") == NULL);
+    ASSERT(ext("/a.") == NULL);
+    ASSERT(ext("/.html") == NULL); /* a dotfile, not an extension */
+    ASSERT(ext("/a.unknownext") == NULL);
+    ASSERT(ext("/a.averyveryverylongextension") == NULL);
+    ASSERT_STR_EQ(ext("index.html"), "text/html"); /* a bare name */
+}
+
+TEST(mime_table_is_sorted_and_complete)
+{
+    /* bsearch needs a sorted table: every entry must be found by its own
+     * extension. Spot-check the first, middle and last ones by name. */
+    ASSERT_STR_EQ(ext("/a.7z"), "application/x-7z-compressed");
+    ASSERT_STR_EQ(ext("/a.mov"), "video/quicktime");
+    ASSERT_STR_EQ(ext("/a.zst"), "application/zstd");
+    ASSERT_STR_EQ(ext("/a.yml"), "application/yaml");
+    ASSERT_STR_EQ(ext("/a.cjs"), "text/javascript");
+}
+
+TEST(mime_text_types)
+{
+    ASSERT_EQ(pk_mime_is_text("text/html"), 1);
+    ASSERT_EQ(pk_mime_is_text("text/css; charset=utf-8"), 1);
+    ASSERT_EQ(pk_mime_is_text("text/javascript"), 1);
+    ASSERT_EQ(pk_mime_is_text("application/json"), 1);
+    ASSERT_EQ(pk_mime_is_text("application/manifest+json"), 1);
+    ASSERT_EQ(pk_mime_is_text("image/svg+xml"), 1);
+    ASSERT_EQ(pk_mime_is_text("application/xml"), 1);
+    ASSERT_EQ(pk_mime_is_text("application/rss+xml"), 1);
+    ASSERT_EQ(pk_mime_is_text("Application/JSON"), 1);
+    ASSERT_EQ(pk_mime_is_text("image/png"), 0);
+    ASSERT_EQ(pk_mime_is_text("application/wasm"), 0);
+    ASSERT_EQ(pk_mime_is_text("application/octet-stream"), 0);
+    ASSERT_EQ(pk_mime_is_text("font/woff2"), 0);
+}
+
+TEST(mime_compression_classes)
+{
+    ASSERT_EQ(pk_mime_class("text/html; charset=utf-8"), PK_CLASS_TEXT);
+    ASSERT_EQ(pk_mime_class("text/javascript"), PK_CLASS_TEXT);
+    ASSERT_EQ(pk_mime_class("image/svg+xml"), PK_CLASS_TEXT);
+    ASSERT_EQ(pk_mime_class("font/ttf"), PK_CLASS_FONT);
+    ASSERT_EQ(pk_mime_class("font/otf"), PK_CLASS_FONT);
+    ASSERT_EQ(pk_mime_class("application/vnd.ms-fontobject"), PK_CLASS_FONT);
+    ASSERT_EQ(pk_mime_class("application/wasm"), PK_CLASS_BINARY);
+    ASSERT_EQ(pk_mime_class("image/x-icon"), PK_CLASS_BINARY);
+    ASSERT_EQ(pk_mime_class("image/bmp"), PK_CLASS_BINARY);
+    /* Already compressed: never recompressed. */
+    static const char *const none[] = {"image/png",
+                                       "image/jpeg",
+                                       "image/gif",
+                                       "image/webp",
+                                       "image/avif",
+                                       "font/woff",
+                                       "font/woff2",
+                                       "application/zip",
+                                       "application/gzip",
+                                       "application/zstd",
+                                       "video/mp4",
+                                       "audio/mpeg",
+                                       "application/octet-stream",
+                                       "application/pdf"};
+    for (size_t i = 0; i < sizeof none / sizeof none[0]; i++)
+        if (pk_mime_class(none[i]) != PK_CLASS_NONE)
+            t__fail(__FILE__, __LINE__, "%s: class %d, want none", none[i], pk_mime_class(none[i]));
+}
+
+TEST(mime_utf8_validation)
+{
+    ASSERT_EQ(pk_utf8_valid("plain", 5), 1);
+    ASSERT_EQ(pk_utf8_valid("caf\xc3\xa9", 5), 1);
+    ASSERT_EQ(pk_utf8_valid("\xf0\x9f\x98\x80", 4), 1);
+    ASSERT_EQ(pk_utf8_valid("caf\xe9", 4), 0);          /* Latin-1 */
+    ASSERT_EQ(pk_utf8_valid("\xc0\xaf", 2), 0);         /* overlong */
+    ASSERT_EQ(pk_utf8_valid("\xed\xa0\x80", 3), 0);     /* surrogate */
+    ASSERT_EQ(pk_utf8_valid("\xf4\x90\x80\x80", 4), 0); /* > U+10FFFF */
+    ASSERT_EQ(pk_utf8_valid("\xc3", 1), 0);             /* truncated */
+}
+
+static char *decide(const char *key, const char *rule, const void *data, size_t n)
+{
+    pk_magic *m = NULL;
+    char err[256];
+    char *t = pk_mime_decide(key, strlen(key), rule, data, n, &m, err, sizeof err);
+    if (!t)
+        t__fail(__FILE__, __LINE__, "%s: %s", key, err);
+    pk_magic_close(m);
+    return t;
+}
+
+TEST(mime_decide_charset_and_sources)
+{
+    char *t = decide("/a.html", NULL, "<p>x</p>", 8);
+    ASSERT_STR_EQ(t, "text/html; charset=utf-8");
+    free(t);
+    t = decide("/a.png", NULL, "", 0);
+    ASSERT_STR_EQ(t, "image/png");
+    free(t);
+    /* A rule is taken verbatim, whatever the extension says. */
+    t = decide("/a.html", "text/plain", "x", 1);
+    ASSERT_STR_EQ(t, "text/plain");
+    free(t);
+}
+
+TEST(mime_decide_libmagic_fallback)
+{
+    static const unsigned char png[] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n', 0,   0, 0, 13,
+                                        'I',  'H', 'D', 'R', 0,    0,    0,    1,    0,   0, 0, 1,
+                                        8,    6,   0,   0,   0,    0x1f, 0x15, 0xc4, 0x89};
+    char *t = decide("/logo", NULL, png, sizeof png);
+    ASSERT_STR_EQ(t, "image/png");
+    free(t);
+    const char *txt = "just some plain text without an extension\n";
+    t = decide("/LICENSE", NULL, txt, strlen(txt));
+    ASSERT_STR_EQ(t, "text/plain; charset=utf-8");
+    free(t);
+    const char *latin1 = "caf\xe9 cr\xe8me br\xfbl\xe9"
+                         "e, a plain text in Latin-1\n";
+    t = decide("/MENU", NULL, latin1, strlen(latin1));
+    ASSERT_EQ(strstr(t, "charset=utf-8") == NULL, 1); /* not claimed when it is not */
+    free(t);
+    t = decide("/empty", NULL, "", 0);
+    ASSERT_STR_EQ(t, "application/octet-stream");
+    free(t);
+}

@@ -1,0 +1,179 @@
+/* The rules file: parsing, rejection messages, matching, default Cache-Control,
+ * hashed-name detection. */
+#include "rules.h"
+#include "runner.h"
+
+#include <stdio.h>
+
+static const char *write_rules(const char *name, const char *json)
+{
+    static char path[4096];
+    snprintf(path, sizeof path, "%s/%s", t_tmpdir(), name);
+    FILE *f = fopen(path, "w");
+    ASSERT(f != NULL);
+    fputs(json, f);
+    fclose(f);
+    return path;
+}
+
+/* Loading must fail, and the message must contain each of the needles. */
+static void rejects(const char *json, const char *needle1, const char *needle2)
+{
+    const char *path = write_rules("bad.json", json);
+    pk_rules *r = NULL;
+    char err[1024] = "";
+    if (pk_rules_load(path, &r, err, sizeof err) == 0)
+        t__fail(__FILE__, __LINE__, "accepted: %s", json);
+    if (!strstr(err, path) || (needle1 && !strstr(err, needle1)) ||
+        (needle2 && !strstr(err, needle2)))
+        t__fail(__FILE__, __LINE__, "message \"%s\" lacks the file, \"%s\" or \"%s\"", err,
+                needle1 ? needle1 : "", needle2 ? needle2 : "");
+}
+
+static int hashed(const char *key)
+{
+    return pk_hashed_name(key, strlen(key));
+}
+
+TEST(rules_hashed_names)
+{
+    ASSERT_EQ(hashed("/app.3f9a1c2e.js"), 1);
+    ASSERT_EQ(hashed("/assets/main-BkR2x9aQ.js"), 1);
+    ASSERT_EQ(hashed("/assets/index-4f2a9c1d.css"), 1);
+    ASSERT_EQ(hashed("/chunk-5X7JQ2ZL.js"), 1);
+    ASSERT_EQ(hashed("/3f9a1c2e4b5d6a7f8e9d.js"), 1); /* webpack [contenthash].js */
+    ASSERT_EQ(hashed("/app.3f9a1c2e.min.js"), 1);
+    ASSERT_EQ(hashed("/a1b2c3d4e5f6"), 1); /* no extension */
+    ASSERT_EQ(hashed("/app.js"), 0);
+    ASSERT_EQ(hashed("/jquery-3.6.0.min.js"), 0); /* a version, not a hash */
+    ASSERT_EQ(hashed("/report-20230115.pdf"), 0); /* a date: digits only */
+    ASSERT_EQ(hashed("/v1beta2alpha.js"), 0);     /* lowercase word with digits */
+    ASSERT_EQ(hashed("/deadbeef.js"), 0);         /* hex letters, no digit */
+    ASSERT_EQ(hashed("/background.png"), 0);
+    ASSERT_EQ(hashed("/3f9a1c2e/app.js"), 0); /* only the file name counts */
+    ASSERT_EQ(hashed("/app.3f9a1c2"), 0);     /* 7 chars: the extension here */
+    ASSERT_EQ(hashed("/x.3f9a1c2.js"), 0);    /* 7 chars: too short */
+}
+
+TEST(rules_default_cache_control)
+{
+    ASSERT_STR_EQ(pk_rules_cache_control(NULL, "/index.html", 11, "text/html; charset=utf-8"),
+                  PK_CC_HTML);
+    /* HTML stays no-cache even when its name looks hashed. */
+    ASSERT_STR_EQ(pk_rules_cache_control(NULL, "/p.3f9a1c2e.html", 16, "text/html"), PK_CC_HTML);
+    ASSERT_STR_EQ(pk_rules_cache_control(NULL, "/app.3f9a1c2e.js", 16, "text/javascript"),
+                  PK_CC_IMMUTABLE);
+    ASSERT_STR_EQ(pk_rules_cache_control(NULL, "/app.js", 7, "text/javascript"), PK_CC_DEFAULT);
+    ASSERT_STR_EQ(PK_CC_IMMUTABLE, "public, max-age=31536000, immutable");
+    ASSERT_STR_EQ(PK_CC_HTML, "no-cache");
+}
+
+TEST(rules_load_and_apply)
+{
+    const char *path = write_rules(
+        "ok.json", "{\"$schema\": \"x\", \"comment\": \"test\",\n"
+                   " \"cache_control\": [{\"match\": \"/static/**\", \"value\": \"public, "
+                   "max-age=60\"},\n"
+                   "                    {\"match\": \"*.css\", \"value\": \"no-store\"},\n"
+                   "                    {\"match\": \"/static/x.css\", \"value\": \"never\"}],\n"
+                   " \"headers\": [{\"match\": \"**\", \"name\": \"X-Frame-Options\", "
+                   "\"value\": \"DENY\"},\n"
+                   "              {\"match\": \"*.html\", \"name\": \"Link\", \"value\": "
+                   "\"</a.css>; rel=preload\"}],\n"
+                   " \"exclude\": [\"*.map\", \"/drafts/**\"],\n"
+                   " \"mime\": [{\"match\": \"*.mdx\", \"type\": \"text/markdown; "
+                   "charset=utf-8\"}]}\n");
+    pk_rules *r = NULL;
+    char err[1024] = "";
+    if (pk_rules_load(path, &r, err, sizeof err) != 0)
+        t__fail(__FILE__, __LINE__, "%s", err);
+    /* cache_control: first match wins, falls back to the defaults. */
+    ASSERT_STR_EQ(pk_rules_cache_control(r, "/static/x.css", 13, "text/css"), "public, max-age=60");
+    ASSERT_STR_EQ(pk_rules_cache_control(r, "/a/b.css", 8, "text/css"), "no-store");
+    ASSERT_STR_EQ(pk_rules_cache_control(r, "/a.html", 7, "text/html"), PK_CC_HTML);
+    /* headers: every match applies, in file order. */
+    ASSERT_EQ(pk_rules_nheaders(r), 2);
+    pk_header h[2];
+    ASSERT_EQ(pk_rules_headers(r, "/docs/a.html", 12, h), 2);
+    ASSERT_STR_EQ(h[0].name, "X-Frame-Options");
+    ASSERT_STR_EQ(h[1].name, "Link");
+    ASSERT_STR_EQ(h[1].value, "</a.css>; rel=preload");
+    ASSERT_EQ(pk_rules_headers(r, "/a.js", 5, h), 1);
+    /* exclude and mime */
+    ASSERT_EQ(pk_rules_excluded(r, "/js/app.js.map", 14), 1);
+    ASSERT_EQ(pk_rules_excluded(r, "/drafts/a/b.html", 16), 1);
+    ASSERT_EQ(pk_rules_excluded(r, "/js/app.js", 10), 0);
+    ASSERT_STR_EQ(pk_rules_mime(r, "/a/b.mdx", 8), "text/markdown; charset=utf-8");
+    ASSERT(pk_rules_mime(r, "/a/b.md", 7) == NULL);
+    pk_rules_free(r);
+}
+
+TEST(rules_reject_bad_json)
+{
+    rejects("{\"exclude\": [\"a\",]}", ":1:", NULL); /* FILE:LINE:COL */
+    rejects("[]", "top level", NULL);
+    rejects("{\"exclude\": [\"a\"], \"exclude\": []}", NULL, NULL); /* duplicate key */
+}
+
+TEST(rules_reject_structure)
+{
+    rejects("{\"cachecontrol\": []}", "/", "unknown member \"cachecontrol\"");
+    rejects("{\"cache_control\": {}}", "/cache_control", "array");
+    rejects("{\"cache_control\": [{\"value\": \"x\"}]}", "/cache_control/0", "\"match\"");
+    rejects("{\"cache_control\": [{\"match\": \"*\", \"value\": 3}]}", "/cache_control/0",
+            "string");
+    rejects("{\"cache_control\": [{\"match\": \"*\", \"value\": \"x\", \"vlaue\": \"y\"}]}",
+            "/cache_control/0", "vlaue");
+    rejects("{\"exclude\": [\"ok\", 5]}", "/exclude/1", "glob");
+    rejects("{\"exclude\": [\"/[abc\"]}", "/exclude/0", "bad glob");
+    rejects("{\"mime\": [{\"match\": \"*\"}]}", "/mime/0", "\"type\"");
+}
+
+TEST(rules_reject_bad_header_names_and_values)
+{
+    rejects("{\"headers\": [{\"match\": \"*\", \"name\": \"X Bad\", \"value\": \"v\"}]}",
+            "/headers/0", "not a valid header name");
+    rejects("{\"headers\": [{\"match\": \"*\", \"name\": \"X:y\", \"value\": \"v\"}]}",
+            "/headers/0", "not a valid header name");
+    rejects("{\"headers\": [{\"match\": \"*\", \"name\": \"\", \"value\": \"v\"}]}", "/headers/0",
+            NULL);
+    rejects("{\"headers\": [{\"match\": \"*\", \"name\": \"content-length\", \"value\": \"1\"}]}",
+            "/headers/0", "set by servd-pack");
+    rejects("{\"headers\": [{\"match\": \"*\", \"name\": \"Vary\", \"value\": \"Origin\"}]}",
+            "/headers/0", "set by servd-pack");
+    rejects("{\"headers\": [{\"match\": \"*\", \"name\": \"X-A\", \"value\": \"a\\r\\nX-B: b\"}]}",
+            "/headers/0", "control character");
+    rejects("{\"headers\": [{\"match\": \"*\", \"name\": \"X-A\", \"value\": \"a\\nb\"}]}",
+            "/headers/0", NULL);
+    rejects("{\"headers\": [{\"match\": \"*\", \"name\": \"X-A\", \"value\": \" padded\"}]}",
+            "/headers/0", NULL);
+    rejects("{\"headers\": [{\"match\": \"*\", \"name\": \"X-A\", \"value\": \"\"}]}", "/headers/0",
+            NULL);
+    /* NUL: jansson refuses \u0000 in strings, so the message comes from the parser. */
+    rejects("{\"headers\": [{\"match\": \"*\", \"name\": \"X-A\", \"value\": \"a\\u0000b\"}]}",
+            NULL, NULL);
+    rejects("{\"cache_control\": [{\"match\": \"*\", \"value\": \"max-age=1\\r\\nX: y\"}]}",
+            "/cache_control/0", "control character");
+    rejects("{\"mime\": [{\"match\": \"*\", \"type\": \"text\"}]}", "/mime/0", "media type");
+    rejects("{\"mime\": [{\"match\": \"*\", \"type\": \"text/html\\r\\nX: y\"}]}", "/mime/0",
+            "media type");
+}
+
+TEST(rules_validators)
+{
+    ASSERT_EQ(pk_header_name_ok("X-Frame-Options"), 1);
+    ASSERT_EQ(pk_header_name_ok("x_y!#$%&'*+-.^`|~1"), 1);
+    ASSERT_EQ(pk_header_name_ok("a b"), 0);
+    ASSERT_EQ(pk_header_name_ok("a(b)"), 0);
+    ASSERT_EQ(pk_header_name_ok("caf\xc3\xa9"), 0);
+    ASSERT_EQ(pk_header_name_reserved("etag"), 1);
+    ASSERT_EQ(pk_header_name_reserved("Date"), 1);
+    ASSERT_EQ(pk_header_name_reserved("Link"), 0);
+    ASSERT_EQ(pk_header_value_ok("a\tb"), 1);
+    ASSERT_EQ(pk_header_value_ok("a\x7f"), 0);
+    ASSERT_EQ(pk_mime_type_ok("text/html"), 1);
+    ASSERT_EQ(pk_mime_type_ok("text/html; charset=utf-8"), 1);
+    ASSERT_EQ(pk_mime_type_ok("text/"), 0);
+    ASSERT_EQ(pk_mime_type_ok("/html"), 0);
+    ASSERT_EQ(pk_mime_type_ok("text/html extra"), 0);
+}

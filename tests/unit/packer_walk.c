@@ -1,0 +1,211 @@
+/* The walk: sorted keys, dotfiles, sidecars, symlinks, special files, bad names. */
+#include "runner.h"
+#include "walk.h"
+
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char root[2048];
+
+static void mk(const char *rel, const char *content)
+{
+    char p[4096];
+    snprintf(p, sizeof p, "%s/%s", root, rel);
+    for (char *s = p + strlen(root) + 1; *s; s++) {
+        if (*s == '/') {
+            *s = '\0';
+            mkdir(p, 0755);
+            *s = '/';
+        }
+    }
+    if (content) {
+        FILE *f = fopen(p, "w");
+        ASSERT(f != NULL);
+        fputs(content, f);
+        fclose(f);
+    } else {
+        mkdir(p, 0755);
+    }
+}
+
+static void fresh_root(const char *name)
+{
+    snprintf(root, sizeof root, "%s/%s", t_tmpdir(), name);
+    mkdir(root, 0755);
+}
+
+static int walk_ok(pk_site *s, const pk_rules *r)
+{
+    char err[2048];
+    memset(s, 0, sizeof *s);
+    if (pk_walk(root, r, s, err, sizeof err) != 0)
+        t__fail(__FILE__, __LINE__, "walk failed: %s", err);
+    return 0;
+}
+
+/* The walk must fail with a message containing needle. */
+static void walk_fails(const char *needle)
+{
+    pk_site s;
+    char err[2048] = "";
+    memset(&s, 0, sizeof s);
+    if (pk_walk(root, NULL, &s, err, sizeof err) == 0)
+        t__fail(__FILE__, __LINE__, "walk succeeded, wanted an error with \"%s\"", needle);
+    if (!strstr(err, needle))
+        t__fail(__FILE__, __LINE__, "message \"%s\" lacks \"%s\"", err, needle);
+    pk_site_free(&s);
+}
+
+TEST(walk_sorted_keys_and_skips)
+{
+    fresh_root("site");
+    mk("index.html", "i");
+    mk("a-b.css", "x");
+    mk("a/b.css", "x");
+    mk("docs/guide/index.html", "g");
+    mk(".env", "secret");
+    mk(".git/config", "x");
+    mk("docs/.hidden", "x");
+    mk(".well-known/security.txt", "s");
+    mk("x.js", "js");
+    mk("x.js.gz", "gz");     /* sidecar of x.js */
+    mk("x.js.br", "br");     /* sidecar */
+    mk("lone.css.gz", "gz"); /* no x: an ordinary file */
+    pk_site s;
+    walk_ok(&s, NULL);
+    const char *want[] = {"/.well-known/security.txt",
+                          "/a-b.css",
+                          "/a/b.css",
+                          "/docs/guide/index.html",
+                          "/index.html",
+                          "/lone.css.gz",
+                          "/x.js"};
+    ASSERT_EQ(s.n, sizeof want / sizeof want[0]);
+    for (size_t i = 0; i < s.n; i++)
+        ASSERT_STR_EQ(s.files[i].key, want[i]);
+    ASSERT_EQ(s.skipped_dot, 3);     /* .env, .git, docs/.hidden */
+    ASSERT_EQ(s.skipped_sidecar, 2); /* x.js.gz, x.js.br */
+    ASSERT_EQ(s.skipped_excluded, 0);
+    ASSERT(strstr(s.files[1].src, "/a-b.css") != NULL);
+    pk_site_free(&s);
+}
+
+TEST(walk_symlinks_inside_followed)
+{
+    fresh_root("links");
+    mk("real/a.txt", "a");
+    ASSERT_EQ(symlink("real", "/dev/null/x") != 0, 1); /* sanity: symlink() reports errors */
+    char p[4096];
+    snprintf(p, sizeof p, "%s/alias", root);
+    ASSERT_EQ(symlink("real", p), 0);
+    snprintf(p, sizeof p, "%s/b.txt", root);
+    ASSERT_EQ(symlink("real/a.txt", p), 0);
+    pk_site s;
+    walk_ok(&s, NULL);
+    ASSERT_EQ(s.n, 3);
+    ASSERT_STR_EQ(s.files[0].key, "/alias/a.txt");
+    ASSERT_STR_EQ(s.files[1].key, "/b.txt");
+    ASSERT_STR_EQ(s.files[2].key, "/real/a.txt");
+    pk_site_free(&s);
+}
+
+TEST(walk_symlink_outside_refused)
+{
+    fresh_root("out");
+    mk("a.txt", "a");
+    char p[4096];
+    snprintf(p, sizeof p, "%s/passwd", root);
+    ASSERT_EQ(symlink("/etc/passwd", p), 0);
+    walk_fails("passwd: symbolic link leads outside the root");
+}
+
+TEST(walk_symlink_outside_excluded_is_skipped)
+{
+    fresh_root("outx");
+    mk("a.txt", "a");
+    char p[4096];
+    snprintf(p, sizeof p, "%s/passwd", root);
+    ASSERT_EQ(symlink("/etc/passwd", p), 0);
+    snprintf(p, sizeof p, "%s/../rules.json", root);
+    FILE *f = fopen(p, "w");
+    fputs("{\"exclude\": [\"/passwd\"]}", f);
+    fclose(f);
+    pk_rules *r;
+    char err[1024];
+    ASSERT_EQ(pk_rules_load(p, &r, err, sizeof err), 0);
+    pk_site s;
+    walk_ok(&s, r);
+    ASSERT_EQ(s.n, 1);
+    ASSERT_EQ(s.skipped_excluded, 1);
+    pk_site_free(&s);
+    pk_rules_free(r);
+}
+
+TEST(walk_broken_symlink_and_loop_refused)
+{
+    fresh_root("broken");
+    char p[4096];
+    snprintf(p, sizeof p, "%s/dangling", root);
+    ASSERT_EQ(symlink("nowhere", p), 0);
+    walk_fails("dangling: broken symbolic link");
+
+    fresh_root("loop");
+    mk("d/a.txt", "a");
+    snprintf(p, sizeof p, "%s/d/up", root);
+    ASSERT_EQ(symlink("..", p), 0);
+    walk_fails("directory loop");
+}
+
+TEST(walk_special_files_refused)
+{
+    fresh_root("fifo");
+    mk("a.txt", "a");
+    char p[4096];
+    snprintf(p, sizeof p, "%s/pipe", root);
+    ASSERT_EQ(mkfifo(p, 0644), 0);
+    walk_fails("pipe: is a FIFO");
+}
+
+TEST(walk_bad_names_refused)
+{
+    fresh_root("bs");
+    mk("a\\b.txt", "x");
+    walk_fails("backslash");
+    fresh_root("ctl");
+    mk("a\tb.txt", "x");
+    walk_fails("control character");
+    fresh_root("utf");
+    mk("caf\xe9.txt", "x");
+    walk_fails("not valid UTF-8");
+}
+
+TEST(walk_root_errors)
+{
+    pk_site s;
+    char err[2048];
+    memset(&s, 0, sizeof s);
+    ASSERT_NE(pk_walk("/nonexistent/servd-root", NULL, &s, err, sizeof err), 0);
+    ASSERT(strstr(err, "/nonexistent/servd-root") != NULL);
+    pk_site_free(&s);
+    fresh_root("file");
+    mk("f", "x");
+    char p[4096];
+    snprintf(p, sizeof p, "%s/f", root);
+    memset(&s, 0, sizeof s);
+    ASSERT_NE(pk_walk(p, NULL, &s, err, sizeof err), 0);
+    ASSERT(strstr(err, "not a directory") != NULL);
+    pk_site_free(&s);
+}
+
+TEST(walk_long_key_refused)
+{
+    fresh_root("long");
+    char name[300];
+    memset(name, 'n', 255);
+    name[255] = '\0';
+    char rel[700];
+    snprintf(rel, sizeof rel, "%s/%s/x", name, name); /* key: 514 bytes */
+    mk(rel, "x");
+    walk_fails("longer than 511 bytes");
+}
