@@ -40,9 +40,10 @@
  *     same number; otherwise 400;
  *   - Transfer-Encoding (§6.1, §6.3): with Content-Length -> 400; in
  *     HTTP/1.0 -> 400; last coding not "chunked", chunked twice, or
- *     coding parameters -> 400; another known coding before chunked is
- *     fine, an unknown one -> 501; an accepted chunked body is not decoded,
- *     so the request is answered and the connection closed (keep_alive 0);
+ *     coding parameters -> 400; any coding before chunked ("gzip, chunked")
+ *     -> 501 (§6.1: a coding we do not implement); "chunked" alone is
+ *     accepted but its body is not decoded, so the request is answered and
+ *     the connection closed (keep_alive 0);
  *   - Connection (§9.3, §9.6): comma-separated tokens, case-insensitive;
  *     "close" ends keep-alive; HTTP/1.0 keeps the connection only with
  *     "keep-alive".
@@ -349,7 +350,7 @@ static int field_line(const char *p, size_t n, int complete, sf_view *name, sf_v
 typedef struct fstate {
     int have_cl;
     unsigned n_host, n_te;
-    int te_last_chunked, te_chunked_count, te_unknown, te_bad;
+    int te_last_chunked, te_chunked_count, te_other, te_bad;
     int conn_close, conn_keep_alive;
 } fstate;
 
@@ -386,7 +387,8 @@ static int content_length(sv_request *req, fstate *st, sf_view v)
     return elements ? 0 : -400;
 }
 
-/* Transfer-Encoding = #transfer-coding; only the codings' names matter. */
+/* Transfer-Encoding = #transfer-coding; only the codings' names matter.
+ * Lines of the field form one list, in order. */
 static void transfer_encoding(fstate *st, sf_view v)
 {
     size_t i = 0;
@@ -408,9 +410,8 @@ static void transfer_encoding(fstate *st, sf_view v)
         st->te_last_chunked = ieq(c, n, "chunked");
         if (st->te_last_chunked)
             st->te_chunked_count++;
-        else if (!(ieq(c, n, "gzip") || ieq(c, n, "x-gzip") || ieq(c, n, "deflate") ||
-                   ieq(c, n, "compress") || ieq(c, n, "x-compress")))
-            st->te_unknown = 1;
+        else
+            st->te_other = 1;
         while (i < v.len && is_ows(v.ptr[i]))
             i++;
         if (i < v.len && v.ptr[i] != ',') {
@@ -488,7 +489,7 @@ static int finish(sv_request *req, const fstate *st)
         if (st->have_cl || req->minor == 0 || st->te_bad || !st->te_last_chunked ||
             st->te_chunked_count != 1)
             return -400;
-        if (st->te_unknown)
+        if (st->te_other)
             return -501;
         req->chunked = 1;
     }

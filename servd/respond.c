@@ -6,7 +6,9 @@
  *   1. method: SV_M_OTHER -> 405 with "Allow: GET, HEAD" (OPTIONS is not
  *      implemented); SV_M_UNKNOWN -> 501;
  *   2. path: sf_path_from_target() (the one normalisation shared with the
- *      packer): SF_EPATH -> 400, SF_ETOOLONG -> 414;
+ *      packer): SF_EPATH -> 400; SF_ETOOLONG (a decoded path longer than any
+ *      key can be) -> 404: the request line was within SV_MAX_REQUEST_LINE,
+ *      the one limit answered 414, and such a path names nothing;
  *   3. lookup: "/dir/" serves "/dir/index.html"; "/dir" without its own key
  *      but with "/dir/index.html" -> 301 to "/dir/" keeping the query; SPA
  *      fallback (site->spa, last segment without '.') -> "/index.html" as a
@@ -516,7 +518,7 @@ int sv_respond(const sv_request *req, sf_reader *rd, const sv_site *site, const 
     size_t klen;
     int rc = sf_path_from_target(req->path.ptr, req->path.len, key, SF_PATH_MAX, &klen);
     if (rc == SF_ETOOLONG)
-        return fail(&c, 414);
+        return not_found(&c);
     if (rc != 0)
         return fail(&c, 400);
 
