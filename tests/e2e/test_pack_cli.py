@@ -1,0 +1,167 @@
+"""The command line: --help, --version, exit statuses (0 ok, 1 failure, 2 usage), and
+failures that name the file and the cause and leave no output behind."""
+import os
+import stat
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "pack"))
+import packtest as T  # noqa: E402
+
+NOBODY = 65534
+
+
+def no_output(outdir, out, what):
+    T.check(not os.path.exists(out), "%s: output %s exists" % (what, out))
+    left = [f for f in os.listdir(outdir) if ".tmp-" in f]
+    T.eq(left, [], "%s: temporary files left in %s" % (what, outdir))
+
+
+def expect_failure(args, status, needles, what, outdir=None, out=None, preexec_fn=None, env=None):
+    p = T.run(args, preexec_fn=preexec_fn, env=env)
+    err = p.stderr.decode(errors="replace")
+    T.eq(p.returncode, status, "%s: exit status (stderr: %s)" % (what, err.strip()))
+    for n in needles:
+        T.check(n in err, "%s: message %r does not contain %r" % (what, err.strip(), n))
+    if out:
+        no_output(outdir, out, what)
+    return err
+
+
+def main():
+    # Help and version.
+    p = T.run(["--help"])
+    T.eq(p.returncode, 0, "--help exit status")
+    help_text = p.stdout.decode()
+    for word in ("build", "ls", "verify", "diff", "cat", "--rules", "--manifest", "--base",
+                 "--jobs", "--encoding", "exit status"):
+        T.check(word in help_text, "--help mentions %s" % word)
+    p = T.run(["--version"])
+    T.eq(p.returncode, 0, "--version exit status")
+    T.check(p.stdout.decode().startswith("servd-pack "), "--version output: %r" % p.stdout)
+    T.eq(T.run(["build", "--help"]).returncode, 0, "build --help")
+
+    with T.TempDir() as work:
+        root = os.path.join(work, "site")
+        T.make_site(root)
+        outdir = os.path.join(work, "out")
+        os.mkdir(outdir)
+        out = os.path.join(outdir, "site.lmdb")
+
+        # Usage errors: exit 2.
+        expect_failure([], 2, ["usage"], "no arguments")
+        expect_failure(["frobnicate"], 2, ["unknown command"], "unknown command")
+        expect_failure(["build", root], 2, ["-o"], "build without -o")
+        expect_failure(["build", "-o", out], 2, ["WEBROOT"], "build without a root")
+        expect_failure(["build", root, "-o", out, "--bogus"], 2, [], "unknown option", outdir, out)
+        expect_failure(["build", root, "-o", out, "--jobs", "0"], 2, ["--jobs"], "--jobs 0", outdir, out)
+        expect_failure(["build", root, "-o", out, "--jobs", "x"], 2, ["--jobs"], "--jobs x", outdir, out)
+        expect_failure(["build", root, "-o", out], 2, ["SOURCE_DATE_EPOCH"], "bad SOURCE_DATE_EPOCH",
+                       outdir, out, env={"SOURCE_DATE_EPOCH": "yesterday"})
+        expect_failure(["ls"], 2, ["SITE"], "ls without a pack")
+        expect_failure(["ls", "a", "b"], 2, [], "ls with two packs")
+        expect_failure(["cat", "x.lmdb", "/", "--encoding", "deflate"], 2, ["deflate"], "cat --encoding deflate")
+        expect_failure(["diff", "x.lmdb"], 2, [], "diff with one pack")
+
+        # Failures: exit 1, message names the file, nothing left behind.
+        missing = os.path.join(work, "no-such-root")
+        expect_failure(["build", missing, "-o", out], 1, [missing], "missing root", outdir, out)
+        afile = os.path.join(root, "tiny.txt")
+        expect_failure(["build", afile, "-o", out], 1, [afile, "not a directory"], "root is a file", outdir, out)
+        nodir = os.path.join(work, "no-such-dir", "site.lmdb")
+        expect_failure(["build", root, "-o", nodir], 1, [nodir], "output directory missing")
+        expect_failure(["build", root, "-o", outdir], 1, [outdir, "directory"], "output is a directory")
+        man_missing = os.path.join(work, "no-such-dir", "m.json")
+        expect_failure(["build", root, "-o", out, "--manifest", man_missing], 1, [man_missing],
+                       "manifest directory missing", outdir, out)
+
+        bad_rules = os.path.join(work, "bad.json")
+        with open(bad_rules, "w") as f:
+            f.write('{"headers": [{"match": "*", "name": "X Bad", "value": "v"}]}')
+        expect_failure(["build", root, "-o", out, "--rules", bad_rules], 1,
+                       [bad_rules, "/headers/0", "header name"], "bad header name in rules", outdir, out)
+        with open(bad_rules, "w") as f:
+            f.write('{"exclude": [')
+        expect_failure(["build", root, "-o", out, "--rules", bad_rules], 1, [bad_rules + ":1:"],
+                       "rules file with a JSON syntax error", outdir, out)
+        expect_failure(["build", root, "-o", out, "--rules", os.path.join(work, "none.json")], 1,
+                       ["none.json"], "missing rules file", outdir, out)
+
+        # A FIFO in the root.
+        fifo_root = os.path.join(work, "fifo-site")
+        T.make_site(fifo_root)
+        fifo = os.path.join(fifo_root, "docs", "pipe")
+        os.mkfifo(fifo)
+        expect_failure(["build", fifo_root, "-o", out], 1, [fifo, "FIFO"], "FIFO in the root", outdir, out)
+        # ... unless excluded by the rules.
+        ex_rules = os.path.join(work, "exclude.json")
+        with open(ex_rules, "w") as f:
+            f.write('{"exclude": ["/docs/pipe"]}')
+        p = T.run(["build", fifo_root, "-o", out, "--rules", ex_rules])
+        T.eq(p.returncode, 0, "excluded FIFO: " + p.stderr.decode())
+        T.check("1 excluded" in p.stderr.decode(), "summary counts the exclude: " + p.stderr.decode())
+        os.unlink(out)
+
+        # A symbolic link leading outside the root.
+        link_root = os.path.join(work, "link-site")
+        T.make_site(link_root)
+        link = os.path.join(link_root, "secrets")
+        os.symlink(work, link)
+        expect_failure(["build", link_root, "-o", out], 1, [link, "outside the root"],
+                       "symlink outside the root", outdir, out)
+
+        # A name that cannot be a URL path.
+        name_root = os.path.join(work, "name-site")
+        T.make_site(name_root)
+        bad_name = os.path.join(name_root.encode(), b"caf\xe9.html")
+        with open(bad_name, "wb") as f:
+            f.write(b"x")
+        expect_failure(["build", name_root, "-o", out], 1, ["UTF-8"], "invalid UTF-8 file name", outdir, out)
+
+        # An unreadable file. Root reads everything, so drop to nobody for this one.
+        ro_root = os.path.join(work, "ro-site")
+        T.make_site(ro_root)
+        secret = os.path.join(ro_root, "docs", "index.html")
+        os.chmod(secret, 0)
+        drop = None
+        if os.geteuid() == 0:
+            for dirpath, dirs, files in os.walk(work):
+                os.chmod(dirpath, 0o777)
+            os.chmod(work, 0o777)
+
+            def drop():
+                os.setgid(NOBODY)
+                os.setuid(NOBODY)
+        expect_failure(["build", ro_root, "-o", out], 1, [secret, "ermission denied"],
+                       "unreadable file", outdir, out, preexec_fn=drop)
+        os.chmod(secret, stat.S_IRUSR | stat.S_IWUSR)
+
+        # Packs that are not packs.
+        notpack = os.path.join(work, "not.lmdb")
+        with open(notpack, "wb") as f:
+            f.write(b"hello" * 4000)
+        for cmd in (["ls", notpack], ["verify", notpack], ["cat", notpack, "/"],
+                    ["diff", notpack, notpack]):
+            expect_failure(cmd, 1, [notpack, "not a servd pack"], "%s of a non-pack" % cmd[0])
+        nopack = os.path.join(work, "absent.lmdb")
+        expect_failure(["ls", nopack], 1, [nopack], "ls of a missing pack")
+
+        # A good build, then cat errors.
+        p = T.run(["build", root, "-o", out])
+        T.eq(p.returncode, 0, "build: " + p.stderr.decode())
+        summary = p.stderr.decode()
+        for word in ("identity", "gzip", "br", "zstd", "3 dotfiles", "1 sidecars", "paths"):
+            T.check(word in summary, "summary mentions %r: %s" % (word, summary))
+        T.eq(T.run(["build", root, "-o", out, "-q"]).stderr, b"", "-q prints nothing")
+        expect_failure(["cat", out, "/nope.html"], 1, ["/nope.html", "no such path"], "cat of a missing path")
+        expect_failure(["cat", out, "/img/photo.png", "--encoding", "br"], 1,
+                       ["/img/photo.png", "no br variant"], "cat of a missing variant")
+        expect_failure(["cat", out, "/../etc/passwd"], 2, ["not a valid URL path"], "cat of a bad path")
+        T.eq(T.run(["cat", out, "/docs/"]).stdout, T.run(["cat", out, "/docs/index.html"]).stdout,
+             "cat /docs/ serves /docs/index.html")
+        T.eq(T.run(["cat", out, "/caf%C3%A9/men%C3%BC.html"]).stdout,
+             T.run(["cat", out, "/caf\u00e9/men\u00fc.html"]).stdout, "cat percent-decodes PATH")
+    T.finish("test_pack_cli")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,75 @@
+"""servd-pack diff OLD NEW: added (+), changed (~) and removed (-) paths, sorted, as text
+and JSON; a change of headers only (Cache-Control from the rules) counts as changed;
+identical packs give an empty diff; exit status 0."""
+import json
+import os
+import shutil
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "pack"))
+import packtest as T  # noqa: E402
+
+
+def main():
+    env = {"SOURCE_DATE_EPOCH": "1700000000"}
+    with T.TempDir() as work:
+        a = os.path.join(work, "a")
+        T.make_site(a)
+        old = os.path.join(work, "old.lmdb")
+        T.build(a, old, env=env)
+
+        b = os.path.join(work, "b")
+        shutil.copytree(a, b)
+        with open(os.path.join(b, "css", "site.css"), "ab") as f:
+            f.write(b".new{}\n")
+        os.unlink(os.path.join(b, "docs", "guide", "intro.html"))
+        with open(os.path.join(b, "docs", "new.html"), "w") as f:
+            f.write("<p>new page</p>\n")
+        with open(os.path.join(b, "zzz.txt"), "w") as f:
+            f.write("last\n")
+        rules = os.path.join(work, "rules.json")
+        with open(rules, "w") as f:
+            json.dump({"cache_control": [{"match": "/data/site.json", "value": "no-store"}]}, f)
+        new = os.path.join(work, "new.lmdb")
+        T.build(b, new, "--rules", rules, env=env)
+
+        p = T.run(["diff", old, new])
+        T.eq(p.returncode, 0, "diff exit status (stderr: %s)" % p.stderr.decode())
+        T.eq(p.stdout.decode().splitlines(),
+             ["~ /css/site.css", "~ /data/site.json", "- /docs/guide/intro.html", "+ /docs/new.html",
+              "+ /zzz.txt"],
+             "diff lines, sorted by path")
+        p = T.run(["diff", old, new, "--json"])
+        T.eq(p.returncode, 0, "diff --json exit status")
+        T.eq(json.loads(p.stdout), {"added": ["/docs/new.html", "/zzz.txt"],
+                                    "changed": ["/css/site.css", "/data/site.json"],
+                                    "removed": ["/docs/guide/intro.html"]}, "diff --json")
+        p = T.run(["diff", new, old])
+        T.eq(sorted(p.stdout.decode().splitlines()),
+             sorted(["~ /css/site.css", "~ /data/site.json", "- /docs/new.html",
+                     "+ /docs/guide/intro.html", "- /zzz.txt"]), "reverse diff")
+
+        # Same content, other mtimes, no SOURCE_DATE_EPOCH: Last-Modified differs -> changed.
+        c = os.path.join(work, "c")
+        shutil.copytree(a, c)
+        t = 1500000000
+        os.utime(os.path.join(c, "index.html"), (t, t))
+        c1 = os.path.join(work, "c1.lmdb")
+        c2 = os.path.join(work, "c2.lmdb")
+        T.build(a, c1)
+        T.build(c, c2)
+        lines = T.run(["diff", c1, c2]).stdout.decode().splitlines()
+        T.check("~ /index.html" in lines, "a new Last-Modified counts as changed: %r" % lines)
+
+        # Identical packs.
+        again = os.path.join(work, "again.lmdb")
+        T.build(a, again, env=env)
+        p = T.run(["diff", old, again])
+        T.eq((p.returncode, p.stdout), (0, b""), "diff of identical packs")
+        T.eq(json.loads(T.run(["diff", old, again, "--json"]).stdout),
+             {"added": [], "changed": [], "removed": []}, "diff --json of identical packs")
+    T.finish("test_pack_diff")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,71 @@
+"""Reproducibility: the same tree gives the same `ls` output, `ls --json` and manifest
+(and so the same pack id and ETags), whatever the mtimes when SOURCE_DATE_EPOCH is set,
+whatever the directory the tree sits in, and whatever the number of threads."""
+import json
+import os
+import shutil
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "pack"))
+import packtest as T  # noqa: E402
+
+SDE = "1700000000"
+
+
+def set_mtimes(root, t):
+    for dirpath, _, files in os.walk(root):
+        for f in files:
+            os.utime(os.path.join(dirpath, f), (t, t), follow_symlinks=False)
+
+
+def pack_and_describe(root, out, *extra, env=None):
+    man = out + ".json"
+    T.build(root, out, "--manifest", man, *extra, env=env)
+    with open(man, encoding="utf-8") as f:
+        manifest = json.load(f)
+    return T.ls(out), T.ls_json(out), manifest
+
+
+def main():
+    with T.TempDir() as work:
+        a = os.path.join(work, "a")
+        T.make_site(a)
+        b = os.path.join(work, "elsewhere", "b")
+        shutil.copytree(a, b, symlinks=True)
+        set_mtimes(a, 1000000000)
+        set_mtimes(b, 1600000000)
+        env = {"SOURCE_DATE_EPOCH": SDE}
+        la, ja, ma = pack_and_describe(a, os.path.join(work, "a.lmdb"), env=env)
+        lb, jb, mb = pack_and_describe(b, os.path.join(work, "b.lmdb"), "--jobs", "1", env=env)
+        T.eq(lb, la, "ls output of the same tree with other mtimes, place and --jobs")
+        T.eq(jb, ja, "ls --json of the same tree")
+        T.eq(mb, ma, "manifest of the same tree")
+        T.check(all(e["last_modified"] == int(SDE) for e in ja), "Last-Modified = SOURCE_DATE_EPOCH")
+        h = dict(T.parse_headers(T.cat(os.path.join(work, "a.lmdb"), "/index.html", headers=True))[1])
+        T.eq(h.get("Last-Modified"), "Tue, 14 Nov 2023 22:13:20 GMT", "Last-Modified header")
+
+        # The pack files themselves: same records, so the same pack id.
+        with open(os.path.join(work, "a.lmdb.json")) as f:
+            ida = json.load(f)["pack_id"]
+        T.eq(len(ida), 32, "pack id is 16 bytes of hex")
+
+        # Without SOURCE_DATE_EPOCH: packing the same tree twice is still identical.
+        l1, _, m1 = pack_and_describe(a, os.path.join(work, "a1.lmdb"))
+        l2, _, m2 = pack_and_describe(a, os.path.join(work, "a2.lmdb"))
+        T.eq(l2, l1, "ls output of two packs of the same tree (no SOURCE_DATE_EPOCH)")
+        T.eq(m2, m1, "manifests of two packs of the same tree (no SOURCE_DATE_EPOCH)")
+        j1 = T.ls_json(os.path.join(work, "a1.lmdb"))
+        T.check(all(e["last_modified"] == 1000000000 for e in j1), "Last-Modified = mtime")
+
+        # A changed byte changes that file's ETags and the pack id, nothing else.
+        with open(os.path.join(b, "css", "site.css"), "ab") as f:
+            f.write(b"/* changed */\n")
+        lc, jc, mc = pack_and_describe(b, os.path.join(work, "c.lmdb"), env=env)
+        T.check(mc["pack_id"] != ma["pack_id"], "pack id changes with the content")
+        changed = [x["path"] for x, y in zip(ja, jc) if x != y]
+        T.eq(changed, ["/css/site.css"], "entries that differ after changing one file")
+    T.finish("test_pack_repro")
+
+
+if __name__ == "__main__":
+    main()

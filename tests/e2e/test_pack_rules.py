@@ -1,0 +1,113 @@
+"""Rules (--rules) end to end: Cache-Control by glob, extra headers on 200 and 404
+blocks, excludes counted in the summary, MIME overrides (which also decide compression);
+the manifest agrees with the pack; the example rules in manifests/examples build."""
+import json
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "pack"))
+import packtest as T  # noqa: E402
+
+RULES = {
+    "cache_control": [
+        {"match": "/js/**", "value": "public, max-age=60"},
+        {"match": "*.css", "value": "no-store"},
+    ],
+    "headers": [
+        {"match": "**", "name": "X-Content-Type-Options", "value": "nosniff"},
+        {"match": "*.html", "name": "Link", "value": "</css/site.css>; rel=preload; as=style"},
+    ],
+    "exclude": ["/dup/**", "*.wasm"],
+    "mime": [
+        {"match": "/LICENSE", "type": "application/octet-stream"},
+        {"match": "*.txt", "type": "text/x-custom; charset=utf-8"},
+    ],
+}
+
+
+def headers(pack, path, enc="identity"):
+    return T.parse_headers(T.cat(pack, path, enc, headers=True))[1]
+
+
+def main():
+    with T.TempDir() as work:
+        root = os.path.join(work, "site")
+        T.make_site(root)
+        rules = os.path.join(work, "rules.json")
+        with open(rules, "w") as f:
+            json.dump(RULES, f)
+        pack = os.path.join(work, "site.lmdb")
+        man = os.path.join(work, "manifest.json")
+        p = T.run(["build", root, "-o", pack, "--rules", rules, "--manifest", man])
+        T.eq(p.returncode, 0, "build with rules: " + p.stderr.decode())
+        summary = p.stderr.decode()
+        m = re.search(r"(\d+) excluded", summary)
+        T.eq(m and int(m.group(1)), 3, "excluded count in the summary (dup/one, dup/two, app.wasm)")
+
+        listing = {e["path"]: e for e in T.ls_json(pack)}
+        for gone in ("/dup/one.txt", "/dup/two.txt", "/app.wasm"):
+            T.check(gone not in listing, "%s excluded" % gone)
+
+        T.eq(listing["/js/app.js"]["cache_control"], "public, max-age=60", "first match: /js/**")
+        T.eq(listing["/js/app.3f9a1c2e.js"]["cache_control"], "public, max-age=60",
+             "a rule beats the hashed-name default")
+        T.eq(listing["/css/site.css"]["cache_control"], "no-store", "*.css rule")
+        T.eq(listing["/index.html"]["cache_control"], "no-cache", "default for HTML without a rule")
+
+        T.eq(listing["/LICENSE"]["mime"], "application/octet-stream", "MIME override")
+        T.eq([v["encoding"] for v in listing["/LICENSE"]["variants"]], ["identity"],
+             "an octet-stream override is not compressed")
+        T.eq(listing["/with space/a b.txt"]["mime"], "text/x-custom; charset=utf-8", "*.txt override")
+        T.check(len(listing["/with space/a b.txt"]["variants"]) > 1, "a text/* override is compressed")
+
+        # Extra headers: after Accept-Ranges, in rule order, on every variant and on the 404.
+        for enc in [v["encoding"] for v in listing["/index.html"]["variants"]]:
+            h = headers(pack, "/index.html", enc)
+            names = [n for n, _ in h]
+            T.eq(names[-3:], ["Accept-Ranges", "X-Content-Type-Options", "Link"],
+                 "/index.html %s: extras last, in order" % enc)
+            T.eq(dict(h)["Link"], "</css/site.css>; rel=preload; as=style", "Link value")
+        h = headers(pack, "/img/photo.png")
+        T.eq([n for n, _ in h][-1], "X-Content-Type-Options", "** header on a PNG")
+        T.check("Link" not in dict(h), "*.html header not on a PNG")
+        h404 = headers(pack, "status:404")
+        T.eq([n for n, _ in h404][-2:], ["X-Content-Type-Options", "Link"], "extras on the 404 block")
+
+        # The manifest agrees with the pack.
+        with open(man, encoding="utf-8") as f:
+            doc = json.load(f)
+        for key in ("servd_manifest", "pack_id", "packer", "profile", "not_found", "totals", "paths"):
+            T.check(key in doc, "manifest has %s" % key)
+        T.eq(doc["not_found"], "/404.html", "manifest not_found")
+        T.eq(list(doc["paths"]), sorted(listing, key=lambda k: k.encode()), "manifest paths, in byte order")
+        T.eq(doc["totals"]["paths"], len(listing), "manifest totals.paths")
+        for path, e in listing.items():
+            mp = doc["paths"].get(path, {})
+            T.eq([(v["encoding"], v["size"], v["etag"]) for v in mp.get("variants", [])],
+                 [(v["encoding"], v["size"], v["etag"]) for v in e["variants"]],
+                 "manifest variants of %s" % path)
+            T.eq(mp.get("mime"), e["mime"], "manifest mime of %s" % path)
+            T.eq(mp.get("cache_control"), e["cache_control"], "manifest cache_control of %s" % path)
+            for v in mp.get("variants", []):
+                T.check(re.fullmatch(r'"[A-Za-z0-9_-]{22}"', v["etag"]), "ETag format %r" % v["etag"])
+        T.eq([h["name"] for h in doc["paths"]["/index.html"]["headers"]],
+             ["X-Content-Type-Options", "Link"], "manifest headers of /index.html")
+        T.eq(T.run(["verify", pack]).returncode, 0, "verify of the rules pack")
+
+        # Every example rules file builds (and is valid JSON for the schema's sake).
+        exdir = os.path.join(T.SOURCE_DIR, "manifests", "examples")
+        examples = sorted(f for f in os.listdir(exdir) if f.endswith(".json"))
+        T.check(len(examples) >= 3, "at least three example rules files")
+        for name in examples:
+            out = os.path.join(work, name + ".lmdb")
+            p = T.run(["build", root, "-o", out, "--rules", os.path.join(exdir, name), "-q"])
+            T.eq(p.returncode, 0, "example %s builds: %s" % (name, p.stderr.decode()))
+        for schema in ("rules.schema.json", "manifest.schema.json"):
+            with open(os.path.join(T.SOURCE_DIR, "manifests", schema), encoding="utf-8") as f:
+                T.check("$schema" in json.load(f), "%s is a JSON schema" % schema)
+    T.finish("test_pack_rules")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,134 @@
+"""Every variant of every file decodes to the original bytes, and every stored header
+block follows the contract with servd (docs/format.md section 6).
+
+Runs on www/ (the sample site) and on a generated fixture tree that covers the
+packer's cases (unicode names, no extension, duplicates, sidecars, dotfiles, fonts,
+images, wasm, tiny and empty files)."""
+import base64
+import hashlib
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "pack"))
+import packtest as T  # noqa: E402
+
+NEVER_COMPRESSED = ("image/png", "image/webp", "font/woff2", "application/x-brotli")
+TEXT_PREFIXES = ("text/", "application/json", "image/svg+xml", "application/manifest+json")
+
+
+def etag_of(data):
+    return '"%s"' % base64.urlsafe_b64encode(hashlib.sha256(data).digest()[:16]).decode().rstrip("=")
+
+
+def check_site(name, root, work):
+    pack = os.path.join(work, name + ".lmdb")
+    T.build(root, pack)
+    want = T.source_files(root)
+    listing = T.ls_json(pack)
+    got_paths = [e["path"] for e in listing]
+    T.eq(got_paths, sorted(want, key=lambda k: k.encode()), "%s: packed paths (byte order)" % name)
+
+    for e in listing:
+        path = e["path"]
+        src = want.get(path)
+        if src is None:
+            continue
+        encs = [v["encoding"] for v in e["variants"]]
+        T.eq(encs[0], "identity", "%s %s: variants[0]" % (name, path))
+        T.eq(e["size"], len(src), "%s %s: identity size" % (name, path))
+        negotiable = len(encs) > 1
+        mime = e["mime"]
+        if mime.startswith(NEVER_COMPRESSED):
+            T.eq(encs, ["identity"], "%s %s (%s): already-compressed type" % (name, path, mime))
+        if mime.startswith(TEXT_PREFIXES) and path.endswith((".html", ".css", ".js", ".json", ".svg")):
+            T.check(mime.endswith("; charset=utf-8"), "%s %s: text type without charset: %s"
+                    % (name, path, mime))
+        for v in e["variants"]:
+            enc = v["encoding"]
+            stored = T.cat(pack, path, enc)
+            T.eq(len(stored), v["size"], "%s %s %s: stored length" % (name, path, enc))
+            T.eq(v["etag"], etag_of(stored), "%s %s %s: ETag = b64url(sha256[:16])" % (name, path, enc))
+            try:
+                back = T.decode(enc, stored)
+            except Exception as ex:  # noqa: BLE001 - report any decoder failure
+                T.fail("%s %s %s: does not decode: %s" % (name, path, enc, ex))
+                continue
+            T.check(back == src, "%s %s %s: decodes to %d bytes that differ from the %d source bytes"
+                    % (name, path, enc, len(back), len(src)))
+            if enc != "identity":
+                # keep rule: at least 5% and 64 bytes smaller
+                saved = len(src) - len(stored)
+                T.check(saved >= 64 and saved * 100 >= 5 * len(src),
+                        "%s %s %s: kept although it saves only %d of %d bytes"
+                        % (name, path, enc, saved, len(src)))
+            status, hdrs = T.parse_headers(T.cat(pack, path, enc, headers=True))
+            T.eq(status, "HTTP/1.1 200 OK", "%s %s %s: status line" % (name, path, enc))
+            names = [h[0] for h in hdrs]
+            want_names = ["Content-Length", "Content-Type"] + \
+                (["Content-Encoding"] if enc != "identity" else []) + \
+                ["ETag", "Last-Modified", "Cache-Control"] + \
+                (["Vary"] if negotiable else []) + ["Accept-Ranges"]
+            T.eq(names[:len(want_names)], want_names, "%s %s %s: header order" % (name, path, enc))
+            h = dict(hdrs)
+            T.eq(h.get("Content-Length"), str(len(stored)), "%s %s %s: Content-Length" % (name, path, enc))
+            T.eq(h.get("Content-Type"), mime, "%s %s %s: Content-Type" % (name, path, enc))
+            T.eq(h.get("ETag"), v["etag"], "%s %s %s: ETag header" % (name, path, enc))
+            if enc != "identity":
+                T.eq(h.get("Content-Encoding"), enc, "%s %s %s: Content-Encoding" % (name, path, enc))
+            if negotiable:
+                T.eq(h.get("Vary"), "Accept-Encoding", "%s %s %s: Vary" % (name, path, enc))
+            T.eq(names.count("Vary"), 1 if negotiable else 0, "%s %s %s: Vary lines" % (name, path, enc))
+            T.check(h.get("Last-Modified", "").endswith(" GMT"), "%s %s: Last-Modified %r"
+                    % (name, path, h.get("Last-Modified")))
+
+    if "/404.html" in want:
+        # The special status:404 entry: same bodies, 404 blocks without validators.
+        for v in next(e for e in listing if e["path"] == "/404.html")["variants"]:
+            enc = v["encoding"]
+            T.eq(T.cat(pack, "status:404", enc), T.cat(pack, "/404.html", enc),
+                 "%s status:404 %s: same body as /404.html" % (name, enc))
+            status, hdrs = T.parse_headers(T.cat(pack, "status:404", enc, headers=True))
+            T.eq(status, "HTTP/1.1 404 Not Found", "%s status:404 %s: status" % (name, enc))
+            names = [h[0] for h in hdrs]
+            for absent in ("ETag", "Last-Modified", "Accept-Ranges"):
+                T.check(absent not in names, "%s status:404 %s: has %s" % (name, enc, absent))
+            T.eq(dict(hdrs).get("Cache-Control"), "no-cache", "%s status:404 %s: Cache-Control" % (name, enc))
+    return pack, listing
+
+
+def main():
+    with T.TempDir() as work:
+        root = os.path.join(work, "site")
+        T.make_site(root)
+        pack, listing = check_site("fixture", root, work)
+        by_path = {e["path"]: e for e in listing}
+        # Specific expectations on the fixture.
+        for p in ("/index.html", "/css/site.css", "/js/app.3f9a1c2e.js", "/data/site.json",
+                  "/img/logo.svg", "/app.wasm", "/fonts/b.ttf", "/LICENSE"):
+            encs = [v["encoding"] for v in by_path[p]["variants"]]
+            T.eq(encs, list(T.ENCODINGS), "fixture %s: all three encodings kept" % p)
+        T.eq(by_path["/LICENSE"]["mime"], "text/plain; charset=utf-8", "libmagic text")
+        T.eq(by_path["/blob"]["mime"], "application/octet-stream", "libmagic binary")
+        T.eq(by_path["/js/lone.js.br"]["mime"], "application/x-brotli", "lone sidecar type")
+        T.eq(by_path["/tiny.txt"]["variants"][1:], [], "tiny file: identity only")
+        T.eq(by_path["/empty.txt"]["size"], 0, "empty file")
+        T.eq(by_path["/dup/one.txt"]["etag"], by_path["/dup/two.txt"]["etag"], "duplicates share ETag")
+        T.check("/js/app.js.gz" not in by_path, "sidecar js/app.js.gz skipped")
+        T.check("/.well-known/security.txt" in by_path, ".well-known packed")
+        T.eq(by_path["/js/app.3f9a1c2e.js"]["cache_control"], "public, max-age=31536000, immutable",
+             "hashed name immutable")
+        T.eq(by_path["/index.html"]["cache_control"], "no-cache", "HTML no-cache")
+        T.eq(by_path["/css/site.css"]["cache_control"], "public, max-age=3600", "default Cache-Control")
+        # dedup: the meta body count is smaller than the number of variants
+        v = T.run(["verify", pack])
+        T.eq(v.returncode, 0, "verify of the fixture pack: " + v.stderr.decode())
+
+        if os.path.isdir(T.WWW) and T.source_files(T.WWW):
+            check_site("www", T.WWW, work)
+        else:
+            print("www/ is missing or empty: only the fixture was checked")
+    T.finish("test_pack_variants")
+
+
+if __name__ == "__main__":
+    main()
