@@ -1,0 +1,235 @@
+#!/usr/bin/env python3
+"""Conditional requests against a real servd, in RFC 9110 §13.2.2 order (HTTP.md
+"Conditional requests"): If-Match (strong, 412) -> If-Unmodified-Since (only without
+If-Match) -> If-None-Match (weak, lists, "*", 304) -> If-Modified-Since (only without
+If-None-Match). If-None-Match is compared with the ETag of the variant that WOULD be
+selected for the request's Accept-Encoding. A 304 carries ETag, Vary, Cache-Control,
+Last-Modified and Date, and no body; a 412 of a negotiable file carries Vary."""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import servdtest as st  # noqa: E402
+from servdtest import eq, ok  # noqa: E402
+
+BIG = "/data/big.txt"
+HTML = "/index.html"
+PNG = "/img/dot.png"
+DAY = 86400
+
+
+def base(S, path, ae=None):
+    r = st.get(S.port, path, [] if ae is None else [("Accept-Encoding", ae)])
+    eq(r.status, 200, "GET %s (%r) status" % (path, ae))
+    return r
+
+
+def cond(S, path, headers, method="GET"):
+    """Sends the request, then a pipelined GET /tiny.txt on the same connection: a 304
+    or HEAD that leaked a body would corrupt the second response."""
+    with st.Conn(S.port) as c:
+        c.send(st.req(method, path, headers) + st.req("GET", "/tiny.txt"))
+        r = c.read_response(method)
+        r2 = c.read_response("GET")
+        eq((r2.status, r2.body), (200, S.fixture.files["/tiny.txt"]),
+           "pipelined request after %s %s %s (did a body leak?)" % (method, path, headers))
+        return r
+
+
+def check_304(S, r, full, what, negotiable=True):
+    eq(r.status, 304, what + ": status")
+    eq(r.body, b"", what + ": body")
+    for name in ("ETag", "Cache-Control", "Last-Modified", "Expires", "Content-Location"):
+        eq(r.get(name), full.get(name), what + ": %s same as on the 200" % name)
+    st.http_date(r.get("Date"), what + ": Date")
+    st.vary_accept_encoding(r, negotiable, what)
+    cl = r.get("Content-Length")
+    if cl is not None:  # RFC 9110 §8.6: only the length the 200 would have had
+        eq(cl, full.get("Content-Length"), what + ": Content-Length on 304")
+
+
+def check_412(r, what, negotiable=True, head=False):
+    eq(r.status, 412, what + ": status")
+    if not head:  # (a HEAD's body is absent; cond() checked that none leaked)
+        eq(int(r.need("Content-Length")), len(r.body), what + ": Content-Length")
+    st.vary_accept_encoding(r, negotiable, what)
+
+
+def t_if_none_match_identity(S):
+    full = base(S, BIG)
+    et = full.need("ETag")
+    check_304(S, cond(S, BIG, [("If-None-Match", et)]), full, "INM identity ETag")
+    check_304(S, cond(S, BIG, [("If-None-Match", et)], "HEAD"), full, "HEAD INM identity ETag")
+    r = cond(S, BIG, [("If-None-Match", '"not-it"')])
+    eq(r.status, 200, "INM with another ETag: status")
+    eq(r.body, S.fixture.files[BIG], "INM with another ETag: body")
+
+
+def t_if_none_match_weak_list_star(S):
+    full = base(S, BIG)
+    et = full.need("ETag")
+    check_304(S, cond(S, BIG, [("If-None-Match", "W/" + et)]), full, "INM weak form (W/)")
+    check_304(S, cond(S, BIG, [("If-None-Match", '"a", "b",' + et + ', "c"')]), full, "INM list")
+    check_304(S, cond(S, BIG, [("If-None-Match", '"a",' + et)]), full, "INM list without space")
+    check_304(S, cond(S, BIG, [("If-None-Match", "*")]), full, "INM *")
+
+
+def t_if_none_match_several_lines(S):
+    full = base(S, BIG)
+    r = cond(S, BIG, [("If-None-Match", '"nope"'), ("If-None-Match", full.need("ETag"))])
+    check_304(S, r, full, "INM on two lines")
+
+
+def t_if_none_match_uses_selected_variant(S):
+    ident = base(S, BIG)
+    gz = base(S, BIG, "gzip")
+    eq(st.content_encoding(gz), "gzip", "gzip variant exists")
+    ok(ident.need("ETag") != gz.need("ETag"), "identity and gzip ETags differ")
+    # identity ETag, but gzip would be selected: no match, full gzip 200
+    r = cond(S, BIG, [("Accept-Encoding", "gzip"), ("If-None-Match", ident.need("ETag"))])
+    eq(r.status, 200, "INM identity ETag with Accept-Encoding gzip: status")
+    eq(st.content_encoding(r), "gzip", "INM identity ETag with gzip: Content-Encoding")
+    # gzip ETag with gzip selected: 304 carrying the gzip ETag
+    r = cond(S, BIG, [("Accept-Encoding", "gzip"), ("If-None-Match", gz.need("ETag"))])
+    check_304(S, r, gz, "INM gzip ETag with Accept-Encoding gzip")
+    # gzip ETag without Accept-Encoding (identity selected): 200 identity
+    r = cond(S, BIG, [("If-None-Match", gz.need("ETag"))])
+    eq(r.status, 200, "INM gzip ETag without Accept-Encoding: status")
+    eq(r.get("Content-Encoding"), None, "INM gzip ETag without Accept-Encoding: Content-Encoding")
+    # each coding's own ETag revalidates it
+    for c in ("br", "zstd"):
+        full = base(S, BIG, c)
+        eq(st.content_encoding(full), c, "%s variant exists" % c)
+        check_304(S, cond(S, BIG, [("Accept-Encoding", c), ("If-None-Match", full.need("ETag"))]),
+                  full, "INM %s ETag with Accept-Encoding %s" % (c, c))
+    # a list holding every variant's ETag matches whatever is selected
+    allt = ", ".join(base(S, BIG, c).need("ETag") for c in ("identity", "gzip", "br", "zstd"))
+    check_304(S, cond(S, BIG, [("Accept-Encoding", "br"), ("If-None-Match", allt)]),
+              base(S, BIG, "br"), "INM list of all variant ETags")
+
+
+def t_if_modified_since(S):
+    full = base(S, BIG)
+    lm = st.http_date(full.need("Last-Modified"), "Last-Modified")
+    check_304(S, cond(S, BIG, [("If-Modified-Since", st.fmt_date(lm))]), full, "IMS == LM")
+    check_304(S, cond(S, BIG, [("If-Modified-Since", st.fmt_date(lm + DAY))]), full, "IMS > LM")
+    r = cond(S, BIG, [("If-Modified-Since", st.fmt_date(lm - DAY))])
+    eq(r.status, 200, "IMS a day before LM: status")
+    eq(r.body, S.fixture.files[BIG], "IMS a day before LM: body")
+    r = cond(S, BIG, [("If-Modified-Since", "not a date")])
+    eq(r.status, 200, "IMS invalid date (ignored): status")
+
+
+def t_if_modified_since_obsolete_date_forms(S):
+    # RFC 9110 §5.6.7: recipients MUST accept RFC 850 and asctime dates too.
+    import time
+    full = base(S, BIG)
+    lm = st.http_date(full.need("Last-Modified"), "Last-Modified") + DAY
+    tm = time.gmtime(lm)
+    rfc850 = time.strftime("%A, %d-%b-%y %H:%M:%S GMT", tm)
+    asctime = time.strftime("%a %b ", tm) + ("%2d" % tm.tm_mday) + time.strftime(" %H:%M:%S %Y", tm)
+    check_304(S, cond(S, BIG, [("If-Modified-Since", rfc850)]), full, "IMS RFC 850 %r" % rfc850)
+    check_304(S, cond(S, BIG, [("If-Modified-Since", asctime)]), full, "IMS asctime %r" % asctime)
+
+
+def t_if_none_match_overrides_if_modified_since(S):
+    full = base(S, BIG)
+    lm = st.http_date(full.need("Last-Modified"), "Last-Modified")
+    r = cond(S, BIG, [("If-None-Match", '"other"'), ("If-Modified-Since", st.fmt_date(lm + DAY))])
+    eq(r.status, 200, "INM no match + IMS that would match: IMS ignored, status")
+    r = cond(S, BIG, [("If-None-Match", full.need("ETag")),
+                      ("If-Modified-Since", st.fmt_date(lm - DAY))])
+    check_304(S, r, full, "INM match + IMS that would not match")
+
+
+def t_if_match(S):
+    full = base(S, BIG)
+    et = full.need("ETag")
+    r = cond(S, BIG, [("If-Match", et)])
+    eq((r.status, r.body), (200, S.fixture.files[BIG]), "If-Match current ETag")
+    r = cond(S, BIG, [("If-Match", '"x", ' + et)])
+    eq(r.status, 200, "If-Match list containing the ETag: status")
+    eq(cond(S, BIG, [("If-Match", "*")]).status, 200, "If-Match *: status")
+    check_412(cond(S, BIG, [("If-Match", '"nope"')]), "If-Match other ETag")
+    check_412(cond(S, BIG, [("If-Match", "W/" + et)]), "If-Match weak (strong comparison)")
+    get412 = cond(S, BIG, [("If-Match", '"nope"')])
+    head412 = cond(S, BIG, [("If-Match", '"nope"')], "HEAD")
+    check_412(head412, "HEAD If-Match other ETag", head=True)
+    eq(head412.get("Content-Length"), get412.get("Content-Length"), "HEAD 412 Content-Length")
+
+
+def t_if_match_uses_selected_variant(S):
+    ident = base(S, BIG)
+    gz = base(S, BIG, "gzip")
+    r = cond(S, BIG, [("Accept-Encoding", "gzip"), ("If-Match", gz.need("ETag"))])
+    eq((r.status, st.content_encoding(r)), (200, "gzip"), "If-Match gzip ETag, gzip selected")
+    check_412(cond(S, BIG, [("Accept-Encoding", "gzip"), ("If-Match", ident.need("ETag"))]),
+              "If-Match identity ETag, gzip selected")
+
+
+def t_if_unmodified_since(S):
+    full = base(S, BIG)
+    lm = st.http_date(full.need("Last-Modified"), "Last-Modified")
+    eq(cond(S, BIG, [("If-Unmodified-Since", st.fmt_date(lm))]).status, 200, "IUS == LM")
+    eq(cond(S, BIG, [("If-Unmodified-Since", st.fmt_date(lm + DAY))]).status, 200, "IUS > LM")
+    check_412(cond(S, BIG, [("If-Unmodified-Since", st.fmt_date(lm - DAY))]), "IUS < LM")
+    eq(cond(S, BIG, [("If-Unmodified-Since", "garbage")]).status, 200, "IUS invalid (ignored)")
+
+
+def t_order_if_match_before_everything(S):
+    full = base(S, BIG)
+    et = full.need("ETag")
+    lm = st.http_date(full.need("Last-Modified"), "Last-Modified")
+    # If-Match passes: If-Unmodified-Since (failing) is not evaluated
+    r = cond(S, BIG, [("If-Match", et), ("If-Unmodified-Since", st.fmt_date(lm - DAY))])
+    eq(r.status, 200, "If-Match ok + IUS failing: status")
+    # If-Match fails: 412 even though If-None-Match would give 304
+    check_412(cond(S, BIG, [("If-Match", '"nope"'), ("If-None-Match", et)]),
+              "If-Match failing + INM matching")
+    # IUS fails (no If-Match): 412 before If-None-Match
+    check_412(cond(S, BIG, [("If-Unmodified-Since", st.fmt_date(lm - DAY)),
+                            ("If-None-Match", et)]), "IUS failing + INM matching")
+    # If-Match passes, If-None-Match matches: 304
+    check_304(S, cond(S, BIG, [("If-Match", et), ("If-None-Match", et)]), full,
+              "If-Match ok + INM matching")
+
+
+def t_html_304_keeps_no_cache(S):
+    full = base(S, HTML)
+    eq(full.need("Cache-Control"), "no-cache", "HTML Cache-Control")
+    r = cond(S, HTML, [("If-None-Match", full.need("ETag"))])
+    check_304(S, r, full, "HTML INM")
+
+
+def t_png_304_and_412_without_vary(S):
+    full = base(S, PNG)
+    check_304(S, cond(S, PNG, [("If-None-Match", full.need("ETag"))]), full, "PNG INM",
+              negotiable=False)
+    check_412(cond(S, PNG, [("If-Match", '"nope"')]), "PNG If-Match other", negotiable=False)
+
+
+def t_hashed_asset_304_keeps_immutable(S):
+    path = "/js/app.3f9a1c2e.js"
+    full = base(S, path, "br")
+    eq(full.need("Cache-Control"), "public, max-age=31536000, immutable", "hashed Cache-Control")
+    check_304(S, cond(S, path, [("Accept-Encoding", "br"), ("If-None-Match", full.need("ETag"))]),
+              full, "hashed asset INM br")
+
+
+def t_www_revalidates(S):
+    if S.www is None:
+        print("  (www/ not present yet)")
+        return
+    for path in sorted(S.www.files):
+        for ae in (None, "br, gzip"):
+            hdrs = [] if ae is None else [("Accept-Encoding", ae)]
+            full = st.get(S.www.port, st.url(path), hdrs)
+            eq(full.status, 200, "www %s status" % path)
+            r = st.get(S.www.port, st.url(path), hdrs + [("If-None-Match", full.need("ETag"))])
+            eq(r.status, 304, "www %s (%r) INM own ETag: status" % (path, ae))
+            eq(r.get("ETag"), full.get("ETag"), "www %s 304 ETag" % path)
+            eq(len(r.all("Vary")), len(full.all("Vary")), "www %s 304 Vary lines as on 200" % path)
+
+
+if __name__ == "__main__":
+    st.run(st.collect(globals()), lambda: st.Sites(workers=1))

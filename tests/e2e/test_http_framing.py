@@ -1,0 +1,534 @@
+#!/usr/bin/env python3
+"""Message framing and request-smuggling shapes against a real servd, over raw sockets
+(HTTP.md "Message framing", RFC 9112): CL+TE, differing or invalid Content-Length and
+non-chunked Transfer-Encoding -> 400 and close; missing or duplicate Host, whitespace
+before the colon, obs-fold, bare CR/LF, NUL and control bytes -> 400; 414 for a long
+request line, 431 for a large head or too many fields, 505 for HTTP/2.0, 501 for unknown
+methods, 405 with "Allow: GET, HEAD"; a request pipelined after a framing error is never
+answered; a small body on GET is drained and the next request answered; pipelined
+requests answered in order, however the bytes are split."""
+import os
+import socket
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import servdtest as st  # noqa: E402
+from servdtest import eq, ok  # noqa: E402
+
+TINY = "/tiny.txt"
+# The request pipelined after a bad one: answering it would mean smuggling succeeded.
+SMUGGLED = st.req("GET", TINY)
+
+
+def H(*lines):
+    """A request head from raw lines (bytes or str), with the final blank line."""
+    return b"".join((x if isinstance(x, bytes) else x.encode("latin-1")) + b"\r\n"
+                    for x in lines) + b"\r\n"
+
+
+def outcome(S, data, method="GET"):
+    """read_quick() with a longer wait, for requests whose follower must be answered."""
+    return read_quick(S, data, wait=st.IO_TIMEOUT, method=method)
+
+
+def read_quick(S, data, wait=3.0, method="GET"):
+    """Sends data + SMUGGLED in one write. Returns (first response or None, what followed,
+    second response): 'closed' when the server closed with nothing more, 'answered' when it
+    answered the pipelined request, 'open' when it did neither within `wait` seconds."""
+    with st.Conn(S.port, timeout=wait) as c:
+        try:
+            c.send(data + SMUGGLED)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        try:
+            r = c.read_response(method)
+        except st.Closed:
+            return None, "closed", None
+        try:
+            r2 = c.read_response()
+            return r, "answered", r2
+        except st.Closed:
+            return r, "closed", None
+        except st.Fail as e:
+            if "timed out" in str(e):
+                return r, "open", None
+            raise
+
+
+def framing_error(S, data, want, what):
+    """The bad request gets `want` (a status or a tuple of allowed statuses), an exact
+    Content-Length, and then the connection is closed: the pipelined request is never
+    answered."""
+    r, after, r2 = read_quick(S, data)
+    ok(r is not None, "%s: connection closed without any response\nsent: %r" % (what, data))
+    wants = want if isinstance(want, tuple) else (want,)
+    ok(r.status in wants, "%s: status %d, want %s\nsent: %r\ngot:\n%s" % (
+        what, r.status, "/".join(map(str, wants)), data, r.dump()))
+    eq(int(r.need("Content-Length")), len(r.body), what + ": Content-Length of the error")
+    ok(after == "closed", "%s: after the %d the connection was %s (want closed)%s\nsent: %r" % (
+        what, r.status, after, "" if r2 is None else "; the pipelined request got %d" % r2.status,
+        data))
+    return r
+
+
+def served_ok(S, data, what, path=TINY):
+    """The request is answered 200 with the file, and the connection keeps serving."""
+    r, after, r2 = outcome(S, data)
+    ok(r is not None, what + ": no response")
+    eq(r.status, 200, what + ": status (sent %r)" % data)
+    eq(r.body, S.fixture.files[path], what + ": body")
+    eq(after, "answered", what + ": the pipelined request after it")
+    eq((r2.status, r2.body), (200, S.fixture.files[TINY]), what + ": pipelined response")
+
+
+# ---- Content-Length / Transfer-Encoding ----
+
+def t_cl_and_te_together(S):
+    framing_error(S, H("POST / HTTP/1.1", "Host: x", "Content-Length: 5",
+                       "Transfer-Encoding: chunked") + b"0\r\n\r\n", 400, "CL then TE")
+    framing_error(S, H("GET / HTTP/1.1", "Host: x", "Transfer-Encoding: chunked",
+                       "Content-Length: 5") + b"0\r\n\r\n", 400, "TE then CL (GET)")
+    framing_error(S, H("GET / HTTP/1.1", "Host: x", "Content-Length: 0",
+                       "Transfer-Encoding: chunked") + b"0\r\n\r\n", 400, "CL 0 + TE")
+
+
+def t_differing_content_length(S):
+    framing_error(S, H("GET / HTTP/1.1", "Host: x", "Content-Length: 5", "Content-Length: 6")
+                  + b"hello!", 400, "two differing Content-Length lines")
+    framing_error(S, H("GET / HTTP/1.1", "Host: x", "Content-Length: 5, 6") + b"hello!", 400,
+                  "Content-Length list with differing values")
+
+
+def t_invalid_content_length(S):
+    for v in ("abc", "-1", "+5", "0x10", "1 2", "5.0", "99999999999999999999999", "", " ",
+              "5a", "\xb3"):
+        framing_error(S, H("GET / HTTP/1.1", "Host: x", "Content-Length: " + v), 400,
+                      "Content-Length %r" % v)
+
+
+def t_transfer_encoding_not_chunked_last(S):
+    for v in ("gzip", "chunked, gzip", "identity", "chunked, identity", "xchunked", "chunkedx"):
+        framing_error(S, H("GET / HTTP/1.1", "Host: x", "Transfer-Encoding: " + v)
+                      + b"0\r\n\r\n", 400, "Transfer-Encoding %r" % v)
+
+
+def t_transfer_encoding_unsupported_coding_before_chunked(S):
+    # Final coding chunked but gzip before it: a coding servd does not implement
+    # (RFC 9112 §6.1 suggests 501); either way the framing is in doubt: close.
+    framing_error(S, H("GET / HTTP/1.1", "Host: x", "Transfer-Encoding: gzip, chunked")
+                  + b"0\r\n\r\n", (400, 501), "Transfer-Encoding 'gzip, chunked'")
+
+
+def t_transfer_encoding_on_http10(S):
+    # RFC 9112 §6.1: TE in an HTTP/1.0 message means faulty framing: close after responding.
+    framing_error(S, H("GET / HTTP/1.0", "Host: x", "Transfer-Encoding: chunked")
+                  + b"0\r\n\r\n", (400, 501), "Transfer-Encoding in HTTP/1.0")
+
+
+def t_chunked_body_drained_or_refused(S):
+    """A chunked body on GET: drained (the next request is answered correctly) or refused
+    and closed. Never is anything inside the body answered as a request."""
+    inner = st.req("GET", "/index.html")  # hidden in the chunk data
+    bodies = [
+        b"0\r\n\r\n",
+        b"5\r\nhello\r\n0\r\n\r\n",
+        b"%x\r\n" % len(inner) + inner + b"\r\n0\r\n\r\n",
+        b"5;ext=1\r\nhello\r\n0\r\n\r\n",
+    ]
+    for body in bodies:
+        data = H("GET /docs/guide.txt HTTP/1.1", "Host: x", "Transfer-Encoding: chunked") + body
+        r, after, r2 = read_quick(S, data)
+        what = "chunked body %r" % body[:40]
+        ok(r is not None, what + ": no response")
+        if r.status == 200:
+            eq(r.body, S.fixture.files["/docs/guide.txt"], what + ": body")
+            # answered then closed (body not drained) is safe; answering the next one
+            # means the chunked body was drained and must have been parsed right
+            ok(after in ("answered", "closed"), what + ": after the 200 the connection was "
+               + after)
+            if after == "answered":
+                eq((r2.status, r2.body), (200, S.fixture.files[TINY]),
+                   what + ": the pipelined response (was the chunk data parsed as a request?)")
+        else:
+            ok(r.status in (400, 411, 413, 501), what + ": status %d" % r.status)
+            eq(after, "closed", what + ": after refusing a chunked body")
+    # chunk-size tricks: never a 200 followed by an answer to the hidden request
+    for body in (b"ffffffffffffffffffff\r\nx\r\n0\r\n\r\n", b"-1\r\n\r\n", b"0x5\r\nhello\r\n0\r\n\r\n",
+                 b"5 \r\nhello\r\n0\r\n\r\n", b"\r\n\r\n", b"5\r\nhelloXX0\r\n\r\n"):
+        data = H("GET / HTTP/1.1", "Host: x", "Transfer-Encoding: chunked") + body
+        r, after, r2 = read_quick(S, data)
+        what = "bad chunked body %r" % body[:30]
+        if r is None:
+            continue
+        ok(r.status != 200 or after != "answered" or r2.body == S.fixture.files[TINY],
+           what + ": answered something that is not the pipelined request")
+        if r.status != 200:
+            eq(after, "closed", what + ": after a %d" % r.status)
+    S.check_alive()
+
+
+def t_get_with_small_body_is_drained(S):
+    served_ok(S, H("GET /tiny.txt HTTP/1.1", "Host: x", "Content-Length: 5") + b"hello",
+              "GET with a 5-byte body")
+    body = b"GET /index.html HTTP/1.1\r\nHost: x\r\n\r\n"  # a request hidden in the body
+    served_ok(S, H("GET /tiny.txt HTTP/1.1", "Host: x", "Content-Length: %d" % len(body)) + body,
+              "GET whose body looks like a request")
+    r, after, r2 = outcome(S, H("HEAD /tiny.txt HTTP/1.1", "Host: x", "Content-Length: 3") + b"abc",
+                           "HEAD")
+    eq((r.status, after), (200, "answered"), "HEAD with a body then a pipelined GET")
+    eq(r2.body, S.fixture.files[TINY], "pipelined GET after HEAD with a body")
+
+
+def t_get_with_large_body_answered_then_closed(S):
+    # Only the head is sent: servd must not wait for 10 MB before deciding.
+    with st.Conn(S.port) as c:
+        c.send(H("GET /tiny.txt HTTP/1.1", "Host: x", "Content-Length: 10000000"))
+        try:
+            r = c.read_response()
+        except st.Closed:
+            raise st.Fail("GET with Content-Length 10000000: closed without a response")
+        ok(r.status in (200, 413), "GET with a 10 MB body: status %d (want 200 or 413)" % r.status)
+        c.expect_closed("GET with a body larger than servd drains")
+
+
+# ---- header syntax ----
+
+def t_host_rules(S):
+    framing_error(S, H("GET / HTTP/1.1"), 400, "HTTP/1.1 without Host")
+    framing_error(S, H("GET / HTTP/1.1", "Host: a", "Host: b"), 400, "two Host lines")
+    framing_error(S, H("GET / HTTP/1.1", "Host: a", "Host: a"), 400, "two identical Host lines")
+    r = st.exchange(S.port, H("GET /tiny.txt HTTP/1.0"))
+    eq((r.status, r.body), (200, S.fixture.files[TINY]), "HTTP/1.0 without Host is fine")
+
+
+def t_whitespace_before_colon(S):
+    framing_error(S, H("GET / HTTP/1.1", "Host : x"), 400, "'Host : x'")
+    framing_error(S, H("GET / HTTP/1.1", "Host: x", "X-Foo : bar"), 400, "'X-Foo : bar'")
+    framing_error(S, H("GET / HTTP/1.1", "Host: x", "X-Foo\t: bar"), 400, "'X-Foo<TAB>: bar'")
+    framing_error(S, H("GET / HTTP/1.1", "Host: x", "Content-Length : 5") + b"hello", 400,
+                  "'Content-Length : 5'")
+
+
+def t_obs_fold(S):
+    framing_error(S, H("GET / HTTP/1.1", "Host: x", "X-Foo: a", " b"), 400, "obs-fold (space)")
+    framing_error(S, H("GET / HTTP/1.1", "Host: x", "X-Foo: a", "\tb"), 400, "obs-fold (tab)")
+    framing_error(S, H("GET / HTTP/1.1", " Host: x"), 400, "whitespace-led first field line")
+    framing_error(S, H("GET / HTTP/1.1", "Host: x", "Content-Length: 0", " 5"), 400,
+                  "folded Content-Length")
+
+
+def t_bare_cr_lf_nul_ctl(S):
+    cases = [
+        (b"GET / HTTP/1.1\r\nHost: x\r\nX-Foo: a\rb\r\n\r\n", "bare CR in a value"),
+        (b"GET / HTTP/1.1\r\nHost: x\r\nX-Foo: a\r\r\n\r\n", "CR CR LF"),
+        (b"GET / HTTP/1.1\r\nHost: x\r\nX-Foo: a\nb\r\n\r\n", "bare LF in a value"),
+        (b"GET / HTTP/1.1\r\nHost: x\r\nX-Foo: a\x00b\r\n\r\n", "NUL in a value"),
+        (b"GET / HTTP/1.1\r\nHost: x\r\nX-F\x00o: b\r\n\r\n", "NUL in a name"),
+        (b"GET / HTTP/1.1\r\nHost: x\x00\r\n\r\n", "NUL in Host"),
+        (b"GET / HTTP/1.1\r\nHost: x\r\nX-Foo: a\x01b\r\n\r\n", "control byte 0x01 in a value"),
+        (b"GET / HTTP/1.1\r\nHost: x\r\nX-Foo: a\x7fb\r\n\r\n", "DEL in a value"),
+        (b"GET / HTTP/1.1\r\nHost: x\r\nX-Foo: a\x1bb\r\n\r\n", "ESC in a value"),
+        (b"GET /\x00 HTTP/1.1\r\nHost: x\r\n\r\n", "NUL in the request line"),
+        (b"GET / HTTP/1.1\rHost: x\r\n\r\n", "bare CR after the request line"),
+    ]
+    for data, what in cases:
+        framing_error(S, data, 400, what)
+
+
+def t_bad_field_lines(S):
+    for line, what in (("X-Foo bar", "a line without a colon"), (": value", "an empty name"),
+                       ("X(Foo): 1", "'(' in a name"), ("X Foo: 1", "a space in a name"),
+                       ("X-Foo\x80: 1", "a high byte in a name"), ("X-\"a\": 1", "quote in a name")):
+        framing_error(S, H("GET / HTTP/1.1", "Host: x", line), 400, what)
+
+
+def t_bad_request_lines(S):
+    for line in ("GET / HTTP/1.1 x", "GET / http/1.1", "GET / HTTP/1", "GET / HTTP/1.1.1",
+                 "GET / HTTP/11", "GET /", "GET", "GET / HTTPS/1.1", "GET / HTTP/a.b",
+                 "GET /tiny.txt\x0bHTTP/1.1", "GET /a b HTTP/1.1"):
+        framing_error(S, H(line, "Host: x"), (400, 505), "request line %r" % line)
+    # RFC 9112 §3 lets a server either refuse extra whitespace in the request line (400)
+    # or split on whitespace; serving anything but the named file would be wrong.
+    for line in ("GET  /tiny.txt HTTP/1.1", "GET /tiny.txt  HTTP/1.1", " GET /tiny.txt HTTP/1.1",
+                 "GET /tiny.txt HTTP/1.1 ", "GET\t/tiny.txt\tHTTP/1.1"):
+        r, after, r2 = read_quick(S, H(line, "Host: x"))
+        what = "request line %r" % line
+        ok(r is not None, what + ": no response")
+        if r.status == 400:
+            eq(after, "closed", what + ": after 400")
+        else:
+            eq((r.status, r.body), (200, S.fixture.files[TINY]), what + ": lenient parse")
+
+
+def t_leading_empty_line_tolerated(S):
+    # RFC 9112 §2.2: a server SHOULD ignore at least one empty line before the request-line.
+    r, after, r2 = outcome(S, b"\r\n" + H("GET /tiny.txt HTTP/1.1", "Host: x"))
+    eq((r.status, r.body), (200, S.fixture.files[TINY]), "CRLF before the request line")
+
+
+def t_versions(S):
+    for v in ("HTTP/2.0", "HTTP/3.0", "HTTP/2", "HTTP/9.9"):
+        framing_error(S, H("GET / " + v, "Host: x"), (505, 400) if v == "HTTP/2" else 505,
+                      "version %s" % v)
+    framing_error(S, H("GET / HTTP/0.9", "Host: x"), (400, 505), "HTTP/0.9")
+    # A higher minor version of HTTP/1 is answered as HTTP/1.1 (RFC 9110 §2.5) or refused.
+    r = st.exchange(S.port, H("GET /tiny.txt HTTP/1.2", "Host: x"))
+    ok(r.status in (200, 505), "HTTP/1.2: status %d" % r.status)
+    # The response's own version is HTTP/1.1, also to HTTP/1.0 clients.
+    r = st.exchange(S.port, H("GET /tiny.txt HTTP/1.0"))
+    eq(r.version, "HTTP/1.1", "response version to an HTTP/1.0 request")
+
+
+# ---- limits ----
+
+def t_request_line_too_long_414(S):
+    framing_error(S, H("GET /" + "a" * 9000 + " HTTP/1.1", "Host: x"), 414,
+                  "9 KB request line")
+    framing_error(S, H("GET /" + "a" * 8200 + " HTTP/1.1", "Host: x"), 414,
+                  "8.2 KB request line")
+    # An 8000-byte request line is within the limit: a normal 404.
+    r = st.exchange(S.port, H("GET /" + "b" * 7980 + " HTTP/1.1", "Host: x"))
+    eq(r.status, 404, "an 8000-byte request line: status")
+    # A long request line sent without its CRLF yet: 414 without waiting for the rest.
+    with st.Conn(S.port) as c:
+        c.send(b"GET /" + b"c" * 20000)
+        r = c.read_response()
+        eq(r.status, 414, "20 KB of request line without CRLF")
+        c.expect_closed("after 414")
+
+
+def t_head_too_large_431(S):
+    big = ["X-Big-%d: %s" % (i, "v" * 1000) for i in range(20)]  # ~20 KB, 21 fields
+    framing_error(S, H("GET / HTTP/1.1", "Host: x", *big), 431, "20 KB of header fields")
+    one = "Cookie: " + "c" * 17000
+    framing_error(S, H("GET / HTTP/1.1", "Host: x", one), 431, "one 17 KB field")
+    many = ["X-N-%d: 1" % i for i in range(70)]
+    framing_error(S, H("GET / HTTP/1.1", "Host: x", *many), 431, "71 header fields")
+    ok_fields = ["X-N-%d: 1" % i for i in range(60)]
+    r = st.exchange(S.port, H("GET /tiny.txt HTTP/1.1", "Host: x", *ok_fields))
+    eq(r.status, 200, "61 header fields (within 64)")
+    r = st.exchange(S.port, H("GET /tiny.txt HTTP/1.1", "Host: x", "X-Big: " + "v" * 12000))
+    eq(r.status, 200, "a 12 KB header field (head within 16 KiB)")
+
+
+# ---- methods ----
+
+def t_unknown_methods_501(S):
+    for m in ("FOO", "get", "Get", "GETT", "BREW", "PRI"):
+        r, after, r2 = read_quick(S, H("%s /tiny.txt HTTP/1.1" % m, "Host: x"))
+        what = "method %s" % m
+        ok(r is not None, what + ": no response")
+        eq(r.status, 501, what + ": status")
+        eq(int(r.need("Content-Length")), len(r.body), what + ": Content-Length")
+        if after == "answered":
+            eq((r2.status, r2.body), (200, S.fixture.files[TINY]), what + ": next response")
+
+
+def t_disallowed_methods_405(S):
+    for m in ("POST", "PUT", "DELETE", "TRACE"):
+        r, after, r2 = read_quick(S, H("%s /tiny.txt HTTP/1.1" % m, "Host: x"))
+        what = "method %s" % m
+        ok(r is not None, what + ": no response")
+        eq(r.status, 405, what + ": status")
+        allow = r.need("Allow")
+        eq(sorted(t.strip() for t in allow.split(",")), ["GET", "HEAD"], what + ": Allow")
+        eq(int(r.need("Content-Length")), len(r.body), what + ": Content-Length")
+        if after == "answered":
+            eq((r2.status, r2.body), (200, S.fixture.files[TINY]), what + ": next response")
+    # A POST with a body: the body is not parsed as the next request.
+    body = b"GET /index.html HTTP/1.1\r\nHost: x\r\n\r\n"
+    r, after, r2 = read_quick(S, H("POST /tiny.txt HTTP/1.1", "Host: x",
+                                   "Content-Length: %d" % len(body)) + body)
+    eq(r.status, 405, "POST with a body: status")
+    if after == "answered":
+        eq((r2.status, r2.body), (200, S.fixture.files[TINY]),
+           "after POST with a body, the next response (must be the pipelined GET /tiny.txt)")
+
+
+def t_options_405(S):
+    r, after, r2 = read_quick(S, H("OPTIONS /tiny.txt HTTP/1.1", "Host: x"))
+    eq(r.status, 405, "OPTIONS: status")
+    eq(sorted(t.strip() for t in r.need("Allow").split(",")), ["GET", "HEAD"], "OPTIONS Allow")
+
+
+# ---- pipelining ----
+
+def t_pipelined_in_order(S):
+    files = S.fixture.files
+    seq = [("GET", "/tiny.txt"), ("HEAD", "/index.html"), ("GET", "/css/site.css"),
+           ("GET", "/nope"), ("GET", "/docs"), ("GET", "/data/big.txt"), ("HEAD", "/nope"),
+           ("GET", "/img/dot.png"), ("GET", "/docs/")]
+    data = b"".join(st.req(m, p) for m, p in seq)
+    with st.Conn(S.port) as c:
+        c.send(data)
+        for m, p in seq:
+            r = c.read_response(m)
+            what = "pipelined %s %s" % (m, p)
+            if p == "/nope":
+                eq(r.status, 404, what)
+            elif p == "/docs":
+                eq(r.status, 301, what)
+            else:
+                eq(r.status, 200, what)
+                want = files["/docs/index.html" if p == "/docs/" else p]
+                eq(r.body, b"" if m == "HEAD" else want, what + ": body")
+        eq(c.closed_after(0.5), False, "connection stays open after pipelined requests")
+
+
+def t_many_pipelined(S):
+    n = 300
+    paths = ["/tiny.txt", "/A.txt", "/dup1.txt"]
+    data = b"".join(st.req("GET", paths[i % 3]) for i in range(n))
+    with st.Conn(S.port) as c:
+        c.send(data)
+        for i in range(n):
+            r = c.read_response()
+            eq((r.status, r.body), (200, S.fixture.files[paths[i % 3]]),
+               "pipelined response %d of %d" % (i + 1, n))
+
+
+def t_split_anywhere(S):
+    data = st.req("GET", "/css/site.css") + st.req("GET", "/tiny.txt")
+    want = [S.fixture.files["/css/site.css"], S.fixture.files[TINY]]
+    # one byte at a time
+    with st.Conn(S.port) as c:
+        for i in range(len(data)):
+            c.send(data[i:i + 1])
+        for w in want:
+            eq(c.read_response().body, w, "requests sent one byte at a time")
+    # split at every interesting boundary of the first request
+    first = st.req("GET", "/css/site.css")
+    for cut in (1, 3, 4, 5, first.index(b"\r\n"), first.index(b"\r\n") + 1, len(first) - 2,
+                len(first) - 1):
+        with st.Conn(S.port) as c:
+            c.send(data[:cut])
+            time.sleep(0.02)
+            c.send(data[cut:])
+            for w in want:
+                eq(c.read_response().body, w, "request split at byte %d" % cut)
+
+
+def t_error_then_pipelined_never_answered(S):
+    # After each kind of 4xx/5xx from the parser, the pipelined request gets nothing.
+    for bad, want in ((H("GET / HTTP/1.1", "Host: x", "X: a\x00"), 400),
+                      (H("GET / HTTP/2.0", "Host: x"), 505),
+                      (H("GET /" + "x" * 9000 + " HTTP/1.1", "Host: x"), 414),
+                      (H("GET / HTTP/1.1", "Host: x", *["X-%d: 1" % i for i in range(80)]), 431),
+                      (H("GET / HTTP/1.1", "Host: x", "Content-Length: 1, 2"), 400)):
+        framing_error(S, bad, want, "error %d then a pipelined request" % want)
+
+
+def t_host_value_rules(S):
+    # RFC 9112 §3.2: a Host with an invalid field value -> 400; an empty one is valid.
+    for v in ("a b", "x/y", "[::1", "x@y", "x:8080:1"):
+        framing_error(S, H("GET /tiny.txt HTTP/1.1", "Host: " + v), 400, "Host %r" % v)
+    for v in ("", "localhost:8080", "[::1]:80", "127.0.0.1", "EXAMPLE.com"):
+        served_ok(S, H("GET /tiny.txt HTTP/1.1", "Host: " + v), "Host %r" % v)
+
+
+def t_valid_field_shapes_accepted(S):
+    served_ok(S, H("GET /tiny.txt HTTP/1.1", "host: x"), "lowercase host")
+    served_ok(S, H("GET /tiny.txt HTTP/1.1", "HOST: x", "X-Empty:"), "empty value")
+    served_ok(S, H("GET /tiny.txt HTTP/1.1", "Host: x", "X-Obs: caf\xe9 \xff"),
+              "obs-text in a value (RFC 9110 §5.5)")
+    served_ok(S, H("GET /tiny.txt HTTP/1.1", "Host: x", "X-Tab:\tv\tw\t"), "tabs in a value")
+    served_ok(S, H("GET /tiny.txt HTTP/1.1", "Host: x", "X-Weird-!#$%&'*+.^_`|~: 1"),
+              "every tchar in a name")
+    served_ok(S, H("GET /tiny.txt HTTP/1.1", "Host: x", "Expect: 100-continue",
+                   "Content-Length: 5") + b"hello", "Expect: 100-continue with a small body")
+
+
+def t_transfer_encoding_over_several_lines(S):
+    framing_error(S, H("GET / HTTP/1.1", "Host: x", "Transfer-Encoding: chunked",
+                       "Transfer-Encoding: gzip") + b"0\r\n\r\n", 400,
+                  "TE chunked then TE gzip (final coding gzip)")
+    framing_error(S, H("GET / HTTP/1.1", "Host: x", "Transfer-Encoding: chunked, chunked")
+                  + b"0\r\n\r\n", 400, "chunked applied twice")
+
+
+def t_same_content_length_twice(S):
+    # RFC 9110 §8.6: identical repeated values may be accepted as one, or refused.
+    data = H("GET /tiny.txt HTTP/1.1", "Host: x", "Content-Length: 5", "Content-Length: 5")
+    r, after, r2 = read_quick(S, data + b"hello")
+    ok(r is not None, "repeated identical Content-Length: no response")
+    if r.status == 400:
+        eq(after, "closed", "repeated identical Content-Length: after 400")
+    else:
+        eq((r.status, after), (200, "answered"), "repeated identical Content-Length accepted")
+        eq(r2.body, S.fixture.files[TINY], "after the drained body, the pipelined response")
+
+
+def t_exact_limits(S):
+    def line(total):  # a request line of exactly `total` bytes with its CRLF
+        pre, suf = "GET /", " HTTP/1.1"
+        return pre + "a" * (total - len(pre) - len(suf) - 2) + suf
+    r = st.exchange(S.port, H(line(8192), "Host: x"))
+    eq(r.status, 404, "a request line of exactly 8192 bytes (CRLF included): status")
+    framing_error(S, H(line(8193), "Host: x"), 414, "a request line of 8193 bytes")
+
+    def head(total):  # a head of exactly `total` bytes, blank line included
+        base = H("GET /tiny.txt HTTP/1.1", "Host: x", "X-Pad: ")
+        return base[:-4] + b"p" * (total - len(base)) + b"\r\n\r\n"
+    eq(len(head(16384)), 16384, "test helper: head length")
+    r = st.exchange(S.port, head(16384))
+    eq(r.status, 200, "a head of exactly 16384 bytes: status")
+    framing_error(S, head(16385), 431, "a head of 16385 bytes")
+    fields = ["X-%d: 1" % i for i in range(63)]
+    r = st.exchange(S.port, H("GET /tiny.txt HTTP/1.1", "Host: x", *fields))
+    eq(r.status, 200, "64 header fields: status")
+    framing_error(S, H("GET /tiny.txt HTTP/1.1", "Host: x", *fields, "X-One-More: 1"), 431,
+                  "65 header fields")
+
+
+def t_long_path_never_500(S):
+    for n in (4090, 4100, 5000, 8100):
+        r = st.exchange(S.port, H("GET /" + "d" * n + " HTTP/1.1", "Host: x"))
+        ok(r.status in (404, 414), "a %d-byte path: status %d (want 404, or 414)" % (n, r.status))
+
+
+def t_pipeline_beyond_read_buffer(S):
+    # ~37 KB of requests in one write: more than the 16 KiB read buffer holds at once.
+    n = 1000
+    data = b"".join(st.req("GET", "/A.txt" if i % 2 else TINY) for i in range(n))
+    with st.Conn(S.port) as c:
+        c.send(data)
+        for i in range(n):
+            r = c.read_response()
+            eq((r.status, r.body), (200, S.fixture.files["/A.txt" if i % 2 else TINY]),
+               "pipelined response %d of %d" % (i + 1, n))
+
+
+def t_pipeline_large_responses_slow_reader(S):
+    # ~2.5 MB of responses (far more than the socket buffers hold) to a client that reads
+    # nothing for a second: servd must queue what the socket does not take and finish
+    # every body, in order.
+    seq = ["/data/big.txt", "/img/dot.png", "/data/big.txt", "/tiny.txt"] * 15
+    with st.Conn(S.port) as c:
+        c.send(b"".join(st.req("GET", p) for p in seq))
+        time.sleep(1.0)
+        for i, p in enumerate(seq):
+            r = c.read_response()
+            eq((r.status, len(r.body)), (200, len(S.fixture.files[p])), "response %d (%s)" % (i, p))
+            eq(r.body, S.fixture.files[p], "response %d (%s) body" % (i, p))
+        eq(sum(len(S.fixture.files[p]) for p in seq) > 2000000, True, "test writes > 2 MB")
+    S.check_alive()
+
+
+def t_server_still_serves(S):
+    # After all of the above (run last), servd is alive and answers normally.
+    S.check_alive()
+    r = st.get(S.port, TINY)
+    eq((r.status, r.body), (200, S.fixture.files[TINY]), "GET after the abuse")
+    # a client that sends garbage and disconnects mid-request
+    for junk in (b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", b"GET / HT", b"\xff" * 100):
+        s = socket.create_connection(("127.0.0.1", S.port), timeout=5)
+        s.sendall(junk)
+        s.close()
+    r = st.get(S.port, TINY)
+    eq(r.status, 200, "GET after clients that vanished mid-request")
+    S.check_alive()
+
+
+if __name__ == "__main__":
+    st.run(st.collect(globals()), lambda: st.Sites(workers=1, with_www=False))
