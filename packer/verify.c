@@ -192,7 +192,8 @@ static int check_body(void *arg, const uint8_t key[SF_KEY_LEN], sf_view bytes)
     pk_hex(key, SF_KEY_LEN, hex);
     ref probe;
     memcpy(probe.key, key, SF_KEY_LEN);
-    const ref *user = bsearch(&probe, v->refs, v->nrefs, sizeof *v->refs, cmp_ref);
+    const ref *user =
+        v->nrefs ? bsearch(&probe, v->refs, v->nrefs, sizeof *v->refs, cmp_ref) : NULL;
     uint8_t d[PK_DIGEST_LEN];
     if (pk_sha256(bytes.ptr, bytes.len, d) != 0) {
         v->oom = 1;

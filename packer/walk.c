@@ -146,7 +146,8 @@ static int read_names(walk *w, const char *dir, char ***out, size_t *nout)
         goto out_free;
     }
     closedir(d);
-    qsort(v, n, sizeof *v, cmp_str);
+    if (n)
+        qsort(v, n, sizeof *v, cmp_str);
     *out = v;
     *nout = n;
     return 0;
@@ -351,7 +352,9 @@ int pk_walk(const char *root, const pk_rules *rules, pk_site *site, char *err, s
         dir[0] = '\0'; /* "/" + "/name" would double the slash */
     if (walk_dir(&w, dir[0] ? dir : "", "", 0) != 0)
         return -1;
-    qsort(site->files, site->n, sizeof *site->files, cmp_file);
-    drop_sidecars(site);
+    if (site->n) {
+        qsort(site->files, site->n, sizeof *site->files, cmp_file);
+        drop_sidecars(site);
+    }
     return 0;
 }

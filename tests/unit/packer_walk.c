@@ -198,6 +198,21 @@ TEST(walk_root_errors)
     pk_site_free(&s);
 }
 
+TEST(walk_empty_directories)
+{
+    fresh_root("empty");
+    pk_site s;
+    walk_ok(&s, NULL);
+    ASSERT_EQ(s.n, 0);
+    pk_site_free(&s);
+    mk("a/b/c", NULL); /* empty nested directories */
+    mk("d/x.txt", "x");
+    walk_ok(&s, NULL);
+    ASSERT_EQ(s.n, 1);
+    ASSERT_STR_EQ(s.files[0].key, "/d/x.txt");
+    pk_site_free(&s);
+}
+
 TEST(walk_long_key_refused)
 {
     fresh_root("long");
