@@ -1,0 +1,356 @@
+#!/usr/bin/env python3
+"""Connection handling of a real servd (servd(1) "CONNECTIONS"): bodies byte-exact from
+the map, keep-alive, pipelining (20 requests in one write answered in order; any split
+of the bytes; large responses pipelined past the per-turn write cap), request bodies
+drained, Connection: close and half-closed clients, heads near and over SV_MAX_HEAD,
+and the three timeouts: header (slowloris), keep-alive idle and send (a client that
+stops reading)."""
+import os
+import random
+import socket
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import servdtest as st  # noqa: E402
+from servdtest import eq, ok  # noqa: E402
+
+FILES = {}
+
+
+def site():
+    root = os.path.join(st.tmpdir(), "conn-site")
+    rnd = random.Random(7)
+    FILES["/index.html"] = b"<html><body><h1>It works!!</h1></body></html>\n"
+    FILES["/small.txt"] = b"small file\n"
+    FILES["/mid.txt"] = b"".join(b"mid line %07d\n" % i for i in range(70000))  # ~1.1 MB
+    FILES["/big.bin"] = rnd.randbytes(16 * 1024 * 1024)  # stored once: not compressible
+    if not os.path.isdir(root):
+        os.makedirs(root)
+        for path, data in FILES.items():
+            with open(os.path.join(root, path.lstrip("/")), "wb") as f:
+                f.write(data)
+    return root
+
+
+def pack():
+    p = os.path.join(st.tmpdir(), "conn.lmdb")
+    if not os.path.exists(p):
+        st.pack(site(), "conn.lmdb")
+    else:
+        site()
+    return p
+
+
+def metrics(port):
+    """The admin /metrics as {sample name with labels: value}."""
+    r = st.get(port, "/metrics")
+    eq(r.status, 200, "/metrics status")
+    out = {}
+    for line in r.body.decode().splitlines():
+        if line and not line.startswith("#"):
+            name, _, value = line.rpartition(" ")
+            out[name] = float(value)
+    return out
+
+
+def t_bodies_byte_exact():
+    with st.Servd(pack()) as s:
+        for path in ("/index.html", "/small.txt", "/mid.txt", "/big.bin"):
+            want = st.pack_cat(s.pack, path)
+            eq(len(want), len(FILES[path]), "servd-pack cat %s length" % path)
+            r = st.get(s.port, path)
+            eq(r.status, 200, "%s status" % path)
+            ok(r.body == want, "%s: body differs from the packed bytes (%d vs %d bytes)"
+               % (path, len(r.body), len(want)))
+
+
+def t_keep_alive_many_requests():
+    with st.Servd(pack()) as s, st.Conn(s.port) as c:
+        for i in range(200):
+            path = ("/index.html", "/small.txt", "/mid.txt")[i % 3]
+            c.send(st.req("GET", path))
+            r = c.read_response()
+            eq((r.status, r.body == FILES[path]), (200, True), "request %d on one connection" % i)
+        ok(not c.closed_after(0.3), "keep-alive connection closed after 200 requests")
+
+
+def t_pipelined_20_in_one_write():
+    with st.Servd(pack()) as s, st.Conn(s.port) as c:
+        paths = [("/index.html", "/small.txt", "/nope", "/mid.txt")[i % 4] for i in range(20)]
+        methods = ["HEAD" if i % 5 == 3 else "GET" for i in range(20)]
+        c.send(b"".join(st.req(m, p) for m, p in zip(methods, paths)))
+        for i, (m, p) in enumerate(zip(methods, paths)):
+            r = c.read_response(m)
+            if p == "/nope":
+                eq(r.status, 404, "pipelined %d (%s %s) status" % (i, m, p))
+            else:
+                eq(r.status, 200, "pipelined %d (%s %s) status" % (i, m, p))
+                eq(int(r.need("Content-Length")), len(FILES[p]), "pipelined %d length" % i)
+                if m == "GET":
+                    ok(r.body == FILES[p], "pipelined %d (%s) body" % (i, p))
+        c.nothing_more()
+
+
+def t_pipelined_any_split():
+    """The same 20 requests cut at random places, including inside CRLFs."""
+    rnd = random.Random(3)
+    data = b"".join(st.req("GET", ("/index.html", "/small.txt")[i % 2],
+                           headers=[("X-Pad", "p" * rnd.randrange(0, 300))])
+                    for i in range(20))
+    with st.Servd(pack()) as s:
+        for trial in range(4):
+            with st.Conn(s.port) as c:
+                i = 0
+                while i < len(data):
+                    n = 1 if trial == 0 else rnd.randrange(1, 120)
+                    c.send(data[i:i + n])
+                    i += n
+                    if trial == 1:
+                        time.sleep(0.001)
+                for k in range(20):
+                    r = c.read_response()
+                    eq(r.body, FILES[("/index.html", "/small.txt")[k % 2]],
+                       "split trial %d, response %d" % (trial, k))
+
+
+def t_pipelined_large_responses_in_order():
+    """40 x 1.1 MB pipelined: far past SV_CONN_TURN_BYTES, so servd pauses and resumes
+    this connection many times. Meanwhile a second connection is answered promptly."""
+    with st.Servd(pack()) as s, st.Conn(s.port, timeout=30) as c:
+        n = 40
+        c.send(b"".join(st.req("GET", "/mid.txt" if i % 2 == 0 else "/small.txt")
+                        for i in range(n)))
+        got = []
+        lat = []
+
+        def other():
+            for _ in range(5):
+                t0 = time.time()
+                r = st.get(s.port, "/index.html")
+                lat.append((time.time() - t0, r.status))
+                time.sleep(0.05)
+        th = threading.Thread(target=other)
+        th.start()
+        for i in range(n):
+            r = c.read_response()
+            got.append(r.body == FILES["/mid.txt" if i % 2 == 0 else "/small.txt"])
+        th.join()
+        eq(got, [True] * n, "bodies of 40 pipelined responses, in order")
+        ok(all(st_ == 200 for _, st_ in lat), "other connection statuses %r" % lat)
+        ok(max(t for t, _ in lat) < 2.0, "other connection waited %r s" % lat)
+
+
+def t_small_body_drained():
+    with st.Servd(pack()) as s, st.Conn(s.port) as c:
+        body = b"x" * 1000
+        c.send(st.req("GET", "/small.txt", [("Content-Length", str(len(body)))]) + body
+               + st.req("GET", "/index.html"))
+        r = c.read_response()
+        eq((r.status, r.body), (200, FILES["/small.txt"]), "GET with a body")
+        r = c.read_response()
+        eq((r.status, r.body), (200, FILES["/index.html"]), "request after the drained body")
+        # A body that arrives in pieces, slowly, is drained too.
+        c.send(st.req("GET", "/small.txt", [("Content-Length", "3000")]))
+        r = c.read_response()
+        eq(r.status, 200, "GET with a body still to come")
+        for _ in range(3):
+            c.send(b"y" * 1000)
+            time.sleep(0.05)
+        c.send(st.req("GET", "/index.html"))
+        r = c.read_response()
+        eq((r.status, r.body), (200, FILES["/index.html"]), "request after a slow body")
+
+
+def t_connection_close_and_http10():
+    with st.Servd(pack()) as s:
+        with st.Conn(s.port) as c:
+            c.send(st.req("GET", "/small.txt", [("Connection", "close")])
+                   + st.req("GET", "/index.html"))
+            r = c.read_response()
+            eq((r.status, r.body), (200, FILES["/small.txt"]), "Connection: close response")
+            c.expect_closed("after Connection: close (the pipelined request must not be "
+                            "answered)")
+        with st.Conn(s.port) as c:
+            c.send(st.req("GET", "/small.txt", version="HTTP/1.0"))
+            r = c.read_response()
+            eq(r.status, 200, "HTTP/1.0 status")
+            c.expect_closed("after an HTTP/1.0 request")
+
+
+def t_half_closed_client_gets_every_response():
+    """A client that sends its requests and shuts down its write side (like
+    `printf ... | nc`) still receives every response, then the close."""
+    with st.Servd(pack()) as s, st.Conn(s.port, timeout=30) as c:
+        c.send(b"".join(st.req("GET", p) for p in ("/mid.txt", "/small.txt", "/big.bin")))
+        c.sock.shutdown(socket.SHUT_WR)
+        for p in ("/mid.txt", "/small.txt", "/big.bin"):
+            r = c.read_response()
+            ok(r.body == FILES[p], "half-closed client: body of %s" % p)
+        c.expect_closed("after the last response to a half-closed client")
+
+
+def t_heads_near_and_over_the_limit():
+    with st.Servd(pack()) as s:
+        # ~15 KB of header fields sent in pieces: held in a connection buffer and answered.
+        hdrs = [("X-Big-%02d" % i, "v" * 230) for i in range(60)]
+        data = st.req("GET", "/small.txt", hdrs)
+        ok(len(data) < 16384, "test head is %d bytes" % len(data))
+        with st.Conn(s.port) as c:
+            for i in range(0, len(data), 1000):
+                c.send(data[i:i + 1000])
+                time.sleep(0.01)
+            r = c.read_response()
+            eq((r.status, r.body), (200, FILES["/small.txt"]), "15 KB head in pieces")
+        # More than 16 KiB of head: 431 and close, however it is split.
+        hdrs = [("X-Big-%02d" % i, "v" * 300) for i in range(60)]
+        data = st.req("GET", "/small.txt", hdrs)
+        for step in (len(data), 1000):
+            with st.Conn(s.port) as c:
+                try:
+                    for i in range(0, len(data), step):
+                        c.send(data[i:i + step])
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+                r = c.read_response()
+                eq(r.status, 431, "18 KB head in pieces of %d" % step)
+                c.expect_closed("after 431")
+
+
+def closed_within(c, limit):
+    """Seconds until the server closes c (reading and discarding), or None."""
+    t0 = time.time()
+    c.sock.settimeout(0.2)
+    while time.time() - t0 < limit:
+        try:
+            chunk = c.sock.recv(65536)
+        except socket.timeout:
+            continue
+        except ConnectionResetError:
+            return time.time() - t0
+        if not chunk:
+            return time.time() - t0
+    return None
+
+
+def t_header_timeout_slowloris():
+    adm = st.free_port()
+    with st.Servd(pack(), extra=["--header-timeout", "1", "--idle-timeout", "30",
+                                 "--admin", "127.0.0.1:%d" % adm]) as s:
+        # A client trickling a head, one byte every 100 ms, never finishing it.
+        with st.Conn(s.port) as c:
+            c.send(b"GET /small.txt HTTP/1.1\r\nHost: x\r\n")
+            t0 = time.time()
+            closed = None
+            while time.time() - t0 < 5:
+                try:
+                    c.send(b"X")
+                except (BrokenPipeError, ConnectionResetError):
+                    closed = time.time() - t0
+                    break
+                c.sock.settimeout(0.1)
+                try:
+                    if c.sock.recv(100) == b"":
+                        closed = time.time() - t0
+                        break
+                except socket.timeout:
+                    pass
+                except ConnectionResetError:
+                    closed = time.time() - t0
+                    break
+            ok(closed is not None, "a trickled head was not cut within 5 s (header timeout 1 s)")
+            ok(0.7 <= closed <= 3.0, "trickled head closed after %.2f s (header timeout 1 s)"
+               % closed)
+        # A connection that never sends anything is cut by the same timeout.
+        with st.Conn(s.port) as c:
+            t = closed_within(c, 5)
+            ok(t is not None and 0.7 <= t <= 3.0, "silent new connection closed after %r s" % t)
+        # A client sending complete requests slowly is not affected.
+        with st.Conn(s.port) as c:
+            for i in range(5):
+                c.send(st.req("GET", "/small.txt"))
+                eq(c.read_response().status, 200, "request %d of a slow but complete client" % i)
+                time.sleep(0.5)
+        m = metrics(adm)
+        ok(m['servd_timeouts_total{kind="header"}'] >= 2,
+           "header timeouts counted: %r" % m['servd_timeouts_total{kind="header"}'])
+
+
+def t_idle_timeout():
+    adm = st.free_port()
+    with st.Servd(pack(), extra=["--idle-timeout", "1", "--admin", "127.0.0.1:%d" % adm]) as s:
+        with st.Conn(s.port) as c:
+            c.send(st.req("GET", "/small.txt"))
+            eq(c.read_response().status, 200, "first request")
+            t = closed_within(c, 5)
+            ok(t is not None and 0.7 <= t <= 3.0, "idle keep-alive closed after %r s "
+               "(idle timeout 1 s)" % t)
+        # Requests every 0.4 s keep the connection alive for well past the timeout.
+        with st.Conn(s.port) as c:
+            for i in range(8):
+                c.send(st.req("GET", "/small.txt"))
+                eq(c.read_response().status, 200, "request %d of an active connection" % i)
+                time.sleep(0.4)
+        m = metrics(adm)
+        ok(m['servd_timeouts_total{kind="idle"}'] >= 1, "idle timeouts counted")
+
+
+def t_send_timeout_client_stops_reading():
+    adm = st.free_port()
+    with st.Servd(pack(), extra=["--send-timeout", "1", "--admin", "127.0.0.1:%d" % adm]) as s:
+        c = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        c.settimeout(st.IO_TIMEOUT)
+        c.connect(("127.0.0.1", s.port))
+        c.sendall(st.req("GET", "/big.bin"))
+        time.sleep(3.5)  # read nothing: servd's writes stall
+        got = 0
+        reset = False
+        c.settimeout(5)
+        try:
+            while True:
+                chunk = c.recv(1 << 20)
+                if not chunk:
+                    break
+                got += len(chunk)
+        except ConnectionResetError:
+            reset = True
+        except socket.timeout:
+            raise st.Fail("the connection of a client that stopped reading was still open "
+                          "after the send timeout (%d bytes read)" % got)
+        c.close()
+        ok(got < len(FILES["/big.bin"]), "the whole 16 MB arrived (%d bytes): the test did "
+           "not stall servd's writes" % got)
+        m = metrics(adm)
+        eq(m['servd_timeouts_total{kind="send"}'], 1.0, "send timeouts counted (reset=%s)"
+           % reset)
+        # A slow but steady reader is not cut: 16 MB in 64 KiB sips for more than the
+        # timeout, with progress every few milliseconds.
+        c2 = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        c2.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+        c2.settimeout(st.IO_TIMEOUT)
+        c2.connect(("127.0.0.1", s.port))
+        c2.sendall(st.req("GET", "/big.bin"))
+        t0 = time.time()
+        data = b""
+        want = len(FILES["/big.bin"])
+        while True:
+            chunk = c2.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+            if len(data) > want and data.find(b"\r\n\r\n") + 4 + want <= len(data):
+                break
+            time.sleep(0.004)
+        c2.close()
+        took = time.time() - t0
+        ok(data.endswith(FILES["/big.bin"]), "steady reader: body (%d bytes in %.1f s)"
+           % (len(data), took))
+        ok(took > 1.2, "the steady reader took only %.1f s: not slower than the timeout" % took)
+        eq(metrics(adm)['servd_timeouts_total{kind="send"}'], 1.0,
+           "send timeouts after a steady reader")
+
+
+if __name__ == "__main__":
+    st.run(st.collect(globals()))

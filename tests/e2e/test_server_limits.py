@@ -1,0 +1,169 @@
+#!/usr/bin/env python3
+"""Resource limits of a real servd (servd(1) "LIMITS"): --max-conns per worker (the
+connection over the limit gets a 503 and is closed, the others keep working, a slot
+freed is reused), and running out of file descriptors: servd started under a low
+RLIMIT_NOFILE with more clients than descriptors stops accepting for a moment instead
+of spinning (its CPU time stays low), serves the clients it holds, and serves the
+waiting ones once descriptors are free again."""
+import os
+import resource
+import socket
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import servdtest as st  # noqa: E402
+from servdtest import eq, ok  # noqa: E402
+
+BODY = b"limits\n"
+
+
+def pack():
+    root = os.path.join(st.tmpdir(), "limits-site")
+    if not os.path.isdir(root):
+        os.makedirs(root)
+        with open(os.path.join(root, "index.html"), "wb") as f:
+            f.write(BODY)
+    p = os.path.join(st.tmpdir(), "limits.lmdb")
+    if not os.path.exists(p):
+        st.pack(root, "limits.lmdb")
+    return p
+
+
+def metrics(port):
+    r = st.get(port, "/metrics")
+    out = {}
+    for line in r.body.decode().splitlines():
+        if line and not line.startswith("#"):
+            name, _, value = line.rpartition(" ")
+            out[name] = float(value)
+    return out
+
+
+def cpu_seconds(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def t_max_conns():
+    adm = st.free_port()
+    with st.Servd(pack(), extra=["--max-conns", "5", "--admin", "127.0.0.1:%d" % adm]) as s:
+        held = []
+        for i in range(5):
+            c = st.Conn(s.port)
+            c.send(st.req("GET", "/"))
+            eq(c.read_response().body, BODY, "connection %d within the limit" % i)
+            held.append(c)
+        extra = st.Conn(s.port)
+        try:
+            extra.send(st.req("GET", "/"))
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        try:
+            r = extra.read_response()
+            eq(r.status, 503, "connection over --max-conns: status")
+            eq(r.get("Connection"), "close", "503 over the limit: Connection")
+        except st.Closed:
+            pass  # a close without the 503 is acceptable; serving it is not
+        extra.expect_closed("connection over --max-conns")
+        extra.close()
+        for i, c in enumerate(held):
+            c.send(st.req("GET", "/"))
+            eq(c.read_response().body, BODY, "held connection %d after the refusal" % i)
+        held.pop().close()
+        time.sleep(0.3)
+        c = st.Conn(s.port)
+        c.send(st.req("GET", "/"))
+        eq(c.read_response().body, BODY, "a new connection once a slot is free")
+        held.append(c)
+        m = metrics(adm)
+        eq(m["servd_connections_rejected_total"], 1.0, "rejected connections counted")
+        eq(m["servd_connections_open"], 5.0, "open connections")
+        for c in held:
+            c.close()
+
+
+class LowFdServd(st.Servd):
+    """servd under RLIMIT_NOFILE = limit (soft and hard, so servd cannot raise it)."""
+
+    def __init__(self, pack_path, limit):
+        super().__init__(pack_path)
+        self.limit = limit
+
+    def start(self):
+        self.port = st.free_port()
+        cmd = [st.SERVD, "--pack", self.pack, "--listen", "127.0.0.1:%d" % self.port,
+               "--workers", "1"]
+        self.log = os.path.join(st.tmpdir(), "servd-lowfd-%d.log" % self.port)
+        limit = self.limit
+
+        def lower():
+            resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
+        with open(self.log, "wb") as logf:
+            self.proc = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL, preexec_fn=lower)
+        deadline = time.time() + st.START_TIMEOUT
+        while time.time() < deadline:
+            ok(self.proc.poll() is None, "servd exited at startup: %s" % self.read_log())
+            try:
+                c = socket.create_connection(("127.0.0.1", self.port), timeout=1)
+                c.sendall(st.req("GET", "/", version="HTTP/1.0"))
+                c.recv(100)
+                c.close()
+                return self
+            except OSError:
+                time.sleep(0.05)
+        raise st.Fail("servd under a low fd limit did not start: %s" % self.read_log())
+
+
+def t_out_of_file_descriptors():
+    limit = 32
+    n = 60  # more clients than descriptors
+    with LowFdServd(pack(), limit) as s:
+        conns = []
+        for i in range(n):
+            c = st.Conn(s.port, timeout=10)  # completes in the kernel backlog
+            c.send(st.req("GET", "/"))
+            conns.append(c)
+        time.sleep(0.5)
+        cpu0 = cpu_seconds(s.proc.pid)
+        t0 = time.time()
+        # Which clients got an answer? (keep-alive: they keep their descriptor)
+        answered, waiting = [], []
+        for c in conns:
+            c.sock.settimeout(0.05)
+            try:
+                r = c.read_response()
+                eq(r.body, BODY, "answered client body")
+                answered.append(c)
+            except st.Fail:
+                waiting.append(c)
+            finally:
+                c.sock.settimeout(10)
+        time.sleep(max(0.0, 2.0 - (time.time() - t0)))
+        used = cpu_seconds(s.proc.pid) - cpu0
+        wall = time.time() - t0
+        ok(0 < len(answered) < n, "answered %d of %d clients under RLIMIT_NOFILE=%d"
+           % (len(answered), n, limit))
+        ok(used < 0.25 * wall, "servd used %.2f s of CPU in %.2f s while out of descriptors "
+           "(spinning?)" % (used, wall))
+        ok(s.alive(), "servd died when out of descriptors: %s" % s.read_log())
+        # Free the descriptors: the waiting clients are answered from the backlog.
+        for c in answered:
+            c.close()
+        for i, c in enumerate(waiting):
+            try:
+                r = c.read_response()
+            except st.Closed:
+                raise st.Fail("waiting client %d of %d was closed instead of served"
+                              % (i, len(waiting)))
+            eq(r.body, BODY, "waiting client %d body" % i)
+            c.close()
+        r = st.get(s.port, "/")
+        eq(r.body, BODY, "a fresh client after the storm")
+
+
+if __name__ == "__main__":
+    st.run(st.collect(globals()))

@@ -1,0 +1,285 @@
+#!/usr/bin/env python3
+"""Operations (servd(1) "ADMIN ENDPOINT", "ACCESS LOG", "SIGNALS"): /metrics in Prometheus
+text format with exact counters and /healthz on the admin address only, never on the
+public port; the access log (combined format + encoding + microseconds, escaped fields)
+and its reopening on SIGUSR1; SIGTERM stops accepting, closes idle connections, lets a
+response in flight finish byte-exact and exits 0; --shutdown-timeout bounds the wait."""
+import os
+import random
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import servdtest as st  # noqa: E402
+from servdtest import eq, ok  # noqa: E402
+
+FILES = {
+    "/index.html": b"<html><body><h1>It works!!</h1></body></html>\n",
+    "/app.js": b"".join(b"function f%d(a){return a+%d}\n" % (i, i) for i in range(4000)),
+    "/big.bin": random.Random(5).randbytes(12 * 1024 * 1024),
+}
+
+
+def pack():
+    root = os.path.join(st.tmpdir(), "ops-site")
+    if not os.path.isdir(root):
+        os.makedirs(root)
+        for path, data in FILES.items():
+            with open(os.path.join(root, path.lstrip("/")), "wb") as f:
+                f.write(data)
+    p = os.path.join(st.tmpdir(), "ops.lmdb")
+    if not os.path.exists(p):
+        st.pack(root, "ops.lmdb")
+    return p
+
+
+SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\.)*"'
+                    r'(?:,[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\.)*")*\})? (-?[0-9.e+]+)$')
+
+
+def parse_metrics(text):
+    """Checks the Prometheus text format 0.0.4 and returns {name{labels}: float}."""
+    out, typed = {}, {}
+    for line in text.splitlines():
+        if line.startswith("# HELP "):
+            continue
+        if line.startswith("# TYPE "):
+            _, _, name, kind = line.split(" ", 3)
+            ok(kind in ("counter", "gauge"), "TYPE %r" % line)
+            ok(name not in typed, "metric %s typed twice" % name)
+            typed[name] = kind
+            continue
+        m = SAMPLE.match(line)
+        ok(m is not None, "not a Prometheus sample line: %r" % line)
+        ok(m.group(1) in typed, "sample %s before its TYPE line" % m.group(1))
+        if typed[m.group(1)] == "counter":
+            ok(m.group(1).endswith("_total"), "counter %s does not end in _total" % m.group(1))
+        out[m.group(1) + (m.group(2) or "")] = float(m.group(3))
+    return out
+
+
+def metrics(adm):
+    r = st.get(adm, "/metrics")
+    eq(r.status, 200, "/metrics status")
+    ok(r.need("Content-Type").startswith("text/plain; version=0.0.4"),
+       "/metrics Content-Type %r" % r.get("Content-Type"))
+    return parse_metrics(r.body.decode())
+
+
+def t_metrics_and_healthz_on_the_admin_port_only():
+    adm = st.free_port()
+    with st.Servd(pack(), extra=["--admin", "127.0.0.1:%d" % adm]) as s:
+        # Never on the public port: those paths are the site's (here: 404).
+        for path in ("/metrics", "/healthz"):
+            r = st.get(s.port, path)
+            eq(r.status, 404, "public %s" % path)
+            ok(b"servd_" not in r.body and b"ok " not in r.body[:3], "public %s body" % path)
+
+        m0 = metrics(adm)
+        for key in ('servd_requests_total{code="2xx"}', "servd_bytes_sent_total",
+                    "servd_connections_open", "servd_pack_loaded_timestamp_seconds",
+                    "servd_pack_swaps_total", "servd_pack_swap_failures_total",
+                    'servd_errors_total{kind="parse"}',
+                    'servd_responses_by_encoding_total{encoding="gzip"}'):
+            ok(key in m0, "/metrics lacks %s" % key)
+        ok(abs(m0["servd_pack_loaded_timestamp_seconds"] - time.time()) < 120, "load time")
+        info = [k for k in m0 if k.startswith("servd_pack_info{")]
+        eq(len(info), 1, "servd_pack_info samples")
+        pack_id = re.search(r'pack_id="([0-9a-f]{32})"', info[0])
+        ok(pack_id is not None, "pack_id label in %r" % info[0])
+
+        r = st.get(adm, "/healthz")
+        eq((r.status, r.body.decode()), (200, "ok %s\n" % pack_id.group(1)), "/healthz")
+        eq(st.get(adm, "/healthz", method="HEAD").status, 200, "HEAD /healthz")
+        r = st.exchange(adm, st.req("POST", "/metrics"))
+        eq((r.status, r.get("Allow")), (405, "GET, HEAD"), "POST /metrics")
+        eq(st.get(adm, "/").status, 404, "admin /")
+        eq(st.exchange(adm, b"GARBAGE\r\n\r\n").status, 400, "admin garbage")
+
+        # Exact counters: these requests and nothing else touch the public port.
+        received = 0
+        with st.Conn(s.port) as c:
+            for i in range(10):
+                c.send(st.req("GET", "/index.html"))
+                r = c.read_response()
+                received += len(r.head_raw) + len(r.body)
+            c.send(st.req("GET", "/app.js", [("Accept-Encoding", "gzip")]))
+            r = c.read_response()
+            eq(r.get("Content-Encoding"), "gzip", "gzip variant")
+            received += len(r.head_raw) + len(r.body)
+            etag = r.need("ETag")
+            c.send(st.req("GET", "/app.js", [("Accept-Encoding", "gzip"),
+                                             ("If-None-Match", etag)]))
+            r = c.read_response()
+            eq(r.status, 304, "conditional GET")
+            received += len(r.head_raw)
+            c.send(st.req("GET", "/absent"))
+            r = c.read_response()
+            received += len(r.head_raw) + len(r.body)
+        r, closed = st.raw_outcome(s.port, b"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n")
+        eq((r.status, closed), (400, True), "two Host lines")
+        received += len(r.head_raw) + len(r.body)
+        time.sleep(0.3)
+        m = metrics(adm)
+
+        def d(k):
+            return m[k] - m0.get(k, 0)
+        eq(d('servd_requests_total{code="2xx"}'), 11.0, "2xx counted")
+        eq(d('servd_requests_total{code="3xx"}'), 1.0, "3xx counted")
+        eq(d('servd_requests_total{code="4xx"}'), 2.0, "4xx counted")
+        eq(d('servd_responses_by_encoding_total{encoding="gzip"}'), 1.0, "gzip responses (the 304 has no body)")
+        eq(d('servd_errors_total{kind="parse"}'), 1.0, "parse errors")
+        eq(d("servd_bytes_sent_total"), float(received), "bytes sent = bytes the client got")
+        eq(m["servd_connections_open"], 0.0, "connections open after the clients left")
+        eq(m["servd_workers"], 1.0, "workers")
+
+
+LOG_LINE = re.compile(r'^(\S+) - - \[(\d\d/[A-Z][a-z]{2}/\d{4}:\d\d:\d\d:\d\d \+0000)\] '
+                      r'"([^"\\]*(?:\\.[^"\\]*)*)" (\d{3}) (\d+|-) "([^"\\]*(?:\\.[^"\\]*)*)" '
+                      r'"([^"\\]*(?:\\.[^"\\]*)*)" (identity|gzip|br|zstd|-) (\d+)$')
+
+
+def read_lines(path, n, limit=5.0):
+    """Waits until path holds at least n lines (workers hand lines over each second)."""
+    t0 = time.time()
+    lines = []
+    while time.time() - t0 < limit:
+        if os.path.exists(path):
+            with open(path, "rb") as f:
+                lines = f.read().decode("ascii").splitlines()
+            if len(lines) >= n:
+                return lines
+        time.sleep(0.1)
+    raise st.Fail("%s has %d lines after %.0f s, want %d" % (path, len(lines), limit, n))
+
+
+def t_access_log_and_reopen():
+    log = os.path.join(st.tmpdir(), "access.log")
+    for p in (log, log + ".1"):
+        if os.path.exists(p):
+            os.unlink(p)
+    with st.Servd(pack(), extra=["--access-log", log]) as s:
+        st.get(s.port, "/index.html", [("Referer", "http://example.com/a"),
+                                       ("User-Agent", "test-agent/1.0")])
+        st.get(s.port, "/app.js", [("Accept-Encoding", "gzip")], method="HEAD")
+        st.get(s.port, "/absent?q=1")
+        st.get(s.port, "/index.html", [("User-Agent", 'evil"agent\\ \xe9')])
+        st.raw_outcome(s.port, b"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n")
+        lines = read_lines(log, 5)
+        eq(len(lines), 5, "access log lines")
+        parsed = []
+        for line in lines:
+            m = LOG_LINE.match(line)
+            ok(m is not None, "not a combined+ log line: %r" % line)
+            parsed.append(m.groups())
+        eq(parsed[0][0], "127.0.0.1", "client address")
+        eq(parsed[0][2:8], ("GET /index.html HTTP/1.1", "200", str(len(FILES["/index.html"])),
+                            "http://example.com/a", "test-agent/1.0", "identity"), "line 1")
+        eq(parsed[1][2:5], ("HEAD /app.js HTTP/1.1", "200", "-"), "HEAD: no body bytes")
+        eq(parsed[1][7], "gzip", "HEAD: chosen encoding")
+        eq((parsed[2][2], parsed[2][3]), ("GET /absent?q=1 HTTP/1.1", "404"), "404 line")
+        eq(parsed[3][6], 'evil\\"agent\\\\ \\xe9', "escaped User-Agent")
+        eq((parsed[4][2], parsed[4][3]), ("-", "400"), "unparsable request")
+        ok(all(int(p[8]) < 10_000_000 for p in parsed), "durations in microseconds")
+
+        # Rotation: move the file away, SIGUSR1, and the next lines go to a new file.
+        os.rename(log, log + ".1")
+        s.proc.send_signal(signal.SIGUSR1)
+        time.sleep(0.3)
+        st.get(s.port, "/index.html", [("User-Agent", "after-rotation")])
+        new = read_lines(log, 1)
+        eq(len(new), 1, "lines in the reopened log")
+        ok('"after-rotation"' in new[0], "the reopened log has the new request: %r" % new)
+        with open(log + ".1") as f:
+            eq(len(f.read().splitlines()), 5, "lines in the rotated file")
+
+
+def t_sigterm_graceful():
+    adm = st.free_port()
+    s = st.Servd(pack(), extra=["--admin", "127.0.0.1:%d" % adm]).start()
+    try:
+        idle = st.Conn(s.port)
+        idle.send(st.req("GET", "/index.html"))
+        idle.read_response()
+        slow = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16384)
+        slow.settimeout(st.IO_TIMEOUT)
+        slow.connect(("127.0.0.1", s.port))
+        slow.sendall(st.req("GET", "/big.bin"))
+        data = slow.recv(65536)
+        s.proc.send_signal(signal.SIGTERM)
+        ok(idle.closed_after(3.0), "an idle keep-alive connection stays open after SIGTERM")
+        time.sleep(0.2)
+        try:
+            c = socket.create_connection(("127.0.0.1", s.port), timeout=2)
+            c.sendall(st.req("GET", "/index.html"))
+            got = c.recv(100)
+            c.close()
+            ok(got == b"", "a new connection was served after SIGTERM: %r" % got[:40])
+        except OSError:
+            pass  # refused: not accepting any more
+        r = st.get(adm, "/healthz")
+        eq(r.status, 503, "/healthz while stopping")
+        ok(r.body.startswith(b"stopping "), "/healthz body while stopping: %r" % r.body)
+        ok(s.proc.poll() is None, "servd exited with a response in flight")
+        slow.settimeout(30)
+        while True:
+            chunk = slow.recv(1 << 20)
+            if not chunk:
+                break
+            data += chunk
+        slow.close()
+        head, _, body = data.partition(b"\r\n\r\n")
+        ok(body == FILES["/big.bin"], "the response in flight was not completed byte-exact "
+           "(%d of %d bytes)" % (len(body), len(FILES["/big.bin"])))
+        eq(s.proc.wait(timeout=st.STOP_TIMEOUT), 0, "exit status after SIGTERM")
+        ok("stopped" in s.read_log(), "log: %r" % s.read_log()[-300:])
+    finally:
+        s.stop(check=False)
+
+
+def t_shutdown_timeout_bounds_the_wait():
+    s = st.Servd(pack(), extra=["--shutdown-timeout", "1"]).start()
+    try:
+        stuck = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        stuck.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        stuck.connect(("127.0.0.1", s.port))
+        stuck.sendall(st.req("GET", "/big.bin"))  # and never read
+        time.sleep(0.3)
+        t0 = time.time()
+        s.proc.send_signal(signal.SIGTERM)
+        rc = s.proc.wait(timeout=st.STOP_TIMEOUT)
+        took = time.time() - t0
+        eq(rc, 0, "exit status after the shutdown timeout")
+        ok(0.8 <= took <= 4.0, "exited %.2f s after SIGTERM with --shutdown-timeout 1" % took)
+        stuck.close()
+    finally:
+        s.stop(check=False)
+
+
+def t_sigint_and_second_signal():
+    s = st.Servd(pack()).start()
+    try:
+        stuck = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        stuck.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        stuck.connect(("127.0.0.1", s.port))
+        stuck.sendall(st.req("GET", "/big.bin"))
+        time.sleep(0.3)
+        s.proc.send_signal(signal.SIGINT)
+        time.sleep(0.3)
+        ok(s.proc.poll() is None, "servd did not wait for the response in flight")
+        t0 = time.time()
+        s.proc.send_signal(signal.SIGINT)  # a second one: stop now
+        eq(s.proc.wait(timeout=st.STOP_TIMEOUT), 0, "exit status after two SIGINTs")
+        ok(time.time() - t0 < 2.0, "a second SIGINT did not stop servd at once")
+        stuck.close()
+    finally:
+        s.stop(check=False)
+
+
+if __name__ == "__main__":
+    st.run(st.collect(globals()))

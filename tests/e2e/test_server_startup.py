@@ -1,0 +1,284 @@
+#!/usr/bin/env python3
+"""servd's command line and startup (servd(1)): a missing, empty, garbage, truncated,
+wrong-version or not-a-pack file is refused with a message naming the file and exit 1;
+usage errors exit 2; --help lists every option and exits 0; --version; a listen address
+already taken is exit 1 with the address in the message; IPv6 and several --listen
+addresses serve; --workers N serves from N loops."""
+import hashlib
+import os
+import shutil
+import socket
+import subprocess
+import struct
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import servdtest as st  # noqa: E402
+from servdtest import eq, ok  # noqa: E402
+
+# Startup refusals must come quickly: validation walks the pack once.
+REFUSE_TIMEOUT = 20
+
+
+def site():
+    """A tiny web root with a few files (one large enough to span LMDB overflow pages)."""
+    root = os.path.join(st.tmpdir(), "startup-site")
+    if not os.path.isdir(root):
+        os.makedirs(os.path.join(root, "docs"))
+        with open(os.path.join(root, "index.html"), "w") as f:
+            f.write("<html><body><h1>startup</h1></body></html>\n")
+        with open(os.path.join(root, "docs", "index.html"), "w") as f:
+            f.write("<p>docs</p>\n")
+        with open(os.path.join(root, "big.txt"), "w") as f:
+            f.write("".join("line %06d of a text file that compresses well\n" % i
+                            for i in range(20000)))
+    return root
+
+
+def good_pack():
+    p = os.path.join(st.tmpdir(), "startup.lmdb")
+    if not os.path.exists(p):
+        st.pack(site(), "startup.lmdb")
+    return p
+
+
+def run_servd(args, timeout=REFUSE_TIMEOUT):
+    p = subprocess.run([st.SERVD] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       stdin=subprocess.DEVNULL, timeout=timeout)
+    return p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
+
+
+def refused(path, what):
+    """servd must refuse path at startup: exit 1, a message naming the file, no listening."""
+    port = st.free_port()
+    rc, out, err = run_servd(["--pack", path, "--listen", "127.0.0.1:%d" % port])
+    eq(rc, 1, "%s: exit status (stderr: %s)" % (what, err.strip()))
+    ok(path in err, "%s: the message does not name the file %s: %r" % (what, path, err))
+    return err
+
+
+def patched_copy(name, fn):
+    src = good_pack()
+    dst = os.path.join(st.tmpdir(), name)
+    with open(src, "rb") as f:
+        data = bytearray(f.read())
+    fn(data)
+    with open(dst, "wb") as f:
+        f.write(data)
+    return dst
+
+
+def t_missing_pack():
+    path = os.path.join(st.tmpdir(), "does-not-exist.lmdb")
+    err = refused(path, "missing pack")
+    ok("No such file" in err, "missing pack: the cause is not given: %r" % err)
+
+
+def t_empty_and_directory():
+    empty = os.path.join(st.tmpdir(), "empty.lmdb")
+    open(empty, "wb").close()
+    refused(empty, "empty file")
+    d = os.path.join(st.tmpdir(), "a-directory.lmdb")
+    os.makedirs(d, exist_ok=True)
+    refused(d, "directory")
+
+
+def t_garbage_pack():
+    path = os.path.join(st.tmpdir(), "garbage.lmdb")
+    with open(path, "wb") as f:
+        f.write(os.urandom(64 * 1024))
+    err = refused(path, "random bytes")
+    ok("not a servd pack" in err or "corrupt" in err, "garbage: cause %r" % err)
+
+
+def t_truncated_pack():
+    src = good_pack()
+    size = os.path.getsize(src)
+    for keep in (size // 2, size - 4096, 4096):
+        path = patched_copy("truncated-%d.lmdb" % keep, lambda d, k=keep: d.__delitem__(
+            slice(k, None)))
+        err = refused(path, "pack cut to %d of %d bytes" % (keep, size))
+        ok("truncated" in err or "corrupt" in err or "not a servd pack" in err,
+           "truncated pack: cause %r" % err)
+
+
+def t_wrong_major_version():
+    def bump(data):
+        i, n = 0, 0
+        while True:
+            i = data.find(b"SERVDPK1", i)
+            if i < 0:
+                break
+            major = data[i + 8] | data[i + 9] << 8
+            major += 1
+            data[i + 8], data[i + 9] = major & 0xff, major >> 8
+            i += 8
+            n += 1
+        ok(n >= 1, "the meta record magic SERVDPK1 was not found in the pack")
+    path = patched_copy("wrong-version.lmdb", bump)
+    err = refused(path, "pack with major version + 1")
+    ok("version" in err, "wrong version: the message does not say so: %r" % err)
+
+
+def t_entry_with_a_bad_body_refused():
+    """Damage found only by walking every entry: a body of the wrong length, and a
+    body that is not there. Both must be refused at startup, naming the path."""
+    with open(os.path.join(site(), "big.txt"), "rb") as f:
+        body = f.read()
+    key = hashlib.sha256(body).digest()  # bodies are keyed by the SHA-256 of their bytes
+    with open(good_pack(), "rb") as f:
+        raw = f.read()
+    # The variant descriptor holds body_len (u64 LE) right before the body key.
+    want_len = struct.pack("<Q", len(body))
+    at = [i for i in range(len(raw)) if raw.startswith(key, i) and raw[i - 8:i] == want_len]
+    ok(len(at) >= 1, "the identity descriptor of /big.txt was not found in the pack")
+
+    def wrong_length(d):
+        for i in at:
+            d[i - 8:i] = struct.pack("<Q", len(body) + 1)
+    err = refused(patched_copy("bad-length.lmdb", wrong_length), "body of the wrong length")
+    ok("/big.txt" in err and "length" in err, "wrong body length: message %r" % err)
+
+    def missing(d):
+        for i in at:
+            d[i] ^= 0xFF
+    err = refused(patched_copy("missing-body.lmdb", missing), "body missing")
+    ok("/big.txt" in err and "missing" in err, "missing body: message %r" % err)
+
+
+def t_not_a_servd_lmdb():
+    if shutil.which("mdb_load") is None:
+        print("  (mdb_load not installed: skipped)")
+        return
+    path = os.path.join(st.tmpdir(), "other.lmdb")
+    if os.path.exists(path):
+        os.unlink(path)
+    dump = ("VERSION=3\nformat=bytevalue\ntype=btree\nHEADER=END\n"
+            " 6b6579\n 76616c7565\nDATA=END\n")
+    p = subprocess.run(["mdb_load", "-n", "-f", "/dev/stdin", path], input=dump.encode(),
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    eq(p.returncode, 0, "mdb_load: %s" % p.stderr.decode())
+    err = refused(path, "an LMDB file that is not a pack")
+    ok("not a servd pack" in err, "plain LMDB file: cause %r" % err)
+
+
+def t_usage_errors():
+    pack = good_pack()
+    cases = [
+        ([], "no --pack"),
+        (["--pack"], "--pack without a value"),
+        (["--pack", pack, "--bogus"], "unknown option"),
+        (["--pack", pack, "extra"], "extra argument"),
+        (["--pack", pack, "--workers", "0"], "--workers 0"),
+        (["--pack", pack, "--workers", "many"], "--workers many"),
+        (["--pack", pack, "--workers", "100000"], "--workers too many"),
+        (["--pack", pack, "--listen", "nonsense"], "--listen without a port"),
+        (["--pack", pack, "--listen", "::1:80"], "--listen IPv6 without brackets"),
+        (["--pack", pack, "--listen", "127.0.0.1:99999"], "--listen port out of range"),
+        (["--pack", pack, "--listen", "[::1]80"], "--listen bad brackets"),
+        (["--pack", pack, "--admin", "127.0.0.1"], "--admin without a port"),
+        (["--pack", pack, "--idle-timeout", "-1"], "negative timeout"),
+        (["--pack", pack, "--header-timeout", "0"], "zero timeout"),
+        (["--pack", pack, "--send-timeout", "soon"], "timeout not a number"),
+        (["--pack", pack, "--max-conns", "0"], "--max-conns 0"),
+    ]
+    for args, what in cases:
+        rc, out, err = run_servd(args)
+        eq(rc, 2, "%s: exit status (stderr %r)" % (what, err))
+        ok(err.startswith("servd: "), "%s: the message does not start with 'servd: ': %r"
+           % (what, err))
+        ok("--help" in err, "%s: no pointer to --help: %r" % (what, err))
+
+
+def t_help_and_version():
+    rc, out, err = run_servd(["--help"])
+    eq(rc, 0, "--help exit status")
+    for opt in ("--pack", "--listen", "--workers", "--admin", "--access-log", "--spa",
+                "--idle-timeout", "--header-timeout", "--send-timeout", "--shutdown-timeout",
+                "--max-conns", "--help", "--version", "SIGHUP", "SIGUSR1", "SIGTERM"):
+        ok(opt in out, "--help does not mention %s" % opt)
+    rc, out, err = run_servd(["-h"])
+    eq(rc, 0, "-h exit status")
+    rc, out, err = run_servd(["--version"])
+    eq(rc, 0, "--version exit status")
+    ok(out.startswith("servd ") and any(ch.isdigit() for ch in out), "--version: %r" % out)
+
+
+def t_address_in_use():
+    holder = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    holder.bind(("127.0.0.1", 0))
+    holder.listen(1)
+    port = holder.getsockname()[1]
+    try:
+        rc, out, err = run_servd(["--pack", good_pack(), "--listen", "127.0.0.1:%d" % port])
+        eq(rc, 1, "listen address taken: exit status (stderr %r)" % err)
+        ok("127.0.0.1:%d" % port in err and "in use" in err,
+           "listen address taken: message %r" % err)
+    finally:
+        holder.close()
+
+
+def ipv6_loopback():
+    try:
+        s = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+        s.bind(("::1", 0))
+        s.close()
+        return True
+    except OSError:
+        return False
+
+
+def fetch(family, host, port, path="/"):
+    s = socket.socket(family, socket.SOCK_STREAM)
+    s.settimeout(st.IO_TIMEOUT)
+    s.connect((host, port))
+    s.sendall(st.req("GET", path, version="HTTP/1.0"))
+    data = b""
+    while True:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    s.close()
+    return data
+
+
+def t_several_listen_addresses_and_ipv6():
+    with open(os.path.join(site(), "index.html"), "rb") as f:
+        want = f.read()
+    p4 = st.free_port()
+    extra = ["--listen", "127.0.0.1:%d" % p4]
+    v6 = ipv6_loopback()
+    if v6:
+        s = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+        s.bind(("::1", 0))
+        p6 = s.getsockname()[1]
+        s.close()
+        extra += ["--listen", "[::1]:%d" % p6]
+    else:
+        print("  (no IPv6 loopback: IPv6 part skipped)")
+    with st.Servd(good_pack(), workers=2, extra=extra) as s:
+        for port in (s.port, p4):
+            data = fetch(socket.AF_INET, "127.0.0.1", port)
+            ok(data.startswith(b"HTTP/1.1 200 "), "IPv4 :%d: %r" % (port, data[:60]))
+            ok(data.endswith(want), "IPv4 :%d: body" % port)
+        if v6:
+            data = fetch(socket.AF_INET6, "::1", p6)
+            ok(data.startswith(b"HTTP/1.1 200 "), "IPv6 [::1]:%d: %r" % (p6, data[:60]))
+            ok(data.endswith(want), "IPv6: body")
+        ok("listening on" in s.read_log(), "startup message: %r" % s.read_log())
+
+
+def t_many_workers_all_serve():
+    """With --workers 3 each loop has its own SO_REUSEPORT socket; the kernel spreads
+    connections over them. 60 fresh connections must all be answered."""
+    with open(os.path.join(site(), "index.html"), "rb") as f:
+        want = f.read()
+    with st.Servd(good_pack(), workers=3) as s:
+        for i in range(60):
+            r = st.get(s.port, "/")
+            eq((r.status, r.body), (200, want), "connection %d" % i)
+
+
+if __name__ == "__main__":
+    st.run(st.collect(globals()))

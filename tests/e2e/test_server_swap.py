@@ -1,0 +1,251 @@
+#!/usr/bin/env python3
+"""Pack swaps on SIGHUP (servd(1) "SIGNALS", docs/architecture.md "Lifetimes"): the new
+pack is served after SIGHUP; a response in flight during the swap finishes byte-exact
+from the old pack, which stays mapped until then and is unmapped after; a garbage,
+truncated or wrong-version replacement is refused, counted and the current pack keeps
+serving; repeated swaps leave exactly one pack mapped."""
+import os
+import random
+import shutil
+import signal
+import socket
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import servdtest as st  # noqa: E402
+from servdtest import eq, ok  # noqa: E402
+
+BIG = 12 * 1024 * 1024  # larger than loopback socket buffers: part of it stays queued
+
+
+def make_site(version):
+    root = os.path.join(st.tmpdir(), "swap-site-v%d" % version)
+    files = {
+        "/index.html": b"<html><body>version %d</body></html>\n" % version,
+        "/big.bin": random.Random(version).randbytes(BIG),
+        "/v%d-only.txt" % version: b"only in version %d\n" % version,
+    }
+    if not os.path.isdir(root):
+        os.makedirs(root)
+        for path, data in files.items():
+            with open(os.path.join(root, path.lstrip("/")), "wb") as f:
+                f.write(data)
+    return root, files
+
+
+class Swapper:
+    """servd serving a pack path that the test replaces (like `mv -T new live`)."""
+
+    def __init__(self):
+        self.r1, self.f1 = make_site(1)
+        self.r2, self.f2 = make_site(2)
+        self.p1 = st.pack(self.r1, "swap-v1.lmdb")
+        self.p2 = st.pack(self.r2, "swap-v2.lmdb")
+        self.dir = os.path.join(st.tmpdir(), "live")
+        os.makedirs(self.dir, exist_ok=True)
+        self.live = os.path.join(self.dir, "site.lmdb")
+        self.install_copy(self.p1)
+        self.adm = st.free_port()
+        self.servd = st.Servd(self.live, workers=2,
+                              extra=["--admin", "127.0.0.1:%d" % self.adm]).start()
+        self.port = self.servd.port
+
+    def install_copy(self, src, mutate=None):
+        tmp = self.live + ".new"
+        shutil.copyfile(src, tmp)
+        if mutate:
+            with open(tmp, "r+b") as f:
+                data = bytearray(f.read())
+                mutate(data)
+                f.seek(0)
+                f.truncate()
+                f.write(data)
+        os.replace(tmp, self.live)  # atomic, like mv -T
+
+    def install_bytes(self, data):
+        tmp = self.live + ".new"
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, self.live)
+
+    def hup(self):
+        self.servd.proc.send_signal(signal.SIGHUP)
+
+    def index(self):
+        return st.get(self.port, "/").body
+
+    def wait_index(self, want, what, limit=5.0):
+        t0 = time.time()
+        while time.time() - t0 < limit:
+            if self.index() == want:
+                return
+            time.sleep(0.05)
+        raise st.Fail("%s: still serving %r after %.0f s" % (what, self.index(), limit))
+
+    def metrics(self):
+        r = st.get(self.adm, "/metrics")
+        out = {}
+        for line in r.body.decode().splitlines():
+            if line and not line.startswith("#"):
+                name, _, value = line.rpartition(" ")
+                out[name] = value
+        return out
+
+    def pack_id(self):
+        body = st.get(self.adm, "/healthz").body.decode().split()
+        eq(body[0], "ok", "/healthz")
+        return body[1]
+
+    def maps(self):
+        """Mappings of pack files in servd, e.g. ['.../site.lmdb (deleted)', ...]."""
+        out = []
+        with open("/proc/%d/maps" % self.servd.proc.pid) as f:
+            for line in f:
+                parts = line.split(None, 5)
+                if len(parts) == 6 and self.dir in parts[5]:
+                    out.append(parts[5].strip())
+        return out
+
+    def maps_unique(self):
+        """maps() without repeats (one file may be mapped in several ranges)."""
+        seen = []
+        for m in self.maps():
+            if m not in seen:
+                seen.append(m)
+        return seen
+
+    def stop(self, check=True):
+        self.servd.stop(check=check)
+
+
+def t_swap_with_a_response_in_flight(sw):
+    eq(sw.index(), sw.f1["/index.html"], "before the swap")
+    id1 = sw.pack_id()
+    # A slow client in the middle of the old big body.
+    c = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16384)
+    c.settimeout(st.IO_TIMEOUT)
+    c.connect(("127.0.0.1", sw.port))
+    c.sendall(st.req("GET", "/big.bin") + st.req("GET", "/v1-only.txt"))
+    data = b""
+    while len(data) < 256 * 1024:
+        data += c.recv(65536)
+    sw.install_copy(sw.p2)
+    sw.hup()
+    sw.wait_index(sw.f2["/index.html"], "after SIGHUP with version 2")
+    ok(sw.pack_id() != id1, "/healthz pack id did not change after the swap")
+    eq(st.get(sw.port, "/v2-only.txt").status, 200, "a path only in version 2")
+    eq(st.get(sw.port, "/v1-only.txt").status, 404, "a path only in version 1, after the swap")
+    held = sw.maps()
+    ok(any("(deleted)" in m for m in held),
+       "the old pack is not mapped any more while a response from it is in flight: %r" % held)
+    # Finish reading: the old body, byte for byte, then the request pipelined behind
+    # it. servd paused this connection after the 12 MB response (per-turn cap), so that
+    # request is answered from whichever pack is current when it resumes: the new one.
+    c.settimeout(30)
+    while b"\r\n\r\n" not in data or len(data.partition(b"\r\n\r\n")[2]) < BIG:
+        chunk = c.recv(1 << 20)
+        ok(chunk, "the in-flight response was cut after %d bytes" % len(data))
+        data += chunk
+    head, _, rest = data.partition(b"\r\n\r\n")
+    ok(head.startswith(b"HTTP/1.1 200 "), "in-flight response head %r" % head[:60])
+    ok(rest[:BIG] == sw.f1["/big.bin"], "the in-flight body is not the old pack's bytes")
+    c2 = st.Conn.__new__(st.Conn)
+    c2.sock, c2.buf, c2.eof = c, rest[BIG:], False
+    r2 = c2.read_response()
+    ok((r2.status, r2.body) in ((200, sw.f1["/v1-only.txt"]), (404, r2.body)),
+       "the request pipelined behind the in-flight body: %d %r" % (r2.status, r2.body[:80]))
+    c.close()
+    # With its last byte written the old pack is unmapped.
+    t0 = time.time()
+    while time.time() - t0 < 5 and len(sw.maps_unique()) != 1:
+        time.sleep(0.05)
+    eq(sw.maps_unique(), [sw.live], "packs mapped once the in-flight response finished")
+    m = sw.metrics()
+    eq(m["servd_pack_swaps_total"], "1", "swaps counted")
+    ok('servd_pack_info{pack_id="%s"' % sw.pack_id() in "\n".join(m), "pack_info label")
+
+
+def t_bad_replacements_are_refused(sw):
+    serving = sw.index()
+    pid = sw.pack_id()
+    fails0 = int(sw.metrics()["servd_pack_swap_failures_total"])
+    size = os.path.getsize(sw.p1)
+
+    def bump_version(d):
+        i = d.find(b"SERVDPK1")
+        ok(i >= 0, "meta magic not found")
+        d[i + 8] += 1
+    cases = [
+        ("garbage", lambda: sw.install_bytes(os.urandom(64 * 1024))),
+        ("empty file", lambda: sw.install_bytes(b"")),
+        ("truncated", lambda: sw.install_copy(sw.p1, lambda d: d.__delitem__(
+            slice(size // 2, None)))),
+        ("wrong version", lambda: sw.install_copy(sw.p1, bump_version)),
+        ("missing file", lambda: os.unlink(sw.live)),
+    ]
+    for n, (what, install) in enumerate(cases, 1):
+        install()
+        sw.hup()
+        t0 = time.time()
+        while time.time() - t0 < 5:
+            if int(sw.metrics()["servd_pack_swap_failures_total"]) == fails0 + n:
+                break
+            time.sleep(0.05)
+        eq(int(sw.metrics()["servd_pack_swap_failures_total"]), fails0 + n,
+           "%s: swap failures counted" % what)
+        eq(sw.index(), serving, "%s: the current pack keeps serving" % what)
+        eq(sw.pack_id(), pid, "%s: pack id" % what)
+        ok(sw.servd.alive(), "%s: servd died" % what)
+    log = sw.servd.read_log()
+    ok("refused" in log and sw.live in log, "refusals are logged with the file: %r" % log[-800:])
+    ok("version" in log, "the wrong version is named in the log")
+
+
+def t_repeated_swaps_leave_one_pack_mapped(sw):
+    swaps0 = int(sw.metrics()["servd_pack_swaps_total"])
+    with open("/proc/%d/status" % sw.servd.proc.pid) as f:
+        rss0 = [int(line.split()[1]) for line in f if line.startswith("VmRSS")][0]
+    for i in range(20):
+        src, want = (sw.p1, sw.f1) if i % 2 == 0 else (sw.p2, sw.f2)
+        sw.install_copy(src)
+        sw.hup()
+        sw.wait_index(want["/index.html"], "swap %d" % i)
+        r = st.get(sw.port, "/big.bin")
+        ok(r.body == want["/big.bin"], "swap %d: big body" % i)
+    t0 = time.time()
+    while time.time() - t0 < 5 and int(sw.metrics()["servd_pack_swaps_total"]) < swaps0 + 20:
+        time.sleep(0.05)
+    eq(int(sw.metrics()["servd_pack_swaps_total"]), swaps0 + 20, "swaps counted")
+    t0 = time.time()
+    while time.time() - t0 < 5 and sw.maps_unique() != [sw.live]:
+        time.sleep(0.05)
+    eq(sw.maps_unique(), [sw.live], "packs mapped after 20 swaps")
+    with open("/proc/%d/status" % sw.servd.proc.pid) as f:
+        rss1 = [int(line.split()[1]) for line in f if line.startswith("VmRSS")][0]
+    # Each swap maps and reads a fresh 12 MB file; RSS must not keep them.
+    ok(rss1 - rss0 < 3 * BIG // 1024, "RSS grew from %d to %d KiB over 20 swaps" % (rss0, rss1))
+
+
+def t_sighup_same_file(sw):
+    want = sw.index()
+    swaps0 = int(sw.metrics()["servd_pack_swaps_total"])
+    sw.hup()
+    t0 = time.time()
+    while time.time() - t0 < 5 and int(sw.metrics()["servd_pack_swaps_total"]) == swaps0:
+        time.sleep(0.05)
+    eq(int(sw.metrics()["servd_pack_swaps_total"]), swaps0 + 1, "SIGHUP on an unchanged file")
+    eq(sw.index(), want, "still serving after reloading the same file")
+
+
+class Setup:
+    def __enter__(self):
+        self.sw = Swapper()
+        return self.sw
+
+    def __exit__(self, et, ev, tb):
+        self.sw.stop(check=et is None)
+
+if __name__ == "__main__":
+    st.run(st.collect(globals()), setup=Setup)
