@@ -216,6 +216,23 @@ def t_hashed_asset_304_keeps_immutable(S):
               full, "hashed asset INM br")
 
 
+def t_preconditions_ignored_unless_2xx(S):
+    # RFC 9110 §13.2.1: preconditions are ignored when the response without them would
+    # not be a 2xx (a 404 page, a directory redirect).
+    for hdrs in ([("If-Match", '"x"')], [("If-None-Match", "*")],
+                 [("If-Unmodified-Since", "Sun, 06 Nov 1994 08:49:37 GMT")]):
+        r = cond(S, "/no/such/file", hdrs)
+        eq(r.status, 404, "missing path with %s: status" % hdrs)
+        eq(r.body, S.fixture.files["/404.html"], "missing path with %s: body" % hdrs)
+        eq(cond(S, "/docs", hdrs).status, 301, "directory redirect with %s: status" % hdrs)
+
+
+def t_head_if_modified_since(S):
+    full = base(S, BIG)
+    r = cond(S, BIG, [("If-Modified-Since", full.need("Last-Modified"))], "HEAD")
+    check_304(S, r, full, "HEAD If-Modified-Since == Last-Modified")
+
+
 def t_www_revalidates(S):
     if S.www is None:
         print("  (www/ not present yet)")

@@ -376,6 +376,50 @@ def t_pipelined_in_order(S):
         eq(c.closed_after(0.5), False, "connection stays open after pipelined requests")
 
 
+def t_connection_kept_after_responder_errors(S):
+    # 416, 406, 412, 405 and 404 are ordinary answers: the connection keeps serving.
+    seq = [(st.req("GET", "/data/big.txt", [("Range", "bytes=999999-")]), 416),
+           (st.req("GET", "/data/big.txt", [("Accept-Encoding", "identity;q=0")]), 406),
+           (st.req("GET", "/data/big.txt", [("If-Match", '"x"')]), 412),
+           (st.req("POST", "/tiny.txt"), 405),
+           (st.req("GET", "/nope"), 404),
+           (st.req("GET", TINY), 200)]
+    with st.Conn(S.port) as c:
+        c.send(b"".join(d for d, _ in seq))
+        for i, (d, want) in enumerate(seq):
+            eq(c.read_response().status, want, "pipelined response %d" % i)
+        eq(c.closed_after(0.5), False, "connection open after ordinary errors")
+
+
+def t_body_arriving_in_pieces_is_drained(S):
+    with st.Conn(S.port) as c:
+        c.send(H("GET /tiny.txt HTTP/1.1", "Host: x", "Content-Length: 10"))
+        eq(c.read_response().status, 200, "GET with a 10-byte body not yet sent")
+        time.sleep(0.1)
+        c.send(b"hello")
+        time.sleep(0.1)
+        c.send(b"world" + st.req("GET", "/A.txt"))
+        r = c.read_response()
+        eq((r.status, r.body), (200, S.fixture.files["/A.txt"]), "request after a split body")
+
+
+def t_limits_hold_for_slow_clients(S):
+    with st.Conn(S.port) as c:
+        data = H("GET /" + "s" * 9000 + " HTTP/1.1", "Host: x")
+        for i in range(0, 9100, 100):
+            c.send(data[i:i + 100])
+        eq(c.read_response().status, 414, "a long request line sent 100 bytes at a time")
+    with st.Conn(S.port) as c:
+        c.send(b"GET / HTTP/1.1\r\nHost: x\r\n")
+        try:
+            for i in range(80):
+                c.send(b"X-%d: 1\r\n" % i)
+            c.send(b"\r\n")
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        eq(c.read_response().status, 431, "81 fields sent one line at a time")
+
+
 def t_many_pipelined(S):
     n = 300
     paths = ["/tiny.txt", "/A.txt", "/dup1.txt"]

@@ -139,6 +139,12 @@ def t_whitespace_around_tokens(S):
     expect(S, BIG, "  zstd  ", "zstd")
 
 
+def t_empty_list_elements(S):
+    # RFC 9110 §5.6.1: a recipient MUST accept (and ignore) empty list elements.
+    expect(S, BIG, ",,gzip,,", "gzip")
+    expect(S, BIG, " , br ,", "br")
+
+
 def t_star(S):
     sz = sizes(S, BIG)
     expect(S, BIG, "*", smallest(sz, CODINGS))

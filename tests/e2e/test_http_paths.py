@@ -81,6 +81,17 @@ def t_dot_segments(S):
     expect_file(S, "/docs/%2e%2e/index.html", "/index.html", "encoded dot-dot inside the root")
     expect_file(S, "/docs/%2E/guide.txt", "/docs/guide.txt", "encoded single dot")
     expect_file(S, "//docs//guide.txt", "/docs/guide.txt", "repeated slashes")
+    expect_file(S, "/docs/.", "/docs/index.html", "a final '.' segment names the directory")
+    expect_file(S, "/docs/..", "/index.html", "a final '..' segment")
+    expect_file(S, "/.", "/index.html", "'/.'")
+    expect_file(S, "/docs/guide.txt/..", "/docs/index.html", "'..' after a file name")
+
+
+def t_reserved_characters_are_not_split(S):
+    # An encoded '?' is part of the path, not a query; ';' is not a parameter separator.
+    expect_404(S, "/index.html%3Fx=1")
+    expect_404(S, "/index.html;x")
+    expect_404(S, "/index.html%23frag")
 
 
 def t_climbing_above_root_is_400(S):

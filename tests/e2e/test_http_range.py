@@ -62,8 +62,9 @@ def check_full_200(r, data, what):
     eq(r.get("Content-Range"), None, what + ": Content-Range on a 200")
 
 
-def parse_multipart(r, data, what):
-    """[(first, last)] of the parts of a multipart/byteranges body, each checked."""
+def parse_multipart(r, data, what, ptype=None):
+    """[(first, last)] of the parts of a multipart/byteranges body, each checked; ptype is
+    the Content-Type every part must carry (the representation's)."""
     ctype = r.need("Content-Type")
     m = re.match(r'^multipart/byteranges;\s*boundary=("?)([^";]+)\1\s*$', ctype)
     ok(m is not None, "%s: Content-Type %r is not multipart/byteranges with a boundary"
@@ -91,6 +92,8 @@ def parse_multipart(r, data, what):
         a, b, n = (int(x) for x in cr.groups())
         eq(n, len(data), what + ": part Content-Range length")
         ok("content-type" in hdrs, what + ": part without Content-Type")
+        if ptype is not None:
+            eq(hdrs["content-type"], ptype, what + ": part Content-Type")
         start = hend + 4
         eq(body[start:start + b - a + 1], data[a:b + 1], what + ": part %d-%d bytes" % (a, b))
         pos = start + b - a + 1
@@ -163,7 +166,7 @@ def t_multiple_ranges(S):
                       ("bytes=500-509,%d-" % (n - 3), [(500, 509), (n - 3, n - 1)])):
         r = rget(S, BIG, rng)
         eq(r.status, 206, "Range %r status" % rng)
-        parts = parse_multipart(r, data, "Range %r" % rng)
+        parts = parse_multipart(r, data, "Range %r" % rng, full_bytes(S, BIG).need("Content-Type"))
         eq(sorted(parts), want, "Range %r parts" % rng)
         st.vary_accept_encoding(r, True, "multipart 206")
         ok(r.get("ETag") is not None, "multipart 206 without ETag")
@@ -261,6 +264,31 @@ def t_png_ranges_no_vary(S):
     eq(sorted(parse_multipart(r, data, "PNG multipart")), [(0, 0), (len(data) - 1, len(data) - 1)],
        "PNG multipart parts")
     st.vary_accept_encoding(r, False, "PNG multipart")
+
+
+def t_range_ignored_on_non_200(S):
+    r = rget(S, "/no/such/file", "bytes=0-5")
+    eq((r.status, r.body), (404, S.fixture.files["/404.html"]), "Range on a missing path")
+    eq(r.get("Content-Range"), None, "Range on a missing path: Content-Range")
+    eq(rget(S, "/docs", "bytes=0-5").status, 301, "Range on a directory redirect")
+
+
+def t_partly_unsatisfiable_set(S):
+    # Unsatisfiable members of a range set are dropped; the rest is served.
+    data = S.fixture.files[BIG]
+    r = rget(S, BIG, "bytes=0-9,%d-" % (len(data) + 100))
+    what = "bytes=0-9 plus an unsatisfiable range"
+    eq(r.status, 206, what + ": status")
+    if r.get("Content-Range") is not None:
+        check_206(r, data, 0, 9, what)
+    else:
+        eq(parse_multipart(r, data, what), [(0, 9)], what + ": parts")
+    r = rget(S, BIG, "bytes=0-9,5-")
+    eq(r.status, 206, "bytes=0-9,5-: status")
+    if r.get("Content-Range") is not None:
+        check_206(r, data, 0, len(data) - 1, "bytes=0-9,5- merged")
+    else:
+        eq(parse_multipart(r, data, "bytes=0-9,5-"), [(0, len(data) - 1)], "bytes=0-9,5- parts")
 
 
 def t_range_abuse(S):
