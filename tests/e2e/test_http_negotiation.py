@@ -83,6 +83,9 @@ def t_ties_go_to_smallest(S):
     for ae in ("gzip, br, zstd", "zstd, br, gzip", "br,gzip,zstd", "gzip;q=1, br;q=1.0, zstd;q=1.000"):
         expect(S, BIG, ae, best)
     expect(S, BIG, "*", best)
+    # identity at the same q as a coding loses the tie: it is always the largest body
+    expect(S, BIG, "identity, gzip", "gzip")
+    expect(S, BIG, "identity;q=0.5, br;q=0.5", "br")
     # Two codings at the same q: the smaller of those two, whatever the third.
     for a, b in (("gzip", "br"), ("gzip", "zstd"), ("br", "zstd")):
         expect(S, BIG, "%s;q=0.5, %s;q=0.5" % (a, b), smallest(sz, (a, b)))
