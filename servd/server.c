@@ -367,21 +367,21 @@ static int worker_init(sv_server *srv, sv_worker *w, int id)
     return 0;
 }
 
-/* Frees a worker whose thread has finished (or never started). */
+/* Frees a worker whose thread has finished (or never started). A worker
+ * that ran closed its listening sockets when it drained. */
 static void worker_free(sv_worker *w, int started)
 {
     if (started) {
         uv_loop_close(&w->loop);
-        sv_snapshot *s = atomic_exchange(&w->pending, NULL);
-        if (s)
-            sv_snapshot_unref(s);
-        if (w->snap)
-            sv_snapshot_unref(w->snap);
     } else {
         for (int i = 0; i < w->nlisten; i++)
-            if (w->lfd[i] >= 0)
-                close(w->lfd[i]);
+            close(w->lfd[i]);
     }
+    sv_snapshot *s = atomic_exchange(&w->pending, NULL);
+    if (s)
+        sv_snapshot_unref(s);
+    if (w->snap)
+        sv_snapshot_unref(w->snap);
     while (w->inbuf_free) {
         char *b = w->inbuf_free;
         memcpy(&w->inbuf_free, b, sizeof(void *));
@@ -552,7 +552,7 @@ int sv_server_run(const sv_config *cfg, sv_snapshot *snap)
 
     /* Sockets first, so that every startup error comes before any thread.
      * Port 0 takes the port the first socket got for all workers. */
-    char where[SV_MAX_LISTEN * 64] = "";
+    char where[SV_MAX_LISTEN * 100] = ""; /* "addr, addr, ..." for the startup line */
     size_t wlen = 0;
     for (int a = 0; a < cfg->nlisten; a++) {
         sv_addr addr = cfg->listen[a];
@@ -571,7 +571,9 @@ int sv_server_run(const sv_config *cfg, sv_snapshot *snap)
         }
         char text[80];
         addr_format(&addr, text, sizeof text);
-        wlen += (size_t)snprintf(where + wlen, sizeof where - wlen, "%s%s", a ? ", " : "", text);
+        int n = snprintf(where + wlen, sizeof where - wlen, "%s%s", a ? ", " : "", text);
+        if (n > 0 && (size_t)n < sizeof where - wlen)
+            wlen += (size_t)n;
     }
     if (cfg->has_admin) {
         srv->admin_fd = listen_socket(&cfg->admin, 0, err, sizeof err);

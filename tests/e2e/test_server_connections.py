@@ -260,12 +260,12 @@ def t_header_timeout_slowloris():
                     closed = time.time() - t0
                     break
             ok(closed is not None, "a trickled head was not cut within 5 s (header timeout 1 s)")
-            ok(0.7 <= closed <= 3.0, "trickled head closed after %.2f s (header timeout 1 s)"
+            ok(0.7 <= closed <= 4.0, "trickled head closed after %.2f s (header timeout 1 s)"
                % closed)
         # A connection that never sends anything is cut by the same timeout.
         with st.Conn(s.port) as c:
             t = closed_within(c, 5)
-            ok(t is not None and 0.7 <= t <= 3.0, "silent new connection closed after %r s" % t)
+            ok(t is not None and 0.7 <= t <= 4.0, "silent new connection closed after %r s" % t)
         # A client sending complete requests slowly is not affected.
         with st.Conn(s.port) as c:
             for i in range(5):
@@ -284,7 +284,7 @@ def t_idle_timeout():
             c.send(st.req("GET", "/small.txt"))
             eq(c.read_response().status, 200, "first request")
             t = closed_within(c, 5)
-            ok(t is not None and 0.7 <= t <= 3.0, "idle keep-alive closed after %r s "
+            ok(t is not None and 0.7 <= t <= 4.0, "idle keep-alive closed after %r s "
                "(idle timeout 1 s)" % t)
         # Requests every 0.4 s keep the connection alive for well past the timeout.
         with st.Conn(s.port) as c:
