@@ -31,6 +31,13 @@
  * before the rules' extra headers are added. */
 #define RECORD_BUDGET 4096
 
+/* Slack added to the map capacity for LMDB's own pages (meta, branch pages
+ * and the three database roots) on top of what the records and bodies need. */
+#define MAP_SLACK (1u << 20)
+
+/* Paths written between two redraws of the progress bar while writing. */
+#define WRITE_TICK_EVERY 256
+
 typedef struct job {
     size_t file;
     int enc; /* SF_ENC_IDENTITY: read + hash; -1: reuse from base */
@@ -389,7 +396,7 @@ static int write_pack(build *b, pk_stats *st)
 {
     const pk_build_opts *o = b->o;
     pk_site *s = &b->site;
-    uint64_t capacity = 1u << 20;
+    uint64_t capacity = MAP_SLACK;
     size_t nrefs = 0;
     for (size_t i = 0; i < s->n; i++) {
         const pk_file *f = &s->files[i];
@@ -445,7 +452,7 @@ static int write_pack(build *b, pk_stats *st)
         size_t reclen;
         if ((rc = encode_entry(f, 0, &rec, &reclen)) != 0) {
             snprintf(b->err, sizeof b->err, "%s: cannot encode its record: %s", f->src,
-                     rc == -1 ? "Last-Modified out of range" : sf_strerror(rc));
+                     rc == -1 ? "Last-Modified out of range or out of memory" : sf_strerror(rc));
             goto out_abort;
         }
         rc = sf_writer_put_path(w, f->key, f->key_len, rec, reclen);
@@ -471,7 +478,7 @@ static int write_pack(build *b, pk_stats *st)
             has_404 = 1;
         }
         meta.identity_bytes += f->size;
-        if (b->prog.enabled && (i & 255) == 0)
+        if (b->prog.enabled && i % WRITE_TICK_EVERY == 0)
             pk_progress_tick(&b->prog, i, s->n);
     }
     pk_progress_clear(&b->prog);
