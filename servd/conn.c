@@ -674,11 +674,6 @@ void sv__conn_sweep(sv_worker *w)
     }
 }
 
-void sv__conn_run_ready(sv_worker *w)
-{
-    on_ready(&w->ready_idle);
-}
-
 void sv__conn_stop_all(sv_worker *w, int force)
 {
     for (sv_link *l = w->conns.next; l != &w->conns; l = l->next) {

@@ -59,9 +59,6 @@ void sv__conn_accept(sv_worker *w, int fd);
 /* Closes connections whose timeout passed (called every sweep). */
 void sv__conn_sweep(sv_worker *w);
 
-/* Resumes the connections deferred to this turn (idle callback). */
-void sv__conn_run_ready(sv_worker *w);
-
 /* Graceful stop: closes connections with nothing in flight and lets the
  * others finish their queued responses and then close. force closes all. */
 void sv__conn_stop_all(sv_worker *w, int force);
