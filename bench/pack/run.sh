@@ -6,7 +6,7 @@
 #   - servd-pack build time: a full pack, and a re-pack with --base after one
 #     file changed (the site's own js/app.js, and the largest compressible file);
 #   - the bytes of every encoding in the pack against gzip -9 -n, brotli -q 11,
-#     zstd -19 (and libdeflate-gzip -12 when installed) run on the same files.
+#     zstd -19 (and libdeflate-gzip -12, zopfli when installed) run on the same files.
 # and prints a markdown report (measure.py does the measuring).
 #
 # Usage: bench/pack/run.sh [--build-dir DIR] [--runs N] [--jobs N] [--results FILE]
@@ -18,7 +18,7 @@
 #                     heading "## Pack: compression and build time", replacing that section
 #
 # Needs: bash, python3 (stdlib only), npm (downloads the packages once into
-# bench/pack/.cache/, which git ignores), gzip, brotli, zstd; libdeflate-gzip optional.
+# bench/pack/.cache/, which git ignores), gzip, brotli, zstd; libdeflate-gzip and zopfli optional.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
