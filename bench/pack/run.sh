@@ -120,4 +120,5 @@ args=(--pack "$pack" --work "$work" --runs "$runs" --cmdline "$cmdline"
       --site "www=$root/www" --site "npm=$site")
 [ -n "$jobs" ] && args+=(--jobs "$jobs")
 [ -n "$results" ] && args+=(--results "$results")
-exec python3 "$here/measure.py" "${args[@]}"
+# Not exec: the EXIT trap must still remove the scratch packs.
+python3 "$here/measure.py" "${args[@]}"
