@@ -103,7 +103,7 @@ int sf_path_from_target(const char *in, size_t len, char *out, size_t cap, size_
         } else if (n == 2 && out[seg] == '.' && out[seg + 1] == '.') {
             if (seg == 1)
                 return SF_EPATH; /* ".." above "/" */
-            o = seg - 1; /* drop the parent's trailing '/' ... */
+            o = seg - 1;         /* drop the parent's trailing '/' ... */
             while (out[o - 1] != '/')
                 o--; /* ... and the parent segment */
         } else if (n > 0 && !last) {

@@ -32,7 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ENTRY_HEAD 32
+#define ENTRY_HEAD  32
 #define VARIANT_LEN 72
 
 static uint16_t ld16(const uint8_t *p)
@@ -99,6 +99,9 @@ int sf_entry_decode(const void *rec, size_t n, sf_entry *e)
     } else {
         return SF_ECORRUPT;
     }
+    /* The flag decides whether the pre-rendered blocks carry Vary. */
+    if (!!(e->flags & SF_ENTRY_NEGOTIABLE) != (e->nvariants > 1))
+        return SF_ECORRUPT;
     size_t need = ENTRY_HEAD + (size_t)VARIANT_LEN * e->nvariants + blob_len;
     if (n != need)
         return SF_ECORRUPT;
@@ -152,11 +155,16 @@ int sf_entry_encode(const sf_entry_spec *s, uint8_t **out, size_t *outlen)
     } else if (s->kind != SF_KIND_REDIRECT || s->nvariants != 0) {
         return SF_EINVAL;
     }
+    if (!!(s->flags & SF_ENTRY_NEGOTIABLE) != (s->nvariants > 1))
+        return SF_EINVAL;
     uint64_t blob_len = s->mime.len + s->target.len;
+    unsigned seen = 0;
     for (unsigned i = 0; i < s->nvariants; i++) {
         const sf_variant_spec *v = &s->variants[i];
-        if (v->rep_off > v->h200.len || v->encoding < 0 || v->encoding >= SF_ENC_COUNT)
-            return SF_EINVAL;
+        if (v->rep_off > v->h200.len || v->encoding < 0 || v->encoding >= SF_ENC_COUNT ||
+            (seen & 1u << v->encoding))
+            return SF_EINVAL; /* what sf_entry_decode would refuse */
+        seen |= 1u << v->encoding;
         blob_len += v->etag.len + v->h200.len + v->h304.len;
     }
     if (blob_len > UINT32_MAX / 2)
@@ -269,17 +277,28 @@ int sf_encoding_parse(const char *s, size_t len)
 const char *sf_strerror(int err)
 {
     switch (err) {
-    case SF_OK: return "success";
-    case SF_ENOTFOUND: return "not found";
-    case SF_ECORRUPT: return "corrupt record";
-    case SF_EVERSION: return "unsupported pack format version";
-    case SF_EMAGIC: return "not a servd pack";
-    case SF_EIO: return "I/O error";
-    case SF_ELMDB: return "LMDB error";
-    case SF_ENOMEM: return "out of memory";
-    case SF_EINVAL: return "invalid argument";
-    case SF_EPATH: return "invalid path";
-    case SF_ETOOLONG: return "too long";
+    case SF_OK:
+        return "success";
+    case SF_ENOTFOUND:
+        return "not found";
+    case SF_ECORRUPT:
+        return "corrupt record";
+    case SF_EVERSION:
+        return "unsupported pack format version";
+    case SF_EMAGIC:
+        return "not a servd pack";
+    case SF_EIO:
+        return "I/O error";
+    case SF_ELMDB:
+        return "LMDB error";
+    case SF_ENOMEM:
+        return "out of memory";
+    case SF_EINVAL:
+        return "invalid argument";
+    case SF_EPATH:
+        return "invalid path";
+    case SF_ETOOLONG:
+        return "too long";
     }
     return "unknown error";
 }

@@ -9,11 +9,13 @@
 #include "sf/store.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <lmdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 struct sf_pack {
     MDB_env *env;
@@ -26,6 +28,43 @@ struct sf_reader {
     sf_pack *pack;
     MDB_txn *txn;
 };
+
+/*
+ * LMDB trusts its own meta page. Before handing the file to it, check the
+ * fields it would divide by or map with, so that a damaged or hostile file is
+ * refused instead of crashing the process (a page size of 0 is a SIGFPE in
+ * mdb_env_open). The first meta page is at offset 0 (LMDB 0.9, 64-bit):
+ *   OFFSET SIZE DESCRIPTION
+ *   0      16   page header (pgno, pad, flags, lower, upper)
+ *   16     4    mm_magic, 0xBEEFC0DE
+ *   20     4    mm_version, 1
+ *   40     4    page size (mm_dbs[FREE_DBI].md_pad)
+ */
+#define LMDB_META_MAGIC 0xBEEFC0DEu
+#define LMDB_HEAD_LEN   44
+
+static uint32_t ld32(const unsigned char *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static const char *lmdb_header_problem(const char *path)
+{
+    unsigned char h[LMDB_HEAD_LEN];
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return NULL; /* mdb_env_open reports the errno */
+    ssize_t n = pread(fd, h, sizeof h, 0);
+    close(fd);
+    if (n != (ssize_t)sizeof h)
+        return "not a servd pack (too short for an LMDB header)";
+    if (ld32(h + 16) != LMDB_META_MAGIC)
+        return "not a servd pack (no LMDB magic)";
+    uint32_t psize = ld32(h + 40);
+    if (psize < 512 || psize > 65536 || (psize & (psize - 1)) != 0)
+        return "corrupt pack (invalid LMDB page size)";
+    return NULL;
+}
 
 static int fail(char *err, size_t errlen, int code, const char *fmt, const char *path,
                 const char *why)
@@ -44,6 +83,11 @@ int sf_pack_open(const char *path, sf_pack **out, char *err, size_t errlen)
         return fail(err, errlen, SF_EIO, "%s: %s", path, strerror(errno));
     if (!S_ISREG(st.st_mode))
         return fail(err, errlen, SF_EIO, "%s: %s", path, "not a regular file");
+
+    const char *problem = lmdb_header_problem(path);
+    if (problem)
+        return fail(err, errlen, strncmp(problem, "corrupt", 7) == 0 ? SF_ECORRUPT : SF_EMAGIC,
+                    "%s: %s", path, problem);
 
     sf_pack *p = calloc(1, sizeof *p);
     if (!p)
@@ -169,14 +213,15 @@ void sf_reader_end(sf_reader *r)
 
 static int get(sf_reader *r, MDB_dbi db, const void *key, size_t klen, MDB_val *v)
 {
-    if (klen == 0 || klen > 511) /* LMDB's default maximum key size */
+    if (klen == 0 || klen > SF_KEY_MAX)
         return SF_ENOTFOUND;
     MDB_val k = {klen, (void *)key};
     int rc = mdb_get(r->txn, db, &k, v);
     if (rc == MDB_NOTFOUND)
         return SF_ENOTFOUND;
-    return rc == 0 ? SF_OK : rc == MDB_CORRUPTED || rc == MDB_PAGE_NOTFOUND ? SF_ECORRUPT
-                                                                             : SF_ELMDB;
+    return rc == 0                                          ? SF_OK
+           : rc == MDB_CORRUPTED || rc == MDB_PAGE_NOTFOUND ? SF_ECORRUPT
+                                                            : SF_ELMDB;
 }
 
 int sf_lookup(sf_reader *r, const char *path, size_t len, sf_entry *out)
@@ -212,8 +257,7 @@ int sf_body(sf_reader *r, const sf_variant *var, sf_view *out)
     return rc;
 }
 
-static int foreach(sf_reader *r, MDB_dbi db, int (*each)(void *, MDB_val *, MDB_val *),
-                   void *arg)
+static int foreach (sf_reader *r, MDB_dbi db, int (*each)(void *, MDB_val *, MDB_val *), void *arg)
 {
     MDB_cursor *c;
     MDB_val k, v;
@@ -228,7 +272,9 @@ static int foreach(sf_reader *r, MDB_dbi db, int (*each)(void *, MDB_val *, MDB_
     mdb_cursor_close(c);
     if (ret)
         return ret;
-    return rc == MDB_NOTFOUND ? SF_OK : rc == MDB_CORRUPTED ? SF_ECORRUPT : SF_ELMDB;
+    return rc == MDB_NOTFOUND                               ? SF_OK
+           : rc == MDB_CORRUPTED || rc == MDB_PAGE_NOTFOUND ? SF_ECORRUPT
+                                                            : SF_ELMDB;
 }
 
 struct path_ctx {
@@ -255,7 +301,7 @@ static int each_path(void *arg, MDB_val *k, MDB_val *v)
 int sf_foreach_path(sf_reader *r, sf_path_fn fn, void *arg, char *err, size_t errlen)
 {
     struct path_ctx c = {fn, arg, err, errlen};
-    return foreach(r, r->pack->paths_db, each_path, &c);
+    return foreach (r, r->pack->paths_db, each_path, &c);
 }
 
 struct body_ctx {
@@ -275,5 +321,5 @@ static int each_body(void *arg, MDB_val *k, MDB_val *v)
 int sf_foreach_body(sf_reader *r, sf_body_fn fn, void *arg)
 {
     struct body_ctx c = {fn, arg};
-    return foreach(r, r->pack->bodies_db, each_body, &c);
+    return foreach (r, r->pack->bodies_db, each_body, &c);
 }

@@ -162,12 +162,18 @@ int sf_writer_commit(sf_writer *w, const sf_meta *meta, char *err, size_t errlen
         rc = SF_EIO;
         goto out_abort;
     }
-    /* Make the rename itself durable. */
+    /* Make the rename itself durable. The pack is in place either way, so a
+     * failure here is reported but the file is not removed. */
     char *d = strdup(w->final);
-    if (d) {
-        fsync_path(dirname(d), 1);
+    if (!d || fsync_path(dirname(d), 1) != 0) {
+        say(err, errlen, w->final, "renamed into place, but syncing its directory failed");
         free(d);
+        free(w->tmp);
+        free(w->final);
+        free(w);
+        return SF_EIO;
     }
+    free(d);
     free(w->tmp);
     free(w->final);
     free(w);

@@ -188,6 +188,12 @@ TEST(entry_encode_rejects_bad_specs)
     ASSERT_EQ(sf_entry_encode(&s, &rec, &n), SF_EINVAL);
     s.kind = 9;
     ASSERT_EQ(sf_entry_encode(&s, &rec, &n), SF_EINVAL);
+    s = file_spec(3);
+    s.variants[2].encoding = s.variants[1].encoding; /* decode would refuse it */
+    ASSERT_EQ(sf_entry_encode(&s, &rec, &n), SF_EINVAL);
+    s = file_spec(2);
+    s.flags = 0; /* two variants, not marked negotiable */
+    ASSERT_EQ(sf_entry_encode(&s, &rec, &n), SF_EINVAL);
 }
 
 static sf_meta sample_meta(void)
@@ -391,7 +397,7 @@ TEST(pack_open_refuses_garbage)
     refused(t_tmpdir(), SF_EIO); /* a directory */
     char *empty = tmp("empty.lmdb");
     write_file(empty, "", 0);
-    refused(empty, 0);
+    refused(empty, SF_EMAGIC);
     char *text = tmp("text.lmdb");
     char buf[16384];
     memset(buf, 'x', sizeof buf);
@@ -453,6 +459,25 @@ TEST(pack_open_refuses_truncated)
         char err[512];
         if (sf_pack_open(cut, &pk, err, sizeof err) == SF_OK)
             t__fail(__FILE__, __LINE__, "pack cut to %zu of %zu bytes: opened", cuts[i], n);
+    }
+    free(p);
+}
+
+/* LMDB divides by the page size in its meta page without checking it: a
+ * damaged one must be refused, not crash the reader (SIGFPE). */
+TEST(pack_open_refuses_bad_lmdb_page_size)
+{
+    char *path = tmp("psize.lmdb");
+    write_pack(path);
+    size_t n;
+    uint8_t *p = slurp(path, &n);
+    static const uint32_t bad[] = {0, 1, 511, 4097, 131072, 0xffffffffu};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        for (int b = 0; b < 4; b++)
+            p[40 + b] = (uint8_t)(bad[i] >> (8 * b));
+        char *bad_path = tmp("psize-bad.lmdb");
+        write_file(bad_path, p, n);
+        refused(bad_path, SF_ECORRUPT);
     }
     free(p);
 }

@@ -32,16 +32,16 @@ extern "C" {
 /* Error codes. 0 is success; every error is negative. */
 enum {
     SF_OK = 0,
-    SF_ENOTFOUND = -1,  /* no such path / body / variant */
-    SF_ECORRUPT = -2,   /* a record is malformed: a length or offset is out of bounds */
-    SF_EVERSION = -3,   /* unknown major format version */
-    SF_EMAGIC = -4,     /* not a servd pack (bad magic) */
-    SF_EIO = -5,        /* an operating-system call failed (errno kept in the message) */
-    SF_ELMDB = -6,      /* LMDB reported an error */
-    SF_ENOMEM = -7,     /* allocation failed */
-    SF_EINVAL = -8,     /* invalid argument */
-    SF_EPATH = -9,      /* a path cannot be normalised (traversal, NUL, bad escape) */
-    SF_ETOOLONG = -10,  /* a path or record exceeds a limit */
+    SF_ENOTFOUND = -1, /* no such path / body / variant */
+    SF_ECORRUPT = -2,  /* a record is malformed: a length or offset is out of bounds */
+    SF_EVERSION = -3,  /* unknown major format version */
+    SF_EMAGIC = -4,    /* not a servd pack (bad magic) */
+    SF_EIO = -5,       /* an operating-system call failed (errno kept in the message) */
+    SF_ELMDB = -6,     /* LMDB reported an error */
+    SF_ENOMEM = -7,    /* allocation failed */
+    SF_EINVAL = -8,    /* invalid argument */
+    SF_EPATH = -9,     /* a path cannot be normalised (traversal, NUL, bad escape) */
+    SF_ETOOLONG = -10, /* a path or record exceeds a limit */
 };
 
 /* Returns a static, human-readable name for an SF_E* code. */
@@ -53,15 +53,19 @@ const char *sf_strerror(int err);
 #define SF_FORMAT_MINOR 0
 
 /* Magic at offset 0 of the meta record. */
-#define SF_META_MAGIC "SERVDPK1"
+#define SF_META_MAGIC     "SERVDPK1"
 #define SF_META_MAGIC_LEN 8
 
 /* Length of a body key (SHA-256). */
 #define SF_KEY_LEN 32
 
-/* Longest normalised path stored or looked up, in bytes. Longer request
- * targets are refused with 414 long before this matters. */
+/* Size of the buffers paths are normalised into, in bytes. A normalised
+ * path can only be stored or found when it is at most SF_KEY_MAX bytes. */
 #define SF_PATH_MAX 4096
+
+/* Longest key LMDB stores (its compiled-in default maximum key size): the
+ * longest path a pack can hold. */
+#define SF_KEY_MAX 511
 
 /* Content codings a variant can have. The numeric values are stored in
  * entry records: never renumber them. */
@@ -89,31 +93,31 @@ typedef struct sf_view {
 /* One stored representation of a path. All views point into the entry
  * record and share its lifetime. */
 typedef struct sf_variant {
-    int encoding;             /* enum sf_encoding */
-    uint64_t body_len;        /* exact length of the stored bytes */
-    sf_view etag;             /* quoted strong ETag, e.g. "\"Zk3..\"" */
-    sf_view h200;             /* pre-rendered "HTTP/1.1 200 OK\r\n...": every header line
-                                 of a 200 except Date, each ending in CRLF, no blank line */
-    sf_view rep;              /* suffix of h200: the representation header lines (everything
-                                 but the status line and Content-Length), for 206 */
-    sf_view h304;             /* pre-rendered "HTTP/1.1 304 Not Modified\r\n..." (no Date) */
-    const uint8_t *body_key;  /* SF_KEY_LEN bytes: SHA-256 of the stored bytes */
+    int encoding;            /* enum sf_encoding */
+    uint64_t body_len;       /* exact length of the stored bytes */
+    sf_view etag;            /* quoted strong ETag, e.g. "\"Zk3..\"" */
+    sf_view h200;            /* pre-rendered "HTTP/1.1 200 OK\r\n...": every header line
+                                of a 200 except Date, each ending in CRLF, no blank line */
+    sf_view rep;             /* suffix of h200: the representation header lines (everything
+                                but the status line and Content-Length), for 206 */
+    sf_view h304;            /* pre-rendered "HTTP/1.1 304 Not Modified\r\n..." (no Date) */
+    const uint8_t *body_key; /* SF_KEY_LEN bytes: SHA-256 of the stored bytes */
 } sf_variant;
 
 /* Kinds of entry. */
 enum sf_kind {
-    SF_KIND_FILE = 1,      /* serve one of the variants */
-    SF_KIND_REDIRECT = 2,  /* 301 to target (a directory without its trailing slash) */
+    SF_KIND_FILE = 1,     /* serve one of the variants */
+    SF_KIND_REDIRECT = 2, /* 301 to target (a directory without its trailing slash) */
 };
 
 /* An entry record, decoded. Views point into the record. */
 typedef struct sf_entry {
-    int kind;                 /* enum sf_kind */
-    unsigned flags;           /* SF_ENTRY_* */
-    int64_t last_modified;    /* Unix seconds */
-    sf_view mime;             /* Content-Type value */
-    sf_view target;           /* redirect target path (SF_KIND_REDIRECT only) */
-    unsigned nvariants;       /* 0 for redirects, 1..SF_ENC_COUNT for files */
+    int kind;                          /* enum sf_kind */
+    unsigned flags;                    /* SF_ENTRY_* */
+    int64_t last_modified;             /* Unix seconds */
+    sf_view mime;                      /* Content-Type value */
+    sf_view target;                    /* redirect target path (SF_KIND_REDIRECT only) */
+    unsigned nvariants;                /* 0 for redirects, 1..SF_ENC_COUNT for files */
     sf_variant variants[SF_ENC_COUNT]; /* identity is always variants[0] */
 } sf_entry;
 
@@ -123,14 +127,14 @@ typedef struct sf_entry {
 /* The meta record, decoded. */
 typedef struct sf_meta {
     unsigned major, minor;
-    int64_t created;          /* Unix seconds (SOURCE_DATE_EPOCH when set) */
-    uint64_t n_paths;         /* records in "paths" */
-    uint64_t n_bodies;        /* records in "bodies" */
-    uint64_t identity_bytes;  /* sum of identity lengths over all paths */
-    uint64_t stored_bytes;    /* sum of all stored body lengths */
-    uint8_t pack_id[16];      /* derived from the contents: same site, same id */
-    char packer[65];          /* packer version string, NUL-terminated */
-    char profile[129];        /* compression profile string, NUL-terminated */
+    int64_t created;         /* Unix seconds (SOURCE_DATE_EPOCH when set) */
+    uint64_t n_paths;        /* records in "paths" */
+    uint64_t n_bodies;       /* records in "bodies" */
+    uint64_t identity_bytes; /* sum of identity lengths over all paths */
+    uint64_t stored_bytes;   /* sum of all stored body lengths */
+    uint8_t pack_id[16];     /* derived from the contents: same site, same id */
+    char packer[65];         /* packer version string, NUL-terminated */
+    char profile[129];       /* compression profile string, NUL-terminated */
 } sf_meta;
 
 /* ---- Records (record.c): pure byte encoding, no LMDB. ---- */
@@ -147,7 +151,7 @@ typedef struct sf_variant_spec {
     uint8_t body_key[SF_KEY_LEN];
     sf_view etag;
     sf_view h200;
-    size_t rep_off;           /* offset of the representation headers inside h200 */
+    size_t rep_off; /* offset of the representation headers inside h200 */
     sf_view h304;
 } sf_variant_spec;
 
