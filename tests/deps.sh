@@ -11,6 +11,8 @@ if [ "${1:-}" = test ]; then
     # the browser test (tests/e2e/test_browser.py): Debian's Chromium driven by
     # playwright-core from npm; never a downloaded browser
     pkgs="$pkgs chromium nodejs"
+    # the CDN tests (tests/e2e/test_cdn_*.py) start these caches in front of servd
+    pkgs="$pkgs varnish trafficserver"
 fi
 missing=""
 for p in $pkgs; do
