@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""PENDING (not run by ctest: the name does not start with test_): servd's built-in 404,
+sent when the pack has no /404.html, carries no Cache-Control, so a cache may store it
+heuristically (RFC 9111 §4.2.2: 404 is heuristically cacheable). Varnish's built-in VCL
+does, for default_ttl (120 s): after a deploy that adds the path, clients behind Varnish
+keep getting the 404 until it expires or is purged. The site's own 404 page (status:404 in
+the pack) is sent with `Cache-Control: no-cache` (servd-pack(1), RESPONSE HEADERS), which
+Varnish does not store, so the same deploy works at once when the site has a 404.html.
+
+Expected fix (servd/respond.c, the built-in error texts): send `Cache-Control: no-cache`
+with the built-in 404 too, as with the packed one. This test passes once that is done.
+
+Run: SERVD_BUILD_DIR=build python3 tests/e2e/pending_cdn_404.py"""
+import os
+import signal
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cdntest as ct  # noqa: E402
+import servdtest as st  # noqa: E402
+from servdtest import eq  # noqa: E402
+
+
+def site(name, files):
+    root = os.path.join(st.tmpdir(), name)
+    for path, data in files.items():
+        full = os.path.join(root, path.lstrip("/"))
+        os.makedirs(os.path.dirname(full), exist_ok=True)
+        with open(full, "wb") as f:
+            f.write(data)
+    return st.pack(root, name + ".lmdb")
+
+
+def deploy_adds_path(with_404_page):
+    """Through Varnish: GET /later.txt (404), deploy a pack that has it, GET again."""
+    base = {"/index.html": b"<p>home</p>\n"}
+    if with_404_page:
+        base["/404.html"] = b"<p>our own 404 page</p>\n"
+    tag = "page" if with_404_page else "builtin"
+    p1 = site("v1-" + tag, base)
+    p2 = site("v2-" + tag, dict(base, **{"/later.txt": b"added by the deploy\n"}))
+    live = os.path.join(st.tmpdir(), "live-%s.lmdb" % tag)
+    with open(p1, "rb") as src, open(live + ".new", "wb") as dst:
+        dst.write(src.read())
+    os.replace(live + ".new", live)
+    with st.Servd(live) as s, ct.Varnish(s.port) as v:
+        r = ct.fetch(v.port, "/later.txt")
+        eq(r.status, 404, "%s: before the deploy" % tag)
+        direct = st.get(s.port, "/later.txt")
+        with open(p2, "rb") as src, open(live + ".new", "wb") as dst:
+            dst.write(src.read())
+        os.replace(live + ".new", live)
+        s.proc.send_signal(signal.SIGHUP)
+        deadline = time.time() + 5
+        while st.get(s.port, "/later.txt").status != 200 and time.time() < deadline:
+            time.sleep(0.05)
+        eq(st.get(s.port, "/later.txt").status, 200, "%s: servd after the swap" % tag)
+        r = ct.fetch(v.port, "/later.txt")
+        eq((r.status, r.body), (200, b"added by the deploy\n"),
+           "%s: through Varnish right after the deploy (the 404 servd sent before had "
+           "Cache-Control %r; Varnish answered with Age %s)" % (
+               tag, direct.get("Cache-Control"), r.get("Age")))
+
+
+def t_site_404_page_is_not_cached():
+    deploy_adds_path(with_404_page=True)
+
+
+def t_builtin_404_is_not_cached():
+    deploy_adds_path(with_404_page=False)
+
+
+if __name__ == "__main__":
+    st.run(st.collect(globals()))
