@@ -10,6 +10,7 @@ What it gives a test script (on top of servdtest):
                          .requests() (every request head the cache sent to the origin),
                          .log() (servd's access log, parsed), .metrics()
   Varnish(origin_port)   varnishd -F on a free port with its own work dir and VCL
+                         (NORMALISE_AE: the Accept-Encoding normalisation docs/cdn.md shows)
   TrafficServer(port)    traffic_server with its own runroot (config, cache, logs) in a temp dir
   fetch(port, path, hdrs)  one request on a fresh connection with http.client (the caches may
                          answer chunked); the body is never decoded
@@ -506,27 +507,40 @@ def _stop(proc, what, log_reader):
 
 # The VCL of the tests: the origin as the only backend, and everything else left to
 # Varnish's built-in VCL, except that a request whose query string has "pass" is passed
-# (not cached), so that Varnish forwards it, Range included, to servd.
+# (not cached), so that Varnish forwards it, Range included, to servd. %(recv)s: more
+# vcl_recv code (NORMALISE_AE).
 VCL = """vcl 4.1;
 backend servd {
     .host = "127.0.0.1";
-    .port = "%d";
+    .port = "%(port)d";
 }
 sub vcl_recv {
+%(recv)s
     if (req.url ~ "[?&]pass") {
         return (pass);
     }
 }
 """
 
+# The Accept-Encoding normalisation docs/cdn.md recommends with http_gzip_support off:
+# br, else gzip, else nothing, matching only bare tokens (so "br;q=0" is not br).
+NORMALISE_AE = r"""    if (req.http.Accept-Encoding ~ "(?i)(^|,)\s*br\s*(,|$)") {
+        set req.http.Accept-Encoding = "br";
+    } elsif (req.http.Accept-Encoding ~ "(?i)(^|,)\s*gzip\s*(,|$)") {
+        set req.http.Accept-Encoding = "gzip";
+    } else {
+        unset req.http.Accept-Encoding;
+    }"""
+
 
 class Varnish:
     """varnishd in the foreground (-F) on a free port, with its own work dir (-n), a 32 MB
     malloc store and no privilege separation (-j none: everything stays in the temp dir)."""
 
-    def __init__(self, origin_port, params=()):
+    def __init__(self, origin_port, params=(), recv=""):
         self.origin_port = origin_port
         self.params = list(params)
+        self.recv = recv
         self.proc = None
         self.port = None
 
@@ -536,7 +550,7 @@ class Varnish:
         self.dir = _cache_dir("varnish-")
         vcl = os.path.join(self.dir, "test.vcl")
         with open(vcl, "w") as f:
-            f.write(VCL % self.origin_port)
+            f.write(VCL % {"port": self.origin_port, "recv": self.recv})
         self.out = os.path.join(self.dir, "varnishd.out")
         for _ in range(3):
             self.port = st.free_port()

@@ -7,7 +7,9 @@ origin and what servd answered):
       or nothing, always asks the origin for gzip, stores the gzip object once and gunzips
       it for clients that do not accept gzip (weakening the ETag to W/"...");
   vr  the same with http_gzip_support off: Accept-Encoding goes to the origin as the client
-      sent it, and Vary: Accept-Encoding makes each value its own cached object.
+      sent it, and Vary: Accept-Encoding makes each value its own cached object;
+  vn  gzip support off plus the VCL normalisation docs/cdn.md recommends (br, else gzip,
+      else nothing): three objects per URL, whatever the spelling.
 What is checked: each encoding variant cached separately through Vary (and what the
 normalisation does instead); revalidation of a stale object reaches servd as If-None-Match
 with that variant's ETag and is answered 304 with the 200's validators while the client
@@ -29,19 +31,22 @@ class Ctx:
         self.o = ct.Origin("varnish")
         self.vd = None
         self.vr = None
+        self.vn = None
 
     def __enter__(self):
         self.o.__enter__()
         try:
             self.vd = ct.Varnish(self.o.port).start()
             self.vr = ct.Varnish(self.o.port, ["http_gzip_support=off"]).start()
+            self.vn = ct.Varnish(self.o.port, ["http_gzip_support=off"],
+                                 recv=ct.NORMALISE_AE).start()
         except BaseException:
             self.__exit__(None, None, None)
             raise
         return self
 
     def __exit__(self, et, ev, tb):
-        for v in (self.vr, self.vd):
+        for v in (self.vn, self.vr, self.vd):
             if v:
                 v.stop(check=False)
         self.o.__exit__(et, ev, tb)
@@ -102,6 +107,26 @@ def t_vary_caches_each_variant(c):
             "requests (gzip %d B, br %d B, identity %d B), then 0; a new spelling ('gzip, br') "
             "is a 4th object" % (len(v.body("gzip")), len(v.body("br")),
                                   len(v.body("identity"))))
+
+
+def t_vcl_normalised_br_gzip_identity(c):
+    """gzip off + NORMALISE_AE: browsers' many spellings collapse to br, gzip or nothing;
+    three origin fetches per URL, servd's bytes and strong ETags for every client."""
+    path = "/vary/5.txt"
+    v = c.o.variants(path)
+    clients = [("gzip, deflate, br, zstd", "br"), ("br", "br"), ("gzip, deflate", "gzip"),
+               ("deflate", "identity"), ("br;q=0, gzip", "gzip"), (None, "identity"),
+               ("GZIP", "gzip"), ("gzip, br", "br"), ("identity", "identity")]
+    for rnd in (1, 2):
+        for a, coding in clients:
+            ct.expect_full(ct.fetch(c.vn.port, path, ct.ae(a)), v, coding,
+                           "varnish (normalised) round %d AE=%r" % (rnd, a))
+    reqs = c.o.requests_for(path)
+    eq([(q.get("Accept-Encoding"), q.response.status, q.response.get("ETag")) for q in reqs],
+       [("br", 200, v.etag("br")), ("gzip", 200, v.etag("gzip")),
+        (None, 200, v.etag("identity"))], "origin requests for %s" % path)
+    ct.note("varnish gzip off + VCL normalisation: %d client requests in %d spellings -> 3 "
+            "origin requests (br, gzip, identity)" % (2 * len(clients), len(clients)))
 
 
 def t_stale_revalidates_with_if_none_match(c):
