@@ -239,7 +239,7 @@ int sv_if_range(sf_view value, sf_view etag, int64_t last_modified)
         size_t j = 0;
         if (parse_etag(s, n, &i, &w, &tag) != 0 || i != n || w)
             return 0;
-        if (parse_etag(etag.ptr, etag.len, &j, &ew, &ours) != 0 || ew)
+        if (parse_etag(etag.ptr, etag.len, &j, &ew, &ours) != 0 || j != etag.len || ew)
             return 0;
         return tag.len == ours.len && memcmp(tag.ptr, ours.ptr, tag.len) == 0;
     }

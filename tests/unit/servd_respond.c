@@ -150,6 +150,16 @@ static void open_pack(int with404)
     put_file(w, "/img.png", "image/png", png, 1, 0);
     tvar empty[] = {{SF_ENC_IDENTITY, "", 0}};
     put_file(w, "/empty.txt", "text/plain; charset=utf-8", empty, 1, 0);
+    sf_entry_spec redir;
+    memset(&redir, 0, sizeof redir);
+    redir.kind = SF_KIND_REDIRECT;
+    redir.target.ptr = "/docs/";
+    redir.target.len = 6;
+    uint8_t *rec;
+    size_t reclen;
+    ASSERT_EQ(sf_entry_encode(&redir, &rec, &reclen), 0);
+    ASSERT_EQ(sf_writer_put_path(w, "/old", 4, rec, reclen), 0);
+    free(rec);
     if (with404) {
         tvar nf[] = {TV(SF_ENC_IDENTITY, "<h1>missing</h1>"), TV(SF_ENC_GZIP, "gz404")};
         put_file(w, NULL, "text/html; charset=utf-8", nf, 2, 1);
@@ -377,6 +387,15 @@ TEST(respond_redirect_is_never_protocol_relative)
     ASSERT_EQ(has_header("\r\nLocation: /evil.com/\r\n"), 1);
     ASSERT_EQ(get("/x/..//evil.com", ""), 301);
     ASSERT_EQ(has_header("\r\nLocation: /evil.com/\r\n"), 1);
+}
+
+TEST(respond_stored_redirect)
+{
+    open_pack(1);
+    ASSERT_EQ(get("/old?x=1", ""), 301);
+    OUT_IS(
+        "HTTP/1.1 301 Moved Permanently\r\nLocation: /docs/?x=1\r\nContent-Length: 0\r\n" DATE_LINE
+        "\r\n");
 }
 
 TEST(respond_redirect_too_long_for_scratch)
