@@ -17,6 +17,7 @@
 
 #include "server.h"
 #include "snapshot.h"
+#include "watch.h"
 
 #define EXIT_USAGE 2
 
@@ -30,7 +31,11 @@ static const char usage_text[] =
     "Usage: servd --pack SITE.lmdb [OPTION]...\n"
     "Serve a static site over HTTP/1.1 straight from a pack built by servd-pack.\n"
     "\n"
-    "  -p, --pack FILE           the pack to serve (required); reloaded on SIGHUP\n"
+    "  -p, --pack FILE           the pack to serve (required); reloaded on SIGHUP and\n"
+    "                            when FILE is replaced (rename or symlink flip)\n"
+    "      --no-watch            reload only on SIGHUP, never on a change of FILE\n"
+    "      --watch-interval S    also stat FILE every S seconds, for file systems\n"
+    "                            without inotify; 0 turns that off (2)\n"
     "  -l, --listen HOST:PORT    address to serve on; repeatable; [::1]:8080 for IPv6,\n"
     "                            *:8080 for every IPv4 address (default 127.0.0.1:8080)\n"
     "  -w, --workers N           worker threads, one event loop each (default: the\n"
@@ -107,6 +112,8 @@ enum {
     OPT_SEND,
     OPT_SHUTDOWN,
     OPT_MAX_CONNS,
+    OPT_NO_WATCH,
+    OPT_WATCH_INTERVAL,
 };
 
 int main(int argc, char **argv)
@@ -124,6 +131,8 @@ int main(int argc, char **argv)
         {"send-timeout", required_argument, NULL, OPT_SEND},
         {"shutdown-timeout", required_argument, NULL, OPT_SHUTDOWN},
         {"max-conns", required_argument, NULL, OPT_MAX_CONNS},
+        {"no-watch", no_argument, NULL, OPT_NO_WATCH},
+        {"watch-interval", required_argument, NULL, OPT_WATCH_INTERVAL},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
@@ -137,6 +146,8 @@ int main(int argc, char **argv)
     cfg.send_ms = SV_DEFAULT_SEND_MS;
     cfg.shutdown_ms = SV_DEFAULT_SHUTDOWN_MS;
     cfg.max_conns = SV_DEFAULT_MAX_CONNS;
+    cfg.watch = 1;
+    cfg.watch_poll_ms = SV_WATCH_DEFAULT_POLL_MS;
 
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":p:l:w:a:hV", opts, NULL)) != -1) {
@@ -180,6 +191,13 @@ int main(int argc, char **argv)
         case OPT_MAX_CONNS:
             cfg.max_conns = (unsigned)parse_count("--max-conns", optarg, SV_MAX_MAX_CONNS);
             break;
+        case OPT_NO_WATCH:
+            cfg.watch = 0;
+            break;
+        case OPT_WATCH_INTERVAL:
+            cfg.watch_poll_ms =
+                strcmp(optarg, "0") == 0 ? 0 : parse_seconds("--watch-interval", optarg);
+            break;
         case 'h':
             fputs(usage_text, stdout);
             return 0;
@@ -207,7 +225,7 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
 
     sv_snapshot *snap;
-    if (sv_snapshot_open(cfg.pack_path, cfg.workers, &snap, err, sizeof err) != 0) {
+    if (sv_snapshot_open(cfg.pack_path, cfg.workers, &snap, NULL, err, sizeof err) != 0) {
         fprintf(stderr, "servd: refusing to start: %s\n", err);
         return 1;
     }

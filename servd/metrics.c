@@ -188,11 +188,12 @@ int sv_metrics_render(sv_metrics *m, char **out, size_t *len)
     head(&o, "servd_pack_loaded_timestamp_seconds", "gauge",
          "When the pack being served was loaded (Unix time).");
     put(&o, "servd_pack_loaded_timestamp_seconds %lld\n", (long long)loaded);
-    head(&o, "servd_pack_swaps_total", "counter", "Packs swapped in after SIGHUP.");
+    head(&o, "servd_pack_swaps_total", "counter",
+         "Packs swapped in (on SIGHUP or a change of the pack path).");
     put(&o, "servd_pack_swaps_total %llu\n",
         (unsigned long long)atomic_load_explicit(&m->swaps, memory_order_relaxed));
     head(&o, "servd_pack_swap_failures_total", "counter",
-         "Packs refused on SIGHUP (the previous pack kept serving).");
+         "Replacement packs refused (the previous pack kept serving).");
     put(&o, "servd_pack_swap_failures_total %llu\n",
         (unsigned long long)atomic_load_explicit(&m->swap_failures, memory_order_relaxed));
     head(&o, "servd_workers", "gauge", "Worker threads (one event loop each).");

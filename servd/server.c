@@ -32,6 +32,7 @@
 
 #include "conn.h"
 #include "log.h"
+#include "watch.h"
 
 /* What the main thread keeps per worker besides the worker itself: the
  * lock that makes "send a wake-up" and "close the wake-up handle" exclusive,
@@ -60,6 +61,7 @@ struct sv_server {
     atomic_int nfinished;
     atomic_int stopping; /* read by the admin thread (/healthz) */
     int forced;
+    sv_watch *watch; /* the --pack watch (watch.c), or NULL */
 };
 
 /* ---- Addresses and sockets ---- */
@@ -420,21 +422,33 @@ static void publish(sv_server *srv, sv_snapshot *s)
     atomic_fetch_add(&srv->metrics.swaps, 1);
 }
 
-static void reload(sv_server *srv)
+/* Loads the pack path again; why ("SIGHUP", "pack changed") starts the log
+ * line. Whatever file was opened or refused is noted by the watch, so a
+ * SIGHUP and the watch never load the same file twice. */
+static void reload(sv_server *srv, const char *why)
 {
     char err[1024];
     sv_snapshot *s;
+    sv_file_id seen;
     if (atomic_load(&srv->stopping))
         return;
-    if (sv_snapshot_open(srv->cfg->pack_path, srv->nworkers, &s, err, sizeof err) != 0) {
+    int rc = sv_snapshot_open(srv->cfg->pack_path, srv->nworkers, &s, &seen, err, sizeof err);
+    if (srv->watch)
+        sv_watch_note(srv->watch, &seen);
+    if (rc != 0) {
         atomic_fetch_add(&srv->metrics.swap_failures, 1);
-        fprintf(stderr, "servd: SIGHUP: refused %s; still serving pack %s\n", err,
+        fprintf(stderr, "servd: %s: refused %s; still serving pack %s\n", why, err,
                 srv->current->id_hex);
         return;
     }
     publish(srv, s);
-    fprintf(stderr, "servd: SIGHUP: now serving pack %s (%llu paths) from %s\n", s->id_hex,
+    fprintf(stderr, "servd: %s: now serving pack %s (%llu paths) from %s\n", why, s->id_hex,
             (unsigned long long)s->n_paths, srv->cfg->pack_path);
+}
+
+static void on_pack_changed(void *arg)
+{
+    reload(arg, "pack changed");
 }
 
 static void stop_workers(sv_server *srv, int level)
@@ -475,7 +489,7 @@ static void on_signal(uv_signal_t *h, int signum)
     sv_server *srv = h->data;
     switch (signum) {
     case SIGHUP:
-        reload(srv);
+        reload(srv, "SIGHUP");
         break;
     case SIGUSR1:
         if (srv->log)
@@ -500,6 +514,9 @@ static void on_worker_done(uv_async_t *a)
         uv_close((uv_handle_t *)&srv->sig[i], NULL);
     uv_close((uv_handle_t *)&srv->stop_timer, NULL);
     uv_close((uv_handle_t *)&srv->done, NULL);
+    if (srv->watch)
+        sv_watch_stop(srv->watch);
+    srv->watch = NULL;
 }
 
 /* Raises the soft descriptor limit towards what --max-conns needs (never
@@ -609,6 +626,9 @@ int sv_server_run(const sv_config *cfg, sv_snapshot *snap)
     srv->stop_timer.data = srv;
     uv_async_init(&srv->loop, &srv->done, on_worker_done);
     srv->done.data = srv;
+    if (cfg->watch && sv_watch_start(&srv->loop, cfg->pack_path, &snap->file, cfg->watch_poll_ms,
+                                     on_pack_changed, srv, &srv->watch) != 0)
+        fprintf(stderr, "servd: out of memory for the pack watch; only SIGHUP reloads\n");
 
     for (int i = 0; i < cfg->workers; i++) {
         sv_worker *w = srv->workers[i];

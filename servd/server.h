@@ -102,6 +102,10 @@ typedef struct sv_config {
     sv_site site;
     uint64_t idle_ms, header_ms, send_ms, shutdown_ms;
     unsigned max_conns; /* per worker */
+
+    /* Swaps (main.c fills these). */
+    int watch;              /* reload when pack_path changes (watch.c) */
+    uint64_t watch_poll_ms; /* stat fallback interval of the watch; 0: none */
 } sv_config;
 
 /* Parses "HOST:PORT", "[V6]:PORT" or "*:PORT" (all addresses).

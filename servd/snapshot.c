@@ -11,9 +11,11 @@
  */
 #include "snapshot.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "sf/path.h"
@@ -126,14 +128,31 @@ static int validate(const char *file, sf_pack *pack, sf_reader *rd, uint64_t *n_
     return 0;
 }
 
-int sv_snapshot_open(const char *path, int nreaders, sv_snapshot **out, char *err, size_t errlen)
+int sv_file_id_get(const char *path, sv_file_id *id)
 {
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        id->dev = id->ino = 0;
+        return -errno;
+    }
+    id->dev = (uint64_t)st.st_dev;
+    id->ino = (uint64_t)st.st_ino;
+    return 0;
+}
+
+int sv_snapshot_open(const char *path, int nreaders, sv_snapshot **out, sv_file_id *seen, char *err,
+                     size_t errlen)
+{
+    sv_file_id file;
     sf_pack *pack;
     int rc;
 
     if (errlen == 0 || nreaders < 1)
         return SF_EINVAL;
     err[0] = '\0';
+    sv_file_id_get(path, &file); /* before the open: see snapshot.h */
+    if (seen)
+        *seen = file;
     if ((rc = sf_pack_open(path, &pack, err, errlen)) != 0)
         return rc;
 
@@ -144,6 +163,7 @@ int sv_snapshot_open(const char *path, int nreaders, sv_snapshot **out, char *er
         goto out_close_pack;
     }
     s->pack = pack;
+    s->file = file;
     for (int i = 0; i < nreaders; i++) {
         if ((rc = sf_reader_begin(pack, &s->readers[i])) != 0) {
             snprintf(err, errlen, "%s: cannot start a reader: %s", path, sf_strerror(rc));

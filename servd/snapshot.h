@@ -26,12 +26,30 @@
 
 #include "sf/store.h"
 
+/* What a pack path resolved to when it was opened: the (device, inode) of
+ * the file at the end of any symlinks. A rename over the path or a symlink
+ * flip changes it; this is how the watch (watch.c) tells a new pack from the
+ * one being served without reading a byte of it. */
+typedef struct sv_file_id {
+    uint64_t dev, ino;
+} sv_file_id;
+
+/* Fills id with what path resolves to now (stat(2), following symlinks).
+ * @return 0, or -errno (id zeroed) when it cannot be stat'ed. */
+int sv_file_id_get(const char *path, sv_file_id *id);
+
+static inline int sv_file_id_eq(const sv_file_id *a, const sv_file_id *b)
+{
+    return a->dev == b->dev && a->ino == b->ino;
+}
+
 typedef struct sv_snapshot {
     atomic_long refs;
     sf_pack *pack;
     int64_t loaded_at; /* Unix seconds when it was opened */
     uint64_t n_paths;  /* paths walked during validation */
     char id_hex[33];   /* pack id as 32 lowercase hex digits, NUL-terminated */
+    sv_file_id file;   /* what the path resolved to just before it was opened */
     int nreaders;
     sf_reader *readers[]; /* one per worker; readers[i] is used by worker i only */
 } sv_snapshot;
@@ -42,9 +60,20 @@ typedef struct sv_snapshot {
  * length, redirects have a target, and the 404 entry (if any) is sound.
  * Creates nreaders readers. On failure writes a sentence naming the file and
  * the cause into err.
- * @param[out] out  the snapshot with one reference (the caller's)
+ *
+ * The path is stat'ed just BEFORE it is opened, and that identity is what
+ * the snapshot records: if the path is replaced between the stat and the
+ * open, the snapshot serves the newer file but records the older identity,
+ * so the next check of the path sees a difference and loads it again (one
+ * extra reload). The opposite order could record the new identity while
+ * serving the old file, and a deploy would be missed.
+ * @param[out] out   the snapshot with one reference (the caller's)
+ * @param[out] seen  may be NULL; set on success AND on failure to what the
+ *                   path resolved to (zeroed when the stat failed), so a
+ *                   refused file is not retried until the path changes again
  * @return 0 or a negative SF_E* code. */
-int sv_snapshot_open(const char *path, int nreaders, sv_snapshot **out, char *err, size_t errlen);
+int sv_snapshot_open(const char *path, int nreaders, sv_snapshot **out, sv_file_id *seen, char *err,
+                     size_t errlen);
 
 /* Takes one more reference. The caller must already hold one (or own the
  * pointer through a published slot it is responsible for). */

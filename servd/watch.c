@@ -1,0 +1,254 @@
+/*
+ * watch.c - the --pack watch: inotify on the directories that hold the pack
+ * path and the file it finally resolves to, a short settle delay, and a
+ * periodic stat(2) fallback; see watch.h for what it guarantees.
+ *
+ * Why directories and not the file: a rename over the path replaces the
+ * directory entry, not the file - an inotify watch on the old file would
+ * only ever report that the old file lost its name. Watching the directory
+ * sees IN_MOVED_TO / IN_CREATE for the name, whatever file it now names.
+ *
+ * Which names matter: the path's own last component (a rename or a symlink
+ * flip over it) and, when the path is a symlink, the last component of what
+ * it resolves to (a release file replaced in place by a rename). Events for
+ * other names in those directories (the temporary file a deploy writes, an
+ * access log) are ignored without a system call. Both watches are re-aimed
+ * after every check, because a flip can move the target to another
+ * directory.
+ */
+#include "watch.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Directories watched at once: the path's and its symlink target's. */
+#define SV_WATCH_DIRS 2
+/* Names that matter in one directory: the path's and the target's, when
+ * both live in the same directory (site.lmdb -> site-v2.lmdb). */
+#define SV_WATCH_NAMES 2
+
+struct dirwatch {
+    uv_fs_event_t ev;
+    sv_watch *w;
+    int started;   /* ev is watching dir */
+    int warned;    /* the failure to watch dir was logged */
+    sv_file_id id; /* the directory's identity when the watch started */
+    char dir[PATH_MAX];
+    char names[SV_WATCH_NAMES][NAME_MAX + 1]; /* "" for an unused slot */
+};
+
+struct sv_watch {
+    uv_loop_t *loop;
+    char *path;
+    sv_file_id noted; /* the file last opened or refused by a reload */
+    int missing;      /* the last look found no file: logged once */
+    uint64_t poll_ms;
+    sv_watch_cb cb;
+    void *arg;
+    uv_timer_t settle;
+    uv_timer_t poll;
+    struct dirwatch dw[SV_WATCH_DIRS];
+    int open_handles; /* freed when the last close callback has run */
+};
+
+/* Splits path into its directory ("." when none, "/" for the root) and last
+ * component. @return 0, or -1 when a part does not fit. */
+static int split(const char *path, char *dir, size_t dircap, char *name, size_t namecap)
+{
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    size_t dlen = slash ? (size_t)(slash - path) : 0;
+    if (strlen(base) >= namecap)
+        return -1;
+    memcpy(name, base, strlen(base) + 1);
+    if (!slash) {
+        snprintf(dir, dircap, ".");
+        return 0;
+    }
+    if (dlen == 0) {
+        snprintf(dir, dircap, "/");
+        return 0;
+    }
+    if (dlen >= dircap)
+        return -1;
+    memcpy(dir, path, dlen);
+    dir[dlen] = '\0';
+    return 0;
+}
+
+static void on_settled(uv_timer_t *t);
+
+static void on_dir_event(uv_fs_event_t *h, const char *filename, int events, int status)
+{
+    struct dirwatch *d = h->data;
+    sv_watch *w = d->w;
+    if (status < 0)
+        return; /* the poll still looks */
+    if (filename) {
+        int match = 0;
+        for (int i = 0; i < SV_WATCH_NAMES; i++)
+            match |= d->names[i][0] && strcmp(filename, d->names[i]) == 0;
+        if (!match)
+            return;
+    }
+    if (!uv_is_active((uv_handle_t *)&w->settle))
+        uv_timer_start(&w->settle, on_settled, SV_WATCH_SETTLE_MS, 0);
+}
+
+/* Points d at dir with the given names, restarting the inotify watch only
+ * when the directory (by name or identity) changed. dir NULL: unused. */
+static void aim(struct dirwatch *d, const char *dir, const sv_file_id *id, const char *n0,
+                const char *n1)
+{
+    snprintf(d->names[0], sizeof d->names[0], "%s", n0 ? n0 : "");
+    snprintf(d->names[1], sizeof d->names[1], "%s", n1 ? n1 : "");
+    if (d->started && dir && strcmp(d->dir, dir) == 0 && sv_file_id_eq(&d->id, id))
+        return;
+    if (d->started) {
+        uv_fs_event_stop(&d->ev);
+        d->started = 0;
+    }
+    if (!dir)
+        return;
+    if (strcmp(d->dir, dir) != 0)
+        d->warned = 0;
+    snprintf(d->dir, sizeof d->dir, "%s", dir);
+    d->id = *id;
+    int rc = uv_fs_event_start(&d->ev, on_dir_event, dir, 0);
+    if (rc == 0) {
+        d->started = 1;
+    } else if (!d->warned) {
+        d->warned = 1;
+        if (d->w->poll_ms)
+            fprintf(stderr, "servd: watch: cannot watch %s (%s); checking the pack every %.1f s\n",
+                    dir, uv_strerror(rc), (double)d->w->poll_ms / 1000);
+        else
+            fprintf(stderr,
+                    "servd: watch: cannot watch %s (%s), and --watch-interval is 0: "
+                    "only SIGHUP reloads\n",
+                    dir, uv_strerror(rc));
+    }
+}
+
+/* Re-aims both directory watches at where the path and its target are now. */
+static void aim_all(sv_watch *w)
+{
+    char dir0[PATH_MAX], name0[NAME_MAX + 1], real[PATH_MAX], dir1[PATH_MAX], name1[NAME_MAX + 1];
+    sv_file_id id0, id1;
+
+    if (split(w->path, dir0, sizeof dir0, name0, sizeof name0) != 0 ||
+        sv_file_id_get(dir0, &id0) != 0) {
+        aim(&w->dw[0], NULL, NULL, NULL, NULL);
+        aim(&w->dw[1], NULL, NULL, NULL, NULL);
+        return;
+    }
+    /* The file the path finally resolves to, when it is a symlink to a
+     * file in another directory or under another name. */
+    int have_target = realpath(w->path, real) != NULL &&
+                      split(real, dir1, sizeof dir1, name1, sizeof name1) == 0 &&
+                      sv_file_id_get(dir1, &id1) == 0;
+    if (!have_target) {
+        aim(&w->dw[0], dir0, &id0, name0, NULL);
+        aim(&w->dw[1], NULL, NULL, NULL, NULL);
+    } else if (sv_file_id_eq(&id0, &id1)) {
+        aim(&w->dw[0], dir0, &id0, name0, strcmp(name0, name1) ? name1 : NULL);
+        aim(&w->dw[1], NULL, NULL, NULL, NULL);
+    } else {
+        aim(&w->dw[0], dir0, &id0, name0, NULL);
+        aim(&w->dw[1], dir1, &id1, name1, NULL);
+    }
+}
+
+/* Looks at the path: a file other than the one noted means a reload. */
+static void look(sv_watch *w)
+{
+    sv_file_id now;
+    int rc = sv_file_id_get(w->path, &now);
+    if (rc != 0) {
+        if (!w->missing)
+            fprintf(stderr, "servd: watch: %s: %s; still serving the current pack\n", w->path,
+                    strerror(-rc));
+        w->missing = 1;
+    } else {
+        w->missing = 0;
+        if (!sv_file_id_eq(&now, &w->noted)) {
+            /* Noted before the call, so that a callback that declines to
+             * reload (during a stop) is not asked again for this file. The
+             * reload notes the exact file it opened afterwards. */
+            w->noted = now;
+            w->cb(w->arg);
+        }
+    }
+    aim_all(w);
+}
+
+static void on_settled(uv_timer_t *t)
+{
+    look(t->data);
+}
+
+static void on_poll(uv_timer_t *t)
+{
+    sv_watch *w = t->data;
+    /* A change inotify already reported is looked at by the settle timer. */
+    if (!uv_is_active((uv_handle_t *)&w->settle))
+        look(w);
+}
+
+int sv_watch_start(uv_loop_t *loop, const char *path, const sv_file_id *current, uint64_t poll_ms,
+                   sv_watch_cb cb, void *arg, sv_watch **out)
+{
+    sv_watch *w = calloc(1, sizeof *w);
+    if (!w)
+        return -1;
+    w->path = strdup(path);
+    if (!w->path) {
+        free(w);
+        return -1;
+    }
+    w->loop = loop;
+    w->noted = *current;
+    w->poll_ms = poll_ms;
+    w->cb = cb;
+    w->arg = arg;
+    uv_timer_init(loop, &w->settle);
+    uv_timer_init(loop, &w->poll);
+    w->settle.data = w->poll.data = w;
+    w->open_handles = 2;
+    for (int i = 0; i < SV_WATCH_DIRS; i++) {
+        uv_fs_event_init(loop, &w->dw[i].ev);
+        w->dw[i].ev.data = &w->dw[i];
+        w->dw[i].w = w;
+        w->open_handles++;
+    }
+    aim_all(w);
+    if (poll_ms)
+        uv_timer_start(&w->poll, on_poll, poll_ms, poll_ms);
+    *out = w;
+    return 0;
+}
+
+void sv_watch_note(sv_watch *w, const sv_file_id *id)
+{
+    w->noted = *id;
+}
+
+static void on_closed(uv_handle_t *h)
+{
+    sv_watch *w = uv_handle_get_type(h) == UV_TIMER ? h->data : ((struct dirwatch *)h->data)->w;
+    if (--w->open_handles > 0)
+        return;
+    free(w->path);
+    free(w);
+}
+
+void sv_watch_stop(sv_watch *w)
+{
+    uv_close((uv_handle_t *)&w->settle, on_closed);
+    uv_close((uv_handle_t *)&w->poll, on_closed);
+    for (int i = 0; i < SV_WATCH_DIRS; i++)
+        uv_close((uv_handle_t *)&w->dw[i].ev, on_closed);
+}

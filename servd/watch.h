@@ -1,0 +1,67 @@
+/*
+ * watch.h - noticing that the --pack path now names another file, so that a
+ * deploy by rename (mv -T new.lmdb site.lmdb) or by symlink flip
+ * (site.lmdb -> releases/v2.lmdb, replaced atomically) reloads the pack
+ * without a SIGHUP.
+ *
+ * The watch compares identities, never contents: what the path resolves to
+ * (device and inode, sv_file_id) against the identity of the last file a
+ * reload opened or refused. It looks again
+ *
+ *   - SV_WATCH_SETTLE_MS after inotify (libuv uv_fs_event) reports a change
+ *     of the path's name in its directory, or of the symlink target's name in
+ *     the target's directory;
+ *   - every poll interval (--watch-interval, default 2 s), for file systems
+ *     where inotify sees nothing (NFS and other network file systems, FUSE)
+ *     and for symlinks further up the path.
+ *
+ * Everything runs on the loop passed to sv_watch_start (servd's main loop),
+ * the same thread that handles SIGHUP, so a reload from the watch and one
+ * from a signal never run at once.
+ */
+#ifndef SV_WATCH_H
+#define SV_WATCH_H
+
+#include <stdint.h>
+#include <uv.h>
+
+#include "snapshot.h"
+
+/* How long the watch waits after the first change it is told about before
+ * it looks at the path. A deploy script's renames come microseconds to a few
+ * milliseconds apart (mv site.lmdb prev.lmdb; mv new.lmdb site.lmdb); reading
+ * the path once after the burst avoids refusing a half-done state (a missing
+ * file) and loads the final file once. 75 ms is far below anything a person
+ * deploying notices. The window is not restarted by later events, so a
+ * directory that changes all the time cannot postpone a reload forever. */
+#define SV_WATCH_SETTLE_MS 75
+/* Default interval of the stat(2) fallback: one stat every 2 s costs nothing
+ * and bounds how late a change is seen where inotify is blind. */
+#define SV_WATCH_DEFAULT_POLL_MS 2000
+
+typedef struct sv_watch sv_watch;
+
+/* Called on the loop's thread when the path resolves to a file other than the
+ * one last noted. The callback is expected to reload and then report what it
+ * opened or refused with sv_watch_note (reload() in server.c does). */
+typedef void (*sv_watch_cb)(void *arg);
+
+/* Starts watching path on loop. current: the identity of the pack being
+ * served (sv_snapshot.file). poll_ms: the fallback interval, 0 for none.
+ * Directories that cannot be watched with inotify are logged once and left
+ * to the poll.
+ * @return 0, or -1 when out of memory (nothing was started). */
+int sv_watch_start(uv_loop_t *loop, const char *path, const sv_file_id *current, uint64_t poll_ms,
+                   sv_watch_cb cb, void *arg, sv_watch **out);
+
+/* Records what a reload (from the watch or from SIGHUP) just opened or
+ * refused: the watch calls back only when the path changes again. A
+ * SIGHUP that already loaded the file thus cancels the watch's reload of
+ * the same file. */
+void sv_watch_note(sv_watch *w, const sv_file_id *id);
+
+/* Stops the watch and closes its handles; the memory is freed once the loop
+ * has run their close callbacks. */
+void sv_watch_stop(sv_watch *w);
+
+#endif

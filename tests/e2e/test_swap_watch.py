@@ -1,0 +1,240 @@
+#!/usr/bin/env python3
+"""The --pack watch (servd(1) "PACK SWAPS", docs/architecture.md "A swap, step by step"):
+a rename over the path, a symlink flip, and a rename over the symlink's target each reload
+the pack without any signal; a burst of renames is read once; a bad pack arriving by the
+watch is refused, logged, counted once and never retried until the path changes again; a
+SIGHUP right after a rename loads the file once, not twice; a flip the directory watch
+cannot see (a directory symlink higher up) is caught by the stat fallback, and not without
+it; --no-watch leaves reloading to SIGHUP; 40 swaps by every method leave one pack mapped
+and memory flat."""
+import os
+import signal
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import servdtest as st  # noqa: E402
+import swaptest as sw  # noqa: E402
+from servdtest import eq, ok  # noqa: E402
+
+# How long a change may take to be served: the settle delay is 75 ms; generous for
+# sanitizer builds on a loaded CI machine.
+RELOAD_LIMIT = 5.0
+# How long to wait before concluding that something did NOT happen.
+QUIET = 1.5
+
+
+class Site:
+    def __init__(self):
+        self.v = sw.Versions(3, tag="watch")
+        self.live = sw.Live("watch-live")
+        self.live.rename_in(self.v.packs[0])
+        self.adm = st.free_port()
+        self.servd = st.Servd(self.live.path, workers=2, extra=[
+            "--admin", "127.0.0.1:%d" % self.adm]).start()
+        self.pid = self.servd.proc.pid
+
+    def index(self):
+        return st.get(self.servd.port, "/").body
+
+    def wait_version(self, ver, what, limit=RELOAD_LIMIT):
+        want = self.v.index(ver)
+        t0 = time.time()
+        while time.time() - t0 < limit:
+            if self.index() == want:
+                return time.time() - t0
+            time.sleep(0.02)
+        raise st.Fail("%s: still serving %r after %.0f s, want version %d\nlog: %s" % (
+            what, self.index()[:40], limit, ver, self.servd.read_log()[-1500:]))
+
+    def m(self, name):
+        return sw.metrics(self.adm).get(name, 0)
+
+
+def t_rename_over_the_path_reloads(s):
+    swaps0 = s.m("servd_pack_swaps_total")
+    s.live.rename_in(s.v.packs[1])
+    took = s.wait_version(2, "mv -T v2 over the path")
+    print("  rename seen in %.0f ms" % (took * 1000))
+    eq(sw.wait_metric(s.adm, "servd_pack_swaps_total", swaps0 + 1), swaps0 + 1, "swaps counted")
+    ok("pack changed: now serving pack" in s.servd.read_log(), "the reload is logged")
+
+
+def t_symlink_flip_reloads(s):
+    s.live.flip(s.v.packs[0], "v1.lmdb")
+    s.wait_version(1, "flip to releases/v1.lmdb")
+    s.live.flip(s.v.packs[2], "v3.lmdb")
+    s.wait_version(3, "flip to releases/v3.lmdb")
+    s.live.flip(s.v.packs[0], "v1.lmdb")
+    s.wait_version(1, "flip back to releases/v1.lmdb (rollback)")
+
+
+def t_rename_over_the_symlink_target_reloads(s):
+    s.live.flip(s.v.packs[0], "current.lmdb")
+    s.wait_version(1, "flip to releases/current.lmdb")
+    s.live.replace_target(s.v.packs[1], "current.lmdb")
+    s.wait_version(2, "releases/current.lmdb replaced by a rename")
+
+
+def t_a_burst_of_renames_is_read_once(s):
+    s.live.rename_in(s.v.packs[0])
+    s.wait_version(1, "setup")
+    time.sleep(0.3)
+    swaps0, fails0 = s.m("servd_pack_swaps_total"), s.m("servd_pack_swap_failures_total")
+    log0 = len(s.servd.read_log())
+    # mv site.lmdb prev.lmdb; mv new.lmdb site.lmdb - the path is missing in between.
+    tmp = os.path.join(s.live.dir, "next.lmdb")
+    st_copy(s.v.packs[2], tmp)
+    os.rename(s.live.path, os.path.join(s.live.dir, "prev.lmdb"))
+    os.rename(tmp, s.live.path)
+    s.wait_version(3, "after the burst")
+    time.sleep(0.3)
+    eq(s.m("servd_pack_swaps_total"), swaps0 + 1, "swaps for one burst of two renames")
+    eq(s.m("servd_pack_swap_failures_total"), fails0, "refusals during the burst")
+    ok("No such file" not in s.servd.read_log()[log0:],
+       "the half-done burst was looked at: %r" % s.servd.read_log()[log0:])
+
+
+def st_copy(src, dst):
+    with open(src, "rb") as f, open(dst, "wb") as g:
+        g.write(f.read())
+
+
+def t_bad_pack_by_watch_is_refused_once(s):
+    s.live.rename_in(s.v.packs[1])
+    s.wait_version(2, "setup")
+    time.sleep(0.3)
+    pid0 = sw.pack_id(s.adm)
+    fails0 = s.m("servd_pack_swap_failures_total")
+    with open(s.v.packs[0], "rb") as f:
+        good = f.read()
+    cases = [("garbage", os.urandom(50000)), ("truncated", good[:len(good) // 3]),
+             ("empty", b"")]
+    for n, (what, data) in enumerate(cases, 1):
+        s.live.write_bytes(data)
+        got = sw.wait_metric(s.adm, "servd_pack_swap_failures_total", fails0 + n)
+        eq(got, fails0 + n, "%s: refusals counted" % what)
+        eq(s.index(), s.v.index(2), "%s: the current pack keeps serving" % what)
+        eq(sw.pack_id(s.adm), pid0, "%s: /healthz pack id" % what)
+    # The refused file is not looked at again: no new refusal over several poll periods.
+    time.sleep(QUIET)
+    eq(s.m("servd_pack_swap_failures_total"), fails0 + len(cases), "refusals of one file")
+    log = s.servd.read_log()
+    ok("pack changed: refused" in log and s.live.path in log,
+       "refusals are logged naming the file: %r" % log[-600:])
+    s.live.rename_in(s.v.packs[2])
+    s.wait_version(3, "a good pack after the bad ones")
+
+
+def t_sighup_right_after_a_rename_loads_once(s):
+    for i in range(5):
+        swaps0 = s.m("servd_pack_swaps_total")
+        ver = 1 + i % 2
+        s.live.rename_in(s.v.packs[ver - 1])
+        s.servd.proc.send_signal(signal.SIGHUP)
+        s.wait_version(ver, "rename + SIGHUP %d" % i)
+        time.sleep(0.3)  # past the settle delay: a second load would have happened
+        eq(s.m("servd_pack_swaps_total"), swaps0 + 1, "rename + SIGHUP %d: loads" % i)
+
+
+def t_forty_swaps_leave_one_pack_mapped_and_memory_flat(s):
+    methods = ("rename", "flip", "target", "sighup")
+    rss = []
+    fails0 = s.m("servd_pack_swap_failures_total")
+    for i in range(40):
+        ver = 1 + i % 3
+        pk = s.v.packs[ver - 1]
+        how = methods[i % len(methods)]
+        if how == "rename":
+            s.live.rename_in(pk)
+        elif how == "flip":
+            s.live.flip(pk, "v%d.lmdb" % ver)
+        elif how == "target":
+            s.live.flip(s.v.packs[(ver - 2) % 3], "t%d.lmdb" % i)
+            s.wait_version(1 + (ver - 2) % 3, "swap %d: flip before the target change" % i)
+            s.live.replace_target(pk, "t%d.lmdb" % i)
+        else:
+            s.live.rename_in(pk)
+            s.servd.proc.send_signal(signal.SIGHUP)
+        s.wait_version(ver, "swap %d (%s)" % (i, how))
+        body = st.get(s.servd.port, "/img/big.bin").body
+        eq(body, s.v.files[ver - 1]["/img/big.bin"], "swap %d: the large file" % i)
+        if i in (4, 39):
+            s.live.wait_one_mapped(s.pid)
+            rss.append((sw.status_kib(s.pid, "VmRSS"), sw.status_kib(s.pid, "RssAnon")))
+    mapped = s.live.wait_one_mapped(s.pid)
+    print("  after 40 swaps: mapped %s; VmRSS %d -> %d KiB, RssAnon %d -> %d KiB (swap 5 -> 40)"
+          % ([os.path.relpath(m, s.live.dir) for m in mapped], rss[0][0], rss[1][0], rss[0][1],
+             rss[1][1]))
+    eq(s.m("servd_pack_swap_failures_total"), fails0, "refusals during 40 good swaps")
+    # Each swap maps a fresh ~3.5 MB pack and validates it; neither the maps nor the heap
+    # may keep anything of the 35 swaps between the two samples.
+    ok(rss[1][1] - rss[0][1] < 1024, "RssAnon grew %d KiB over 35 swaps" % (rss[1][1] - rss[0][1]))
+    ok(rss[1][0] - rss[0][0] < 2048, "VmRSS grew %d KiB over 35 swaps" % (rss[1][0] - rss[0][0]))
+
+
+def t_directory_symlink_flip_needs_the_stat_fallback(s):
+    # /live/current -> dirA holds site.lmdb; flipping current to dirB happens in a directory
+    # the watch does not look at (it watches current's target, dirA), so only the periodic
+    # stat sees it: caught with --watch-interval, and never without.
+    base = os.path.join(st.tmpdir(), "dirflip")
+    for n, ver in (("a", 1), ("b", 2)):
+        os.makedirs(os.path.join(base, n), exist_ok=True)
+        st_copy(s.v.packs[ver - 1], os.path.join(base, n, "site.lmdb"))
+    cur = os.path.join(base, "current")
+    os.symlink("a", cur)
+    path = os.path.join(cur, "site.lmdb")
+
+    def flip(to):
+        tmp = os.path.join(base, "tmp")
+        os.symlink(to, tmp)
+        os.rename(tmp, cur)
+
+    for interval, should in (("0.2", True), ("0", False)):
+        flip("a")
+        with st.Servd(path, workers=1, extra=["--watch-interval", interval]) as d:
+            eq(st.get(d.port, "/").body, s.v.index(1), "--watch-interval %s: start" % interval)
+            flip("b")
+            t0 = time.time()
+            while time.time() - t0 < (RELOAD_LIMIT if should else QUIET):
+                if st.get(d.port, "/").body == s.v.index(2):
+                    break
+                time.sleep(0.05)
+            seen = st.get(d.port, "/").body == s.v.index(2)
+            eq(seen, should, "--watch-interval %s: directory flip noticed" % interval)
+            if should:
+                print("  directory flip seen by the stat fallback in %.0f ms"
+                      % ((time.time() - t0) * 1000))
+            else:
+                d.proc.send_signal(signal.SIGHUP)
+                t0 = time.time()
+                while time.time() - t0 < RELOAD_LIMIT and st.get(d.port, "/").body != s.v.index(2):
+                    time.sleep(0.05)
+                eq(st.get(d.port, "/").body, s.v.index(2), "--watch-interval 0: SIGHUP still loads")
+
+
+def t_no_watch_leaves_reloads_to_sighup(s):
+    live = sw.Live("nowatch-live")
+    live.rename_in(s.v.packs[0])
+    with st.Servd(live.path, workers=1, extra=["--no-watch", "--watch-interval", "0.2"]) as d:
+        live.rename_in(s.v.packs[1])
+        time.sleep(QUIET)
+        eq(st.get(d.port, "/").body, s.v.index(1), "--no-watch: served after a rename")
+        d.proc.send_signal(signal.SIGHUP)
+        t0 = time.time()
+        while time.time() - t0 < RELOAD_LIMIT and st.get(d.port, "/").body != s.v.index(2):
+            time.sleep(0.05)
+        eq(st.get(d.port, "/").body, s.v.index(2), "--no-watch: after SIGHUP")
+
+
+class Setup:
+    def __enter__(self):
+        self.s = Site()
+        return self.s
+
+    def __exit__(self, et, ev, tb):
+        self.s.servd.stop(check=et is None)
+
+
+if __name__ == "__main__":
+    st.run(st.collect(globals()), setup=Setup)
