@@ -139,3 +139,14 @@ void pk_base_close(pk_base *b)
     free(b->v);
     free(b);
 }
+
+int pk_base_last_modified(const pk_base *b, const char *key, size_t len,
+                          const uint8_t digest[PK_DIGEST_LEN], int64_t *lm)
+{
+    sf_entry e;
+    if (!b || sf_lookup(b->reader, key, len, &e) != 0 || e.kind != SF_KIND_FILE ||
+        memcmp(e.variants[0].body_key, digest, PK_DIGEST_LEN) != 0)
+        return -1;
+    *lm = e.last_modified;
+    return 0;
+}

@@ -271,8 +271,13 @@ static int decide(build *b)
             }
             f->nextra = pk_rules_headers(b->rules, f->key, f->key_len, f->extra);
         }
-        /* Last-Modified: never later than the pack (servd's Date). */
+        /* Last-Modified: never later than the pack (servd's Date); with
+         * --base, an unchanged file keeps the one it had. */
         f->last_modified = b->o->have_epoch ? b->o->epoch : f->mtime > b->now ? b->now : f->mtime;
+        int64_t old;
+        if (pk_base_last_modified(b->base, f->key, f->key_len, id->digest, &old) == 0 &&
+            old <= b->now)
+            f->last_modified = old;
     }
     pk_magic_close(magic);
     return rc;
@@ -632,8 +637,7 @@ int pk_build(const pk_build_opts *o)
                         "servd-pack: %s: made with another compression profile (%s, now %s); "
                         "compressing everything\n",
                         o->base, pk_base_profile(b.base), profile);
-            pk_base_close(b.base);
-            b.base = NULL;
+            /* kept open (with nothing indexed) for pk_base_last_modified */
         }
     }
 

@@ -57,6 +57,31 @@ def main():
         T.eq(p.returncode, 0, "--base = -o: " + p.stderr.decode())
         T.eq(T.ls(same), T.ls(new_full), "ls after re-packing in place")
 
+        # Unchanged files keep their Last-Modified through --base even when every
+        # mtime moved (a fresh checkout in CI), so diff lists only real changes.
+        lm_root = os.path.join(work, "lm-site")
+        T.make_site(lm_root)
+        lm_old = os.path.join(work, "lm-old.lmdb")
+        T.eq(T.run(["build", lm_root, "-o", lm_old, "-q"]).returncode, 0, "pack for Last-Modified")
+        later = time.time() + 5
+        for dirpath, _, names in os.walk(lm_root):
+            for name in names:
+                os.utime(os.path.join(dirpath, name), (later, later))
+        with open(os.path.join(lm_root, "css", "site.css"), "ab") as f:
+            f.write(b".changed{color:blue}\n")
+        lm_new = os.path.join(work, "lm-new.lmdb")
+        time.sleep(1)  # so that "now" (the clamp for future mtimes) moves too
+        T.eq(T.run(["build", lm_root, "-o", lm_new, "--base", lm_old, "-q"]).returncode, 0,
+             "re-pack with --base after touching every file")
+        old_lm = {e["path"]: e["last_modified"] for e in T.ls_json(lm_old)}
+        for e in T.ls_json(lm_new):
+            if e["path"] == "/css/site.css":
+                T.check(e["last_modified"] > old_lm[e["path"]], "changed file gets a new Last-Modified")
+            else:
+                T.eq(e["last_modified"], old_lm[e["path"]], "Last-Modified of unchanged " + e["path"])
+        T.eq(T.run(["diff", lm_old, lm_new]).stdout.decode().split(), ["~", "/css/site.css"],
+             "diff after touching every file and changing one")
+
         # A corrupt base is refused, naming it, and leaves no output.
         js = T.cat(old, "/js/app.3f9a1c2e.js", "br")
         with open(old, "rb") as f:
