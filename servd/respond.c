@@ -62,9 +62,12 @@ typedef struct err_text {
     size_t body_len;
 } err_text;
 
+/* Cache-Control: 404, 405, 414 and 501 are cacheable by default (RFC 9110
+ * §15.1): without it a cache in front keeps a built-in 404 after a deploy
+ * adds the path. */
 #define ERR_HEAD(code, reason, len)                                                                \
     "HTTP/1.1 " #code " " reason "\r\nContent-Type: text/plain; charset=utf-8\r\n"                 \
-    "Content-Length: " #len "\r\n"
+    "Content-Length: " #len "\r\nCache-Control: no-cache\r\n"
 #define ERR_BODY(code, reason) #code " " reason "\n"
 /* The body length is written by hand in the Content-Length line; the array
  * size below refuses to compile when it differs from the body. */
