@@ -87,13 +87,15 @@ int pk_base_open(const char *path, const char *profile, pk_base **out, int *usab
     b->errlen = errlen;
     if (sf_pack_open(path, &b->pack, err, errlen) != 0)
         goto out_free;
+    /* The reader is needed whatever the profile (pk_base_last_modified);
+     * the bodies are indexed only when they can be reused. */
+    int rc = sf_reader_begin(b->pack, &b->reader);
+    if (rc != 0) {
+        snprintf(err, errlen, "%s: %s", path, sf_strerror(rc));
+        goto out_free;
+    }
     *usable = strcmp(sf_pack_meta(b->pack)->profile, profile) == 0;
     if (*usable) {
-        int rc = sf_reader_begin(b->pack, &b->reader);
-        if (rc != 0) {
-            snprintf(err, errlen, "%s: %s", path, sf_strerror(rc));
-            goto out_free;
-        }
         char why[512] = "";
         rc = sf_foreach_path(b->reader, index_path, b, why, sizeof why);
         if (rc == SF_ECORRUPT && why[0]) {
@@ -144,7 +146,7 @@ int pk_base_last_modified(const pk_base *b, const char *key, size_t len,
                           const uint8_t digest[PK_DIGEST_LEN], int64_t *lm)
 {
     sf_entry e;
-    if (!b || sf_lookup(b->reader, key, len, &e) != 0 || e.kind != SF_KIND_FILE ||
+    if (!b || !b->reader || sf_lookup(b->reader, key, len, &e) != 0 || e.kind != SF_KIND_FILE ||
         memcmp(e.variants[0].body_key, digest, PK_DIGEST_LEN) != 0)
         return -1;
     *lm = e.last_modified;

@@ -82,6 +82,21 @@ def main():
         T.eq(T.run(["diff", lm_old, lm_new]).stdout.decode().split(), ["~", "/css/site.css"],
              "diff after touching every file and changing one")
 
+        # A base made with another compression profile (a library upgrade): nothing
+        # is reused, nothing crashes, and unchanged files still keep Last-Modified.
+        other = os.path.join(work, "other-profile.lmdb")
+        data = bytearray(open(lm_new, "rb").read())
+        at = data.find(b" gzip=")
+        T.check(at > 0, "profile string found in the pack")
+        data[at + 1] = ord("G")
+        with open(other, "wb") as f:
+            f.write(data)
+        lm_other = os.path.join(work, "lm-other.lmdb")
+        p = T.run(["build", lm_root, "-o", lm_other, "--base", other])
+        T.eq(p.returncode, 0, "--base with another profile: " + p.stderr.decode())
+        T.check(b"another compression profile" in p.stderr, "says the profile differs: " + p.stderr.decode())
+        T.eq(T.run(["diff", lm_new, lm_other]).stdout, b"", "diff after a re-pack on another profile")
+
         # A corrupt base is refused, naming it, and leaves no output.
         js = T.cat(old, "/js/app.3f9a1c2e.js", "br")
         with open(old, "rb") as f:
