@@ -205,6 +205,22 @@ int pk_glob_match(const pk_glob *g, const char *s, size_t len)
     return m;
 }
 
+int pk_glob_covers(const pk_glob *g, const char *dirkey, size_t len)
+{
+    if (g->n == 0 || g->t[g->n - 1].type != T_DSTAR)
+        return 0;
+    char stack_key[ROW_STACK];
+    char *k = len + 1 <= sizeof stack_key ? stack_key : malloc(len + 1);
+    if (!k)
+        return 0;
+    memcpy(k, dirkey, len);
+    k[len] = '/';
+    int m = pk_glob_match(g, k, len + 1);
+    if (k != stack_key)
+        free(k);
+    return m;
+}
+
 void pk_glob_free(pk_glob *g)
 {
     free(g);

@@ -32,6 +32,13 @@ int pk_glob_compile(const char *pattern, pk_glob **out, char *err, size_t errlen
 /* @return 1 if key[0..len) matches, else 0. */
 int pk_glob_match(const pk_glob *g, const char *key, size_t len);
 
+/* @return 1 if g matches every key under the directory dirkey (given
+ * without its trailing '/'): the glob ends in "**" and matches dirkey + "/".
+ * Any match of such a glob on a string extends to every longer string with
+ * that prefix (the final "**" absorbs the rest), so a directory it covers can
+ * be skipped without looking inside. */
+int pk_glob_covers(const pk_glob *g, const char *dirkey, size_t len);
+
 void pk_glob_free(pk_glob *g);
 
 #endif

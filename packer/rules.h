@@ -50,6 +50,10 @@ void pk_rules_free(pk_rules *r);
 
 /* All queries accept r == NULL (no rules file: defaults only). */
 int pk_rules_excluded(const pk_rules *r, const char *key, size_t len);
+/* 1 if an exclude glob matches every path under the directory dirkey
+ * (e.g. "/drafts/ **" without the space, or "**"): the walk then skips the
+ * directory without reading it. */
+int pk_rules_excluded_dir(const pk_rules *r, const char *dirkey, size_t len);
 /* The MIME override for a key, or NULL. */
 const char *pk_rules_mime(const pk_rules *r, const char *key, size_t len);
 /* The Cache-Control value for a key of type mime (never NULL). */

@@ -180,10 +180,31 @@ static int inside_root(const walk *w, const char *real)
 
 static int walk_dir(walk *w, const char *dir, const char *dirkey, int depth);
 
+/* 1 if the entry at src (lstat in *st) is excluded by the rules: a file,
+ * special file or symbolic link by its own key; a directory (or a link to
+ * one) when an exclude covers every path under it. Decided before any other
+ * check, so that an exclude can rescue a tree with a bad name, a broken link
+ * or a loop in it (walk.h). */
+static int entry_excluded(const walk *w, const char *src, const struct stat *st, const char *key,
+                          size_t klen)
+{
+    if (!w->rules)
+        return 0;
+    struct stat target;
+    int is_dir = S_ISDIR(st->st_mode);
+    if (S_ISLNK(st->st_mode)) {
+        if (pk_rules_excluded(w->rules, key, klen))
+            return 1;
+        is_dir = stat(src, &target) == 0 && S_ISDIR(target.st_mode);
+    }
+    return is_dir ? pk_rules_excluded_dir(w->rules, key, klen)
+                  : pk_rules_excluded(w->rules, key, klen);
+}
+
 /* Handles one directory entry: dir/name with key dirkey/name. */
 static int walk_entry(walk *w, const char *dir, const char *dirkey, const char *name, int depth)
 {
-    char src[PATH_MAX], key[PK_KEY_MAX + 2];
+    char src[PATH_MAX], key[PATH_MAX];
     if (name[0] == '.' && !(depth == 0 && strcmp(name, ".well-known") == 0)) {
         w->site->skipped_dot++;
         return 0;
@@ -193,39 +214,42 @@ static int walk_entry(walk *w, const char *dir, const char *dirkey, const char *
         snprintf(w->err, w->errlen, "%s/%s: path too long", dir, name);
         return -1;
     }
-    const char *why = pk_key_problem(name, strlen(name));
-    if (why) {
-        snprintf(w->err, w->errlen, "%s: the name %s", src, why);
-        return -1;
-    }
     int kn = snprintf(key, sizeof key, "%s/%s", dirkey, name);
-    if (kn < 0 || (size_t)kn > PK_KEY_MAX) {
-        snprintf(w->err, w->errlen, "%s: its URL path is longer than %d bytes", src, PK_KEY_MAX);
+    if (kn < 0 || (size_t)kn >= sizeof key) {
+        snprintf(w->err, w->errlen, "%s: path too long", src);
         return -1;
     }
     size_t klen = (size_t)kn;
-    if (sf_path_check(key, klen) != 0) {
-        snprintf(w->err, w->errlen, "%s: the name cannot be a URL path (%s)", src, key);
-        return -1;
-    }
-    int excluded = pk_rules_excluded(w->rules, key, klen);
-
     struct stat st;
     if (lstat(src, &st) != 0) {
         snprintf(w->err, w->errlen, "%s: %s", src, strerror(errno));
         return -1;
     }
+    if (entry_excluded(w, src, &st, key, klen)) {
+        w->site->skipped_excluded++;
+        return 0;
+    }
+
+    const char *why = pk_key_problem(name, strlen(name));
+    if (why) {
+        snprintf(w->err, w->errlen, "%s: the name %s", src, why);
+        return -1;
+    }
+    if (klen > SF_KEY_MAX) {
+        snprintf(w->err, w->errlen, "%s: its URL path is longer than %d bytes", src, SF_KEY_MAX);
+        return -1;
+    }
+    if (sf_path_check(key, klen) != 0) {
+        snprintf(w->err, w->errlen, "%s: the name cannot be a URL path (%s)", src, key);
+        return -1;
+    }
     if (S_ISLNK(st.st_mode)) {
         char real[PATH_MAX];
         if (!realpath(src, real)) {
-            if (excluded)
-                goto skip_excluded;
             snprintf(w->err, w->errlen, "%s: broken symbolic link (%s)", src, strerror(errno));
             return -1;
         }
         if (!inside_root(w, real)) {
-            if (excluded)
-                goto skip_excluded;
             snprintf(w->err, w->errlen,
                      "%s: symbolic link leads outside the root (to %s); only links inside the "
                      "root are followed (exclude it with a rules \"exclude\" glob)",
@@ -254,18 +278,12 @@ static int walk_entry(walk *w, const char *dir, const char *dirkey, const char *
         w->stack[depth + 1].ino = st.st_ino;
         return walk_dir(w, src, key, depth + 1);
     }
-    if (excluded)
-        goto skip_excluded;
     if (!S_ISREG(st.st_mode)) {
         snprintf(w->err, w->errlen, "%s: is %s; only regular files can be packed", src,
                  kind_name(st.st_mode));
         return -1;
     }
     return add_file(w, src, key, &st);
-
-skip_excluded:
-    w->site->skipped_excluded++;
-    return 0;
 }
 
 static int walk_dir(walk *w, const char *dir, const char *dirkey, int depth)
@@ -300,7 +318,7 @@ static void drop_sidecars(pk_site *s)
             size_t el = strlen(sidecar_ext[e]);
             if (f->key_len <= el + 1 || strcmp(f->key + f->key_len - el, sidecar_ext[e]) != 0)
                 continue;
-            char base[PK_KEY_MAX + 1];
+            char base[SF_KEY_MAX + 1];
             memcpy(base, f->key, f->key_len - el);
             base[f->key_len - el] = '\0';
             pk_file probe = {.key = base};

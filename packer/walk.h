@@ -11,6 +11,11 @@
  *   directory loop are errors (a silently missing file would be a broken
  *   deploy). Exclude such a link with a rules "exclude" glob to pack anyway.
  * - Special files (FIFO, socket, device) are errors, unless excluded.
+ * - Excludes come first: a file, special file or link whose key matches an
+ *   exclude glob, and a directory (or link to one) every path under which an
+ *   exclude matches (pk_rules_excluded_dir), are skipped and counted once
+ *   before the name, link and loop checks, so an exclude rescues a tree with
+ *   a bad name, a broken link or a loop in it.
  * - A name that cannot be a key (invalid UTF-8, a control byte, a backslash)
  *   is an error naming the file.
  * - Sidecars: when X and X.gz (or X.br, X.zst) are both packed, X.gz is

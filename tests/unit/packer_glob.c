@@ -83,3 +83,25 @@ TEST(glob_rejects_malformed)
     longp[sizeof longp - 1] = '\0';
     ASSERT_NE(pk_glob_compile(longp, &g, err, sizeof err), 0);
 }
+
+TEST(glob_covers_directories)
+{
+    pk_glob *g;
+    char err[128];
+    ASSERT_EQ(pk_glob_compile("/drafts/**", &g, err, sizeof err), 0);
+    ASSERT_EQ(pk_glob_covers(g, "/drafts", 7), 1);
+    ASSERT_EQ(pk_glob_covers(g, "/drafts/old", 11), 1);
+    ASSERT_EQ(pk_glob_covers(g, "/draft", 6), 0);
+    ASSERT_EQ(pk_glob_covers(g, "/docs", 5), 0);
+    pk_glob_free(g);
+    ASSERT_EQ(pk_glob_compile("/drafts/*", &g, err, sizeof err), 0);
+    ASSERT_EQ(pk_glob_covers(g, "/drafts", 7), 0); /* one level only: not every path */
+    pk_glob_free(g);
+    ASSERT_EQ(pk_glob_compile("node_modules/**", &g, err, sizeof err), 0);
+    ASSERT_EQ(pk_glob_covers(g, "/a/node_modules", 15), 1);
+    ASSERT_EQ(pk_glob_covers(g, "/a/node_modules2", 16), 0);
+    pk_glob_free(g);
+    ASSERT_EQ(pk_glob_compile("**", &g, err, sizeof err), 0);
+    ASSERT_EQ(pk_glob_covers(g, "/anything", 9), 1);
+    pk_glob_free(g);
+}

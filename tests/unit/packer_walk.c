@@ -224,3 +224,79 @@ TEST(walk_long_key_refused)
     mk(rel, "x");
     walk_fails("longer than 511 bytes");
 }
+
+/* Loads rules from JSON text (written next to the current root). */
+static pk_rules *rules_from(const char *json)
+{
+    char p[4096];
+    snprintf(p, sizeof p, "%s.rules.json", root);
+    FILE *f = fopen(p, "w");
+    if (!f)
+        t__fail(__FILE__, __LINE__, "cannot write %s", p);
+    fputs(json, f);
+    fclose(f);
+    pk_rules *r;
+    char err[1024];
+    if (pk_rules_load(p, &r, err, sizeof err) != 0)
+        t__fail(__FILE__, __LINE__, "rules: %s", err);
+    return r;
+}
+
+TEST(walk_exclude_rescues_bad_names_loops_and_long_paths)
+{
+    fresh_root("rescue");
+    mk("a.txt", "a");
+    mk("tmp/a\tb.txt", "x");   /* a control character */
+    mk("vendor/c\\d.js", "x"); /* a backslash */
+    mk("d/x.txt", "x");
+    char p[4096];
+    snprintf(p, sizeof p, "%s/d/up", root);
+    ASSERT_EQ(symlink("..", p), 0); /* a loop */
+    char name[300];
+    memset(name, 'n', 255);
+    name[255] = '\0';
+    char rel[700];
+    snprintf(rel, sizeof rel, "deep/%s/%s/x", name, name); /* key longer than 511 bytes */
+    mk(rel, "x");
+    pk_rules *r = rules_from("{\"exclude\": [\"/tmp/**\", \"*\\\\\\\\*\", \"/d/up\", "
+                             "\"/deep/**\"]}");
+    pk_site s;
+    walk_ok(&s, r);
+    ASSERT_EQ(s.n, 2);
+    ASSERT_STR_EQ(s.files[0].key, "/a.txt");
+    ASSERT_STR_EQ(s.files[1].key, "/d/x.txt");
+    ASSERT_EQ(s.skipped_excluded, 4); /* tmp/, vendor/c\d.js, d/up, deep/: once each */
+    pk_site_free(&s);
+    pk_rules_free(r);
+    /* The loop is also rescued by a glob covering everything under the link. */
+    r = rules_from("{\"exclude\": [\"/tmp/**\", \"/vendor/**\", \"/d/up/**\", \"/deep/**\"]}");
+    walk_ok(&s, r);
+    ASSERT_EQ(s.n, 2);
+    pk_site_free(&s);
+    pk_rules_free(r);
+}
+
+TEST(walk_exclude_prunes_only_covered_directories)
+{
+    fresh_root("prune");
+    mk("drafts/a.txt", "a");
+    mk("drafts/sub/b.txt", "b");
+    mk("keep.txt", "k");
+    /* "/drafts/" + "*" matches "/drafts/" but not "/drafts/sub/b.txt": no pruning. */
+    pk_rules *r = rules_from("{\"exclude\": [\"/drafts/*\"]}");
+    pk_site s;
+    walk_ok(&s, r);
+    ASSERT_EQ(s.n, 2);
+    ASSERT_STR_EQ(s.files[0].key, "/drafts/sub/b.txt");
+    ASSERT_STR_EQ(s.files[1].key, "/keep.txt");
+    ASSERT_EQ(s.skipped_excluded, 1);
+    pk_site_free(&s);
+    pk_rules_free(r);
+    r = rules_from("{\"exclude\": [\"drafts/**\"]}"); /* unanchored, covers the directory */
+    walk_ok(&s, r);
+    ASSERT_EQ(s.n, 1);
+    ASSERT_STR_EQ(s.files[0].key, "/keep.txt");
+    ASSERT_EQ(s.skipped_excluded, 1);
+    pk_site_free(&s);
+    pk_rules_free(r);
+}
