@@ -178,7 +178,35 @@ static int inside_root(const walk *w, const char *real)
            (real[w->rootlen] == '\0' || real[w->rootlen] == '/');
 }
 
-static int walk_dir(walk *w, const char *dir, const char *dirkey, int depth);
+/* The key the resolved path real (inside the root) would have: "" for the
+ * root itself, else "/" + its path relative to the root. */
+static const char *real_key(const walk *w, const char *real)
+{
+    return w->rootlen == 1 ? (real[1] ? real : "") : real + w->rootlen;
+}
+
+/* 1 if a key has a segment the walk never packs: a name starting with '.',
+ * except a top-level ".well-known". */
+static int hidden_key(const char *key)
+{
+    for (const char *p = key; (p = strchr(p, '/')) != NULL;) {
+        p++;
+        if (*p == '.' && !(p == key + 1 && strncmp(p, ".well-known", 11) == 0 &&
+                           (p[11] == '/' || p[11] == '\0')))
+            return 1;
+    }
+    return 0;
+}
+
+/* 1 if what lives at realkey would be skipped by the rules at that place. */
+static int real_excluded(const walk *w, const char *realkey, int is_dir)
+{
+    size_t n = strlen(realkey);
+    return is_dir ? pk_rules_excluded_dir(w->rules, realkey, n)
+                  : pk_rules_excluded(w->rules, realkey, n);
+}
+
+static int walk_dir(walk *w, const char *dir, const char *dirkey, const char *dirreal, int depth);
 
 /* 1 if the entry at src (lstat in *st) is excluded by the rules: a file,
  * special file or symbolic link by its own key; a directory (or a link to
@@ -201,10 +229,13 @@ static int entry_excluded(const walk *w, const char *src, const struct stat *st,
                   : pk_rules_excluded(w->rules, key, klen);
 }
 
-/* Handles one directory entry: dir/name with key dirkey/name. */
-static int walk_entry(walk *w, const char *dir, const char *dirkey, const char *name, int depth)
+/* Handles one directory entry: dir/name with key dirkey/name. dirreal is
+ * the key of the directory's real location (differs from dirkey below a
+ * symbolic link to a directory). */
+static int walk_entry(walk *w, const char *dir, const char *dirkey, const char *dirreal,
+                      const char *name, int depth)
 {
-    char src[PATH_MAX], key[PATH_MAX];
+    char src[PATH_MAX], key[PATH_MAX], realkey[PATH_MAX];
     if (name[0] == '.' && !(depth == 0 && strcmp(name, ".well-known") == 0)) {
         w->site->skipped_dot++;
         return 0;
@@ -220,6 +251,11 @@ static int walk_entry(walk *w, const char *dir, const char *dirkey, const char *
         return -1;
     }
     size_t klen = (size_t)kn;
+    int rn = snprintf(realkey, sizeof realkey, "%s/%s", dirreal, name);
+    if (rn < 0 || (size_t)rn >= sizeof realkey) {
+        snprintf(w->err, w->errlen, "%s: path too long", src);
+        return -1;
+    }
     struct stat st;
     if (lstat(src, &st) != 0) {
         snprintf(w->err, w->errlen, "%s: %s", src, strerror(errno));
@@ -260,6 +296,27 @@ static int walk_entry(walk *w, const char *dir, const char *dirkey, const char *
             snprintf(w->err, w->errlen, "%s: %s", src, strerror(errno));
             return -1;
         }
+        /* A link must not publish what the walk would skip where it really
+         * lives: "ln -s .env env.txt" or a link into an excluded directory. */
+        snprintf(realkey, sizeof realkey, "%s", real_key(w, real));
+        const char *skipped = hidden_key(realkey) ? "a hidden path (a name starting with '.')"
+                              : real_excluded(w, realkey, S_ISDIR(st.st_mode))
+                                  ? "excluded by the rules"
+                                  : NULL;
+        if (skipped) {
+            snprintf(w->err, w->errlen,
+                     "%s: symbolic link leads to %s, which is %s and never packed; exclude the "
+                     "link with a rules \"exclude\" glob, or change the rule",
+                     src, realkey, skipped);
+            return -1;
+        }
+    } else if (strcmp(realkey, key) != 0 && real_excluded(w, realkey, S_ISDIR(st.st_mode))) {
+        /* Below a linked directory: the rules see the real location too. */
+        snprintf(w->err, w->errlen,
+                 "%s: reached through a symbolic link, this is %s, which is excluded by the "
+                 "rules and never packed; exclude %s too, or change the rule",
+                 src, realkey, key);
+        return -1;
     }
     if (S_ISDIR(st.st_mode)) {
         for (int i = 0; i <= depth; i++) {
@@ -276,7 +333,7 @@ static int walk_entry(walk *w, const char *dir, const char *dirkey, const char *
         }
         w->stack[depth + 1].dev = st.st_dev;
         w->stack[depth + 1].ino = st.st_ino;
-        return walk_dir(w, src, key, depth + 1);
+        return walk_dir(w, src, key, realkey, depth + 1);
     }
     if (!S_ISREG(st.st_mode)) {
         snprintf(w->err, w->errlen, "%s: is %s; only regular files can be packed", src,
@@ -286,7 +343,7 @@ static int walk_entry(walk *w, const char *dir, const char *dirkey, const char *
     return add_file(w, src, key, &st);
 }
 
-static int walk_dir(walk *w, const char *dir, const char *dirkey, int depth)
+static int walk_dir(walk *w, const char *dir, const char *dirkey, const char *dirreal, int depth)
 {
     char **names;
     size_t n;
@@ -294,7 +351,7 @@ static int walk_dir(walk *w, const char *dir, const char *dirkey, int depth)
         return -1;
     int rc = 0;
     for (size_t i = 0; i < n && rc == 0; i++)
-        rc = walk_entry(w, dir, dirkey, names[i], depth);
+        rc = walk_entry(w, dir, dirkey, dirreal, names[i], depth);
     free_names(names, n);
     return rc;
 }
@@ -368,7 +425,7 @@ int pk_walk(const char *root, const pk_rules *rules, pk_site *site, char *err, s
         dir[--dl] = '\0';
     if (strcmp(dir, "/") == 0)
         dir[0] = '\0'; /* "/" + "/name" would double the slash */
-    if (walk_dir(&w, dir[0] ? dir : "", "", 0) != 0)
+    if (walk_dir(&w, dir[0] ? dir : "", "", "", 0) != 0)
         return -1;
     if (site->n) {
         qsort(site->files, site->n, sizeof *site->files, cmp_file);

@@ -9,7 +9,11 @@
  * - Symbolic links are followed when their target (after realpath) lies
  *   inside the root; a link leading outside the root, a dangling link and a
  *   directory loop are errors (a silently missing file would be a broken
- *   deploy). Exclude such a link with a rules "exclude" glob to pack anyway.
+ *   deploy). So is a link whose target would be skipped where it really
+ *   lives: a hidden path (a segment starting with '.', except a top-level
+ *   .well-known) or a path the excludes match; below a linked directory each
+ *   entry is also checked against the excludes at its real key. Exclude such
+ *   a link with a rules "exclude" glob to pack anyway.
  * - Special files (FIFO, socket, device) are errors, unless excluded.
  * - Excludes come first: a file, special file or link whose key matches an
  *   exclude glob, and a directory (or link to one) every path under which an

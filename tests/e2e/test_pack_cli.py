@@ -109,6 +109,15 @@ def main():
         expect_failure(["build", link_root, "-o", out], 1, [link, "outside the root"],
                        "symlink outside the root", outdir, out)
 
+        # Links that would publish what the walk skips: a dotfile, a dot-directory.
+        for target, name in ((".env", "env.txt"), (".git", "g")):
+            hid_root = os.path.join(work, "hidden-link-" + name)
+            T.make_site(hid_root)
+            hid_link = os.path.join(hid_root, name)
+            os.symlink(target, hid_link)
+            expect_failure(["build", hid_root, "-o", out], 1, [hid_link, "hidden path"],
+                           "symlink %s -> %s" % (name, target), outdir, out)
+
         # A name that cannot be a URL path.
         name_root = os.path.join(work, "name-site")
         T.make_site(name_root)

@@ -300,3 +300,102 @@ TEST(walk_exclude_prunes_only_covered_directories)
     pk_site_free(&s);
     pk_rules_free(r);
 }
+
+/* The walk with rules r must fail with a message containing needle. */
+static void walk_fails_r(const pk_rules *r, const char *needle)
+{
+    pk_site s;
+    char err[2048] = "";
+    memset(&s, 0, sizeof s);
+    if (pk_walk(root, r, &s, err, sizeof err) == 0)
+        t__fail(__FILE__, __LINE__, "walk succeeded, wanted an error with \"%s\"", needle);
+    if (!strstr(err, needle))
+        t__fail(__FILE__, __LINE__, "message \"%s\" lacks \"%s\"", err, needle);
+    pk_site_free(&s);
+}
+
+static void link_in_root(const char *target, const char *name)
+{
+    char p[4096];
+    snprintf(p, sizeof p, "%s/%s", root, name);
+    if (symlink(target, p) != 0)
+        t__fail(__FILE__, __LINE__, "symlink %s -> %s failed", p, target);
+}
+
+TEST(walk_symlink_to_hidden_refused)
+{
+    fresh_root("hidden-file");
+    mk("a.txt", "a");
+    mk(".env", "SECRET=1");
+    link_in_root(".env", "env.txt");
+    walk_fails("env.txt: symbolic link leads to /.env, which is a hidden path");
+
+    fresh_root("hidden-dir");
+    mk("a.txt", "a");
+    mk(".git/config", "[core]");
+    link_in_root(".git", "g");
+    walk_fails("/g: symbolic link leads to /.git, which is a hidden path");
+
+    fresh_root("hidden-deep");
+    mk("docs/.drafts/x.html", "x");
+    link_in_root("docs/.drafts/x.html", "x.html");
+    walk_fails("x.html: symbolic link leads to /docs/.drafts/x.html, which is a hidden path");
+
+    /* Excluding the link itself packs the rest. */
+    fresh_root("hidden-excluded");
+    mk("a.txt", "a");
+    mk(".env", "SECRET=1");
+    link_in_root(".env", "env.txt");
+    pk_rules *r = rules_from("{\"exclude\": [\"/env.txt\"]}");
+    pk_site s;
+    walk_ok(&s, r);
+    ASSERT_EQ(s.n, 1);
+    ASSERT_STR_EQ(s.files[0].key, "/a.txt");
+    pk_site_free(&s);
+    pk_rules_free(r);
+
+    /* The top-level .well-known is packed, so a link to it is followed. */
+    fresh_root("wellknown");
+    mk(".well-known/security.txt", "Contact: x");
+    link_in_root(".well-known", "wk");
+    walk_ok(&s, NULL);
+    ASSERT_EQ(s.n, 2);
+    ASSERT_STR_EQ(s.files[0].key, "/.well-known/security.txt");
+    ASSERT_STR_EQ(s.files[1].key, "/wk/security.txt");
+    pk_site_free(&s);
+}
+
+TEST(walk_symlink_to_excluded_refused)
+{
+    fresh_root("excl-file");
+    mk("a.txt", "a");
+    mk("secret.txt", "s");
+    link_in_root("secret.txt", "public.txt");
+    pk_rules *r = rules_from("{\"exclude\": [\"/secret.txt\"]}");
+    walk_fails_r(r, "public.txt: symbolic link leads to /secret.txt, which is excluded");
+    pk_rules_free(r);
+
+    fresh_root("excl-dir");
+    mk("drafts/a.html", "a");
+    link_in_root("drafts", "blog");
+    r = rules_from("{\"exclude\": [\"/drafts/**\"]}");
+    walk_fails_r(r, "/blog: symbolic link leads to /drafts, which is excluded");
+    pk_rules_free(r);
+
+    /* A file below a linked directory is judged at its real place too. */
+    fresh_root("excl-below");
+    mk("docs/a.html", "a");
+    mk("docs/secret.html", "s");
+    link_in_root("docs", "d");
+    r = rules_from("{\"exclude\": [\"/docs/secret.html\"]}");
+    walk_fails_r(r, "d/secret.html: reached through a symbolic link, this is /docs/secret.html");
+    pk_rules_free(r);
+    r = rules_from("{\"exclude\": [\"secret.html\"]}"); /* matches both places: skipped */
+    pk_site s;
+    walk_ok(&s, r);
+    ASSERT_EQ(s.n, 2);
+    ASSERT_STR_EQ(s.files[0].key, "/d/a.html");
+    ASSERT_STR_EQ(s.files[1].key, "/docs/a.html");
+    pk_site_free(&s);
+    pk_rules_free(r);
+}
