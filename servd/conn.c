@@ -674,6 +674,24 @@ void sv__conn_sweep(sv_worker *w)
     }
 }
 
+/* During a graceful stop: is a request on its way on this connection,
+ * although nothing is queued? A fresh connection whose first head has not
+ * come yet (t_head is set at accept), a head arriving, held input, or bytes
+ * the kernel holds that the loop has not read. Closing such a connection
+ * would throw away a request the client has already sent - during a restart
+ * (socket activation hands the queue to the next servd), a failed request.
+ * These are answered with Connection: close instead (answer() sees
+ * draining); the header timeout and --shutdown-timeout still bound them. */
+static int request_coming(sv_conn *c)
+{
+    uv_os_fd_t fd;
+    char b;
+    if (c->t_head || c->inlen || c->drain || c->paused)
+        return 1;
+    return uv_fileno((uv_handle_t *)&c->tcp, &fd) == 0 &&
+           recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) > 0;
+}
+
 void sv__conn_stop_all(sv_worker *w, int force)
 {
     for (sv_link *l = w->conns.next; l != &w->conns; l = l->next) {
@@ -683,11 +701,11 @@ void sv__conn_stop_all(sv_worker *w, int force)
         if (force) {
             conn_close(c);
         } else if (c->state == SV_CS_OPEN) {
-            if (queued(c) == 0) {
-                conn_close(c); /* nothing in flight: an idle or half-sent request */
-            } else {
+            if (queued(c)) {
                 close_after_write(c); /* finish the responses in flight, then close */
                 start_shutdown(c);
+            } else if (!request_coming(c)) {
+                conn_close(c); /* an idle keep-alive connection */
             }
         }
     }

@@ -1,10 +1,11 @@
 /*
- * main.c - servd's command line: parses the options, loads and validates
- * the pack, then hands over to the server (server.c).
+ * main.c - servd's command line: parses the options, takes any sockets a
+ * service manager passed (activation.c), loads and validates the pack, then
+ * hands over to the server (server.c).
  *
  * Exit codes: 0 after a graceful stop (and for --help / --version), 1 when
  * the pack is refused or the server cannot be set up (sockets, admin
- * address, access log), 2 for a usage error.
+ * address, access log, passed sockets), 2 for a usage error.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -15,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "activation.h"
 #include "server.h"
 #include "snapshot.h"
 #include "watch.h"
@@ -37,7 +39,8 @@ static const char usage_text[] =
     "      --watch-interval S    also stat FILE every S seconds, for file systems\n"
     "                            without inotify; 0 turns that off (2)\n"
     "  -l, --listen HOST:PORT    address to serve on; repeatable; [::1]:8080 for IPv6,\n"
-    "                            *:8080 for every IPv4 address (default 127.0.0.1:8080)\n"
+    "                            *:8080 for every IPv4 address (default 127.0.0.1:8080,\n"
+    "                            none when a service manager passes sockets)\n"
     "  -w, --workers N           worker threads, one event loop each (default: the\n"
     "                            number of CPUs servd may run on)\n"
     "  -a, --admin HOST:PORT     serve /metrics and /healthz on this address only\n"
@@ -55,6 +58,7 @@ static const char usage_text[] =
     "\n"
     "Signals: SIGHUP reloads the pack (a bad pack is refused, the old one keeps\n"
     "serving), SIGUSR1 reopens the access log, SIGTERM/SIGINT stop gracefully.\n"
+    "Sockets passed by systemd (LISTEN_FDS) are served instead of binding.\n"
     "Exit status: 0 after a stop, 1 if the pack or the server setup fails, 2 for\n"
     "a usage error. See servd(1).\n";
 
@@ -119,6 +123,7 @@ enum {
 int main(int argc, char **argv)
 {
     static sv_config cfg;
+    static sv_activation act;
     static const struct option opts[] = {
         {"pack", required_argument, NULL, 'p'},
         {"listen", required_argument, NULL, 'l'},
@@ -148,6 +153,7 @@ int main(int argc, char **argv)
     cfg.max_conns = SV_DEFAULT_MAX_CONNS;
     cfg.watch = 1;
     cfg.watch_poll_ms = SV_WATCH_DEFAULT_POLL_MS;
+    cfg.admin_inherited = -1;
 
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":p:l:w:a:hV", opts, NULL)) != -1) {
@@ -216,7 +222,23 @@ int main(int argc, char **argv)
         usage_error("unexpected argument '%s'", argv[optind]);
     if (!cfg.pack_path)
         usage_error("%sno pack given: servd --pack SITE.lmdb", "");
-    if (cfg.nlisten == 0 && sv_addr_parse("127.0.0.1:8080", &cfg.listen[0], err, sizeof err) == 0)
+    /* Sockets from a service manager replace the default address; --listen
+     * addresses given as well are bound in addition. */
+    if (sv_activation_take(&act, err, sizeof err) != 0) {
+        fprintf(stderr, "servd: %s\n", err);
+        return 1;
+    }
+    if (cfg.nlisten + act.n > SV_MAX_LISTEN)
+        usage_error("too many listening sockets with the ones passed in (at most 16)", "");
+    for (int i = 0; i < act.n; i++)
+        cfg.inherited[cfg.ninherited++] = act.fds[i];
+    if (act.admin_fd >= 0) {
+        cfg.admin_inherited = act.admin_fd;
+        cfg.has_admin = 1;
+        sv_activation_describe(act.admin_fd, cfg.admin.text, sizeof cfg.admin.text);
+    }
+    if (cfg.nlisten == 0 && cfg.ninherited == 0 &&
+        sv_addr_parse("127.0.0.1:8080", &cfg.listen[0], err, sizeof err) == 0)
         cfg.nlisten = 1;
     if (cfg.workers == 0)
         cfg.workers = cpus() > SV_MAX_WORKERS ? SV_MAX_WORKERS : cpus();

@@ -19,6 +19,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
@@ -30,6 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "activation.h"
 #include "conn.h"
 #include "log.h"
 #include "watch.h"
@@ -592,8 +594,31 @@ int sv_server_run(const sv_config *cfg, sv_snapshot *snap)
         if (n > 0 && (size_t)n < sizeof where - wlen)
             wlen += (size_t)n;
     }
+    /* Sockets passed by a service manager (activation.c): worker 0 takes the
+     * descriptor, every other worker accepts on a duplicate of it - one
+     * accept queue that outlives this process, see activation.c. */
+    for (int j = 0; j < cfg->ninherited; j++) {
+        int a = srv->workers[0]->nlisten;
+        for (int i = 0; i < cfg->workers; i++) {
+            int fd = i == 0 ? cfg->inherited[j] : fcntl(cfg->inherited[j], F_DUPFD_CLOEXEC, 0);
+            if (fd < 0) {
+                fprintf(stderr, "servd: passed socket %d: %s\n", cfg->inherited[j],
+                        strerror(errno));
+                goto out_free;
+            }
+            srv->workers[i]->lfd[a] = fd;
+            srv->workers[i]->nlisten = a + 1;
+        }
+        char text[80];
+        sv_activation_describe(cfg->inherited[j], text, sizeof text);
+        int n =
+            snprintf(where + wlen, sizeof where - wlen, "%s%s (passed in)", wlen ? ", " : "", text);
+        if (n > 0 && (size_t)n < sizeof where - wlen)
+            wlen += (size_t)n;
+    }
     if (cfg->has_admin) {
-        srv->admin_fd = listen_socket(&cfg->admin, 0, err, sizeof err);
+        srv->admin_fd = cfg->admin_inherited >= 0 ? cfg->admin_inherited
+                                                  : listen_socket(&cfg->admin, 0, err, sizeof err);
         if (srv->admin_fd < 0) {
             fprintf(stderr, "servd: admin: %s\n", err);
             goto out_free;

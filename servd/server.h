@@ -103,9 +103,12 @@ typedef struct sv_config {
     uint64_t idle_ms, header_ms, send_ms, shutdown_ms;
     unsigned max_conns; /* per worker */
 
-    /* Swaps (main.c fills these). */
-    int watch;              /* reload when pack_path changes (watch.c) */
-    uint64_t watch_poll_ms; /* stat fallback interval of the watch; 0: none */
+    /* Swaps and socket activation (main.c fills these). */
+    int watch;                    /* reload when pack_path changes (watch.c) */
+    uint64_t watch_poll_ms;       /* stat fallback interval of the watch; 0: none */
+    int inherited[SV_MAX_LISTEN]; /* listening sockets passed in (activation.c) */
+    int ninherited;
+    int admin_inherited; /* passed admin socket, or -1: bind admin */
 } sv_config;
 
 /* Parses "HOST:PORT", "[V6]:PORT" or "*:PORT" (all addresses).

@@ -16,6 +16,9 @@ if [ "${1:-}" = test ]; then
     pkgs="$pkgs chromium nodejs"
     # the CDN tests (tests/e2e/test_cdn_*.py) start these caches in front of servd
     pkgs="$pkgs varnish trafficserver"
+    # the socket-activation test (tests/e2e/test_activation.py) also runs servd
+    # under systemd's own systemd-socket-activate
+    pkgs="$pkgs systemd"
 fi
 missing=""
 for p in $pkgs; do
