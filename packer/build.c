@@ -4,6 +4,7 @@
 #include "build.h"
 
 #include "base.h"
+#include "commands.h"
 #include "compress.h"
 #include "manifest.h"
 #include "mime.h"
@@ -322,6 +323,7 @@ static void on_signal(int sig)
         unlink(sig_tmp_pack);
     if (sig_tmp_manifest[0])
         unlink(sig_tmp_manifest);
+    pk_manifest_rollback(); /* a no-op unless the manifest was renamed */
     signal(sig, SIG_DFL);
     raise(sig);
 }
@@ -508,23 +510,33 @@ static int write_pack(build *b, pk_stats *st)
     snprintf(meta.packer, sizeof meta.packer, "servd-pack %s", SERVD_VERSION);
     pk_profile(meta.profile);
 
+    /* The manifest goes into place first: once the pack is renamed over -o
+     * (which may be the previous good pack or the --base), nothing may fail
+     * and nothing may remove it. If the pack then fails to appear, the
+     * previous manifest is put back. */
     if (o->manifest &&
-        pk_manifest_write_tmp(o->manifest, s, &meta, has_404, b->err, sizeof b->err) != 0)
+        (pk_manifest_write_tmp(o->manifest, s, &meta, has_404, b->err, sizeof b->err) != 0 ||
+         pk_manifest_commit(o->manifest, b->err, sizeof b->err) != 0))
         goto out_abort;
+    sig_tmp_manifest[0] = '\0';
+    struct stat tst;
+    int have_tmp = stat(sig_tmp_pack, &tst) == 0;
     if (sf_writer_commit(w, &meta, b->err, sizeof b->err) != 0) {
-        if (o->manifest)
-            pk_manifest_abort(o->manifest);
+        /* A failure after the rename (syncing the directory) leaves the new
+         * pack in place: then the new manifest stays with it. */
+        struct stat pst;
+        int in_place = have_tmp && stat(o->output, &pst) == 0 && pst.st_dev == tst.st_dev &&
+                       pst.st_ino == tst.st_ino;
+        sig_tmp_pack[0] = '\0';
+        if (in_place)
+            pk_manifest_finish();
+        else
+            pk_manifest_rollback();
         free(refs);
         return -1;
     }
     sig_tmp_pack[0] = '\0';
-    if (o->manifest && pk_manifest_commit(o->manifest, b->err, sizeof b->err) != 0) {
-        /* The pack is complete and in place; only the manifest failed. Remove
-         * the pack too so that a failed build leaves nothing behind. */
-        unlink(o->output);
-        free(refs);
-        return -1;
-    }
+    pk_manifest_finish();
     st->paths = meta.n_paths;
     st->bodies = meta.n_bodies;
     st->stored_bytes = meta.stored_bytes;
@@ -580,6 +592,38 @@ static int check_output_dir(build *b, const char *path)
     return 0;
 }
 
+/* Writes realpath(dirname(path)) + "/" + basename(path) into out: the name a
+ * file at path has or would have, whatever the spelling. @return 0 or -1
+ * (the directory does not resolve). */
+static int canonical_name(const char *path, char *out, size_t cap)
+{
+    char d[PATH_MAX], real[PATH_MAX];
+    snprintf(d, sizeof d, "%s", path);
+    char *slash = strrchr(d, '/');
+    const char *base = path;
+    if (!slash) {
+        snprintf(d, sizeof d, ".");
+    } else {
+        base = path + (slash - d) + 1;
+        if (slash == d)
+            d[1] = '\0';
+        else
+            *slash = '\0';
+    }
+    if (!realpath(d, real))
+        return -1;
+    int n = snprintf(out, cap, "%s/%s", strcmp(real, "/") == 0 ? "" : real, base);
+    return n < 0 || (size_t)n >= cap ? -1 : 0;
+}
+
+int pk_same_file_name(const char *a, const char *b)
+{
+    char ca[PATH_MAX], cb[PATH_MAX];
+    if (canonical_name(a, ca, sizeof ca) != 0 || canonical_name(b, cb, sizeof cb) != 0)
+        return strcmp(a, b) == 0;
+    return strcmp(ca, cb) == 0;
+}
+
 static double now_seconds(void)
 {
     struct timespec ts;
@@ -614,6 +658,13 @@ int pk_build(const pk_build_opts *o)
     memset(&st, 0, sizeof st);
     int ok = 0;
 
+    if (o->manifest && (pk_same_file_name(o->manifest, o->output) ||
+                        (o->base && pk_same_file_name(o->manifest, o->base)))) {
+        fprintf(stderr, "servd-pack: --manifest %s names the same file as %s %s\n", o->manifest,
+                pk_same_file_name(o->manifest, o->output) ? "-o" : "--base",
+                pk_same_file_name(o->manifest, o->output) ? o->output : o->base);
+        return PK_EXIT_USAGE;
+    }
     if (check_output_dir(&b, o->output) != 0 ||
         (o->manifest && check_output_dir(&b, o->manifest) != 0))
         goto out;

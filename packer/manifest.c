@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <jansson.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -96,16 +97,49 @@ int pk_manifest_write_tmp(const char *path, const pk_site *site, const sf_meta *
     return 0;
 }
 
+/* Between pk_manifest_commit and pk_manifest_finish / rollback: the names
+ * (computed beforehand, so that rollback is async-signal-safe) and whether
+ * the new manifest is in place with (PREVIOUS) or without (FRESH) a copy of
+ * the previous one. One build per process, so one set of names. */
+enum { NOT_COMMITTED = 0, COMMITTED_PREVIOUS = 1, COMMITTED_FRESH = 2 };
+static volatile sig_atomic_t state;
+static char final_name[PATH_MAX], old_name[PATH_MAX];
+
 int pk_manifest_commit(const char *path, char *err, size_t errlen)
 {
     char tmp[PATH_MAX];
     pk_manifest_tmp_name(path, tmp, sizeof tmp);
+    snprintf(final_name, sizeof final_name, "%s", path);
+    snprintf(old_name, sizeof old_name, "%s.old-%ld", path, (long)getpid());
+    unlink(old_name);
+    /* Without a hard link (a file system without them) there is no way back
+     * to the previous manifest; a failed build then removes the new one. */
+    int previous = link(path, old_name) == 0;
     if (rename(tmp, path) != 0) {
         snprintf(err, errlen, "%s: %s", path, strerror(errno));
         unlink(tmp);
+        if (previous)
+            unlink(old_name);
         return -1;
     }
+    state = previous ? COMMITTED_PREVIOUS : COMMITTED_FRESH;
     return 0;
+}
+
+void pk_manifest_finish(void)
+{
+    if (state == COMMITTED_PREVIOUS)
+        unlink(old_name);
+    state = NOT_COMMITTED;
+}
+
+void pk_manifest_rollback(void)
+{
+    if (state == NOT_COMMITTED)
+        return;
+    if (state != COMMITTED_PREVIOUS || rename(old_name, final_name) != 0)
+        unlink(final_name);
+    state = NOT_COMMITTED;
 }
 
 void pk_manifest_abort(const char *path)

@@ -10,8 +10,9 @@
  *              "variants": [{"encoding", "size", "etag"}]}}}
  *
  * Nothing in it depends on the time of packing, so the same site gives the
- * same manifest. It is written to a temporary file before the pack is
- * committed and renamed after, so a failed build leaves neither behind.
+ * same manifest. It is written to a temporary file and renamed into place
+ * just before the pack; if the pack then fails to appear, the previous
+ * manifest is restored, so a failed build changes neither.
  */
 #ifndef PK_MANIFEST_H
 #define PK_MANIFEST_H
@@ -21,9 +22,19 @@
 /* Writes the manifest to "<path>.tmp-<pid>". @return 0 or -1 with err. */
 int pk_manifest_write_tmp(const char *path, const pk_site *site, const sf_meta *meta, int has_404,
                           char *err, size_t errlen);
-/* Renames the temporary file into place. @return 0 or -1 with err. */
+/* Renames the temporary file into place, first hard-linking a previous
+ * manifest at path to "<path>.old-<pid>" so that pk_manifest_rollback can
+ * put it back. Done before the pack is renamed into place (a manifest never
+ * describes a pack that is not there once the build succeeded).
+ * @return 0 or -1 with err (nothing changed at path). */
 int pk_manifest_commit(const char *path, char *err, size_t errlen);
-/* Removes the temporary file (after a failure). */
+/* The pack is in place too: drops the copy of the previous manifest. */
+void pk_manifest_finish(void);
+/* The pack could not be put in place: restores the previous manifest, or
+ * removes the new one if there was none. Async-signal-safe; a no-op
+ * unless pk_manifest_commit succeeded and nothing followed it. */
+void pk_manifest_rollback(void);
+/* Removes the temporary file (after a failure before the commit). */
 void pk_manifest_abort(const char *path);
 /* The temporary name, for the signal handler. */
 void pk_manifest_tmp_name(const char *path, char *out, size_t cap);
