@@ -20,6 +20,7 @@ void pk_close_pack(sf_pack *pack, sf_reader *reader);
 int pk_cmd_ls(const char *site, int json);
 int pk_cmd_cat(const char *site, const char *path, int encoding, int headers);
 int pk_cmd_verify(const char *site, int quiet);
-int pk_cmd_diff(const char *old_site, const char *new_site, int json);
+/* content: ignore header blocks that differ only in Last-Modified. */
+int pk_cmd_diff(const char *old_site, const char *new_site, int json, int content);
 
 #endif

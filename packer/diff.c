@@ -1,12 +1,23 @@
 /*
- * diff.c - servd-pack diff OLD NEW: the paths a CDN must purge.
+ * diff.c - servd-pack diff OLD NEW: the URLs a CDN must purge.
  *
  * A path is "changed" when anything a client could see differs: the type,
  * the set of encodings, any variant's ETag, or any byte of its 200 / 304
- * header blocks (so a new Cache-Control or Last-Modified counts too).
- * Output, sorted by path: "+ /added", "~ /changed", "- /removed", or with
- * --json {"added": [...], "changed": [...], "removed": [...]}. Exit 0 either
- * way; a failure to read a pack is exit 1.
+ * header blocks (so a new Cache-Control or Last-Modified counts too). With
+ * --content, header blocks that differ only in their Last-Modified line do
+ * not count (for packs not built with --base, where every mtime moved).
+ *
+ * Besides the paths of the packs, servd answers URLs derived from them, and
+ * caches hold those too: "/d/" serves "/d/index.html" ("/" serves
+ * "/index.html"), and "/d" is a 301 to "/d/" while "/d/index.html" exists.
+ * So a change of an index also lists "/d/", and adding or removing one also
+ * lists "/d". Output, sorted by URL:
+ *   "+ /added", "~ /changed", "- /removed"             paths of the packs
+ *   "~ /docs/<TAB>via /docs/index.html"                 derived: the index URL
+ *   "+ /docs<TAB>via /docs/index.html (301)"            derived: the redirect
+ * or with --json {"added": [...], "changed": [...], "removed": [...] (paths),
+ * "derived": [{"url", "via", "change", "status"}], "urls": [every URL to
+ * purge, sorted, once]}. Exit 0 either way; a failure to read a pack is 1.
  */
 #include "commands.h"
 
@@ -16,11 +27,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 typedef struct item {
     char *path;
     size_t len;
-    uint8_t fp[PK_DIGEST_LEN]; /* fingerprint of everything visible */
+    uint8_t fp[PK_DIGEST_LEN];      /* fingerprint of everything visible */
+    uint8_t content[PK_DIGEST_LEN]; /* the same without Last-Modified lines */
 } item;
 
 typedef struct list {
@@ -36,6 +49,30 @@ static void fp_view(pk_sha *s, sf_view v)
     pk_sha_update(s, v.ptr, v.len);
 }
 
+/* Adds a header block to the content fingerprint without its Last-Modified
+ * line: what --content compares. */
+static void fp_block_content(pk_sha *s, sf_view v)
+{
+    static const char lm[] = "Last-Modified:";
+    const char *p = v.ptr, *end = v.ptr + v.len;
+    uint64_t n = 0;
+    for (const char *q = p; q < end;) {
+        const char *eol = memchr(q, '\n', (size_t)(end - q));
+        const char *next = eol ? eol + 1 : end;
+        if (!((size_t)(next - q) >= sizeof lm - 1 && strncasecmp(q, lm, sizeof lm - 1) == 0))
+            n += (uint64_t)(next - q);
+        q = next;
+    }
+    pk_sha_update(s, &n, sizeof n); /* length-prefixed: no ambiguity */
+    for (const char *q = p; q < end;) {
+        const char *eol = memchr(q, '\n', (size_t)(end - q));
+        const char *next = eol ? eol + 1 : end;
+        if (!((size_t)(next - q) >= sizeof lm - 1 && strncasecmp(q, lm, sizeof lm - 1) == 0))
+            pk_sha_update(s, q, (size_t)(next - q));
+        q = next;
+    }
+}
+
 static int collect(void *arg, sf_view path, const sf_entry *e)
 {
     list *l = arg;
@@ -48,25 +85,34 @@ static int collect(void *arg, sf_view path, const sf_entry *e)
         l->cap = cap;
     }
     item *it = &l->v[l->n];
-    pk_sha *s = pk_sha_new();
-    if (!s || !(it->path = strndup(path.ptr, path.len))) {
+    pk_sha *s = pk_sha_new(), *c = pk_sha_new();
+    if (!s || !c || !(it->path = strndup(path.ptr, path.len))) {
         pk_sha_free(s);
+        pk_sha_free(c);
         goto out_nomem;
     }
     it->len = path.len;
     uint32_t head[3] = {(uint32_t)e->kind, e->flags, e->nvariants};
     pk_sha_update(s, head, sizeof head);
+    pk_sha_update(c, head, sizeof head);
     fp_view(s, e->mime);
+    fp_view(c, e->mime);
     fp_view(s, e->target);
+    fp_view(c, e->target);
     for (unsigned i = 0; i < e->nvariants; i++) {
         const sf_variant *v = &e->variants[i];
         uint32_t enc = (uint32_t)v->encoding;
         pk_sha_update(s, &enc, sizeof enc);
+        pk_sha_update(c, &enc, sizeof enc);
         fp_view(s, v->etag);
+        fp_view(c, v->etag);
         fp_view(s, v->h200);
         fp_view(s, v->h304);
+        fp_block_content(c, v->h200);
+        fp_block_content(c, v->h304);
     }
-    if (pk_sha_final(s, it->fp) != 0) {
+    int rs = pk_sha_final(s, it->fp), rc = pk_sha_final(c, it->content);
+    if (rs != 0 || rc != 0) {
         free(it->path);
         goto out_nomem;
     }
@@ -101,69 +147,177 @@ static void free_list(list *l)
 }
 
 /* Byte order, as LMDB sorts keys: memcmp, then the shorter first. */
-static int cmp_key(const item *a, const item *b)
+static int cmp_bytes(const char *a, size_t al, const char *b, size_t bl)
 {
-    size_t n = a->len < b->len ? a->len : b->len;
-    int c = memcmp(a->path, b->path, n);
-    return c ? c : (a->len > b->len) - (a->len < b->len);
+    size_t n = al < bl ? al : bl;
+    int c = memcmp(a, b, n);
+    return c ? c : (al > bl) - (al < bl);
 }
 
-static void emit(json_t *arr, char sign, const item *it)
+/* One line of the output: a path of the packs or a URL derived from one. */
+typedef struct change {
+    char sign;       /* '+', '~' or '-' */
+    char *url;       /* owned */
+    size_t len;      /* of url */
+    const char *via; /* NULL, or the index path this URL is derived from */
+    int status;      /* derived URLs: 200 (the index) or 301 (the redirect) */
+} change;
+
+typedef struct changes {
+    change *v;
+    size_t n, cap;
+} changes;
+
+static int push(changes *c, char sign, const char *url, size_t len, const char *via, int status)
 {
-    if (arr)
-        json_array_append_new(arr, json_stringn_nocheck(it->path, it->len));
-    else
-        printf("%c %s\n", sign, it->path);
+    if (c->n == c->cap) {
+        size_t cap = c->cap ? c->cap * 2 : 64;
+        change *nv = realloc(c->v, cap * sizeof *nv);
+        if (!nv)
+            return -1;
+        c->v = nv;
+        c->cap = cap;
+    }
+    char *u = strndup(url, len);
+    if (!u)
+        return -1;
+    c->v[c->n++] = (change){sign, u, len, via, status};
+    return 0;
 }
 
-int pk_cmd_diff(const char *old_site, const char *new_site, int json)
+/* Adds a changed path and the URLs servd derives from it (see the top). */
+static int add_change(changes *c, char sign, const item *it)
+{
+    static const char index[] = "/index.html";
+    const size_t il = sizeof index - 1;
+    if (push(c, sign, it->path, it->len, NULL, 0) != 0)
+        return -1;
+    if (it->len < il || memcmp(it->path + it->len - il, index, il) != 0)
+        return 0;
+    size_t dir = it->len - il + 1; /* "/docs/" or "/" */
+    if (push(c, sign, it->path, dir, it->path, 200) != 0)
+        return -1;
+    if (sign != '~' && dir > 1 && push(c, sign, it->path, dir - 1, it->path, 301) != 0)
+        return -1;
+    return 0;
+}
+
+static int cmp_change(const void *a, const void *b)
+{
+    const change *x = a, *y = b;
+    int c = cmp_bytes(x->url, x->len, y->url, y->len);
+    if (c)
+        return c;
+    if ((x->via != NULL) != (y->via != NULL)) /* a path of the pack first */
+        return x->via ? 1 : -1;
+    return (x->sign > y->sign) - (x->sign < y->sign);
+}
+
+static const char *change_name(char sign)
+{
+    return sign == '+' ? "added" : sign == '-' ? "removed" : "changed";
+}
+
+static void free_changes(changes *c)
+{
+    for (size_t i = 0; i < c->n; i++)
+        free(c->v[i].url);
+    free(c->v);
+}
+
+static int print_text(const changes *c)
+{
+    for (size_t i = 0; i < c->n; i++) {
+        const change *ch = &c->v[i];
+        if (!ch->via)
+            printf("%c %s\n", ch->sign, ch->url);
+        else
+            printf("%c %s\tvia %s%s\n", ch->sign, ch->url, ch->via,
+                   ch->status == 301 ? " (301)" : "");
+    }
+    return 0;
+}
+
+static int print_json(const changes *c)
+{
+    json_t *doc = json_object(), *lists[3] = {json_array(), json_array(), json_array()};
+    json_t *derived = json_array(), *urls = json_array();
+    int rc = -1;
+    if (!doc || !lists[0] || !lists[1] || !lists[2] || !derived || !urls)
+        goto out;
+    for (size_t i = 0; i < c->n; i++) {
+        const change *ch = &c->v[i];
+        if (i == 0 || cmp_bytes(ch->url, ch->len, c->v[i - 1].url, c->v[i - 1].len) != 0)
+            if (json_array_append_new(urls, json_stringn_nocheck(ch->url, ch->len)) != 0)
+                goto out;
+        if (!ch->via) {
+            json_t *l = lists[ch->sign == '+' ? 0 : ch->sign == '~' ? 1 : 2];
+            if (json_array_append_new(l, json_stringn_nocheck(ch->url, ch->len)) != 0)
+                goto out;
+        } else if (json_array_append_new(derived,
+                                         json_pack("{s:s%, s:s, s:s, s:i}", "url", ch->url, ch->len,
+                                                   "via", ch->via, "change", change_name(ch->sign),
+                                                   "status", ch->status)) != 0) {
+            goto out;
+        }
+    }
+    if (json_object_set(doc, "added", lists[0]) != 0 ||
+        json_object_set(doc, "changed", lists[1]) != 0 ||
+        json_object_set(doc, "removed", lists[2]) != 0 ||
+        json_object_set(doc, "derived", derived) != 0 || json_object_set(doc, "urls", urls) != 0)
+        goto out;
+    if (json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_ENSURE_ASCII | JSON_PRESERVE_ORDER) != 0)
+        goto out;
+    putchar('\n');
+    rc = 0;
+out:
+    json_decref(doc);
+    for (int i = 0; i < 3; i++)
+        json_decref(lists[i]);
+    json_decref(derived);
+    json_decref(urls);
+    return rc;
+}
+
+int pk_cmd_diff(const char *old_site, const char *new_site, int json, int content)
 {
     list a = {0}, b = {0};
+    changes c = {0};
     int status = PK_EXIT_FAIL;
     if (load(old_site, &a) != 0 || load(new_site, &b) != 0)
         goto out;
-    json_t *added = NULL, *changed = NULL, *removed = NULL;
-    if (json &&
-        (!(added = json_array()) || !(changed = json_array()) || !(removed = json_array()))) {
-        fprintf(stderr, "servd-pack: out of memory\n");
-        goto out_json;
-    }
     size_t i = 0, j = 0;
-    while (i < a.n || j < b.n) {
-        int c = i == a.n ? 1 : j == b.n ? -1 : cmp_key(&a.v[i], &b.v[j]);
-        if (c < 0) {
-            emit(removed, '-', &a.v[i++]);
-        } else if (c > 0) {
-            emit(added, '+', &b.v[j++]);
+    int rc = 0;
+    while ((i < a.n || j < b.n) && rc == 0) {
+        int d = i == a.n   ? 1
+                : j == b.n ? -1
+                           : cmp_bytes(a.v[i].path, a.v[i].len, b.v[j].path, b.v[j].len);
+        if (d < 0) {
+            rc = add_change(&c, '-', &a.v[i++]);
+        } else if (d > 0) {
+            rc = add_change(&c, '+', &b.v[j++]);
         } else {
-            if (memcmp(a.v[i].fp, b.v[j].fp, PK_DIGEST_LEN) != 0)
-                emit(changed, '~', &b.v[j]);
+            const uint8_t *x = content ? a.v[i].content : a.v[i].fp;
+            const uint8_t *y = content ? b.v[j].content : b.v[j].fp;
+            if (memcmp(x, y, PK_DIGEST_LEN) != 0)
+                rc = add_change(&c, '~', &b.v[j]);
             i++;
             j++;
         }
     }
-    if (json) {
-        json_t *doc =
-            json_pack("{s:O, s:O, s:O}", "added", added, "changed", changed, "removed", removed);
-        if (!doc || json_dumpf(doc, stdout,
-                               JSON_INDENT(2) | JSON_ENSURE_ASCII | JSON_PRESERVE_ORDER) != 0) {
-            fprintf(stderr, "servd-pack: cannot write the diff\n");
-            json_decref(doc);
-            goto out_json;
-        }
-        putchar('\n');
-        json_decref(doc);
+    if (rc != 0) {
+        fprintf(stderr, "servd-pack: out of memory\n");
+        goto out;
     }
-    if (fflush(stdout) != 0) {
+    if (c.n)
+        qsort(c.v, c.n, sizeof *c.v, cmp_change);
+    if ((json ? print_json(&c) : print_text(&c)) != 0 || fflush(stdout) != 0 || ferror(stdout)) {
         fprintf(stderr, "servd-pack: cannot write the diff to stdout\n");
-        goto out_json;
+        goto out;
     }
     status = PK_EXIT_OK;
-out_json:
-    json_decref(added);
-    json_decref(changed);
-    json_decref(removed);
 out:
+    free_changes(&c);
     free_list(&a);
     free_list(&b);
     return status;

@@ -21,7 +21,7 @@ static const char usage_text[] =
     "                        [--base OLD.lmdb] [--jobs N] [-q]\n"
     "       servd-pack ls SITE.lmdb [--json]\n"
     "       servd-pack verify SITE.lmdb [-q]\n"
-    "       servd-pack diff OLD.lmdb NEW.lmdb [--json]\n"
+    "       servd-pack diff OLD.lmdb NEW.lmdb [--json] [--content]\n"
     "       servd-pack cat SITE.lmdb PATH [--encoding identity|gzip|br|zstd] [--headers]\n"
     "       servd-pack --help | --version\n";
 
@@ -43,8 +43,11 @@ static const char help_text[] =
     "  ls       one line per path: PATH SIZE ENCODINGS ETAG MIME (tab-separated);\n"
     "           --json for a JSON array\n"
     "  verify   re-hash every body, check every record and the meta counts\n"
-    "  diff     paths added (+), changed (~) and removed (-) between two packs;\n"
-    "           --json for {\"added\", \"changed\", \"removed\"}\n"
+    "  diff     URLs added (+), changed (~) and removed (-) between two packs: a purge\n"
+    "           list; an index also lists /dir/ (and /dir, its 301, when added or\n"
+    "           removed) marked \"<TAB>via /dir/index.html\"; --json for {\"added\",\n"
+    "           \"changed\", \"removed\", \"derived\", \"urls\"}; --content ignores\n"
+    "           changes of Last-Modified alone (build with --base to keep them)\n"
     "  cat      write the stored bytes of one variant of PATH to stdout (default\n"
     "           identity); PATH is a URL path (\"/docs/\" -> /docs/index.html);\n"
     "           --headers writes the stored 200 header block instead\n"
@@ -102,7 +105,7 @@ static int source_date_epoch(int64_t *out)
     return 1;
 }
 
-enum { OPT_RULES = 256, OPT_MANIFEST, OPT_BASE, OPT_JSON, OPT_ENCODING, OPT_HEADERS };
+enum { OPT_RULES = 256, OPT_MANIFEST, OPT_BASE, OPT_JSON, OPT_ENCODING, OPT_HEADERS, OPT_CONTENT };
 
 static int cmd_build(int argc, char **argv)
 {
@@ -170,9 +173,11 @@ static int cmd_build(int argc, char **argv)
 }
 
 /* Parses the options of ls / verify / diff / cat into flags. */
-static int parse_simple(int argc, char **argv, int *json, int *quiet, int *encoding, int *headers)
+static int parse_simple(int argc, char **argv, int *json, int *quiet, int *encoding, int *headers,
+                        int *content)
 {
     static const struct option opts[] = {{"json", no_argument, NULL, OPT_JSON},
+                                         {"content", no_argument, NULL, OPT_CONTENT},
                                          {"quiet", no_argument, NULL, 'q'},
                                          {"encoding", required_argument, NULL, OPT_ENCODING},
                                          {"headers", no_argument, NULL, OPT_HEADERS},
@@ -197,6 +202,11 @@ static int parse_simple(int argc, char **argv, int *json, int *quiet, int *encod
             *encoding = sf_encoding_parse(optarg, strlen(optarg));
             if (*encoding < 0)
                 return usage_error("--encoding %s: expected identity, gzip, br or zstd", optarg);
+            break;
+        case OPT_CONTENT:
+            if (!content)
+                return usage_error("%s: --content is not an option of this command", argv[0]);
+            *content = 1;
             break;
         case OPT_HEADERS:
             if (!headers)
@@ -235,32 +245,32 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "-V") == 0 || strcmp(cmd, "version") == 0)
         return print_version();
     argc--, argv++; /* getopt sees the subcommand as argv[0] */
-    int json = 0, quiet = 0, encoding = SF_ENC_IDENTITY, headers = 0, rc;
+    int json = 0, quiet = 0, encoding = SF_ENC_IDENTITY, headers = 0, content = 0, rc;
     if (strcmp(cmd, "build") == 0)
         return cmd_build(argc, argv);
     if (strcmp(cmd, "ls") == 0) {
-        if ((rc = parse_simple(argc, argv, &json, NULL, NULL, NULL)) != 0)
+        if ((rc = parse_simple(argc, argv, &json, NULL, NULL, NULL, NULL)) != 0)
             return rc < 0 ? PK_EXIT_OK : rc;
         if ((rc = want_args(argc, 1, cmd, "SITE.lmdb")) != 0)
             return rc;
         return pk_cmd_ls(argv[optind], json);
     }
     if (strcmp(cmd, "verify") == 0) {
-        if ((rc = parse_simple(argc, argv, NULL, &quiet, NULL, NULL)) != 0)
+        if ((rc = parse_simple(argc, argv, NULL, &quiet, NULL, NULL, NULL)) != 0)
             return rc < 0 ? PK_EXIT_OK : rc;
         if ((rc = want_args(argc, 1, cmd, "SITE.lmdb")) != 0)
             return rc;
         return pk_cmd_verify(argv[optind], quiet);
     }
     if (strcmp(cmd, "diff") == 0) {
-        if ((rc = parse_simple(argc, argv, &json, NULL, NULL, NULL)) != 0)
+        if ((rc = parse_simple(argc, argv, &json, NULL, NULL, NULL, &content)) != 0)
             return rc < 0 ? PK_EXIT_OK : rc;
         if ((rc = want_args(argc, 2, cmd, "OLD.lmdb NEW.lmdb")) != 0)
             return rc;
-        return pk_cmd_diff(argv[optind], argv[optind + 1], json);
+        return pk_cmd_diff(argv[optind], argv[optind + 1], json, content);
     }
     if (strcmp(cmd, "cat") == 0) {
-        if ((rc = parse_simple(argc, argv, NULL, NULL, &encoding, &headers)) != 0)
+        if ((rc = parse_simple(argc, argv, NULL, NULL, &encoding, &headers, NULL)) != 0)
             return rc < 0 ? PK_EXIT_OK : rc;
         if ((rc = want_args(argc, 2, cmd, "SITE.lmdb PATH")) != 0)
             return rc;

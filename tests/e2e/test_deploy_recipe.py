@@ -172,7 +172,8 @@ def t_recipe(d):
     d.serves(V2, "v2 live")
     eq(st.get(d.servd.port, "/old.txt").status, 404, "a path removed in v2")
     cafe = "/caf\u00e9.txt".encode("utf-8").decode("latin-1")
-    eq(json.loads(d.read("purge-v2.json")),
+    eq({k: v for k, v in json.loads(d.read("purge-v2.json")).items()
+        if k in ("added", "changed", "removed")},
        {"added": [cafe.encode("latin-1").decode("utf-8"), "/new file.txt"],
         "changed": ["/docs/index.html", "/index.html"], "removed": ["/old.txt"]},
        "purge-v2.json (servd-pack diff --json)")

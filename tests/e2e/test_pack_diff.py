@@ -1,6 +1,8 @@
 """servd-pack diff OLD NEW: added (+), changed (~) and removed (-) paths, sorted, as text
 and JSON; a change of headers only (Cache-Control from the rules) counts as changed;
-identical packs give an empty diff; exit status 0."""
+identical packs give an empty diff; exit status 0. An index also lists the URLs servd
+derives from it (/dir/, and /dir - its 301 - when added or removed), marked as derived;
+--content ignores a change of Last-Modified alone."""
 import json
 import os
 import shutil
@@ -43,7 +45,11 @@ def main():
         T.eq(p.returncode, 0, "diff --json exit status")
         T.eq(json.loads(p.stdout), {"added": ["/docs/new.html", "/zzz.txt"],
                                     "changed": ["/css/site.css", "/data/site.json"],
-                                    "removed": ["/docs/guide/intro.html"]}, "diff --json")
+                                    "removed": ["/docs/guide/intro.html"],
+                                    "derived": [],
+                                    "urls": ["/css/site.css", "/data/site.json",
+                                             "/docs/guide/intro.html", "/docs/new.html",
+                                             "/zzz.txt"]}, "diff --json")
         p = T.run(["diff", new, old])
         T.eq(sorted(p.stdout.decode().splitlines()),
              sorted(["~ /css/site.css", "~ /data/site.json", "- /docs/new.html",
@@ -60,6 +66,55 @@ def main():
         T.build(c, c2)
         lines = T.run(["diff", c1, c2]).stdout.decode().splitlines()
         T.check("~ /index.html" in lines, "a new Last-Modified counts as changed: %r" % lines)
+        # --content: a new Last-Modified alone is no change; a new body still is.
+        p = T.run(["diff", c1, c2, "--content"])
+        T.eq((p.returncode, p.stdout), (0, b""), "diff --content after a touch")
+        with open(os.path.join(c, "index.html"), "a") as f:
+            f.write("<!-- edited -->\n")
+        c3 = os.path.join(work, "c3.lmdb")
+        T.build(c, c3)
+        T.eq(T.run(["diff", c1, c3, "--content"]).stdout.decode().splitlines(),
+             ["~ /\tvia /index.html", "~ /index.html"], "diff --content after an edit")
+        T.eq(T.run(["ls", c1, "--content"]).returncode, 2, "--content is an option of diff only")
+
+        # Indexes: the URLs servd derives from them, marked as derived.
+        d = os.path.join(work, "d")
+        shutil.copytree(a, d)
+        with open(os.path.join(d, "docs", "index.html"), "a") as f:
+            f.write("<p>more</p>\n")
+        os.makedirs(os.path.join(d, "new"))
+        with open(os.path.join(d, "new", "index.html"), "w") as f:
+            f.write("<p>new section</p>\n")
+        os.unlink(os.path.join(d, "copy", "index.html"))
+        with open(os.path.join(d, "index.html"), "a") as f:
+            f.write("<p>home</p>\n")
+        dpack = os.path.join(work, "d.lmdb")
+        T.build(d, dpack, env=env)
+        T.eq(T.run(["diff", old, dpack]).stdout.decode().splitlines(),
+             ["~ /\tvia /index.html",
+              "- /copy\tvia /copy/index.html (301)",
+              "- /copy/\tvia /copy/index.html",
+              "- /copy/index.html",
+              "~ /docs/\tvia /docs/index.html",
+              "~ /docs/index.html",
+              "~ /index.html",
+              "+ /new\tvia /new/index.html (301)",
+              "+ /new/\tvia /new/index.html",
+              "+ /new/index.html"], "diff lines with derived URLs")
+        doc = json.loads(T.run(["diff", old, dpack, "--json"]).stdout)
+        T.eq(doc["added"], ["/new/index.html"], "--json added: paths only")
+        T.eq(doc["changed"], ["/docs/index.html", "/index.html"], "--json changed: paths only")
+        T.eq(doc["removed"], ["/copy/index.html"], "--json removed: paths only")
+        T.eq(doc["derived"], [
+            {"url": "/", "via": "/index.html", "change": "changed", "status": 200},
+            {"url": "/copy", "via": "/copy/index.html", "change": "removed", "status": 301},
+            {"url": "/copy/", "via": "/copy/index.html", "change": "removed", "status": 200},
+            {"url": "/docs/", "via": "/docs/index.html", "change": "changed", "status": 200},
+            {"url": "/new", "via": "/new/index.html", "change": "added", "status": 301},
+            {"url": "/new/", "via": "/new/index.html", "change": "added", "status": 200}],
+            "--json derived")
+        T.eq(doc["urls"], ["/", "/copy", "/copy/", "/copy/index.html", "/docs/", "/docs/index.html",
+                           "/index.html", "/new", "/new/", "/new/index.html"], "--json urls")
 
         # Identical packs.
         again = os.path.join(work, "again.lmdb")
@@ -67,7 +122,8 @@ def main():
         p = T.run(["diff", old, again])
         T.eq((p.returncode, p.stdout), (0, b""), "diff of identical packs")
         T.eq(json.loads(T.run(["diff", old, again, "--json"]).stdout),
-             {"added": [], "changed": [], "removed": []}, "diff --json of identical packs")
+             {"added": [], "changed": [], "removed": [], "derived": [], "urls": []},
+             "diff --json of identical packs")
     T.finish("test_pack_diff")
 
 
