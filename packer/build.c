@@ -11,6 +11,7 @@
 #include "pool.h"
 #include "progress.h"
 #include "rules.h"
+#include "sidecar.h"
 #include "walk.h"
 
 #include <errno.h>
@@ -701,7 +702,8 @@ int pk_build(const pk_build_opts *o)
     for (size_t i = 0; i < b.site.n; i++)
         b.jobs[i] = (job){i, SF_ENC_IDENTITY};
     b.njobs = b.site.n;
-    if (run_jobs(&b, "reading") != 0 || decide(&b) != 0)
+    if (run_jobs(&b, "reading") != 0 || pk_sidecars_drop(&b.site, b.err, sizeof b.err) != 0 ||
+        decide(&b) != 0)
         goto out;
 
     if (plan_compression(&b, &st.reused) != 0 || start_compressors(&b) != 0 ||
@@ -712,6 +714,8 @@ int pk_build(const pk_build_opts *o)
     ok = 1;
     st.skipped_dot = b.site.skipped_dot;
     st.skipped_sidecar = b.site.skipped_sidecar;
+    st.sidecar_names = (const char *const *)b.site.sidecar_names;
+    st.nsidecar_names = b.site.nsidecar_names;
     st.skipped_excluded = b.site.skipped_excluded;
     st.seconds = now_seconds() - t0;
     if (!o->quiet)

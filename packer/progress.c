@@ -83,4 +83,13 @@ void pk_summary_print(FILE *out, const pk_stats *s, const char *output)
             "files\n",
             (unsigned long long)s->skipped_dot, (unsigned long long)s->skipped_sidecar,
             (unsigned long long)s->skipped_excluded, (unsigned long long)s->reused);
+    if (s->nsidecar_names) {
+        fputs("  sidecars skipped (the same bytes as the file beside them): ", out);
+        for (size_t i = 0; i < s->nsidecar_names; i++)
+            fprintf(out, "%s%s", i ? ", " : "", s->sidecar_names[i]);
+        if (s->skipped_sidecar > s->nsidecar_names)
+            fprintf(out, " and %llu more",
+                    (unsigned long long)(s->skipped_sidecar - s->nsidecar_names));
+        fputc('\n', out);
+    }
 }

@@ -33,6 +33,8 @@ typedef struct pk_stats {
     uint64_t enc_bytes[SF_ENC_COUNT];    /* bytes of those variants */
     uint64_t enc_identity[SF_ENC_COUNT]; /* identity bytes of those paths */
     uint64_t skipped_dot, skipped_sidecar, skipped_excluded;
+    const char *const *sidecar_names; /* the first skipped sidecars (not owned) */
+    size_t nsidecar_names;
     uint64_t reused; /* paths whose variants came from --base */
     double seconds;
 } pk_stats;

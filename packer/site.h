@@ -46,12 +46,18 @@ typedef struct pk_file {
     pk_variant var[SF_ENC_COUNT]; /* indexed by sf_encoding; var[0] = identity */
 } pk_file;
 
+/* Sidecar names kept for the summary: a few show what was skipped, the
+ * rest are counted ("and N more"). */
+#define PK_SIDECAR_NAMES 3
+
 typedef struct pk_site {
     char *root; /* realpath of the web root */
     pk_file *files;
     size_t n, cap;
-    uint64_t skipped_dot;      /* dotfiles and dot-directories (one each) */
-    uint64_t skipped_sidecar;  /* X.gz / X.br / X.zst beside X */
+    uint64_t skipped_dot;                  /* dotfiles and dot-directories (one each) */
+    uint64_t skipped_sidecar;              /* X.gz / X.br / X.zst beside X, the same bytes */
+    char *sidecar_names[PK_SIDECAR_NAMES]; /* the first skipped sidecars' keys */
+    size_t nsidecar_names;
     uint64_t skipped_excluded; /* files matched by an exclude rule */
 } pk_site;
 

@@ -39,6 +39,8 @@ void pk_site_free(pk_site *s)
                 free((void *)f->var[e].bytes);
     }
     free(s->files);
+    for (size_t i = 0; i < s->nsidecar_names; i++)
+        free(s->sidecar_names[i]);
     free(s->root);
     memset(s, 0, sizeof *s);
 }
@@ -361,42 +363,6 @@ static int cmp_file(const void *a, const void *b)
     return strcmp(((const pk_file *)a)->key, ((const pk_file *)b)->key);
 }
 
-static const char *const sidecar_ext[] = {".gz", ".br", ".zst"};
-
-/* Removes X.gz / X.br / X.zst when X itself is packed (see walk.h). */
-static void drop_sidecars(pk_site *s)
-{
-    unsigned char *drop = calloc(s->n ? s->n : 1, 1);
-    if (!drop)
-        return; /* keep them all: harmless, only less tidy */
-    for (size_t i = 0; i < s->n; i++) {
-        pk_file *f = &s->files[i];
-        for (size_t e = 0; e < sizeof sidecar_ext / sizeof sidecar_ext[0]; e++) {
-            size_t el = strlen(sidecar_ext[e]);
-            if (f->key_len <= el + 1 || strcmp(f->key + f->key_len - el, sidecar_ext[e]) != 0)
-                continue;
-            char base[SF_KEY_MAX + 1];
-            memcpy(base, f->key, f->key_len - el);
-            base[f->key_len - el] = '\0';
-            pk_file probe = {.key = base};
-            if (bsearch(&probe, s->files, s->n, sizeof *s->files, cmp_file))
-                drop[i] = 1;
-        }
-    }
-    size_t o = 0;
-    for (size_t i = 0; i < s->n; i++) {
-        if (drop[i]) {
-            free(s->files[i].key);
-            free(s->files[i].src);
-            s->skipped_sidecar++;
-        } else {
-            s->files[o++] = s->files[i];
-        }
-    }
-    s->n = o;
-    free(drop);
-}
-
 int pk_walk(const char *root, const pk_rules *rules, pk_site *site, char *err, size_t errlen)
 {
     walk w = {.rules = rules, .site = site, .err = err, .errlen = errlen};
@@ -429,7 +395,6 @@ int pk_walk(const char *root, const pk_rules *rules, pk_site *site, char *err, s
         return -1;
     if (site->n) {
         qsort(site->files, site->n, sizeof *site->files, cmp_file);
-        drop_sidecars(site);
     }
     return 0;
 }

@@ -22,9 +22,8 @@
  *   a bad name, a broken link or a loop in it.
  * - A name that cannot be a key (invalid UTF-8, a control byte, a backslash)
  *   is an error naming the file.
- * - Sidecars: when X and X.gz (or X.br, X.zst) are both packed, X.gz is
- *   skipped and counted: servd-pack makes its own, usually smaller, variants
- *   of X. A lone X.gz is an ordinary file (application/gzip, not recompressed).
+ * - Sidecars (X.gz beside X) are kept by the walk; build drops the true
+ *   ones once the bytes are read (sidecar.h).
  */
 #ifndef PK_WALK_H
 #define PK_WALK_H

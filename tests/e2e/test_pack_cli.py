@@ -1,5 +1,6 @@
 """The command line: --help, --version, exit statuses (0 ok, 1 failure, 2 usage), and
 failures that name the file and the cause and leave no output behind."""
+import gzip
 import os
 import stat
 import sys
@@ -160,7 +161,28 @@ def main():
         summary = p.stderr.decode()
         for word in ("identity", "gzip", "br", "zstd", "3 dotfiles", "1 sidecars", "paths"):
             T.check(word in summary, "summary mentions %r: %s" % (word, summary))
+        T.check("sidecars skipped (the same bytes as the file beside them): /js/app.js.gz\n" in summary,
+                "summary names the skipped sidecar: " + summary)
         T.eq(T.run(["build", root, "-o", out, "-q"]).stderr, b"", "-q prints nothing")
+
+        # Only true sidecars are skipped: X.gz that is not X compressed is a file.
+        sc_root = os.path.join(work, "sidecar-site")
+        os.mkdir(sc_root)
+        data = b"id,name\n" + b"".join(b"%d,item %d\n" % (i, i) for i in range(200))
+        for name, content in (("data.csv", data), ("data.csv.gz", gzip.compress(data[:-9])),
+                              ("data.csv.br", T.encode("br", data)), ("notes.txt", b"hello\n" * 30),
+                              ("notes.txt.zst", b"not zstd at all")):
+            with open(os.path.join(sc_root, name), "wb") as f:
+                f.write(content)
+        sc_out = os.path.join(outdir, "sidecar.lmdb")
+        p = T.run(["build", sc_root, "-o", sc_out])
+        T.eq(p.returncode, 0, "build with sidecars: " + p.stderr.decode())
+        keys = [line.split("\t")[0] for line in T.ls(sc_out).splitlines()]
+        T.eq(keys, ["/data.csv", "/data.csv.gz", "/notes.txt", "/notes.txt.zst"],
+             "unrelated sidecars are packed, the true one is not")
+        T.check("1 sidecars" in p.stderr.decode() and "/data.csv.br" in p.stderr.decode(),
+                "summary: " + p.stderr.decode())
+        T.eq(T.cat(sc_out, "/data.csv.gz"), gzip.compress(data[:-9]), "an unrelated X.gz is stored as is")
         expect_failure(["cat", out, "/nope.html"], 1, ["/nope.html", "no such path"], "cat of a missing path")
         expect_failure(["cat", out, "/img/photo.png", "--encoding", "br"], 1,
                        ["/img/photo.png", "no br variant"], "cat of a missing variant")

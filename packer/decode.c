@@ -1,0 +1,199 @@
+/*
+ * decode.c - bounded decompression with zlib, brotli and zstd (decode.h).
+ *
+ * Each decoder writes into a buffer that starts small and doubles up to the
+ * bound (plus one byte, to tell "exactly max" from "more than max"), so a
+ * small result costs little and a large one never more than the bound.
+ */
+#include "decode.h"
+
+#include "sf/store.h"
+
+#include <brotli/decode.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+#include <zstd.h>
+
+/* First output buffer: most web files decompress to under 64 KiB. */
+#define FIRST_CHUNK (64 * 1024)
+
+typedef struct outbuf {
+    uint8_t *p;
+    size_t len, cap, limit; /* limit = max + 1 */
+} outbuf;
+
+/* Makes room for at least one more byte. @return 0, PK_DECODE_TOO_BIG or -1. */
+static int grow(outbuf *o)
+{
+    if (o->len < o->cap)
+        return 0;
+    if (o->cap >= o->limit)
+        return PK_DECODE_TOO_BIG;
+    size_t cap = o->cap ? o->cap * 2 : FIRST_CHUNK;
+    if (cap > o->limit || cap < o->cap)
+        cap = o->limit;
+    uint8_t *p = realloc(o->p, cap);
+    if (!p)
+        return -1;
+    o->p = p;
+    o->cap = cap;
+    return 0;
+}
+
+static int gunzip(const uint8_t *in, size_t n, outbuf *o, const char **why)
+{
+    z_stream z;
+    memset(&z, 0, sizeof z);
+    if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK) {
+        *why = "zlib cannot start";
+        return -1;
+    }
+    z.next_in = (Bytef *)in;
+    int rc = 0;
+    size_t left = n;
+    do {
+        /* zlib counts in uInt: feed at most UINT_MAX bytes at a time. */
+        while (rc == 0) {
+            if ((rc = grow(o)) != 0)
+                break;
+            size_t feed = left > 0x7fffffffu ? 0x7fffffffu : left;
+            z.avail_in = (uInt)feed;
+            size_t room = o->cap - o->len;
+            z.next_out = o->p + o->len;
+            z.avail_out = (uInt)(room > 0x7fffffffu ? 0x7fffffffu : room);
+            uInt out0 = z.avail_out;
+            int zr = inflate(&z, Z_NO_FLUSH);
+            left -= feed - z.avail_in;
+            o->len += out0 - z.avail_out;
+            if (zr == Z_STREAM_END)
+                break;
+            if (zr == Z_BUF_ERROR && left == 0 && z.avail_out != 0) {
+                *why = "truncated gzip data";
+                rc = -1;
+            } else if (zr != Z_OK && zr != Z_BUF_ERROR) {
+                *why = zr == Z_MEM_ERROR ? "out of memory" : "not valid gzip data";
+                rc = -1;
+            }
+        }
+        /* Another member follows (a concatenation is valid gzip). */
+        if (rc == 0 && left > 0 && inflateReset(&z) != Z_OK) {
+            *why = "zlib cannot restart";
+            rc = -1;
+        }
+    } while (rc == 0 && left > 0);
+    inflateEnd(&z);
+    return rc;
+}
+
+static int unbrotli(const uint8_t *in, size_t n, outbuf *o, const char **why)
+{
+    BrotliDecoderState *s = BrotliDecoderCreateInstance(NULL, NULL, NULL);
+    if (!s) {
+        *why = "out of memory";
+        return -1;
+    }
+    const uint8_t *next_in = in;
+    size_t avail_in = n;
+    int rc = 0;
+    for (;;) {
+        if ((rc = grow(o)) != 0)
+            break;
+        uint8_t *next_out = o->p + o->len;
+        size_t avail_out = o->cap - o->len;
+        BrotliDecoderResult r =
+            BrotliDecoderDecompressStream(s, &avail_in, &next_in, &avail_out, &next_out, NULL);
+        o->len = (size_t)(next_out - o->p);
+        if (r == BROTLI_DECODER_RESULT_SUCCESS) {
+            if (avail_in) {
+                *why = "trailing bytes after the brotli stream";
+                rc = -1;
+            }
+            break;
+        }
+        if (r == BROTLI_DECODER_RESULT_NEEDS_MORE_INPUT) {
+            *why = "truncated brotli data";
+            rc = -1;
+            break;
+        }
+        if (r == BROTLI_DECODER_RESULT_ERROR) {
+            *why = "not valid brotli data";
+            rc = -1;
+            break;
+        }
+    }
+    BrotliDecoderDestroyInstance(s);
+    return rc;
+}
+
+static int unzstd(const uint8_t *in, size_t n, outbuf *o, const char **why)
+{
+    ZSTD_DStream *d = ZSTD_createDStream();
+    if (!d) {
+        *why = "out of memory";
+        return -1;
+    }
+    ZSTD_inBuffer ib = {in, n, 0};
+    int rc = 0;
+    for (;;) {
+        if ((rc = grow(o)) != 0)
+            break;
+        ZSTD_outBuffer ob = {o->p, o->cap, o->len};
+        size_t r = ZSTD_decompressStream(d, &ob, &ib);
+        o->len = ob.pos;
+        if (ZSTD_isError(r)) {
+            *why = "not valid zstd data";
+            rc = -1;
+            break;
+        }
+        /* All input taken and all output flushed: done, or cut short. */
+        if (ib.pos == ib.size && ob.pos < ob.size) {
+            if (r != 0) {
+                *why = "truncated zstd data";
+                rc = -1;
+            }
+            break;
+        }
+    }
+    ZSTD_freeDStream(d);
+    return rc;
+}
+
+int pk_decompress(int enc, const uint8_t *in, size_t n, size_t max, uint8_t **out, size_t *outn,
+                  char *err, size_t errlen)
+{
+    outbuf o = {NULL, 0, 0, max + 1 > max ? max + 1 : max};
+    const char *why = "unknown encoding";
+    int rc = enc == SF_ENC_GZIP   ? gunzip(in, n, &o, &why)
+             : enc == SF_ENC_BR   ? unbrotli(in, n, &o, &why)
+             : enc == SF_ENC_ZSTD ? unzstd(in, n, &o, &why)
+                                  : -1;
+    if (rc == 0 && o.len > max)
+        rc = PK_DECODE_TOO_BIG;
+    if (rc != 0) {
+        if (rc < 0)
+            snprintf(err, errlen, "%s", why);
+        free(o.p);
+        return rc;
+    }
+    *out = o.p ? o.p : malloc(1);
+    if (!*out) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    *outn = o.len;
+    return 0;
+}
+
+int pk_decompresses_to(int enc, const uint8_t *in, size_t n, const uint8_t *want, size_t wn)
+{
+    uint8_t *out;
+    size_t outn;
+    char err[64];
+    if (pk_decompress(enc, in, n, wn, &out, &outn, err, sizeof err) != 0)
+        return 0;
+    int same = outn == wn && (wn == 0 || memcmp(out, want, wn) == 0);
+    free(out);
+    return same;
+}

@@ -1,0 +1,32 @@
+/*
+ * decode.h - decompressing gzip, br and zstd bytes, with a bound on the
+ * output size.
+ *
+ * Used where servd-pack must know what compressed bytes stand for: a
+ * sidecar X.gz is skipped only when it is exactly X compressed (walk.h), an
+ * .svgz is stored as the SVG it contains (mime.h), and verify checks that
+ * every compressed variant decodes to its identity body. The bound keeps a
+ * decompression bomb from taking more memory than the answer needs.
+ */
+#ifndef PK_DECODE_H
+#define PK_DECODE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* pk_decompress's result when the output would be larger than the bound. */
+#define PK_DECODE_TOO_BIG 1
+
+/* Decompresses n bytes at in, of encoding enc (SF_ENC_GZIP: one or more gzip
+ * members; SF_ENC_BR; SF_ENC_ZSTD: one or more frames), into a malloc'd
+ * buffer *out of *outn bytes, at most max bytes.
+ * @return 0; PK_DECODE_TOO_BIG (nothing allocated); or -1 with the cause in
+ * err (not valid data of that encoding, truncated, trailing bytes, out of
+ * memory). */
+int pk_decompress(int enc, const uint8_t *in, size_t n, size_t max, uint8_t **out, size_t *outn,
+                  char *err, size_t errlen);
+
+/* 1 if n bytes at in, of encoding enc, decompress to exactly want[0..wn). */
+int pk_decompresses_to(int enc, const uint8_t *in, size_t n, const uint8_t *want, size_t wn);
+
+#endif

@@ -1,0 +1,72 @@
+/*
+ * sidecar.c - finding and dropping true sidecars (sidecar.h).
+ */
+#include "sidecar.h"
+
+#include "decode.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const struct {
+    const char *ext;
+    int enc;
+} sidecar_ext[] = {{".gz", SF_ENC_GZIP}, {".br", SF_ENC_BR}, {".zst", SF_ENC_ZSTD}};
+
+static int cmp_file(const void *a, const void *b)
+{
+    return strcmp(((const pk_file *)a)->key, ((const pk_file *)b)->key);
+}
+
+/* 1 if f is X.gz / X.br / X.zst of a packed X and decompresses to X. */
+static int true_sidecar(const pk_site *s, const pk_file *f)
+{
+    for (size_t e = 0; e < sizeof sidecar_ext / sizeof sidecar_ext[0]; e++) {
+        size_t el = strlen(sidecar_ext[e].ext);
+        if (f->key_len <= el + 1 || strcmp(f->key + f->key_len - el, sidecar_ext[e].ext) != 0)
+            continue;
+        char base[SF_KEY_MAX + 1];
+        memcpy(base, f->key, f->key_len - el);
+        base[f->key_len - el] = '\0';
+        pk_file probe = {.key = base};
+        const pk_file *x = bsearch(&probe, s->files, s->n, sizeof *s->files, cmp_file);
+        const pk_variant *fv = &f->var[SF_ENC_IDENTITY];
+        if (x && pk_decompresses_to(sidecar_ext[e].enc, fv->bytes, fv->len,
+                                    x->var[SF_ENC_IDENTITY].bytes, x->var[SF_ENC_IDENTITY].len))
+            return 1;
+    }
+    return 0;
+}
+
+int pk_sidecars_drop(pk_site *s, char *err, size_t errlen)
+{
+    if (s->n == 0)
+        return 0;
+    unsigned char *drop = calloc(s->n, 1);
+    if (!drop) {
+        snprintf(err, errlen, "out of memory checking sidecars");
+        return -1;
+    }
+    for (size_t i = 0; i < s->n; i++)
+        drop[i] = (unsigned char)true_sidecar(s, &s->files[i]);
+    size_t o = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        pk_file *f = &s->files[i];
+        if (!drop[i]) {
+            s->files[o++] = *f;
+            continue;
+        }
+        if (s->nsidecar_names < PK_SIDECAR_NAMES)
+            s->sidecar_names[s->nsidecar_names++] = f->key; /* ownership moves */
+        else
+            free(f->key);
+        free(f->src);
+        if (f->var[SF_ENC_IDENTITY].owned)
+            free((void *)f->var[SF_ENC_IDENTITY].bytes);
+        s->skipped_sidecar++;
+    }
+    s->n = o;
+    free(drop);
+    return 0;
+}

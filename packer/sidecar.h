@@ -1,0 +1,22 @@
+/*
+ * sidecar.h - dropping precompressed sidecars (X.gz, X.br, X.zst beside X).
+ *
+ * A root prepared for nginx's gzip_static has X.gz next to X: servd-pack
+ * makes its own, usually smaller, variants of X and keeps them consistent
+ * with it, so such a sidecar is skipped and counted. Only a true sidecar is:
+ * X.gz is skipped when it decompresses to exactly X's bytes (decompression
+ * bounded by X's size); any other X.gz (an archive of an older X, unrelated
+ * data, a corrupt file) is an ordinary file, served as it is.
+ */
+#ifndef PK_SIDECAR_H
+#define PK_SIDECAR_H
+
+#include "site.h"
+
+/* Removes the true sidecars from s (sorted, identity bytes read), counting
+ * them in s->skipped_sidecar and keeping the first PK_SIDECAR_NAMES keys in
+ * s->sidecar_names for the summary. @return 0, or -1 (out of memory) with
+ * err filled. */
+int pk_sidecars_drop(pk_site *s, char *err, size_t errlen);
+
+#endif

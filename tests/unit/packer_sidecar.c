@@ -1,0 +1,122 @@
+/* Sidecars and bounded decompression: X.gz / X.br / X.zst are dropped only
+ * when they decompress to exactly X. */
+#include "compress.h"
+#include "decode.h"
+#include "mime.h"
+#include "runner.h"
+#include "sidecar.h"
+
+#include <stdlib.h>
+
+static const char text_a[] = "console.log('a'); console.log('a'); console.log('a');\n";
+static const char text_b[] = "body { margin: 0 } body { margin: 0 } body { margin: 0 }\n";
+
+/* Compresses p with enc; the caller frees. */
+static uint8_t *squeeze(int enc, const void *p, size_t n, size_t *outn)
+{
+    pk_compressor *c = pk_compressor_new();
+    uint8_t *out;
+    char err[128];
+    if (!c || pk_compress(c, enc, PK_CLASS_TEXT, p, n, &out, outn, err, sizeof err) != 0)
+        t__fail(__FILE__, __LINE__, "compress: %s", err);
+    pk_compressor_free(c);
+    return out;
+}
+
+/* Adds a file with the given identity bytes (copied) to s. */
+static void add(pk_site *s, const char *key, const void *p, size_t n)
+{
+    s->files = realloc(s->files, (s->n + 1) * sizeof *s->files);
+    ASSERT(s->files != NULL);
+    pk_file *f = &s->files[s->n++];
+    memset(f, 0, sizeof *f);
+    f->key = strdup(key);
+    f->src = strdup(key);
+    f->key_len = strlen(key);
+    uint8_t *b = malloc(n ? n : 1);
+    memcpy(b, p, n);
+    f->var[SF_ENC_IDENTITY] = (pk_variant){.present = 1, .bytes = b, .owned = 1, .len = n};
+}
+
+TEST(sidecar_only_true_copies_dropped)
+{
+    pk_site s;
+    memset(&s, 0, sizeof s);
+    size_t gn, bn, zn, on;
+    uint8_t *gz = squeeze(SF_ENC_GZIP, text_a, strlen(text_a), &gn);
+    uint8_t *br = squeeze(SF_ENC_BR, text_a, strlen(text_a), &bn);
+    uint8_t *zs = squeeze(SF_ENC_ZSTD, text_b, strlen(text_b), &zn);
+    uint8_t *other = squeeze(SF_ENC_GZIP, text_b, strlen(text_b), &on);
+    /* Sorted by key, as the walk leaves them. */
+    add(&s, "/a.js", text_a, strlen(text_a));
+    add(&s, "/a.js.br", br, bn); /* a true sidecar */
+    add(&s, "/a.js.gz", gz, gn); /* a true sidecar */
+    add(&s, "/b.css", text_b, strlen(text_b));
+    add(&s, "/b.css.gz", other, on - 1); /* truncated: kept */
+    add(&s, "/b.css.zst", zs, zn);       /* a true sidecar */
+    add(&s, "/c.txt", "c", 1);
+    add(&s, "/c.txt.gz", other, on); /* another file's bytes: kept */
+    add(&s, "/d.bin.gz", gz, gn);    /* no d.bin: kept */
+    add(&s, "/e.txt", text_a, strlen(text_a) - 1);
+    add(&s, "/e.txt.gz", gz, gn); /* decompresses to one byte more than e.txt */
+    char err[128];
+    ASSERT_EQ(pk_sidecars_drop(&s, err, sizeof err), 0);
+    const char *want[] = {"/a.js",     "/b.css",    "/b.css.gz", "/c.txt",
+                          "/c.txt.gz", "/d.bin.gz", "/e.txt",    "/e.txt.gz"};
+    ASSERT_EQ(s.n, sizeof want / sizeof want[0]);
+    for (size_t i = 0; i < s.n; i++)
+        ASSERT_STR_EQ(s.files[i].key, want[i]);
+    ASSERT_EQ(s.skipped_sidecar, 3);
+    ASSERT_EQ(s.nsidecar_names, 3);
+    ASSERT_STR_EQ(s.sidecar_names[0], "/a.js.br");
+    ASSERT_STR_EQ(s.sidecar_names[1], "/a.js.gz");
+    ASSERT_STR_EQ(s.sidecar_names[2], "/b.css.zst");
+    pk_site_free(&s);
+    free(gz);
+    free(br);
+    free(zs);
+    free(other);
+}
+
+TEST(decode_bounds_and_errors)
+{
+    size_t n = 100000, cn;
+    char *big = malloc(n);
+    ASSERT(big != NULL);
+    for (size_t i = 0; i < n; i++)
+        big[i] = (char)('a' + i % 7);
+    for (int enc = SF_ENC_GZIP; enc < SF_ENC_COUNT; enc++) {
+        uint8_t *c = squeeze(enc, big, n, &cn);
+        uint8_t *out;
+        size_t outn;
+        char err[128];
+        ASSERT_EQ(pk_decompress(enc, c, cn, n, &out, &outn, err, sizeof err), 0);
+        ASSERT_EQ(outn, n);
+        ASSERT_MEM_EQ(out, n, big, n);
+        free(out);
+        ASSERT_EQ(pk_decompress(enc, c, cn, n - 1, &out, &outn, err, sizeof err),
+                  PK_DECODE_TOO_BIG);
+        ASSERT_EQ(pk_decompress(enc, c, cn / 2, n, &out, &outn, err, sizeof err), -1);
+        ASSERT_EQ(pk_decompresses_to(enc, c, cn, (const uint8_t *)big, n), 1);
+        ASSERT_EQ(pk_decompresses_to(enc, c, cn, (const uint8_t *)big, n - 1), 0);
+        free(c);
+    }
+    /* Two gzip members are one valid gzip stream. */
+    size_t g1, g2;
+    uint8_t *a = squeeze(SF_ENC_GZIP, text_a, strlen(text_a), &g1);
+    uint8_t *b = squeeze(SF_ENC_GZIP, text_b, strlen(text_b), &g2);
+    uint8_t *both = malloc(g1 + g2);
+    memcpy(both, a, g1);
+    memcpy(both + g1, b, g2);
+    char want[sizeof text_a + sizeof text_b];
+    snprintf(want, sizeof want, "%s%s", text_a, text_b);
+    ASSERT_EQ(pk_decompresses_to(SF_ENC_GZIP, both, g1 + g2, (const uint8_t *)want, strlen(want)),
+              1);
+    ASSERT_EQ(
+        pk_decompresses_to(SF_ENC_GZIP, (const uint8_t *)"not gzip", 8, (const uint8_t *)"x", 1),
+        0);
+    free(a);
+    free(b);
+    free(both);
+    free(big);
+}
