@@ -408,28 +408,63 @@ size_t pk_rules_headers(const pk_rules *r, const char *key, size_t len, pk_heade
     return n;
 }
 
-/* Judges one segment of a file name (see pk_hashed_name). */
-static int hash_segment(const char *s, size_t n)
+/* Lowercase hex: PK_HASH_MIN_CHARS or more, with a digit and a letter. */
+static int hex_hash(const char *s, size_t n)
 {
+    int digit = 0, letter = 0;
     if (n < PK_HASH_MIN_CHARS)
         return 0;
-    int hex = 1, digit = 0, lower_hex = 0, upper = 0;
     for (size_t i = 0; i < n; i++) {
         char c = s[i];
         if (c >= '0' && c <= '9')
             digit = 1;
         else if (c >= 'a' && c <= 'f')
-            lower_hex = 1;
-        else if (c >= 'A' && c <= 'Z')
-            upper = 1, hex = 0;
-        else if ((c >= 'g' && c <= 'z') || c == '_')
-            hex = 0;
+            letter = 1;
         else
             return 0;
     }
-    if (hex)
-        return digit && lower_hex;
-    return digit && upper;
+    return digit && letter;
+}
+
+/* base64url (Vite, Rollup: "BkR2x9aQ", "CpZ3tG_-"): PK_HASH_MIN_CHARS or
+ * more of [A-Za-z0-9_-] with a digit, a lowercase and an uppercase letter. */
+static int b64_hash(const char *s, size_t n)
+{
+    int digit = 0, lower = 0, upper = 0;
+    if (n < PK_HASH_MIN_CHARS)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (c >= '0' && c <= '9')
+            digit = 1;
+        else if (c >= 'a' && c <= 'z')
+            lower = 1;
+        else if (c >= 'A' && c <= 'Z')
+            upper = 1;
+        else if (c != '_' && c != '-')
+            return 0;
+    }
+    return digit && lower && upper;
+}
+
+/* esbuild's base32 ("5X7JQ2ZL"): exactly PK_HASH_MIN_CHARS of [A-Z2-7] with
+ * a digit and a letter. 0, 1, 8 and 9 are not base32 digits, so dates and
+ * camera numbers (IMG20230101) do not qualify. */
+static int b32_hash(const char *s, size_t n)
+{
+    int digit = 0, letter = 0;
+    if (n != PK_HASH_MIN_CHARS)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (c >= '2' && c <= '7')
+            digit = 1;
+        else if (c >= 'A' && c <= 'Z')
+            letter = 1;
+        else
+            return 0;
+    }
+    return digit && letter;
 }
 
 int pk_hashed_name(const char *key, size_t len)
@@ -444,13 +479,18 @@ int pk_hashed_name(const char *key, size_t len)
         end = len;
     else
         end--; /* drop ".ext" */
-    for (size_t i = start; i < end;) {
-        size_t j = i;
-        while (j < end && key[j] != '.' && key[j] != '-')
-            j++;
-        if (hash_segment(key + i, j - i))
+    /* The hash follows a '.' or '-' after a non-empty stem: the first
+     * segment of a name is never the hash (IMG_20230101.jpg, Report2023Q4). */
+    for (size_t p = start + 1; p < end; p++) {
+        if (key[p] != '.' && key[p] != '-')
+            continue;
+        size_t h = p + 1, dot = h, seg = h;
+        while (dot < end && key[dot] != '.')
+            dot++;
+        while (seg < end && key[seg] != '.' && key[seg] != '-')
+            seg++;
+        if (hex_hash(key + h, seg - h) || b32_hash(key + h, seg - h) || b64_hash(key + h, dot - h))
             return 1;
-        i = j + 1;
     }
     return 0;
 }

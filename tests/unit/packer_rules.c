@@ -41,9 +41,21 @@ TEST(rules_hashed_names)
     ASSERT_EQ(hashed("/assets/main-BkR2x9aQ.js"), 1);
     ASSERT_EQ(hashed("/assets/index-4f2a9c1d.css"), 1);
     ASSERT_EQ(hashed("/chunk-5X7JQ2ZL.js"), 1);
-    ASSERT_EQ(hashed("/3f9a1c2e4b5d6a7f8e9d.js"), 1); /* webpack [contenthash].js */
+    ASSERT_EQ(hashed("/assets/index-CpZ3tG_-.js"), 1); /* base64url with '_' and '-' */
+    ASSERT_EQ(hashed("/theme.8d2f7a1b.css"), 1);
     ASSERT_EQ(hashed("/app.3f9a1c2e.min.js"), 1);
-    ASSERT_EQ(hashed("/a1b2c3d4e5f6"), 1); /* no extension */
+    ASSERT_EQ(hashed("/x.a1b2c3d4e5f6"), 0);   /* the hash is the extension */
+    ASSERT_EQ(hashed("/app-a1b2c3d4e5f6"), 1); /* no extension */
+    /* The first segment of a name is never the hash. */
+    ASSERT_EQ(hashed("/3f9a1c2e4b5d6a7f8e9d.js"), 0); /* webpack [contenthash].js: use a rule */
+    ASSERT_EQ(hashed("/IMG_20230101.jpg"), 0);
+    ASSERT_EQ(hashed("/DSC01234.JPG"), 0);
+    ASSERT_EQ(hashed("/Report2023Q4.pdf"), 0);
+    ASSERT_EQ(hashed("/data_2024Q1.csv"), 0);
+    ASSERT_EQ(hashed("/photo-IMG20230101.png"), 0); /* no lowercase: not base64url */
+    ASSERT_EQ(hashed("/img/IMG_20230101.jpg"), 0);
+    ASSERT_EQ(hashed("/scan-20230101.pdf"), 0); /* digits only */
+    ASSERT_EQ(hashed("/backup-2023-01-01.tar"), 0);
     ASSERT_EQ(hashed("/app.js"), 0);
     ASSERT_EQ(hashed("/jquery-3.6.0.min.js"), 0); /* a version, not a hash */
     ASSERT_EQ(hashed("/report-20230115.pdf"), 0); /* a date: digits only */
