@@ -28,10 +28,16 @@
 /* Room for a message naming a file and a cause. */
 #define PK_ERR_LEN 2048
 
-/* Record bytes budgeted per path when sizing the LMDB map (status line,
- * fixed headers and descriptors of four variants, twice for 200 and 304),
- * before the rules' extra headers are added. */
-#define RECORD_BUDGET 4096
+/* LMDB's page layout, for sizing the map from what will really be stored:
+ * a value whose node (header + key + value) exceeds LMDB_NODE_MAX goes to
+ * overflow pages of its own, rounded up to whole pages; smaller ones share
+ * leaf pages, which splits leave at worst half full. The constants are
+ * liblmdb's (mdb.c: PAGEHDRSZ, NODESIZE, me_nodemax for 4 KiB pages). */
+#define LMDB_PAGE      4096u
+#define LMDB_PAGE_HDR  16u
+#define LMDB_NODE_HDR  8u
+#define LMDB_NODE_MAX  2038u
+#define LMDB_INDEX_LEN 2u
 
 /* Slack added to the map capacity for LMDB's own pages (meta, branch pages
  * and the three database roots) on top of what the records and bodies need. */
@@ -400,24 +406,68 @@ static int encode_entry(const pk_file *f, int for_404, uint8_t **rec, size_t *re
     return rc;
 }
 
+/* Bytes of map one key/value pair can take (see LMDB_PAGE). */
+static uint64_t lmdb_cost(size_t klen, uint64_t vlen)
+{
+    uint64_t node = LMDB_NODE_HDR + klen + vlen;
+    if (node <= LMDB_NODE_MAX)
+        return 2 * (node + LMDB_INDEX_LEN); /* in a leaf page at least half full */
+    uint64_t pages = (LMDB_PAGE_HDR + vlen + LMDB_PAGE - 1) / LMDB_PAGE;
+    return pages * LMDB_PAGE + 2 * (LMDB_NODE_HDR + klen + sizeof(uint64_t) + LMDB_INDEX_LEN);
+}
+
+/* The map capacity the pack needs: every body and every encoded record as
+ * LMDB will lay it out (records are encoded once here to learn their real
+ * length: header values such as a long Cache-Control repeat in every block).
+ * @return 0, or -1 with b->err set. */
+static int map_capacity(build *b, uint64_t *capacity, size_t *nrefs)
+{
+    const pk_site *s = &b->site;
+    uint64_t cap = MAP_SLACK;
+    size_t refs = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        const pk_file *f = &s->files[i];
+        for (int e = 0; e < SF_ENC_COUNT; e++)
+            if (f->var[e].present) {
+                cap += lmdb_cost(SF_KEY_LEN, f->var[e].len);
+                refs++;
+            }
+        for (int for_404 = 0; for_404 <= (strcmp(f->key, PK_404_KEY) == 0); for_404++) {
+            uint8_t *rec;
+            size_t reclen;
+            int rc = encode_entry(f, for_404, &rec, &reclen);
+            if (rc != 0) {
+                snprintf(b->err, sizeof b->err, "%s: cannot encode its record: %s", f->src,
+                         rc == -1 ? "Last-Modified out of range or out of memory"
+                                  : sf_strerror(rc));
+                return -1;
+            }
+            free(rec);
+            cap += lmdb_cost(for_404 ? strlen(PK_404_SPECIAL) : f->key_len, reclen);
+        }
+    }
+    *capacity = cap;
+    *nrefs = refs;
+    return 0;
+}
+
+/* The message for a failed store into the pack: map full is a bug of
+ * map_capacity, and says so. */
+static const char *store_error(int rc)
+{
+    return rc == SF_EFULL ? "pack map full (the size estimate was too small: please report this "
+                            "as a bug of servd-pack)"
+                          : sf_strerror(rc);
+}
+
 static int write_pack(build *b, pk_stats *st)
 {
     const pk_build_opts *o = b->o;
     pk_site *s = &b->site;
-    uint64_t capacity = MAP_SLACK;
-    size_t nrefs = 0;
-    for (size_t i = 0; i < s->n; i++) {
-        const pk_file *f = &s->files[i];
-        capacity += RECORD_BUDGET + 2 * strlen(f->mime);
-        for (size_t h = 0; h < f->nextra; h++)
-            capacity +=
-                2 * SF_ENC_COUNT * (strlen(f->extra[h].name) + strlen(f->extra[h].value) + 4);
-        for (int e = 0; e < SF_ENC_COUNT; e++)
-            if (f->var[e].present) {
-                capacity += f->var[e].len;
-                nrefs++;
-            }
-    }
+    uint64_t capacity;
+    size_t nrefs;
+    if (map_capacity(b, &capacity, &nrefs) != 0)
+        return -1;
     body_ref *refs = malloc((nrefs ? nrefs : 1) * sizeof *refs);
     if (!refs) {
         snprintf(b->err, sizeof b->err, "out of memory");
@@ -447,7 +497,7 @@ static int write_pack(build *b, pk_stats *st)
                 continue;
             if ((rc = sf_writer_put_body(w, v->digest, v->bytes, v->len)) != 0) {
                 snprintf(b->err, sizeof b->err, "%s: cannot store the %s body of %s: %s", o->output,
-                         sf_encoding_name(e), f->key, sf_strerror(rc));
+                         sf_encoding_name(e), f->key, store_error(rc));
                 goto out_abort;
             }
             memcpy(refs[r].key, v->digest, PK_DIGEST_LEN);
@@ -470,7 +520,7 @@ static int write_pack(build *b, pk_stats *st)
         free(rec);
         if (rc != 0) {
             snprintf(b->err, sizeof b->err, "%s: cannot store the record of %s: %s", o->output,
-                     f->key, sf_strerror(rc));
+                     f->key, store_error(rc));
             goto out_abort;
         }
         if (strcmp(f->key, PK_404_KEY) == 0) {
@@ -480,7 +530,7 @@ static int write_pack(build *b, pk_stats *st)
             }
             if (rc != 0) {
                 snprintf(b->err, sizeof b->err, "%s: cannot store the 404 entry: %s", o->output,
-                         sf_strerror(rc));
+                         store_error(rc));
                 goto out_abort;
             }
             has_404 = 1;

@@ -299,6 +299,8 @@ const char *sf_strerror(int err)
         return "invalid path";
     case SF_ETOOLONG:
         return "too long";
+    case SF_EFULL:
+        return "pack map full";
     }
     return "unknown error";
 }

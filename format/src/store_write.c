@@ -104,6 +104,8 @@ static int put(sf_writer *w, MDB_dbi db, const void *k, size_t kl, const void *v
         return dup_ok ? SF_OK : SF_EINVAL;
     if (rc == MDB_BAD_VALSIZE)
         return SF_ETOOLONG;
+    if (rc == MDB_MAP_FULL)
+        return SF_EFULL;
     return rc == 0 ? SF_OK : rc == ENOSPC || rc == EIO ? SF_EIO : SF_ELMDB;
 }
 

@@ -42,6 +42,7 @@ enum {
     SF_EINVAL = -8,    /* invalid argument */
     SF_EPATH = -9,     /* a path cannot be normalised (traversal, NUL, bad escape) */
     SF_ETOOLONG = -10, /* a path or record exceeds a limit */
+    SF_EFULL = -11,    /* the pack's map is full: the writer's capacity was too small */
 };
 
 /* Returns a static, human-readable name for an SF_E* code. */
