@@ -5,8 +5,13 @@
  * compression class, profile). So when the old pack was made with the same
  * profile, every old entry whose identity body has the same SHA-256 and whose
  * type has the same class carries exactly the variants a fresh run would
- * produce: copying them makes the new pack identical to a full pack, minus
- * the compression time. With a different profile nothing is reused.
+ * produce: copying them gives the bodies and ETags of a full pack, minus the
+ * compression time. With a different profile no body is reused.
+ *
+ * Unlike a full pack, a path whose identity bytes are unchanged keeps the old
+ * entry's Last-Modified (pk_base_last_modified), whatever its mtime, whatever
+ * SOURCE_DATE_EPOCH and whatever the old profile: validators of unchanged
+ * files survive a fresh checkout and diff lists only real changes.
  */
 #ifndef PK_BASE_H
 #define PK_BASE_H

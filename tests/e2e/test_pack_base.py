@@ -85,6 +85,14 @@ def main():
         T.eq(T.run(["diff", lm_old, lm_new]).stdout.decode().split(), ["~", "/css/site.css"],
              "diff after touching every file and changing one")
 
+        # ... even over SOURCE_DATE_EPOCH (documented in servd-pack(1) and --help).
+        lm_epoch = os.path.join(work, "lm-epoch.lmdb")
+        T.eq(T.run(["build", lm_root, "-o", lm_epoch, "--base", lm_new, "-q"],
+                   env={"SOURCE_DATE_EPOCH": "1600000000"}).returncode, 0, "re-pack with an epoch")
+        T.eq({e["path"]: e["last_modified"] for e in T.ls_json(lm_epoch)},
+             {e["path"]: e["last_modified"] for e in T.ls_json(lm_new)},
+             "--base keeps Last-Modified over SOURCE_DATE_EPOCH")
+
         # A base made with another compression profile (a library upgrade): nothing
         # is reused, nothing crashes, and unchanged files still keep Last-Modified.
         other = os.path.join(work, "other-profile.lmdb")

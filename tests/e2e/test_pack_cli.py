@@ -36,6 +36,8 @@ def main():
     for word in ("build", "ls", "verify", "diff", "cat", "--rules", "--manifest", "--base",
                  "--jobs", "--encoding", "exit status"):
         T.check(word in help_text, "--help mentions %s" % word)
+    T.check("Last-Modified of unchanged files" in help_text,
+            "--help says that --base keeps Last-Modified: %s" % help_text)
     p = T.run(["--version"])
     T.eq(p.returncode, 0, "--version exit status")
     T.check(p.stdout.decode().startswith("servd-pack "), "--version output: %r" % p.stdout)
