@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static const char usage_text[] =
     "usage: servd-pack build WEBROOT -o SITE.lmdb [--rules RULES.json] [--manifest OUT.json]\n"
@@ -88,8 +89,13 @@ static int print_version(void)
     return PK_EXIT_OK;
 }
 
-/* Parses SOURCE_DATE_EPOCH: decimal seconds, as reproducible-builds.org
- * specifies. @return 1 set, 0 unset, -1 malformed. */
+/* The largest SOURCE_DATE_EPOCH: 9999-12-31T23:59:59Z, the last second an
+ * IMF-fixdate (Last-Modified) can express. */
+#define PK_EPOCH_MAX 253402300799LL
+
+/* Parses SOURCE_DATE_EPOCH: decimal seconds from 0 to PK_EPOCH_MAX, as
+ * reproducible-builds.org specifies. @return 1 set, 0 unset, -1 malformed
+ * or out of range. */
 static int source_date_epoch(int64_t *out)
 {
     const char *s = getenv("SOURCE_DATE_EPOCH");
@@ -101,7 +107,7 @@ static int source_date_epoch(int64_t *out)
     errno = 0;
     char *end;
     long long v = strtoll(s, &end, 10);
-    if (errno || *end)
+    if (errno || *end || v > PK_EPOCH_MAX)
         return -1;
     *out = v;
     return 1;
@@ -166,11 +172,22 @@ static int cmd_build(int argc, char **argv)
         return usage_error("build: %s", "-o SITE.lmdb is required");
     int e = source_date_epoch(&o.epoch);
     if (e < 0) {
-        fprintf(stderr, "servd-pack: SOURCE_DATE_EPOCH=\"%s\" is not a number of seconds\n",
-                getenv("SOURCE_DATE_EPOCH"));
+        fprintf(stderr,
+                "servd-pack: SOURCE_DATE_EPOCH=\"%s\" is not a number of seconds from 0 to %lld\n",
+                getenv("SOURCE_DATE_EPOCH"), PK_EPOCH_MAX);
         return PK_EXIT_USAGE;
     }
     o.have_epoch = e;
+    int64_t now = (int64_t)time(NULL);
+    if (e && o.epoch > now) {
+        /* servd's Date is the time of serving: a Last-Modified after it is
+         * invalid (RFC 9110 section 8.8.2.1) and confuses caches. */
+        fprintf(stderr,
+                "servd-pack: warning: SOURCE_DATE_EPOCH=%lld is in the future; using the current "
+                "time (%lld), as Last-Modified must never be later than Date\n",
+                (long long)o.epoch, (long long)now);
+        o.epoch = now;
+    }
     return pk_build(&o);
 }
 

@@ -4,6 +4,7 @@ import gzip
 import os
 import stat
 import sys
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "pack"))
 import packtest as T  # noqa: E402
@@ -60,6 +61,17 @@ def main():
         expect_failure(["build", root, "-o", out, "--jobs", "x"], 2, ["--jobs"], "--jobs x", outdir, out)
         expect_failure(["build", root, "-o", out], 2, ["SOURCE_DATE_EPOCH"], "bad SOURCE_DATE_EPOCH",
                        outdir, out, env={"SOURCE_DATE_EPOCH": "yesterday"})
+        for bad in ("253402300800", "99999999999999999999", "-1", "1e9"):
+            expect_failure(["build", root, "-o", out], 2, ["SOURCE_DATE_EPOCH", "0 to 253402300799"],
+                           "SOURCE_DATE_EPOCH=%s" % bad, outdir, out, env={"SOURCE_DATE_EPOCH": bad})
+        # In the future (here: the last second of year 9999): clamped to now, with a warning.
+        before = int(time.time())
+        p = T.run(["build", root, "-o", out, "-q"], env={"SOURCE_DATE_EPOCH": "253402300799"})
+        T.eq(p.returncode, 0, "future SOURCE_DATE_EPOCH: " + p.stderr.decode())
+        T.check(b"in the future" in p.stderr, "warning for a future SOURCE_DATE_EPOCH: %r" % p.stderr)
+        lms = {e["last_modified"] for e in T.ls_json(out)}
+        T.check(all(before <= lm <= time.time() for lm in lms), "Last-Modified clamped to now: %r" % lms)
+        os.unlink(out)
         expect_failure(["ls"], 2, ["SITE"], "ls without a pack")
         expect_failure(["ls", "a", "b"], 2, [], "ls with two packs")
         expect_failure(["cat", "x.lmdb", "/", "--encoding", "deflate"], 2, ["deflate"], "cat --encoding deflate")
