@@ -45,10 +45,11 @@
 /* 1 if a variant of comp bytes is worth keeping next to identity bytes. */
 int pk_keep(uint64_t identity, uint64_t comp);
 
-/* Writes the profile string, e.g. "r1 gzip=libdeflate-1.14/12 br=1.0.9/11/w24
- * zstd=1.5.4/19/w23 keep=5%/64B": everything that determines the compressed
- * bytes, library versions included, so that --base reuses bodies only when a
- * fresh pack would have produced the very same bytes. */
+/* Writes the profile string, e.g. "r1 cls=1a2b3c4d gzip=libdeflate-1.14/12
+ * br=1.0.9/11/w24 zstd=1.5.4/19/w23 keep=5%/64B": everything that determines
+ * the compressed bytes - the class tables (pk_mime_class_digest), library
+ * versions and settings - so that --base reuses bodies only when a fresh
+ * pack would have produced the very same bytes. */
 void pk_profile(char out[PK_PROFILE_SIZE]);
 
 /* Per-thread compression state (libdeflate compressor, zstd context). */

@@ -4,6 +4,8 @@
  */
 #include "mime.h"
 
+#include "digest.h"
+
 #include <magic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -180,6 +182,35 @@ static const char *const binary_types[] = {
     "application/wasm",  "image/x-icon", "image/vnd.microsoft.icon", "image/bmp", "image/x-ms-bmp",
     "application/x-tar", "image/tiff",
 };
+
+void pk_mime_class_digest(char out[PK_CLASS_DIGEST_SIZE])
+{
+    /* Each list hashed as a tag byte and its NUL-terminated entries, so that
+     * moving a type from one list to another changes the digest. */
+    static const struct {
+        char tag;
+        const char *const *v;
+        size_t n;
+    } lists[] = {
+        {'t', text_apps, sizeof text_apps / sizeof text_apps[0]},
+        {'f', font_types, sizeof font_types / sizeof font_types[0]},
+        {'b', binary_types, sizeof binary_types / sizeof binary_types[0]},
+    };
+    uint8_t d[PK_DIGEST_LEN];
+    pk_sha *sha = pk_sha_new();
+    int ok = sha != NULL;
+    for (size_t l = 0; ok && l < sizeof lists / sizeof lists[0]; l++) {
+        ok = pk_sha_update(sha, &lists[l].tag, 1) == 0;
+        for (size_t i = 0; ok && i < lists[l].n; i++)
+            ok = pk_sha_update(sha, lists[l].v[i], strlen(lists[l].v[i]) + 1) == 0;
+    }
+    if (!ok || pk_sha_final(sha, d) != 0) {
+        if (!ok)
+            pk_sha_free(sha);
+        memset(d, 0, sizeof d); /* "00000000": never matches a real digest's profile */
+    }
+    pk_hex(d, (PK_CLASS_DIGEST_SIZE - 1) / 2, out);
+}
 
 int pk_mime_class(const char *type)
 {

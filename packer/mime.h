@@ -34,6 +34,13 @@ int pk_mime_is_text(const char *type);
 /* The compression class of a type (parameters after ';' are ignored). */
 int pk_mime_class(const char *type);
 
+/* The first 8 hex digits of a SHA-256 over the class tables (which types
+ * are text, fonts, compressible binaries): part of the profile, so that
+ * --base never reuses the variants (or their absence) of a type whose class
+ * changed. */
+#define PK_CLASS_DIGEST_SIZE 9
+void pk_mime_class_digest(char out[PK_CLASS_DIGEST_SIZE]);
+
 /* 1 if n bytes at p are valid UTF-8 (no overlongs, no surrogates). */
 int pk_utf8_valid(const void *p, size_t n);
 

@@ -142,4 +142,13 @@ TEST(compress_profile_names_settings)
     ASSERT(strstr(prof, "/19/w23") != NULL);
     ASSERT(strstr(prof, "keep=5%/64B") != NULL);
     ASSERT(strlen(prof) < 128); /* fits the meta record */
+    /* The class tables are part of it: "r1 cls=" + 8 hex digits + " ". */
+    char cls[PK_CLASS_DIGEST_SIZE];
+    pk_mime_class_digest(cls);
+    ASSERT_EQ(strlen(cls), 8);
+    ASSERT_EQ(strspn(cls, "0123456789abcdef"), 8);
+    ASSERT(strcmp(cls, "00000000") != 0);
+    char want[32];
+    snprintf(want, sizeof want, " cls=%s ", cls);
+    ASSERT(strstr(prof, want) != NULL);
 }
