@@ -6,6 +6,7 @@
 #include "base.h"
 #include "commands.h"
 #include "compress.h"
+#include "decode.h"
 #include "manifest.h"
 #include "mime.h"
 #include "pool.h"
@@ -121,6 +122,20 @@ static int read_file(build *b, pk_file *f, char *err, size_t errlen)
         goto out_close;
     }
     close(fd);
+    if (pk_svgz_key(f->key, f->key_len) && n >= 2 && p[0] == 0x1f && p[1] == 0x8b) {
+        uint8_t *svg;
+        size_t svgn;
+        char why[128];
+        int rc = pk_decompress(SF_ENC_GZIP, p, n, PK_FILE_MAX, &svg, &svgn, why, sizeof why);
+        free(p);
+        if (rc != 0) {
+            snprintf(err, errlen, "%s: an .svgz must be a gzip file of an SVG: %s", f->src,
+                     rc == PK_DECODE_TOO_BIG ? "it decompresses to more than the file limit" : why);
+            return -1;
+        }
+        p = svg;
+        n = svgn;
+    }
     f->size = n;
     f->mtime = (int64_t)st.st_mtim.tv_sec;
     pk_variant *v = &f->var[SF_ENC_IDENTITY];

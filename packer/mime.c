@@ -41,7 +41,10 @@ static const ext_type table[] = {
     {"eot", "application/vnd.ms-fontobject"},
     {"epub", "application/epub+zip"},
     {"flac", "audio/flac"},
+    {"geojson", "application/geo+json"},
     {"gif", "image/gif"},
+    {"glb", "model/gltf-binary"},
+    {"gltf", "model/gltf+json"},
     {"gz", "application/gzip"},
     {"htm", "text/html"},
     {"html", "text/html"},
@@ -52,8 +55,12 @@ static const ext_type table[] = {
     {"js", "text/javascript"},
     {"json", "application/json"},
     {"jsonld", "application/ld+json"},
+    {"jsx", "text/javascript"},
     {"jxl", "image/jxl"},
+    {"ktx2", "image/ktx2"},
+    {"m3u8", "application/vnd.apple.mpegurl"},
     {"m4a", "audio/mp4"},
+    {"m4s", "video/iso.segment"},
     {"m4v", "video/mp4"},
     {"map", "application/json"},
     {"md", "text/markdown"},
@@ -61,6 +68,7 @@ static const ext_type table[] = {
     {"mov", "video/quicktime"},
     {"mp3", "audio/mpeg"},
     {"mp4", "video/mp4"},
+    {"mpd", "application/dash+xml"},
     {"mpeg", "video/mpeg"},
     {"oga", "audio/ogg"},
     {"ogg", "audio/ogg"},
@@ -72,10 +80,12 @@ static const ext_type table[] = {
     {"rss", "application/rss+xml"},
     {"rtf", "application/rtf"},
     {"svg", "image/svg+xml"},
+    {"svgz", "image/svg+xml"}, /* stored decompressed: see pk_svgz_key */
     {"tar", "application/x-tar"},
     {"tif", "image/tiff"},
     {"tiff", "image/tiff"},
     {"toml", "application/toml"},
+    {"ts", "video/mp2t"}, /* MPEG transport stream (HLS segments), not TypeScript */
     {"ttc", "font/collection"},
     {"ttf", "font/ttf"},
     {"txt", "text/plain"},
@@ -166,6 +176,14 @@ int pk_mime_is_text(const char *type)
     return 0;
 }
 
+/* Text compressed like text, but sent without a charset parameter: HLS
+ * playlists are UTF-8 by definition (RFC 8216) and players compare the type. */
+static const char *const text_nocharset[] = {
+    "application/vnd.apple.mpegurl",
+    "application/x-mpegurl",
+    "audio/mpegurl",
+};
+
 static const char *const font_types[] = {
     "font/ttf",
     "font/otf",
@@ -180,7 +198,7 @@ static const char *const font_types[] = {
 /* Binary formats that are not compressed internally and shrink well. */
 static const char *const binary_types[] = {
     "application/wasm",  "image/x-icon", "image/vnd.microsoft.icon", "image/bmp", "image/x-ms-bmp",
-    "application/x-tar", "image/tiff",
+    "application/x-tar", "image/tiff",   "model/gltf-binary",
 };
 
 void pk_mime_class_digest(char out[PK_CLASS_DIGEST_SIZE])
@@ -193,6 +211,7 @@ void pk_mime_class_digest(char out[PK_CLASS_DIGEST_SIZE])
         size_t n;
     } lists[] = {
         {'t', text_apps, sizeof text_apps / sizeof text_apps[0]},
+        {'n', text_nocharset, sizeof text_nocharset / sizeof text_nocharset[0]},
         {'f', font_types, sizeof font_types / sizeof font_types[0]},
         {'b', binary_types, sizeof binary_types / sizeof binary_types[0]},
     };
@@ -218,6 +237,9 @@ int pk_mime_class(const char *type)
     base_type(type, t, sizeof t);
     if (pk_mime_is_text(t))
         return PK_CLASS_TEXT;
+    for (size_t i = 0; i < sizeof text_nocharset / sizeof text_nocharset[0]; i++)
+        if (strcmp(t, text_nocharset[i]) == 0)
+            return PK_CLASS_TEXT;
     for (size_t i = 0; i < sizeof font_types / sizeof font_types[0]; i++)
         if (strcmp(t, font_types[i]) == 0)
             return PK_CLASS_FONT;
@@ -225,6 +247,11 @@ int pk_mime_class(const char *type)
         if (strcmp(t, binary_types[i]) == 0)
             return PK_CLASS_BINARY;
     return PK_CLASS_NONE;
+}
+
+int pk_svgz_key(const char *key, size_t len)
+{
+    return len > 5 && strncasecmp(key + len - 5, ".svgz", 5) == 0 && key[len - 6] != '/';
 }
 
 int pk_utf8_valid(const void *data, size_t n)

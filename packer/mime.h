@@ -41,6 +41,12 @@ int pk_mime_class(const char *type);
 #define PK_CLASS_DIGEST_SIZE 9
 void pk_mime_class_digest(char out[PK_CLASS_DIGEST_SIZE]);
 
+/* 1 if the key names an .svgz file (case-insensitive). An .svgz is a gzip
+ * file of an SVG; browsers can only use it with Content-Encoding: gzip, so
+ * build stores the SVG it contains (image/svg+xml under the .svgz key) and
+ * makes the usual variants of that. */
+int pk_svgz_key(const char *key, size_t len);
+
 /* 1 if n bytes at p are valid UTF-8 (no overlongs, no surrogates). */
 int pk_utf8_valid(const void *p, size_t n);
 

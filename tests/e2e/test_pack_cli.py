@@ -179,6 +179,27 @@ def main():
                 "summary names the skipped sidecar: " + summary)
         T.eq(T.run(["build", root, "-o", out, "-q"]).stderr, b"", "-q prints nothing")
 
+        # An .svgz is stored as the SVG it contains, with the usual variants.
+        svg_root = os.path.join(work, "svgz-site")
+        os.mkdir(svg_root)
+        svg = ("<svg xmlns='http://www.w3.org/2000/svg'>%s</svg>\n" %
+               "".join("<circle cx='%d' cy='%d' r='3'/>" % (i, i * 2) for i in range(150))).encode()
+        with open(os.path.join(svg_root, "logo.svgz"), "wb") as f:
+            f.write(gzip.compress(svg))
+        svg_out = os.path.join(outdir, "svgz.lmdb")
+        p = T.run(["build", svg_root, "-o", svg_out, "-q"])
+        T.eq(p.returncode, 0, "build with an .svgz: " + p.stderr.decode())
+        entry = T.ls_json(svg_out)[0]
+        T.eq((entry["path"], entry["mime"]), ("/logo.svgz", "image/svg+xml; charset=utf-8"), ".svgz type")
+        T.eq(T.cat(svg_out, "/logo.svgz"), svg, ".svgz identity is the SVG")
+        T.eq(T.decode("gzip", T.cat(svg_out, "/logo.svgz", "gzip")), svg, ".svgz gzip variant")
+        T.check(b"Content-Encoding: gzip\r\n" in T.cat(svg_out, "/logo.svgz", "gzip", headers=True),
+                ".svgz gzip variant is sent with Content-Encoding")
+        with open(os.path.join(svg_root, "logo.svgz"), "wb") as f:
+            f.write(b"\x1f\x8b" + b"broken" * 10)
+        expect_failure(["build", svg_root, "-o", svg_out + ".2"], 1,
+                       [os.path.join(svg_root, "logo.svgz"), "gzip"], "corrupt .svgz")
+
         # Only true sidecars are skipped: X.gz that is not X compressed is a file.
         sc_root = os.path.join(work, "sidecar-site")
         os.mkdir(sc_root)

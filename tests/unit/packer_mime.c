@@ -47,6 +47,22 @@ TEST(mime_table_web_types)
     ASSERT_STR_EQ(ext("/a.md"), "text/markdown");
     ASSERT_STR_EQ(ext("/feed.rss"), "application/rss+xml");
     ASSERT_STR_EQ(ext("/feed.atom"), "application/atom+xml");
+    /* Streaming, 3D and newer web types. */
+    ASSERT_STR_EQ(ext("/live/index.m3u8"), "application/vnd.apple.mpegurl");
+    ASSERT_STR_EQ(ext("/live/seg001.ts"), "video/mp2t");
+    ASSERT_STR_EQ(ext("/dash/manifest.mpd"), "application/dash+xml");
+    ASSERT_STR_EQ(ext("/dash/seg-1.m4s"), "video/iso.segment");
+    ASSERT_STR_EQ(ext("/models/chair.glb"), "model/gltf-binary");
+    ASSERT_STR_EQ(ext("/models/chair.gltf"), "model/gltf+json");
+    ASSERT_STR_EQ(ext("/src/App.jsx"), "text/javascript");
+    ASSERT_STR_EQ(ext("/map.geojson"), "application/geo+json");
+    ASSERT_STR_EQ(ext("/tex.ktx2"), "image/ktx2");
+    ASSERT_STR_EQ(ext("/logo.svgz"), "image/svg+xml"); /* stored decompressed */
+    ASSERT_STR_EQ(ext("/LOGO.SVGZ"), "image/svg+xml");
+    ASSERT_EQ(pk_svgz_key("/logo.svgz", 10), 1);
+    ASSERT_EQ(pk_svgz_key("/logo.SVGZ", 10), 1);
+    ASSERT_EQ(pk_svgz_key("/logo.svg", 9), 0);
+    ASSERT_EQ(pk_svgz_key("/a/.svgz", 8), 0);
 }
 
 TEST(mime_table_edge_names)
@@ -102,6 +118,10 @@ TEST(mime_compression_classes)
     ASSERT_EQ(pk_mime_class("application/wasm"), PK_CLASS_BINARY);
     ASSERT_EQ(pk_mime_class("image/x-icon"), PK_CLASS_BINARY);
     ASSERT_EQ(pk_mime_class("image/bmp"), PK_CLASS_BINARY);
+    ASSERT_EQ(pk_mime_class("model/gltf-binary"), PK_CLASS_BINARY);
+    ASSERT_EQ(pk_mime_class("model/gltf+json; charset=utf-8"), PK_CLASS_TEXT);
+    ASSERT_EQ(pk_mime_class("application/vnd.apple.mpegurl"), PK_CLASS_TEXT);
+    ASSERT_EQ(pk_mime_class("application/dash+xml"), PK_CLASS_TEXT);
     /* Already compressed: never recompressed. */
     static const char *const none[] = {"image/png",
                                        "image/jpeg",
@@ -116,7 +136,10 @@ TEST(mime_compression_classes)
                                        "video/mp4",
                                        "audio/mpeg",
                                        "application/octet-stream",
-                                       "application/pdf"};
+                                       "application/pdf",
+                                       "video/mp2t",
+                                       "video/iso.segment",
+                                       "image/ktx2"};
     for (size_t i = 0; i < sizeof none / sizeof none[0]; i++)
         if (pk_mime_class(none[i]) != PK_CLASS_NONE)
             t__fail(__FILE__, __LINE__, "%s: class %d, want none", none[i], pk_mime_class(none[i]));
@@ -156,6 +179,20 @@ TEST(mime_decide_charset_and_sources)
     /* A rule is taken verbatim, whatever the extension says. */
     t = decide("/a.html", "text/plain", "x", 1);
     ASSERT_STR_EQ(t, "text/plain");
+    free(t);
+}
+
+TEST(mime_decide_charset_by_type)
+{
+    /* An HLS playlist is compressed as text but sent without a charset. */
+    char *t = decide("/a.m3u8", NULL, "#EXTM3U\n", 8);
+    ASSERT_STR_EQ(t, "application/vnd.apple.mpegurl");
+    free(t);
+    t = decide("/a.gltf", NULL, "{}", 2);
+    ASSERT_STR_EQ(t, "model/gltf+json; charset=utf-8");
+    free(t);
+    t = decide("/a.jsx", NULL, "x", 1);
+    ASSERT_STR_EQ(t, "text/javascript; charset=utf-8");
     free(t);
 }
 
