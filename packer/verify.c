@@ -8,6 +8,9 @@
  *     one derived from the body key, its h200 starts with the right status
  *     line and Content-Length, its h304 with the 304 status line, and the
  *     negotiable flag matches the number of variants;
+ *   - every compressed variant decompresses to exactly the identity body of
+ *     the same entry (a pack whose hashes all match can still pair a path
+ *     with another file's gzip);
  *   - every body re-hashes to its key (this is what finds flipped bits),
  *     and every body is used by some path;
  *   - the status:404 entry, if any, points at existing bodies;
@@ -16,6 +19,7 @@
  */
 #include "commands.h"
 
+#include "decode.h"
 #include "digest.h"
 #include "sf/path.h"
 
@@ -119,6 +123,38 @@ static void check_variant(verify *v, sf_view path, const sf_variant *var, int sp
         v->oom = 1;
 }
 
+/* Checks that every compressed variant of e decodes to its identity body. */
+static void check_decodes(verify *v, sf_view path, const sf_entry *e)
+{
+    int sp = (int)(path.len > SHOW_PATH ? SHOW_PATH : path.len);
+    sf_view id;
+    if (e->nvariants < 2 || sf_body(v->r, &e->variants[0], &id) != 0)
+        return; /* a missing identity body is reported by check_variant */
+    for (unsigned i = 1; i < e->nvariants; i++) {
+        const sf_variant *var = &e->variants[i];
+        const char *enc = sf_encoding_name(var->encoding);
+        sf_view body;
+        if (sf_body(v->r, var, &body) != 0)
+            continue; /* reported by check_variant */
+        uint8_t *out;
+        size_t outn;
+        char why[128];
+        int rc = pk_decompress(var->encoding, (const uint8_t *)body.ptr, body.len, id.len, &out,
+                               &outn, why, sizeof why);
+        if (rc == PK_DECODE_TOO_BIG) {
+            problem(v, "%.*s: the %s variant decompresses to more than the %zu bytes of identity",
+                    sp, path.ptr, enc, id.len);
+        } else if (rc != 0) {
+            problem(v, "%.*s: the %s variant cannot be decompressed: %s", sp, path.ptr, enc, why);
+        } else {
+            if (outn != id.len || (outn && memcmp(out, id.ptr, outn) != 0))
+                problem(v, "%.*s: the %s variant does not decompress to the identity body", sp,
+                        path.ptr, enc);
+            free(out);
+        }
+    }
+}
+
 /* Re-encodes a decoded entry: the canonical bytes the pack id is made of. */
 static int reencode(const sf_entry *e, uint8_t **rec, size_t *len)
 {
@@ -158,6 +194,7 @@ static int check_path(void *arg, sf_view path, const sf_entry *e)
                     e->nvariants);
         for (unsigned i = 0; i < e->nvariants; i++)
             check_variant(v, path, &e->variants[i], 0);
+        check_decodes(v, path, e);
     }
     uint8_t *rec;
     size_t len;
@@ -235,6 +272,7 @@ int pk_cmd_verify(const char *site, int quiet)
         sf_view name = {"status:404", 10};
         for (unsigned i = 0; i < e.nvariants; i++)
             check_variant(&v, name, &e.variants[i], 1);
+        check_decodes(&v, name, &e);
     } else if (rc != SF_ENOTFOUND) {
         problem(&v, "status:404: %s", sf_strerror(rc));
     }

@@ -1,0 +1,129 @@
+/* verify decompresses every compressed variant and compares it with the
+ * identity body: a pack whose hashes, lengths and ETags all agree can still
+ * pair a path with the gzip of another file. */
+#include "commands.h"
+#include "compress.h"
+#include "digest.h"
+#include "headers.h"
+#include "mime.h"
+#include "runner.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+static const char text_a[] = "servd packs a static site into one file and serves it. "
+                             "servd packs a static site into one file and serves it.\n";
+static const char text_b[] = "servd packs a static site into one file and serves IT. "
+                             "servd packs a static site into one file and serves IT.\n";
+
+/* Writes a one-path pack: /a.txt with identity text_a and a gzip variant
+ * made of gz_src (text_a for a good pack). Everything else is consistent. */
+static void write_pack(const char *path, const char *gz_src)
+{
+    pk_compressor *c = pk_compressor_new();
+    uint8_t *gz;
+    size_t gzn;
+    char err[512];
+    ASSERT(c != NULL);
+    ASSERT_EQ(pk_compress(c, SF_ENC_GZIP, PK_CLASS_TEXT, (const uint8_t *)gz_src, strlen(gz_src),
+                          &gz, &gzn, err, sizeof err),
+              0);
+    pk_compressor_free(c);
+    const uint8_t *bytes[2] = {(const uint8_t *)text_a, gz};
+    size_t lens[2] = {strlen(text_a), gzn};
+    uint8_t keys[2][PK_DIGEST_LEN];
+    char etags[2][PK_ETAG_SIZE];
+    pk_buf h200[2] = {PK_BUF_INIT, PK_BUF_INIT}, h304[2] = {PK_BUF_INIT, PK_BUF_INIT};
+    pk_rep rep = {.mime = "text/plain; charset=utf-8",
+                  .cache_control = "no-cache",
+                  .last_modified = 1700000000,
+                  .negotiable = 1};
+    sf_entry_spec spec = {.kind = SF_KIND_FILE,
+                          .flags = SF_ENTRY_NEGOTIABLE,
+                          .last_modified = 1700000000,
+                          .mime = {rep.mime, strlen(rep.mime)},
+                          .nvariants = 2};
+    for (int i = 0; i < 2; i++) {
+        ASSERT_EQ(pk_sha256(bytes[i], lens[i], keys[i]), 0);
+        pk_etag(keys[i], etags[i]);
+        sf_variant_spec *vs = &spec.variants[i];
+        vs->encoding = i == 0 ? SF_ENC_IDENTITY : SF_ENC_GZIP;
+        vs->body_len = lens[i];
+        memcpy(vs->body_key, keys[i], SF_KEY_LEN);
+        ASSERT_EQ(pk_render_200(&h200[i], &vs->rep_off, &rep, vs->encoding, lens[i], etags[i]), 0);
+        ASSERT_EQ(pk_render_304(&h304[i], &rep, etags[i]), 0);
+        vs->etag = (sf_view){etags[i], strlen(etags[i])};
+        vs->h200 = (sf_view){h200[i].p, h200[i].len};
+        vs->h304 = (sf_view){h304[i].p, h304[i].len};
+    }
+    uint8_t *rec;
+    size_t reclen;
+    ASSERT_EQ(sf_entry_encode(&spec, &rec, &reclen), 0);
+    sf_writer *w;
+    ASSERT_EQ(sf_writer_open(path, 1 << 20, &w, err, sizeof err), 0);
+    for (int i = 0; i < 2; i++)
+        ASSERT_EQ(sf_writer_put_body(w, keys[i], bytes[i], lens[i]), 0);
+    ASSERT_EQ(sf_writer_put_path(w, "/a.txt", 6, rec, reclen), 0);
+    sf_meta m;
+    memset(&m, 0, sizeof m);
+    m.created = 1700000000;
+    m.n_paths = 1;
+    m.n_bodies = 2;
+    m.identity_bytes = lens[0];
+    m.stored_bytes = lens[0] + lens[1];
+    pk_sha *id = pk_sha_new();
+    uint8_t d[PK_DIGEST_LEN];
+    ASSERT(id != NULL);
+    pk_sha_update(id, "/a.txt", 6);
+    pk_sha_update(id, "", 1);
+    pk_sha_update(id, rec, reclen);
+    ASSERT_EQ(pk_sha_final(id, d), 0);
+    memcpy(m.pack_id, d, sizeof m.pack_id);
+    snprintf(m.packer, sizeof m.packer, "test");
+    pk_profile(m.profile);
+    ASSERT_EQ(sf_writer_commit(w, &m, err, sizeof err), 0);
+    free(rec);
+    free(gz);
+    for (int i = 0; i < 2; i++) {
+        pk_buf_free(&h200[i]);
+        pk_buf_free(&h304[i]);
+    }
+}
+
+/* Runs verify on path with stderr captured into msg. @return its status. */
+static int verify_quietly(const char *path, char *msg, size_t cap)
+{
+    char log[2048];
+    snprintf(log, sizeof log, "%s/verify.log", t_tmpdir());
+    fflush(stderr);
+    int saved = dup(2);
+    int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ASSERT(saved >= 0 && fd >= 0);
+    dup2(fd, 2);
+    close(fd);
+    int status = pk_cmd_verify(path, 1);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    FILE *f = fopen(log, "r");
+    ASSERT(f != NULL);
+    size_t n = fread(msg, 1, cap - 1, f);
+    msg[n] = '\0';
+    fclose(f);
+    return status;
+}
+
+TEST(verify_decompresses_every_variant)
+{
+    char good[2048], bad[2048], msg[4096];
+    snprintf(good, sizeof good, "%s/good.lmdb", t_tmpdir());
+    snprintf(bad, sizeof bad, "%s/bad.lmdb", t_tmpdir());
+    write_pack(good, text_a);
+    ASSERT_EQ(verify_quietly(good, msg, sizeof msg), PK_EXIT_OK);
+    write_pack(bad, text_b);
+    ASSERT_EQ(verify_quietly(bad, msg, sizeof msg), PK_EXIT_FAIL);
+    if (!strstr(msg, "/a.txt: the gzip variant does not decompress to the identity body"))
+        t__fail(__FILE__, __LINE__, "verify said: %s", msg);
+}
