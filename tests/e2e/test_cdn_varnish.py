@@ -189,9 +189,15 @@ def t_range_from_cache_default(c):
              ("gzip", "bytes=%d-" % (glen - 50), "gzip", glen - 50, glen - 1),
              (None, "bytes=0-0", "identity", 0, 0),
              ("gzip", "bytes=0-%d" % (glen + 1000), "gzip", 0, glen - 1)]
-    for a, rng, coding, first, last in cases:
+    for i, (a, rng, coding, first, last) in enumerate(cases):
         r = ct.fetch(c.vd.port, path, ct.ae(a) + [("Range", rng)])
         ct.expect_part(r, v, coding, first, last, "varnish (default) AE=%r Range %s" % (a, rng))
+        if i == 0:
+            # The miss may still be streaming into the cache; while it is, Varnish
+            # answers a range it must gunzip with a 200. Read the whole object once
+            # so that the next cases meet a complete object.
+            ct.expect_full(ct.fetch(c.vd.port, path, ct.ae("gzip")), v, "gzip", "after the miss")
+            time.sleep(0.2)
     # If-Range: the gzip ETag matches the stored object; the identity ETag does not.
     r = ct.fetch(c.vd.port, path, ct.ae("gzip") + [("Range", "bytes=5-9"),
                                                      ("If-Range", v.etag("gzip"))])

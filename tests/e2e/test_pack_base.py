@@ -63,12 +63,12 @@ def main():
         T.make_site(lm_root)
         lm_old = os.path.join(work, "lm-old.lmdb")
         T.eq(T.run(["build", lm_root, "-o", lm_old, "-q"]).returncode, 0, "pack for Last-Modified")
-        later = time.time() + 5
+        with open(os.path.join(lm_root, "css", "site.css"), "ab") as f:
+            f.write(b".changed{color:blue}\n")
+        later = time.time() + 5  # after the write, which sets its own mtime
         for dirpath, _, names in os.walk(lm_root):
             for name in names:
                 os.utime(os.path.join(dirpath, name), (later, later))
-        with open(os.path.join(lm_root, "css", "site.css"), "ab") as f:
-            f.write(b".changed{color:blue}\n")
         # Writing set its mtime to now, possibly the second of the first pack; a
         # future mtime is clamped to the (later) time of packing instead.
         os.utime(os.path.join(lm_root, "css", "site.css"), (later, later))
