@@ -2,6 +2,7 @@
  * build.c - the phases of servd-pack build (build.h).
  */
 #include "build.h"
+#include "msg.h"
 
 #include "base.h"
 #include "commands.h"
@@ -726,9 +727,9 @@ int pk_build(const pk_build_opts *o)
 
     if (o->manifest && (pk_same_file_name(o->manifest, o->output) ||
                         (o->base && pk_same_file_name(o->manifest, o->base)))) {
-        fprintf(stderr, "servd-pack: --manifest %s names the same file as %s %s\n", o->manifest,
-                pk_same_file_name(o->manifest, o->output) ? "-o" : "--base",
-                pk_same_file_name(o->manifest, o->output) ? o->output : o->base);
+        pk_err("--manifest %s names the same file as %s %s", o->manifest,
+               pk_same_file_name(o->manifest, o->output) ? "-o" : "--base",
+               pk_same_file_name(o->manifest, o->output) ? o->output : o->base);
         return PK_EXIT_USAGE;
     }
     if (check_output_dir(&b, o->output) != 0 ||
@@ -750,10 +751,9 @@ int pk_build(const pk_build_opts *o)
             goto out;
         if (!usable) {
             if (!o->quiet)
-                fprintf(stderr,
-                        "servd-pack: %s: made with another compression profile (%s, now %s); "
-                        "compressing everything\n",
-                        o->base, pk_base_profile(b.base), profile);
+                pk_err("%s: made with another compression profile (%s, now %s); "
+                       "compressing everything",
+                       o->base, pk_base_profile(b.base), profile);
             /* kept open (with nothing indexed) for pk_base_last_modified */
         }
     }
@@ -789,7 +789,7 @@ int pk_build(const pk_build_opts *o)
 out:
     pk_progress_clear(&b.prog);
     if (!ok)
-        fprintf(stderr, "servd-pack: %s\n", b.err[0] ? b.err : "build failed");
+        pk_err("%s", b.err[0] ? b.err : "build failed");
     for (unsigned i = 0; b.comp && i < b.nthreads; i++)
         pk_compressor_free(b.comp[i]);
     free(b.comp);

@@ -20,6 +20,7 @@
  * purge, sorted, once]}. Exit 0 either way; a failure to read a pack is 1.
  */
 #include "commands.h"
+#include "msg.h"
 
 #include "digest.h"
 
@@ -133,7 +134,7 @@ static int load(const char *site, list *l)
     int rc = sf_foreach_path(r, collect, l, err, sizeof err);
     pk_close_pack(pack, r);
     if (rc != 0) {
-        fprintf(stderr, "servd-pack: %s: %s\n", site, err[0] ? err : sf_strerror(rc));
+        pk_err("%s: %s", site, err[0] ? err : sf_strerror(rc));
         return -1;
     }
     return 0;
@@ -306,13 +307,13 @@ int pk_cmd_diff(const char *old_site, const char *new_site, int json, int conten
         }
     }
     if (rc != 0) {
-        fprintf(stderr, "servd-pack: out of memory\n");
+        pk_err("out of memory");
         goto out;
     }
     if (c.n)
         qsort(c.v, c.n, sizeof *c.v, cmp_change);
     if ((json ? print_json(&c) : print_text(&c)) != 0 || fflush(stdout) != 0 || ferror(stdout)) {
-        fprintf(stderr, "servd-pack: cannot write the diff to stdout\n");
+        pk_err("cannot write the diff to stdout");
         goto out;
     }
     status = PK_EXIT_OK;

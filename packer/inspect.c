@@ -9,6 +9,7 @@
  * same tree gives the same listing.
  */
 #include "commands.h"
+#include "msg.h"
 
 #include "headers.h"
 #include "sf/path.h"
@@ -26,12 +27,12 @@ int pk_open_pack(const char *path, sf_pack **pack, sf_reader **reader)
 {
     char err[MSG_LEN];
     if (sf_pack_open(path, pack, err, sizeof err) != 0) {
-        fprintf(stderr, "servd-pack: %s\n", err);
+        pk_err("%s", err);
         return -1;
     }
     int rc = sf_reader_begin(*pack, reader);
     if (rc != 0) {
-        fprintf(stderr, "servd-pack: %s: %s\n", path, sf_strerror(rc));
+        pk_err("%s: %s", path, sf_strerror(rc));
         sf_pack_close(*pack);
         return -1;
     }
@@ -121,7 +122,7 @@ int pk_cmd_ls(const char *site, int json)
         return PK_EXIT_FAIL;
     ls_ctx c = {0};
     if (json && !(c.arr = json_array())) {
-        fprintf(stderr, "servd-pack: out of memory\n");
+        pk_err("out of memory");
         pk_close_pack(pack, r);
         return PK_EXIT_FAIL;
     }
@@ -136,11 +137,11 @@ int pk_cmd_ls(const char *site, int json)
     json_decref(c.arr);
     pk_close_pack(pack, r);
     if (rc != 0) {
-        fprintf(stderr, "servd-pack: %s: %s\n", site, err[0] ? err : sf_strerror(rc));
+        pk_err("%s: %s", site, err[0] ? err : sf_strerror(rc));
         return PK_EXIT_FAIL;
     }
     if (fflush(stdout) != 0 || ferror(stdout)) {
-        fprintf(stderr, "servd-pack: writing the listing: %s\n", strerror(errno));
+        pk_err("writing the listing: %s", strerror(errno));
         return PK_EXIT_FAIL;
     }
     return PK_EXIT_OK;
@@ -166,7 +167,7 @@ int pk_cmd_cat(const char *site, const char *path, int encoding, int headers)
     size_t klen = 0;
     int special = strcmp(path, "status:404") == 0;
     if (!special && sf_path_from_target(path, strlen(path), key, SF_PATH_MAX, &klen) != 0) {
-        fprintf(stderr, "servd-pack: %s: not a valid URL path\n", path);
+        pk_err("%s: not a valid URL path", path);
         return PK_EXIT_USAGE;
     }
     sf_pack *pack;
@@ -183,13 +184,13 @@ int pk_cmd_cat(const char *site, const char *path, int encoding, int headers)
     }
     int status = PK_EXIT_FAIL;
     if (rc != 0) {
-        fprintf(stderr, "servd-pack: %s: %s: %s\n", site, special ? path : key,
-                rc == SF_ENOTFOUND ? "no such path in the pack" : sf_strerror(rc));
+        pk_err("%s: %s: %s", site, special ? path : key,
+               rc == SF_ENOTFOUND ? "no such path in the pack" : sf_strerror(rc));
         goto out;
     }
     if (e.kind != SF_KIND_FILE) {
-        fprintf(stderr, "servd-pack: %s: %s: a redirect to %.*s, not a file\n", site, key,
-                (int)e.target.len, e.target.ptr);
+        pk_err("%s: %s: a redirect to %.*s, not a file", site, key, (int)e.target.len,
+               e.target.ptr);
         goto out;
     }
     const sf_variant *v = NULL;
@@ -199,20 +200,20 @@ int pk_cmd_cat(const char *site, const char *path, int encoding, int headers)
     if (!v) {
         char have[64];
         list_encodings(&e, have, sizeof have);
-        fprintf(stderr, "servd-pack: %s: %s has no %s variant (stored: %s)\n", site,
-                special ? path : key, sf_encoding_name(encoding), have);
+        pk_err("%s: %s has no %s variant (stored: %s)", site, special ? path : key,
+               sf_encoding_name(encoding), have);
         goto out;
     }
     sf_view out;
     if (headers) {
         out = v->h200;
     } else if ((rc = sf_body(r, v, &out)) != 0) {
-        fprintf(stderr, "servd-pack: %s: %s: %s body: %s\n", site, special ? path : key,
-                sf_encoding_name(encoding), sf_strerror(rc));
+        pk_err("%s: %s: %s body: %s", site, special ? path : key, sf_encoding_name(encoding),
+               sf_strerror(rc));
         goto out;
     }
     if ((out.len && fwrite(out.ptr, 1, out.len, stdout) != out.len) || fflush(stdout) != 0) {
-        fprintf(stderr, "servd-pack: writing to stdout: %s\n", strerror(errno));
+        pk_err("writing to stdout: %s", strerror(errno));
         goto out;
     }
     status = PK_EXIT_OK;

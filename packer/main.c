@@ -6,6 +6,7 @@
  * environment (unknown option, missing argument, bad SOURCE_DATE_EPOCH).
  */
 #include "build.h"
+#include "msg.h"
 #include "commands.h"
 #include "compress.h"
 #include "pool.h"
@@ -66,11 +67,24 @@ static const char help_text[] =
 
 static int usage_error(const char *fmt, const char *arg)
 {
-    fputs("servd-pack: ", stderr);
-    fprintf(stderr, fmt, arg);
-    fputc('\n', stderr);
+    char msg[PK_MSG_MAX];
+    snprintf(msg, sizeof msg, fmt, arg);
+    pk_err("%s", msg);
     fputs(usage_text, stderr);
     return PK_EXIT_USAGE;
+}
+
+/* getopt's own messages would start with the subcommand, not "servd-pack:"
+ * (opterr is 0): says which option is unknown or lacks its argument. */
+static int option_error(int c, char **argv)
+{
+    const char *opt = argv[optind - 1];
+    char shortopt[3] = {'-', (char)optopt, '\0'};
+    if (optopt && optopt < 256)
+        opt = shortopt;
+    if (c == ':')
+        return usage_error("option %s requires an argument", opt);
+    return usage_error("unknown option %s", opt);
 }
 
 static int print_help(void)
@@ -128,7 +142,8 @@ static int cmd_build(int argc, char **argv)
     pk_build_opts o = {0};
     o.jobs = pk_cpu_count();
     int c;
-    while ((c = getopt_long(argc, argv, "o:j:qh", opts, NULL)) != -1) {
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":o:j:qh", opts, NULL)) != -1) {
         switch (c) {
         case 'o':
             o.output = optarg;
@@ -152,16 +167,14 @@ static int cmd_build(int argc, char **argv)
             errno = 0;
             long n = strtol(optarg, &end, 10);
             if (errno || *end || n < 1 || n > PK_POOL_MAX_THREADS) {
-                fprintf(stderr, "servd-pack: --jobs %s: not a number from 1 to %d\n", optarg,
-                        PK_POOL_MAX_THREADS);
+                pk_err("--jobs %s: not a number from 1 to %d", optarg, PK_POOL_MAX_THREADS);
                 return PK_EXIT_USAGE;
             }
             o.jobs = (unsigned)n;
             break;
         }
         default:
-            fputs(usage_text, stderr);
-            return PK_EXIT_USAGE;
+            return option_error(c, argv);
         }
     }
     if (optind + 1 != argc)
@@ -172,9 +185,8 @@ static int cmd_build(int argc, char **argv)
         return usage_error("build: %s", "-o SITE.lmdb is required");
     int e = source_date_epoch(&o.epoch);
     if (e < 0) {
-        fprintf(stderr,
-                "servd-pack: SOURCE_DATE_EPOCH=\"%s\" is not a number of seconds from 0 to %lld\n",
-                getenv("SOURCE_DATE_EPOCH"), PK_EPOCH_MAX);
+        pk_err("SOURCE_DATE_EPOCH=\"%s\" is not a number of seconds from 0 to %lld",
+               getenv("SOURCE_DATE_EPOCH"), PK_EPOCH_MAX);
         return PK_EXIT_USAGE;
     }
     o.have_epoch = e;
@@ -182,10 +194,9 @@ static int cmd_build(int argc, char **argv)
     if (e && o.epoch > now) {
         /* servd's Date is the time of serving: a Last-Modified after it is
          * invalid (RFC 9110 section 8.8.2.1) and confuses caches. */
-        fprintf(stderr,
-                "servd-pack: warning: SOURCE_DATE_EPOCH=%lld is in the future; using the current "
-                "time (%lld), as Last-Modified must never be later than Date\n",
-                (long long)o.epoch, (long long)now);
+        pk_err("warning: SOURCE_DATE_EPOCH=%lld is in the future; using the current "
+               "time (%lld), as Last-Modified must never be later than Date",
+               (long long)o.epoch, (long long)now);
         o.epoch = now;
     }
     return pk_build(&o);
@@ -203,7 +214,8 @@ static int parse_simple(int argc, char **argv, int *json, int *quiet, int *encod
                                          {"help", no_argument, NULL, 'h'},
                                          {0, 0, 0, 0}};
     int c;
-    while ((c = getopt_long(argc, argv, "qh", opts, NULL)) != -1) {
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":qh", opts, NULL)) != -1) {
         switch (c) {
         case OPT_JSON:
             if (!json)
@@ -236,8 +248,7 @@ static int parse_simple(int argc, char **argv, int *json, int *quiet, int *encod
             print_help();
             return -1;
         default:
-            fputs(usage_text, stderr);
-            return PK_EXIT_USAGE;
+            return option_error(c, argv);
         }
     }
     return 0;
@@ -247,7 +258,7 @@ static int want_args(int argc, int n, const char *cmd, const char *names)
 {
     if (argc - optind == n)
         return 0;
-    fprintf(stderr, "servd-pack: %s: expected %s\n", cmd, names);
+    pk_err("%s: expected %s", cmd, names);
     fputs(usage_text, stderr);
     return PK_EXIT_USAGE;
 }

@@ -3,6 +3,8 @@
  */
 #include "progress.h"
 
+#include "msg.h"
+
 #include <string.h>
 #include <unistd.h>
 
@@ -64,8 +66,10 @@ void pk_summary_print(FILE *out, const pk_stats *s, const char *output)
 {
     char h1[32], h2[32];
     pk_human_bytes(s->pack_file_bytes, h1, sizeof h1);
-    fprintf(out, "servd-pack: wrote %s: %llu paths, %llu bodies, %s, in %.2f s\n", output,
-            (unsigned long long)s->paths, (unsigned long long)s->bodies, h1, s->seconds);
+    fputs("servd-pack: wrote ", out);
+    pk_esc_fputs(output, out);
+    fprintf(out, ": %llu paths, %llu bodies, %s, in %.2f s\n", (unsigned long long)s->paths,
+            (unsigned long long)s->bodies, h1, s->seconds);
     fprintf(out, "  %-9s %7s %14s %10s %7s\n", "encoding", "files", "bytes", "", "ratio");
     for (int e = 0; e < SF_ENC_COUNT; e++) {
         pk_human_bytes(s->enc_bytes[e], h2, sizeof h2);
@@ -85,8 +89,10 @@ void pk_summary_print(FILE *out, const pk_stats *s, const char *output)
             (unsigned long long)s->skipped_excluded, (unsigned long long)s->reused);
     if (s->nsidecar_names) {
         fputs("  sidecars skipped (the same bytes as the file beside them): ", out);
-        for (size_t i = 0; i < s->nsidecar_names; i++)
-            fprintf(out, "%s%s", i ? ", " : "", s->sidecar_names[i]);
+        for (size_t i = 0; i < s->nsidecar_names; i++) {
+            fputs(i ? ", " : "", out);
+            pk_esc_fputs(s->sidecar_names[i], out);
+        }
         if (s->skipped_sidecar > s->nsidecar_names)
             fprintf(out, " and %llu more",
                     (unsigned long long)(s->skipped_sidecar - s->nsidecar_names));

@@ -18,6 +18,7 @@
  *     is recomputed over the canonical encoding of each decoded record.
  */
 #include "commands.h"
+#include "msg.h"
 
 #include "decode.h"
 #include "digest.h"
@@ -58,12 +59,12 @@ static void problem(verify *v, const char *fmt, ...)
 {
     if (v->problems++ >= VERIFY_MAX_REPORTS)
         return;
+    char msg[PK_MSG_MAX];
     va_list ap;
-    fprintf(stderr, "servd-pack: verify: %s: ", v->site);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
+    pk_err("verify: %s: %s", v->site, msg);
 }
 
 static int add_ref(verify *v, const uint8_t *key, sf_view path, int enc)
@@ -313,14 +314,13 @@ int pk_cmd_verify(const char *site, int quiet)
     }
     goto out;
 out_nomem:
-    fprintf(stderr, "servd-pack: verify: %s: out of memory\n", site);
+    pk_err("verify: %s: out of memory", site);
     v.problems++;
 out:
     if (v.problems > VERIFY_MAX_REPORTS)
-        fprintf(stderr, "servd-pack: verify: %s: ... %llu problems in all\n", site,
-                (unsigned long long)v.problems);
+        pk_err("verify: %s: ... %llu problems in all", site, (unsigned long long)v.problems);
     if (v.problems)
-        fprintf(stderr, "servd-pack: verify: %s: FAILED\n", site);
+        pk_err("verify: %s: FAILED", site);
     pk_sha_free(v.id);
     for (size_t i = 0; i < v.nrefs; i++)
         free(v.refs[i].path);

@@ -1,6 +1,7 @@
 """The command line: --help, --version, exit statuses (0 ok, 1 failure, 2 usage), and
 failures that name the file and the cause and leave no output behind."""
 import gzip
+import json
 import os
 import stat
 import sys
@@ -72,6 +73,33 @@ def main():
         lms = {e["last_modified"] for e in T.ls_json(out)}
         T.check(all(before <= lm <= time.time() for lm in lms), "Last-Modified clamped to now: %r" % lms)
         os.unlink(out)
+        # getopt's complaints carry the program name like every other message.
+        err = expect_failure(["build", root, "-o", out, "--bogus"], 2, [], "unknown long option")
+        T.check(err.startswith("servd-pack: unknown option --bogus\n"), "unknown option: %r" % err)
+        err = expect_failure(["build", root, "-x", "-o", out], 2, [], "unknown short option")
+        T.check(err.startswith("servd-pack: unknown option -x\n"), "unknown option -x: %r" % err)
+        err = expect_failure(["build", root, "-o"], 2, [], "-o without its argument")
+        T.check(err.startswith("servd-pack: option -o requires an argument\n"), "-o: %r" % err)
+        err = expect_failure(["ls", out, "--encoding"], 2, [], "--encoding without its argument")
+        T.check(err.startswith("servd-pack: "), "ls --encoding: %r" % err)
+
+        # Control bytes in names and rule values are escaped, never printed raw.
+        ctl_root = os.path.join(work, "ctl-site")
+        os.mkdir(ctl_root)
+        with open(os.path.join(ctl_root, "a\nb\x1b[31m.txt"), "w") as f:
+            f.write("x")
+        err = expect_failure(["build", ctl_root, "-o", out], 1, ["a\\x0ab\\x1b[31m.txt"],
+                             "a file name with control bytes", outdir, out)
+        T.eq(err.count("\n"), 1, "one line for a name with a newline: %r" % err)
+        T.check("\x1b" not in err, "no raw escape byte: %r" % err)
+        ctl_rules = os.path.join(work, "ctl.json")
+        with open(ctl_rules, "w") as f:
+            json.dump({"cache_control": [{"match": "*", "value": "max-age=1\r\nSet-Cookie: x=1"}]}, f)
+        err = expect_failure(["build", root, "-o", out, "--rules", ctl_rules], 1,
+                             ["max-age=1\\x0d\\x0aSet-Cookie: x=1"], "a rule value with CR LF",
+                             outdir, out)
+        T.eq(err.count("\n"), 1, "one line for a rule value with CR LF: %r" % err)
+
         expect_failure(["ls"], 2, ["SITE"], "ls without a pack")
         expect_failure(["ls", "a", "b"], 2, [], "ls with two packs")
         expect_failure(["cat", "x.lmdb", "/", "--encoding", "deflate"], 2, ["deflate"], "cat --encoding deflate")

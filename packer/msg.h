@@ -1,0 +1,27 @@
+/*
+ * msg.h - the messages servd-pack prints on standard error.
+ *
+ * Every message is one line, "servd-pack: " + text, and names files and rule
+ * values that come from outside: a file name may hold a newline or an escape
+ * sequence, a rejected rule value a CR or LF. So every byte below 0x20 and
+ * 0x7f is printed as \xNN: a message can neither forge a second line nor
+ * drive the terminal.
+ */
+#ifndef PK_MSG_H
+#define PK_MSG_H
+
+#include <stdarg.h>
+#include <stdio.h>
+
+/* Longest message printed in full: longer ones are cut (they only ever are
+ * when a path is absurdly long). */
+#define PK_MSG_MAX 8192
+
+/* Prints "servd-pack: " + the formatted text (escaped) + "\n" to stderr. */
+void pk_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void pk_verr(const char *fmt, va_list ap);
+
+/* Writes s to out with bytes below 0x20 and 0x7f as \xNN. */
+void pk_esc_fputs(const char *s, FILE *out);
+
+#endif
