@@ -1,11 +1,13 @@
 /*
  * main.c - servd's command line: parses the options, takes any sockets a
- * service manager passed (activation.c), loads and validates the pack, then
- * hands over to the server (server.c).
+ * service manager passed (activation.c), looks up the --user account
+ * (privdrop.c), loads and validates the pack, then hands over to the server
+ * (server.c).
  *
  * Exit codes: 0 after a graceful stop (and for --help / --version), 1 when
  * the pack is refused or the server cannot be set up (sockets, admin
- * address, access log, passed sockets), 2 for a usage error.
+ * address, access log, passed sockets, the switch to --user), 2 for a usage
+ * error (including an unknown --user).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -17,6 +19,7 @@
 #include <unistd.h>
 
 #include "activation.h"
+#include "privdrop.h"
 #include "server.h"
 #include "snapshot.h"
 #include "watch.h"
@@ -53,6 +56,8 @@ static const char usage_text[] =
     "      --shutdown-timeout S  on SIGTERM, wait at most this for responses in\n"
     "                            flight (10)\n"
     "      --max-conns N         connections per worker; more get 503 (10000)\n"
+    "  -u, --user NAME           after binding, switch to this user and its groups\n"
+    "                            (the pack must be readable by it)\n"
     "  -h, --help                show this help and exit\n"
     "  -V, --version             show the version and exit\n"
     "\n"
@@ -123,7 +128,6 @@ enum {
 int main(int argc, char **argv)
 {
     static sv_config cfg;
-    static sv_activation act;
     static const struct option opts[] = {
         {"pack", required_argument, NULL, 'p'},
         {"listen", required_argument, NULL, 'l'},
@@ -138,10 +142,14 @@ int main(int argc, char **argv)
         {"max-conns", required_argument, NULL, OPT_MAX_CONNS},
         {"no-watch", no_argument, NULL, OPT_NO_WATCH},
         {"watch-interval", required_argument, NULL, OPT_WATCH_INTERVAL},
+        {"user", required_argument, NULL, 'u'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
     };
+    static sv_activation act;
+    static sv_user user;
+    const char *user_name = NULL;
     char err[1024];
     int c;
 
@@ -156,7 +164,7 @@ int main(int argc, char **argv)
     cfg.admin_inherited = -1;
 
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":p:l:w:a:hV", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":p:l:w:a:u:hV", opts, NULL)) != -1) {
         switch (c) {
         case 'p':
             cfg.pack_path = optarg;
@@ -204,6 +212,9 @@ int main(int argc, char **argv)
             cfg.watch_poll_ms =
                 strcmp(optarg, "0") == 0 ? 0 : parse_seconds("--watch-interval", optarg);
             break;
+        case 'u':
+            user_name = optarg;
+            break;
         case 'h':
             fputs(usage_text, stdout);
             return 0;
@@ -222,6 +233,17 @@ int main(int argc, char **argv)
         usage_error("unexpected argument '%s'", argv[optind]);
     if (!cfg.pack_path)
         usage_error("%sno pack given: servd --pack SITE.lmdb", "");
+    if (user_name) {
+        int rc = sv_user_lookup(user_name, &user, err, sizeof err);
+        if (rc == -1)
+            usage_error("%s", err);
+        if (rc != 0) {
+            fprintf(stderr, "servd: refusing to start: %s\n", err);
+            return 1;
+        }
+        cfg.user = &user;
+    }
+
     /* Sockets from a service manager replace the default address; --listen
      * addresses given as well are bound in addition. */
     if (sv_activation_take(&act, err, sizeof err) != 0) {

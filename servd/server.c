@@ -34,6 +34,7 @@
 #include "activation.h"
 #include "conn.h"
 #include "log.h"
+#include "privdrop.h"
 #include "watch.h"
 
 /* What the main thread keeps per worker besides the worker itself: the
@@ -623,6 +624,12 @@ int sv_server_run(const sv_config *cfg, sv_snapshot *snap)
             fprintf(stderr, "servd: admin: %s\n", err);
             goto out_free;
         }
+    }
+    /* Every socket is bound: root (for ports below 1024) is not needed any
+     * more. Before the log is opened and before any thread starts. */
+    if (cfg->user && sv_user_switch(cfg->user, err, sizeof err) != 0) {
+        fprintf(stderr, "servd: refusing to run: %s\n", err);
+        goto out_free;
     }
     if (cfg->access_log &&
         sv_log_open(cfg->access_log, cfg->workers, &srv->metrics, &srv->log, err, sizeof err)) {

@@ -108,7 +108,8 @@ typedef struct sv_config {
     uint64_t watch_poll_ms;       /* stat fallback interval of the watch; 0: none */
     int inherited[SV_MAX_LISTEN]; /* listening sockets passed in (activation.c) */
     int ninherited;
-    int admin_inherited; /* passed admin socket, or -1: bind admin */
+    int admin_inherited;        /* passed admin socket, or -1: bind admin */
+    const struct sv_user *user; /* switch to it after binding (privdrop.c); NULL: stay */
 } sv_config;
 
 /* Parses "HOST:PORT", "[V6]:PORT" or "*:PORT" (all addresses).
