@@ -12,17 +12,22 @@ What it adds:
   try_start(pack, ...)      start servd on a pack that may be refused: ("refused", rc,
                             log) or ("serving", Proc); a hang is a failure
   metrics(admin_port)       the admin /metrics as {sample: value}
+  sanitized()               whether the servd under test is an AddressSanitizer build
   wait_until(fn, limit)     poll fn() until true
   cpu_seconds/rss_kib/open_fds(pid)   from /proc
   raise_nofile(n)           raise this process's soft RLIMIT_NOFILE (to hold sockets)
   normal_get(port, ...)     a fresh connection, GET, exact body, and how long it took
   responses(port, data)     send bytes, read every response until close or silence
+  lmdb_structure(data)      {offset: what} for the bytes of a pack that are LMDB's own
+                            structure (meta pages, page headers, node pointers and
+                            headers, overflow page numbers), as opposed to keys and values
 """
 import os
 import re
 import resource
 import signal
 import socket
+import struct
 import subprocess
 import time
 
@@ -138,6 +143,20 @@ class Proc(st.Servd):
     def hup(self):
         self.proc.send_signal(signal.SIGHUP)
 
+    def terminate(self, timeout=st.STOP_TIMEOUT):
+        """SIGTERM, wait; returns the exit status (a hang is a Fail)."""
+        proc, self.proc = self.proc, None
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+                raise st.Fail("servd did not exit within %.0f s of SIGTERM\nlog: %s" % (
+                    timeout, self.read_log()))
+        return proc.returncode
+
     def metrics(self):
         return metrics(self.admin)
 
@@ -153,6 +172,17 @@ def try_start(pack_path, extra=(), timeout=10.0):
         p.proc = None
         return "refused", rc, log
     return "serving", p
+
+
+def sanitized():
+    """True when the servd under test was built with AddressSanitizer (its allocator
+    adds redzones and a quarantine, so memory figures are larger; LeakSanitizer checks
+    at exit)."""
+    try:
+        with open(os.path.join(st.BUILD_DIR, "CMakeCache.txt")) as f:
+            return any(line.strip() == "SERVD_ASAN:BOOL=ON" for line in f)
+    except OSError:
+        return False
 
 
 def metrics(port):
@@ -253,3 +283,60 @@ def no_smuggled(rs, what):
     for i, r in enumerate(rs):
         ok(SMUGGLE_BODY not in r.body, "%s: response %d carries %s: a smuggled request was "
            "answered\n%s" % (what, i, SMUGGLE_PATH, r.dump()))
+
+
+# ---- the LMDB container of a pack (liblmdb 0.9, 64-bit; see lmdb's midl.h/mdb.c) ----
+
+LMDB_PAGE = 4096
+_P_BRANCH, _P_LEAF, _P_OVERFLOW = 0x01, 0x02, 0x04
+_F_BIGDATA = 0x01
+# page header: pgno u64, pad u16, flags u16, lower u16, upper u16 (overflow: pages u32)
+_PAGEHDR = 16
+# node header: lo u16, hi u16, flags u16, ksize u16; then the key, then the data
+_NODEHDR = 8
+# the MDB_meta of pages 0 and 1 (magic, version, address, mapsize, two MDB_db,
+# last page, txnid) after the page header
+_META_END = _PAGEHDR + 136
+
+
+def lmdb_structure(data, psize=LMDB_PAGE):
+    """{offset: label} of every byte liblmdb interprets as structure rather than as a
+    key or value: the meta records, the page headers, the node pointer arrays, the node
+    headers and the overflow page numbers of big values. Pages are walked in file order;
+    the pages an overflow value spans are skipped (they hold only the value)."""
+    out = {}
+    skip = 0
+    for pg in range(len(data) // psize):
+        b = pg * psize
+        if skip:
+            skip -= 1
+            continue
+        if pg < 2:
+            for i in range(_META_END):
+                out[b + i] = "meta page"
+            continue
+        flags = struct.unpack_from("<H", data, b + 10)[0]
+        if flags & _P_OVERFLOW:
+            for i in range(_PAGEHDR):
+                out[b + i] = "overflow page header"
+            skip = max(0, struct.unpack_from("<I", data, b + 12)[0] - 1)
+            continue
+        if not flags & (_P_BRANCH | _P_LEAF):
+            continue
+        for i in range(_PAGEHDR):
+            out[b + i] = "page header"
+        lower = struct.unpack_from("<H", data, b + 12)[0]
+        for k in range(max(0, (lower - _PAGEHDR) // 2)):
+            at = b + _PAGEHDR + 2 * k
+            out[at] = out[at + 1] = "node pointer"
+            ptr = struct.unpack_from("<H", data, at)[0]
+            if ptr + _NODEHDR > psize:
+                continue
+            nflags, ksize = struct.unpack_from("<HH", data, b + ptr + 4)
+            for i in range(_NODEHDR):
+                out[b + ptr + i] = "node header"
+            big = b + ptr + _NODEHDR + ksize
+            if flags & _P_LEAF and nflags & _F_BIGDATA and big + 8 <= b + psize:
+                for i in range(8):
+                    out[big + i] = "overflow page number"
+    return out

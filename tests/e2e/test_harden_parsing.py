@@ -6,8 +6,9 @@ and Content-Length spellings, a control byte (NUL, BEL, BS, VT, FF, bare CR, bar
 ESC, US, DEL) inserted at every position class of a request head, traversal and
 encoding tricks in the path (%2e%2e, %5c, %00, overlong and invalid UTF-8, double
 encoding, fullwidth dots, ";" segments), absolute-form and asterisk-form targets,
-HTTP/1.x and HTTP/2 version spellings and the HTTP/2 preface, and Range headers with
-thousands of ranges, overlaps, huge numbers and odd list syntax.
+HTTP/1.x and HTTP/2 version spellings and the HTTP/2 preface, Range headers with
+thousands of ranges, overlaps, huge numbers and odd list syntax, and Accept-Encoding
+values that fill the head.
 
 Every case is sent with a well-formed request pipelined after it (FOLLOW). After the
 answer to the hostile request, the connection must either close (a framing error)
@@ -445,6 +446,37 @@ def t_range_abuse(S):
     print("  100 requests with 1500 ranges each: %.2f s wall, %.2f s servd CPU"
           % (time.time() - t0, used))
     ok(used < 2.0, "100 requests with 1500 ranges cost servd %.2f s of CPU" % used)
+
+
+def t_accept_encoding_abuse(S):
+    """Accept-Encoding values that fill the head (thousands of tokens, commas, q-values,
+    parameters, "*", sixty lines): each answered with a coding the client accepts (or
+    identity), and 200 of each cost servd little CPU (nothing quadratic)."""
+    cases = {
+        "2500 unknown tokens": [("Accept-Encoding", ",".join("x%d" % i for i in range(2500)))],
+        "15000 commas": [("Accept-Encoding", "," * 15000 + "gzip")],
+        "1200 q-values": [("Accept-Encoding", ",".join("gzip;q=0.%d" % (i % 10)
+                                                      for i in range(1200)))],
+        "60 lines": [("Accept-Encoding", ",".join("y%d" % i for i in range(40)))] * 60,
+        "3000 parameters": [("Accept-Encoding", "gzip" + ";a=b" * 3000)],
+        "2000 stars": [("Accept-Encoding", ",".join(["*;q=0.5"] * 2000))],
+    }
+    n = 200
+    for what, hdrs in cases.items():
+        data = st.req("GET", ht.BIG, hdrs)
+        ok(len(data) <= 16384, "test helper: %s is %d bytes" % (what, len(data)))
+        cpu0 = ht.cpu_seconds(S.proc.pid)
+        with st.Conn(S.port) as c:
+            c.send(data * n)
+            for i in range(n):
+                r = c.read_response()
+                eq(r.status, 200, "Accept-Encoding %s: response %d" % (what, i))
+                if i == 0:
+                    eq(st.decode(r.body, st.content_encoding(r)), ht.FILES[ht.BIG],
+                       "Accept-Encoding %s: body" % what)
+        used = ht.cpu_seconds(S.proc.pid) - cpu0
+        ok(used < 1.0, "Accept-Encoding %s: %d requests cost %.2f s of CPU" % (what, n, used))
+        alive(S, "Accept-Encoding " + what)
 
 
 class Setup:
