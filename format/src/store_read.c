@@ -22,6 +22,8 @@ struct sf_pack {
     MDB_dbi meta_db, paths_db, bodies_db;
     sf_meta meta;
     uint64_t size;
+    int fd;          /* LMDB's descriptor of the file (sf_pack_file) */
+    const char *map; /* the start of LMDB's map: file offset 0 */
 };
 
 struct sf_reader {
@@ -64,6 +66,35 @@ static const char *lmdb_header_problem(const char *path)
     if (psize < 512 || psize > 65536 || (psize & (psize - 1)) != 0)
         return "corrupt pack (invalid LMDB page size)";
     return NULL;
+}
+
+/*
+ * The address of file offset 0 in LMDB's map, found from a pointer p into
+ * it (LMDB does not export its map address: mdb_env_info's me_mapaddr is
+ * only set for MDB_FIXEDMAP). The mapping of /proc/self/maps that holds p
+ * gives its start and its file offset. NULL when it cannot be found; the
+ * caller then simply has no sf_pack_file().
+ */
+static const char *map_start(const void *p)
+{
+    FILE *f = fopen("/proc/self/maps", "re");
+    if (!f)
+        return NULL;
+    char line[512];
+    const char *base = NULL;
+    uintptr_t a = (uintptr_t)p;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long lo, hi;
+        unsigned long long off;
+        char perms[8];
+        if (sscanf(line, "%lx-%lx %7s %llx", &lo, &hi, perms, &off) == 4 && a >= lo && a < hi) {
+            if (off <= lo)
+                base = (const char *)(uintptr_t)(lo - off);
+            break;
+        }
+    }
+    fclose(f);
+    return base;
 }
 
 static int fail(char *err, size_t errlen, int code, const char *fmt, const char *path,
@@ -116,6 +147,8 @@ int sf_pack_open(const char *path, sf_pack **out, char *err, size_t errlen)
     MDB_stat est;
     mdb_env_info(p->env, &info);
     mdb_env_stat(p->env, &est);
+    mdb_filehandle_t fh;
+    p->fd = mdb_env_get_fd(p->env, &fh) == 0 ? fh : -1;
     if ((uint64_t)(info.me_last_pgno + 1) * est.ms_psize > p->size) {
         fail(err, errlen, SF_ECORRUPT, "%s: %s", path, "truncated pack (pages missing at the end)");
         rc = SF_ECORRUPT;
@@ -139,9 +172,10 @@ int sf_pack_open(const char *path, sf_pack **out, char *err, size_t errlen)
     }
     MDB_val k = {4, "meta"}, v;
     rc = mdb_get(txn, p->meta_db, &k, &v);
-    if (rc == 0)
+    if (rc == 0) {
         rc = sf_meta_decode(v.mv_data, v.mv_size, &p->meta);
-    else if (rc == MDB_NOTFOUND)
+        p->map = map_start(v.mv_data);
+    } else if (rc == MDB_NOTFOUND)
         rc = SF_EMAGIC;
     else
         rc = SF_ELMDB;
@@ -187,6 +221,15 @@ const sf_meta *sf_pack_meta(const sf_pack *p)
 uint64_t sf_pack_size(const sf_pack *p)
 {
     return p->size;
+}
+
+int sf_pack_file(const sf_pack *p, int *fd, const char **map)
+{
+    if (p->fd < 0 || !p->map)
+        return SF_EIO;
+    *fd = p->fd;
+    *map = p->map;
+    return SF_OK;
 }
 
 int sf_reader_begin(sf_pack *p, sf_reader **out)

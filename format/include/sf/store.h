@@ -199,6 +199,14 @@ const sf_meta *sf_pack_meta(const sf_pack *pack);
 /* The file size of the pack in bytes (as mapped). */
 uint64_t sf_pack_size(const sf_pack *pack);
 
+/* The pack's open file and the start of its map: every view a reader hands
+ * out lies in [map, map + sf_pack_size()), at file offset (view - map). This
+ * lets a server sendfile() a body instead of copying it from the map. Both
+ * stay valid until sf_pack_close(); the descriptor must not be closed or
+ * have its file position relied on (use pread/sendfile with an offset).
+ * @return 0, or SF_EIO when LMDB has no descriptor for the file. */
+int sf_pack_file(const sf_pack *pack, int *fd, const char **map);
+
 /* Begins a reader: a read-only LMDB transaction. A reader may be used by one
  * thread at a time (it may move between threads). Allocates.
  * @return 0, SF_ELMDB or SF_ENOMEM. */
@@ -236,8 +244,15 @@ int sf_foreach_body(sf_reader *r, sf_body_fn fn, void *arg);
 
 typedef struct sf_writer sf_writer;
 
+/* Writes the temporary name a pack (or any file servd-pack puts in place
+ * atomically) is built under before it is renamed to final_path:
+ * "<final_path>.tmp-<pid>", in the same directory so that rename(2) is
+ * atomic. The one place this name is made. @return 0, or SF_ETOOLONG when it
+ * does not fit in cap bytes. */
+int sf_tmp_name(const char *final_path, char *out, size_t cap);
+
 /* Starts a pack that will appear at final_path only when committed. Builds
- * into "<final_path>.tmp-<pid>" in the same directory.
+ * into sf_tmp_name(final_path) in the same directory.
  * @param[in] capacity  an upper bound of the bytes that will be stored
  *                      (bodies plus records); the map is sized from it.
  * @return 0, SF_EIO, SF_ELMDB or SF_ENOMEM (with a sentence in err). */
