@@ -58,7 +58,7 @@ NOFILE = 65536
 # name -> port: the reference configs' 1808x + 8000 (other tests here use 1808x), below
 # the ephemeral range (32768-60999), where wrk's own sockets could hold the port
 PORT_SHIFT = 8000
-PORTS = {"ceiling": 26091, "servd": 26090, "h2o": 26082, "lighttpd": 26083, "nginx": 26080,
+PORTS = {"ceiling": 26091, "servd": 26090, "servd-base": 26092, "h2o": 26082, "lighttpd": 26083, "nginx": 26080,
          "nginx-ofc": 26086, "caddy": 26081, "apache": 26084}
 ALL_SERVERS = ["ceiling", "servd", "h2o", "lighttpd", "nginx", "nginx-ofc", "caddy", "apache"]
 QUICK_SERVERS = ["ceiling", "servd", "h2o", "lighttpd", "nginx-ofc"]
@@ -97,7 +97,7 @@ def ensure_tools(build, servers, no_install, no_build):
     need = sorted({APT[b] for b in ["wrk", "h2load", "gnuplot", "npm"] +
                    [{"h2o": "h2o", "lighttpd": "lighttpd", "nginx": "nginx",
                      "nginx-ofc": "nginx", "caddy": "caddy", "apache": "apache2"}[s]
-                    for s in servers if s not in ("ceiling", "servd")]
+                    for s in servers if s not in ("ceiling", "servd", "servd-base")]
                    if not shutil.which(b) and not os.path.exists("/usr/sbin/" + b)})
     if need:
         if no_install:
@@ -206,6 +206,7 @@ def proc_hwm_kib(pid):
     return 0
 
 
+BASE_BUILD = [None]  # --base-build: the servd-base server's build directory
 RUNNING = []  # servers started and not yet stopped (stopped on SIGTERM/SIGINT too)
 
 
@@ -229,7 +230,9 @@ class Server:
         env = dict(os.environ)
         argv = []
         www = os.path.join(WORK, "www")
-        if name == "servd":
+        if name in ("servd", "servd-base"):
+            if name == "servd-base":  # A/B: another build of servd (--base-build)
+                build = BASE_BUILD[0]
             argv = [f"{build}/servd", "--pack", f"{WORK}/site.lmdb", "--workers", "1",
                     "--listen", f"127.0.0.1:{self.port}", *servd_args]
         elif name == "ceiling":
@@ -565,7 +568,7 @@ def targets(res, pipe, conns):
 
     def best_peer(wl, c, key, lowest):
         vals = [(med(res[(wl, c, s)], key), s) for s in PORTS
-                if s not in ("servd", "ceiling") and (wl, c, s) in res]
+                if s not in ("servd", "servd-base", "ceiling") and (wl, c, s) in res]
         vals = [v for v in vals if v[0] == v[0]]
         if not vals:
             return None, None
@@ -653,6 +656,8 @@ def main():
     ap.add_argument("--no-h2load", action="store_true", help="skip the failed-request runs")
     ap.add_argument("--servd-arg", action="append", default=[], help="extra servd option")
     ap.add_argument("--build", default=os.path.join(ROOT, "build-bench"))
+    ap.add_argument("--base-build", help="A/B comparison: server 'servd-base' runs the servd "
+                    "of this build directory (e.g. a build of the previous commit)")
     ap.add_argument("--no-install", action="store_true")
     ap.add_argument("--no-build", action="store_true", help="use the servd already in --build")
     ap.add_argument("--results", default=None,
@@ -669,6 +674,9 @@ def main():
     if a.results is None and not a.quick:
         a.results = os.path.join(ROOT, "bench", "RESULTS.md")
     servers = a.servers.split(",")
+    BASE_BUILD[0] = a.base_build
+    if "servd-base" in servers and not a.base_build:
+        sys.exit("servd-base needs --base-build DIR")
     wls = a.workloads.split(",")
     conns = [int(c) for c in a.conns.split(",")]
     for s in servers:
