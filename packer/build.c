@@ -89,7 +89,7 @@ static int read_all(int fd, uint8_t *p, size_t n)
     return 0;
 }
 
-static int read_file(build *b, pk_file *f, char *err, size_t errlen)
+static int read_file(pk_file *f, char *err, size_t errlen)
 {
     int fd = open(f->src, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
@@ -214,7 +214,7 @@ static int run_job(void *arg, size_t j, unsigned thread, char *err, size_t errle
     const job *jb = &b->jobs[j];
     pk_file *f = &b->site.files[jb->file];
     if (jb->enc == SF_ENC_IDENTITY)
-        return read_file(b, f, err, errlen);
+        return read_file(f, err, errlen);
     if (jb->enc == JOB_REUSE)
         return reuse(b, f, err, errlen);
     return compress_one(b, f, jb->enc, thread, err, errlen);
@@ -353,8 +353,7 @@ static void on_signal(int sig)
 
 static void catch_signals(const pk_build_opts *o)
 {
-    /* sf_writer_open builds into "<final>.tmp-<pid>" (sf/store.h). */
-    snprintf(sig_tmp_pack, sizeof sig_tmp_pack, "%s.tmp-%ld", o->output, (long)getpid());
+    sf_tmp_name(o->output, sig_tmp_pack, sizeof sig_tmp_pack); /* what sf_writer_open uses */
     if (o->manifest)
         pk_manifest_tmp_name(o->manifest, sig_tmp_manifest, sizeof sig_tmp_manifest);
     struct sigaction sa;
@@ -376,9 +375,19 @@ static int cmp_body(const void *a, const void *c)
     return memcmp(a, c, PK_DIGEST_LEN);
 }
 
-/* Encodes the entry of f (kind 200) or, with for_404, the status:404 entry. */
-static int encode_entry(const pk_file *f, int for_404, uint8_t **rec, size_t *reclen)
+/* Encodes the entry of f (kind 200) or, with for_404, the status:404 entry,
+ * into a malloc'd *rec. @return 0, or -1 with "FILE: cause" in err. */
+static int encode_entry(const pk_file *f, int for_404, uint8_t **rec, size_t *reclen, char *err,
+                        size_t errlen)
 {
+    char date[PK_HTTP_DATE_SIZE];
+    if (pk_http_date(f->last_modified, date) != 0) {
+        snprintf(err, errlen,
+                 "%s: cannot encode its record: Last-Modified %lld is not a date "
+                 "HTTP can express",
+                 f->src, (long long)f->last_modified);
+        return -1;
+    }
     pk_buf h200[SF_ENC_COUNT] = {PK_BUF_INIT, PK_BUF_INIT, PK_BUF_INIT, PK_BUF_INIT};
     pk_buf h304[SF_ENC_COUNT] = {PK_BUF_INIT, PK_BUF_INIT, PK_BUF_INIT, PK_BUF_INIT};
     unsigned nv = pk_file_nvariants(f);
@@ -413,13 +422,15 @@ static int encode_entry(const pk_file *f, int for_404, uint8_t **rec, size_t *re
         vs->h200 = (sf_view){h200[e].p, h200[e].len};
         spec.nvariants++;
     }
-    if (rc == 0)
-        rc = sf_entry_encode(&spec, rec, reclen);
+    if (rc != 0)
+        snprintf(err, errlen, "%s: cannot encode its record: out of memory", f->src);
+    else if ((rc = sf_entry_encode(&spec, rec, reclen)) != 0)
+        snprintf(err, errlen, "%s: cannot encode its record: %s", f->src, sf_strerror(rc));
     for (int e = 0; e < SF_ENC_COUNT; e++) {
         pk_buf_free(&h200[e]);
         pk_buf_free(&h304[e]);
     }
-    return rc;
+    return rc == 0 ? 0 : -1;
 }
 
 /* Bytes of map one key/value pair can take (see LMDB_PAGE). */
@@ -451,13 +462,8 @@ static int map_capacity(build *b, uint64_t *capacity, size_t *nrefs)
         for (int for_404 = 0; for_404 <= (strcmp(f->key, PK_404_KEY) == 0); for_404++) {
             uint8_t *rec;
             size_t reclen;
-            int rc = encode_entry(f, for_404, &rec, &reclen);
-            if (rc != 0) {
-                snprintf(b->err, sizeof b->err, "%s: cannot encode its record: %s", f->src,
-                         rc == -1 ? "Last-Modified out of range or out of memory"
-                                  : sf_strerror(rc));
+            if (encode_entry(f, for_404, &rec, &reclen, b->err, sizeof b->err) != 0)
                 return -1;
-            }
             free(rec);
             cap += lmdb_cost(for_404 ? strlen(PK_404_SPECIAL) : f->key_len, reclen);
         }
@@ -524,11 +530,8 @@ static int write_pack(build *b, pk_stats *st)
         }
         uint8_t *rec;
         size_t reclen;
-        if ((rc = encode_entry(f, 0, &rec, &reclen)) != 0) {
-            snprintf(b->err, sizeof b->err, "%s: cannot encode its record: %s", f->src,
-                     rc == -1 ? "Last-Modified out of range or out of memory" : sf_strerror(rc));
+        if (encode_entry(f, 0, &rec, &reclen, b->err, sizeof b->err) != 0)
             goto out_abort;
-        }
         rc = sf_writer_put_path(w, f->key, f->key_len, rec, reclen);
         if (rc == 0 && (pk_sha_update(idsha, f->key, f->key_len) != 0 ||
                         pk_sha_update(idsha, "", 1) != 0 || pk_sha_update(idsha, rec, reclen) != 0))
@@ -540,10 +543,10 @@ static int write_pack(build *b, pk_stats *st)
             goto out_abort;
         }
         if (strcmp(f->key, PK_404_KEY) == 0) {
-            if ((rc = encode_entry(f, 1, &rec, &reclen)) == 0) {
-                rc = sf_writer_put_special(w, PK_404_SPECIAL, rec, reclen);
-                free(rec);
-            }
+            if (encode_entry(f, 1, &rec, &reclen, b->err, sizeof b->err) != 0)
+                goto out_abort;
+            rc = sf_writer_put_special(w, PK_404_SPECIAL, rec, reclen);
+            free(rec);
             if (rc != 0) {
                 snprintf(b->err, sizeof b->err, "%s: cannot store the 404 entry: %s", o->output,
                          store_error(rc));

@@ -13,7 +13,7 @@
 
 void pk_manifest_tmp_name(const char *path, char *out, size_t cap)
 {
-    snprintf(out, cap, "%s.tmp-%ld", path, (long)getpid());
+    sf_tmp_name(path, out, cap); /* the pack's formula: one name for temporaries */
 }
 
 /* Builds the document; NULL when out of memory. */

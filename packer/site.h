@@ -17,10 +17,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Longest key: LMDB's maximum key size (511 bytes, liblmdb's default build).
- * A longer path could not be stored, so it is refused when walking. */
-#define PK_KEY_MAX 511
-
 typedef struct pk_variant {
     int present;          /* this encoding is stored */
     const uint8_t *bytes; /* owned (owned == 1) or a view into the base pack */

@@ -32,16 +32,25 @@ static void say(char *err, size_t errlen, const char *path, const char *why)
         snprintf(err, errlen, "%s: %s", path, why);
 }
 
+/* Room added to a path for ".tmp-<pid>": a pid has at most 19 digits. */
+#define TMP_SUFFIX_MAX 32
+
+int sf_tmp_name(const char *final_path, char *out, size_t cap)
+{
+    int n = snprintf(out, cap, "%s.tmp-%ld", final_path, (long)getpid());
+    return n < 0 || (size_t)n >= cap ? SF_ETOOLONG : SF_OK;
+}
+
 int sf_writer_open(const char *final_path, uint64_t capacity, sf_writer **out, char *err,
                    size_t errlen)
 {
     sf_writer *w = calloc(1, sizeof *w);
-    size_t n = strlen(final_path) + 32;
+    size_t n = strlen(final_path) + TMP_SUFFIX_MAX;
     if (!w || !(w->tmp = malloc(n)) || !(w->final = strdup(final_path))) {
         say(err, errlen, final_path, "out of memory");
         goto out_free;
     }
-    snprintf(w->tmp, n, "%s.tmp-%ld", final_path, (long)getpid());
+    sf_tmp_name(final_path, w->tmp, n);
     unlink(w->tmp);
 
     /* Room for every byte plus B-tree and overflow-page overhead. The map is
