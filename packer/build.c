@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -447,10 +448,10 @@ static uint64_t lmdb_cost(size_t klen, uint64_t vlen)
  * LMDB will lay it out (records are encoded once here to learn their real
  * length: header values such as a long Cache-Control repeat in every block).
  * @return 0, or -1 with b->err set. */
-static int map_capacity(build *b, uint64_t *capacity, size_t *nrefs)
+static int map_capacity(build *b, uint64_t *capacity, size_t *nrefs, uint64_t *record_bytes)
 {
     const pk_site *s = &b->site;
-    uint64_t cap = MAP_SLACK;
+    uint64_t cap = MAP_SLACK, records = 0;
     size_t refs = 0;
     for (size_t i = 0; i < s->n; i++) {
         const pk_file *f = &s->files[i];
@@ -466,11 +467,84 @@ static int map_capacity(build *b, uint64_t *capacity, size_t *nrefs)
                 return -1;
             free(rec);
             cap += lmdb_cost(for_404 ? strlen(PK_404_SPECIAL) : f->key_len, reclen);
+            records += reclen;
         }
     }
     *capacity = cap;
     *nrefs = refs;
+    *record_bytes = records;
     return 0;
+}
+
+/* The directory a file is (or will be) in, into d. */
+static void dir_of(const char *path, char *d, size_t cap)
+{
+    snprintf(d, cap, "%s", path);
+    char *slash = strrchr(d, '/');
+    if (!slash)
+        snprintf(d, cap, ".");
+    else if (slash == d)
+        d[1] = '\0';
+    else
+        *slash = '\0';
+}
+
+/* Bytes free for us on the file system of the output's directory, or -1. */
+static int64_t free_bytes(const char *output)
+{
+    char d[PATH_MAX];
+    struct statvfs sv;
+    dir_of(output, d, sizeof d);
+    if (statvfs(d, &sv) != 0)
+        return -1;
+    return (int64_t)((uint64_t)sv.f_bavail * sv.f_frsize);
+}
+
+#define MIB (1024.0 * 1024.0)
+
+/* Refuses to start writing when the output's file system clearly cannot hold
+ * need bytes (the bodies and records alone, before LMDB's page overhead):
+ * better a message now than "Input/output error" halfway through. */
+static int check_space(build *b, uint64_t need)
+{
+    int64_t have = free_bytes(b->o->output);
+    if (have < 0 || need <= (uint64_t)have)
+        return 0;
+    char d[PATH_MAX];
+    dir_of(b->o->output, d, sizeof d);
+    snprintf(b->err, sizeof b->err,
+             "%s: not enough space in %.1024s: need about %.1f MiB, have %.1f MiB", b->o->output, d,
+             (double)need / MIB, (double)have / MIB);
+    return -1;
+}
+
+/* Appends the free space of the output's file system to b->err after a
+ * write failed with an I/O error: a full disk is the usual cause, and LMDB
+ * reports a short write as EIO ("Input/output error"). */
+static void note_space(build *b)
+{
+    int64_t have = free_bytes(b->o->output);
+    size_t n = strlen(b->err);
+    if (have >= 0 && n < sizeof b->err)
+        snprintf(b->err + n, sizeof b->err - n,
+                 " (disk full? %.1f MiB free on the output's file system once the partial pack "
+                 "is removed)",
+                 (double)have / MIB);
+}
+
+/* The bytes of distinct bodies in refs (sorted by key). */
+static uint64_t distinct_bytes(const body_ref *refs, size_t n, uint64_t *count)
+{
+    uint64_t bytes = 0, c = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (i > 0 && memcmp(refs[i].key, refs[i - 1].key, PK_DIGEST_LEN) == 0)
+            continue;
+        c++;
+        bytes += refs[i].len;
+    }
+    if (count)
+        *count = c;
+    return bytes;
 }
 
 /* The message for a failed store into the pack: map full is a bug of
@@ -486,13 +560,24 @@ static int write_pack(build *b, pk_stats *st)
 {
     const pk_build_opts *o = b->o;
     pk_site *s = &b->site;
-    uint64_t capacity;
-    size_t nrefs;
-    if (map_capacity(b, &capacity, &nrefs) != 0)
+    uint64_t capacity, record_bytes;
+    size_t nrefs, r = 0;
+    if (map_capacity(b, &capacity, &nrefs, &record_bytes) != 0)
         return -1;
     body_ref *refs = malloc((nrefs ? nrefs : 1) * sizeof *refs);
     if (!refs) {
         snprintf(b->err, sizeof b->err, "out of memory");
+        return -1;
+    }
+    for (size_t i = 0; i < s->n; i++)
+        for (int e = 0; e < SF_ENC_COUNT; e++)
+            if (s->files[i].var[e].present) {
+                memcpy(refs[r].key, s->files[i].var[e].digest, PK_DIGEST_LEN);
+                refs[r++].len = s->files[i].var[e].len;
+            }
+    qsort(refs, r, sizeof *refs, cmp_body);
+    if (check_space(b, distinct_bytes(refs, r, NULL) + record_bytes) != 0) {
+        free(refs);
         return -1;
     }
     catch_signals(o);
@@ -505,7 +590,6 @@ static int write_pack(build *b, pk_stats *st)
     sf_meta meta;
     memset(&meta, 0, sizeof meta);
     int has_404 = 0, rc = 0;
-    size_t r = 0;
     if (!idsha) {
         snprintf(b->err, sizeof b->err, "out of memory");
         goto out_abort;
@@ -522,8 +606,6 @@ static int write_pack(build *b, pk_stats *st)
                          sf_encoding_name(e), f->key, store_error(rc));
                 goto out_abort;
             }
-            memcpy(refs[r].key, v->digest, PK_DIGEST_LEN);
-            refs[r++].len = v->len;
             st->enc_files[e]++;
             st->enc_bytes[e] += v->len;
             st->enc_identity[e] += f->size;
@@ -567,13 +649,7 @@ static int write_pack(build *b, pk_stats *st)
         goto out_abort;
     }
     idsha = NULL;
-    qsort(refs, r, sizeof *refs, cmp_body);
-    for (size_t i = 0; i < r; i++) {
-        if (i > 0 && memcmp(refs[i].key, refs[i - 1].key, PK_DIGEST_LEN) == 0)
-            continue;
-        meta.n_bodies++;
-        meta.stored_bytes += refs[i].len;
-    }
+    meta.stored_bytes = distinct_bytes(refs, r, &meta.n_bodies);
     meta.created = o->have_epoch ? o->epoch : b->now;
     meta.n_paths = s->n;
     memcpy(meta.pack_id, id, sizeof meta.pack_id);
@@ -602,6 +678,7 @@ static int write_pack(build *b, pk_stats *st)
             pk_manifest_finish();
         else
             pk_manifest_rollback();
+        note_space(b);
         free(refs);
         return -1;
     }
@@ -617,6 +694,8 @@ static int write_pack(build *b, pk_stats *st)
     return 0;
 
 out_abort:
+    if (rc == SF_EIO)
+        note_space(b);
     pk_progress_clear(&b->prog);
     pk_sha_free(idsha);
     sf_writer_abort(w);
@@ -692,6 +771,23 @@ int pk_same_file_name(const char *a, const char *b)
     if (canonical_name(a, ca, sizeof ca) != 0 || canonical_name(b, cb, sizeof cb) != 0)
         return strcmp(a, b) == 0;
     return strcmp(ca, cb) == 0;
+}
+
+/* Before compressing: the identity bodies alone must fit (they are all
+ * stored), so a hopeless build stops before minutes of compression. */
+static int check_identity_space(build *b)
+{
+    body_ref *refs = malloc((b->site.n ? b->site.n : 1) * sizeof *refs);
+    if (!refs)
+        return 0; /* the precise check before writing still runs */
+    for (size_t i = 0; i < b->site.n; i++) {
+        memcpy(refs[i].key, b->site.files[i].var[SF_ENC_IDENTITY].digest, PK_DIGEST_LEN);
+        refs[i].len = b->site.files[i].var[SF_ENC_IDENTITY].len;
+    }
+    qsort(refs, b->site.n, sizeof *refs, cmp_body);
+    int rc = check_space(b, distinct_bytes(refs, b->site.n, NULL));
+    free(refs);
+    return rc;
 }
 
 static double now_seconds(void)
@@ -771,7 +867,7 @@ int pk_build(const pk_build_opts *o)
         b.jobs[i] = (job){i, SF_ENC_IDENTITY};
     b.njobs = b.site.n;
     if (run_jobs(&b, "reading") != 0 || pk_sidecars_drop(&b.site, b.err, sizeof b.err) != 0 ||
-        decide(&b) != 0)
+        decide(&b) != 0 || check_identity_space(&b) != 0)
         goto out;
 
     if (plan_compression(&b, &st.reused) != 0 || start_compressors(&b) != 0 ||

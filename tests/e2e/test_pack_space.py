@@ -1,0 +1,62 @@
+"""A full disk is named as such: servd-pack refuses to start writing when the output's file
+system clearly cannot hold the pack ("not enough space: need about N MiB, have M MiB"), and
+a write that fails later says how much space is free instead of a bare "Input/output error".
+Both leave nothing behind. Needs a small tmpfs (mount, as root); skipped without one."""
+import os
+import random
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "pack"))
+import packtest as T  # noqa: E402
+
+# Size of the scratch file system: small enough to fill quickly.
+FS_BYTES = 2 * 1024 * 1024
+
+
+def random_files(root, count, size, seed):
+    rng = random.Random(seed)
+    os.makedirs(root)
+    for i in range(count):
+        with open(os.path.join(root, "f%04d.png" % i), "wb") as f:  # .png: stored once, as is
+            f.write(bytes(rng.randrange(256) for _ in range(size)))
+
+
+def main():
+    with T.TempDir() as work:
+        mnt = os.path.join(work, "small")
+        os.mkdir(mnt)
+        p = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=%d" % FS_BYTES, "tmpfs", mnt],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        if p.returncode != 0:
+            print("test_pack_space: skipped: cannot mount a tmpfs (%s)" % p.stderr.decode().strip())
+            return
+        try:
+            out = os.path.join(mnt, "site.lmdb")
+            # 3 MiB of incompressible data: clearly more than 2 MiB.
+            big = os.path.join(work, "big")
+            random_files(big, 60, 50000, 1)
+            p = T.run(["build", big, "-o", out, "-q"])
+            err = p.stderr.decode()
+            T.eq(p.returncode, 1, "build onto a too small file system: exit status (%s)" % err.strip())
+            T.check("not enough space" in err and "need about 2.9 MiB, have 2.0 MiB" in err,
+                    "message names the space needed and free: %r" % err)
+            T.eq(os.listdir(mnt), [], "nothing left on the small file system")
+
+            # 1.2 MiB of bodies that LMDB lays out in 2 pages each (8 KiB for 4.2 KB):
+            # the estimate fits, the real file does not.
+            tight = os.path.join(work, "tight")
+            random_files(tight, 300, 4200, 2)
+            p = T.run(["build", tight, "-o", out, "-q"])
+            err = p.stderr.decode()
+            T.eq(p.returncode, 1, "build that fills the disk while writing: exit status (%s)" % err.strip())
+            T.check("disk full? 2.0 MiB free on the output's file system" in err,
+                    "message mentions the free space: %r" % err)
+            T.eq(os.listdir(mnt), [], "nothing left after a write failure")
+        finally:
+            subprocess.run(["umount", mnt])
+    T.finish("test_pack_space")
+
+
+if __name__ == "__main__":
+    main()
