@@ -1,8 +1,8 @@
 /*
  * main.c - servd's command line: parses the options, takes any sockets a
  * service manager passed (activation.c), looks up the --user account
- * (privdrop.c), loads and validates the pack, then hands over to the server
- * (server.c).
+ * (privdrop.c), loads and validates the pack - or the built-in site when no
+ * --pack is given (embedded.c) - then hands over to the server (server.c).
  *
  * Exit codes: 0 after a graceful stop (and for --help / --version), 1 when
  * the pack is refused or the server cannot be set up (sockets, admin
@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "activation.h"
+#include "embedded.h"
 #include "privdrop.h"
 #include "server.h"
 #include "snapshot.h"
@@ -33,11 +34,12 @@
 #define SV_MAX_MAX_CONNS 1000000
 
 static const char usage_text[] =
-    "Usage: servd --pack SITE.lmdb [OPTION]...\n"
+    "Usage: servd [--pack SITE.lmdb] [OPTION]...\n"
     "Serve a static site over HTTP/1.1 straight from a pack built by servd-pack.\n"
     "\n"
-    "  -p, --pack FILE           the pack to serve (required); reloaded on SIGHUP and\n"
-    "                            when FILE is replaced (rename or symlink flip)\n"
+    "  -p, --pack FILE           the pack to serve; reloaded on SIGHUP and when FILE\n"
+    "                            is replaced (rename or symlink flip); without it,\n"
+    "                            servd serves its built-in sample site\n"
     "      --no-watch            reload only on SIGHUP, never on a change of FILE\n"
     "      --watch-interval S    also stat FILE every S seconds, for file systems\n"
     "                            without inotify; 0 turns that off (2)\n"
@@ -231,8 +233,6 @@ int main(int argc, char **argv)
     }
     if (optind < argc)
         usage_error("unexpected argument '%s'", argv[optind]);
-    if (!cfg.pack_path)
-        usage_error("%sno pack given: servd --pack SITE.lmdb", "");
     if (user_name) {
         int rc = sv_user_lookup(user_name, &user, err, sizeof err);
         if (rc == -1)
@@ -269,7 +269,19 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
 
     sv_snapshot *snap;
-    if (sv_snapshot_open(cfg.pack_path, cfg.workers, &snap, NULL, err, sizeof err) != 0) {
+    if (!cfg.pack_path) {
+        cfg.pack_path = SV_EMBEDDED_NAME;
+        cfg.builtin = 1;
+        cfg.watch = 0;
+        if (sv_embedded_open(cfg.workers, &snap, err, sizeof err) != 0) {
+            fprintf(stderr, "servd: refusing to start: no --pack given, and %s\n", err);
+            return 1;
+        }
+        fprintf(stderr,
+                "servd: no --pack given: serving the built-in sample site (www/, %zu "
+                "bytes); run servd --pack SITE.lmdb to serve your own\n",
+                sv_embedded_size());
+    } else if (sv_snapshot_open(cfg.pack_path, cfg.workers, &snap, NULL, err, sizeof err) != 0) {
         fprintf(stderr, "servd: refusing to start: %s\n", err);
         return 1;
     }

@@ -435,6 +435,11 @@ static void reload(sv_server *srv, const char *why)
     sv_file_id seen;
     if (atomic_load(&srv->stopping))
         return;
+    if (srv->cfg->builtin) {
+        fprintf(stderr, "servd: %s: serving the built-in site; there is no pack file to load\n",
+                why);
+        return;
+    }
     int rc = sv_snapshot_open(srv->cfg->pack_path, srv->nworkers, &s, &seen, err, sizeof err);
     if (srv->watch)
         sv_watch_note(srv->watch, &seen);

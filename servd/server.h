@@ -103,7 +103,8 @@ typedef struct sv_config {
     uint64_t idle_ms, header_ms, send_ms, shutdown_ms;
     unsigned max_conns; /* per worker */
 
-    /* Swaps and socket activation (main.c fills these). */
+    /* Swaps, socket activation and privileges (main.c fills these). */
+    int builtin;                  /* serving the built-in site: SIGHUP has nothing to load */
     int watch;                    /* reload when pack_path changes (watch.c) */
     uint64_t watch_poll_ms;       /* stat fallback interval of the watch; 0: none */
     int inherited[SV_MAX_LISTEN]; /* listening sockets passed in (activation.c) */

@@ -165,7 +165,6 @@ def t_not_a_servd_lmdb():
 def t_usage_errors():
     pack = good_pack()
     cases = [
-        ([], "no --pack"),
         (["--pack"], "--pack without a value"),
         (["--pack", pack, "--bogus"], "unknown option"),
         (["--pack", pack, "extra"], "extra argument"),
