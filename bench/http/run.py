@@ -322,7 +322,7 @@ def unit_us(v, u):
     return float(v) * {"us": 1, "ms": 1e3, "s": 1e6}[u]
 
 
-def wrk(port, path, ae, conns, duration, script=None):
+def wrk(port, path, ae, conns, duration, script=None, script_args=()):
     cmd = ["taskset", "-c", CLIENT_CPU, "wrk", "-t1", f"-c{conns}", f"-d{duration}s", "--latency",
            "--timeout", "5s"]
     if ae:
@@ -330,6 +330,8 @@ def wrk(port, path, ae, conns, duration, script=None):
     if script:
         cmd += ["-s", script]
     cmd.append(f"http://127.0.0.1:{port}{path}")
+    if script_args:
+        cmd += ["--", *script_args]
     p = subprocess.run(cmd, capture_output=True, text=True, preexec_fn=raise_nofile,
                        timeout=duration + 120)
     o = p.stdout
