@@ -118,7 +118,7 @@ def t_sighup_onto_structure_damage(good):
     for off in offs:
         if s is None or not s.alive():
             shutil.copyfile(good.path, live)
-            s = ht.Proc(live, admin=True).start()
+            s = ht.Proc(live, admin=True, extra=["--no-watch"]).start()
         data = bytearray(good.data)
         data[off] ^= XOR
         tmp = live + ".new"

@@ -156,9 +156,15 @@ def run_swaps(mode):
             finish_in_flight(flight, old["/big.txt"], "swap %d" % i)
             exercise(s, files, tag)
             rss[i] = ht.rss_kib(s.proc.pid)
+        # The --pack watch may load a replacement before the SIGHUP arrives; SIGHUP then
+        # loads the same file once more (a SIGHUP always reloads). So each replacement
+        # is one or two loads.
         m = s.metrics()
-        eq(m["servd_pack_swaps_total"], float(SWAPS), "swaps counted")
-        eq(m["servd_pack_swap_failures_total"], float(SWAPS // 5), "refused swaps counted")
+        ok(SWAPS <= m["servd_pack_swaps_total"] <= 2 * SWAPS, "%d swaps counted for %d "
+           "replacements" % (m["servd_pack_swaps_total"], SWAPS))
+        ok(SWAPS // 5 <= m["servd_pack_swap_failures_total"] <= 2 * (SWAPS // 5),
+           "%d refusals counted for %d garbage files" % (
+               m["servd_pack_swap_failures_total"], SWAPS // 5))
     except BaseException:
         s.stop(check=False)
         raise

@@ -348,7 +348,8 @@ def t_swaps_to_hostile_packs(good):
             f.write(data)
         os.replace(tmp, live)
 
-    with ht.Proc(live, admin=True, workers=2) as s:
+    # --no-watch: each bad copy is loaded once, by the SIGHUP, not also by the watch
+    with ht.Proc(live, admin=True, workers=2, extra=["--no-watch"]) as s:
         pid0 = st.get(s.admin, "/healthz").body
         for name, data in bad:
             m0 = s.metrics()

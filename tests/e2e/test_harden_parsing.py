@@ -462,6 +462,7 @@ def t_accept_encoding_abuse(S):
         "2000 stars": [("Accept-Encoding", ",".join(["*;q=0.5"] * 2000))],
     }
     n = 200
+    worst = 0.0
     for what, hdrs in cases.items():
         data = st.req("GET", ht.BIG, hdrs)
         ok(len(data) <= 16384, "test helper: %s is %d bytes" % (what, len(data)))
@@ -475,8 +476,11 @@ def t_accept_encoding_abuse(S):
                     eq(st.decode(r.body, st.content_encoding(r)), ht.FILES[ht.BIG],
                        "Accept-Encoding %s: body" % what)
         used = ht.cpu_seconds(S.proc.pid) - cpu0
+        worst = max(worst, used)
         ok(used < 1.0, "Accept-Encoding %s: %d requests cost %.2f s of CPU" % (what, n, used))
         alive(S, "Accept-Encoding " + what)
+    print("  MEASURE Accept-Encoding abuse: at most %.2f s of servd CPU for %d requests of "
+          "one shape" % (worst, n))
 
 
 class Setup:
