@@ -1,0 +1,40 @@
+/*
+ * sf/isolate.h - reading an untrusted pack in a child process first.
+ *
+ * LMDB trusts the structure of its file: a damaged page flag or node can
+ * make it dereference NULL, fail an assertion or read past the map (see
+ * docs/security.md). The fields it would divide or map with are checked by
+ * sf_pack_open(); for the rest, a program that must survive any damage runs
+ * its full validation walk once in a forked child. If the child dies by a
+ * signal, hangs, or reports an error, the pack is refused and the parent -
+ * a running server - has touched nothing. Once the child has walked every
+ * page without harm, the parent's own walk over the same immutable bytes
+ * follows the same paths.
+ */
+#ifndef SF_ISOLATE_H
+#define SF_ISOLATE_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A check run in the child: 0 when the pack is good, else a negative SF_E*
+ * code with a sentence in err. */
+typedef int (*sf_check_fn)(void *arg, const char *path, char *err, size_t errlen);
+
+/* Runs check(arg, path, ...) in a forked child and waits at most
+ * timeout_ms for it. The child only reads: it must not touch state the
+ * parent shares (sockets, files being written).
+ * @return 0 when the check passed; the check's own code and message when it
+ *         failed; SF_ECORRUPT with "PATH: corrupt pack: reading it crashed
+ *         (...)" when the child died by a signal or did not finish in time;
+ *         SF_EIO when the child could not be started. */
+int sf_check_isolated(sf_check_fn check, void *arg, const char *path, int timeout_ms, char *err,
+                      size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

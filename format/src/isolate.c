@@ -1,0 +1,124 @@
+/* isolate.c - run a pack check in a child process (see sf/isolate.h). */
+#include "sf/isolate.h"
+#include "sf/store.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stddef.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* What the child sends back: its return code, then its message. */
+struct report {
+    int32_t rc;
+    char msg[1024];
+};
+
+static void child(sf_check_fn check, void *arg, const char *path, int fd)
+{
+    struct report r;
+    memset(&r, 0, sizeof r);
+    r.rc = check(arg, path, r.msg, sizeof r.msg);
+    size_t n = offsetof(struct report, msg) + strnlen(r.msg, sizeof r.msg);
+    const char *p = (const char *)&r;
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            break;
+        p += w;
+        n -= (size_t)w;
+    }
+    _exit(0); /* no atexit handlers, no stdio flush of the parent's buffers */
+}
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int sf_check_isolated(sf_check_fn check, void *arg, const char *path, int timeout_ms, char *err,
+                      size_t errlen)
+{
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) {
+        snprintf(err, errlen, "%s: cannot check the pack: pipe: %s", path, strerror(errno));
+        return SF_EIO;
+    }
+    pid_t pid = fork();
+    if (pid < 0) {
+        snprintf(err, errlen, "%s: cannot check the pack: fork: %s", path, strerror(errno));
+        close(fds[0]);
+        close(fds[1]);
+        return SF_EIO;
+    }
+    if (pid == 0) {
+        close(fds[0]);
+        child(check, arg, path, fds[1]);
+    }
+    close(fds[1]);
+
+    /* Read the report until the child closes its end (exit or death). */
+    struct report r;
+    size_t got = 0;
+    int timed_out = 0;
+    int64_t deadline = now_ms() + timeout_ms;
+    for (;;) {
+        int64_t left = deadline - now_ms();
+        if (left <= 0) {
+            timed_out = 1;
+            break;
+        }
+        struct pollfd p = {.fd = fds[0], .events = POLLIN};
+        int n = poll(&p, 1, (int)left);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            timed_out = n == 0;
+            break;
+        }
+        ssize_t rd = read(fds[0], (char *)&r + got, sizeof r - got);
+        if (rd < 0 && errno == EINTR)
+            continue;
+        if (rd <= 0)
+            break;
+        got += (size_t)rd;
+        if (got == sizeof r)
+            break;
+    }
+    close(fds[0]);
+    if (timed_out)
+        kill(pid, SIGKILL);
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+        ;
+
+    if (timed_out) {
+        snprintf(err, errlen, "%s: corrupt pack: reading it did not finish in %d ms", path,
+                 timeout_ms);
+        return SF_ECORRUPT;
+    }
+    if (WIFSIGNALED(st) || !WIFEXITED(st) || WEXITSTATUS(st) != 0 ||
+        got < offsetof(struct report, msg)) {
+        int sig = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
+        snprintf(err, errlen, "%s: corrupt pack: reading it crashed (%s%s%s)", path,
+                 sig ? "signal " : "exit status", sig ? strsignal(sig) : "",
+                 sig ? "" : (WIFEXITED(st) && WEXITSTATUS(st) ? " non-zero" : " without a report"));
+        return SF_ECORRUPT;
+    }
+    if (r.rc != 0) {
+        size_t n = got - offsetof(struct report, msg);
+        snprintf(err, errlen, "%.*s", (int)n, r.msg);
+        return r.rc;
+    }
+    return SF_OK;
+}
