@@ -42,6 +42,7 @@ struct dirwatch {
 
 struct sv_watch {
     uv_loop_t *loop;
+    uint64_t burst_start; /* uv_now() of the first change of a burst; 0: none */
     char *path;
     sv_file_id noted; /* the file last opened or refused by a reload */
     int missing;      /* the last look found no file: logged once */
@@ -81,12 +82,37 @@ static int split(const char *path, char *dir, size_t dircap, char *name, size_t 
 
 static void on_settled(uv_timer_t *t);
 
+/* A change was seen (inotify, or the poll): look at the path once it has
+ * been quiet for SV_WATCH_SETTLE_MS, but no later than SV_WATCH_SETTLE_MAX_MS
+ * after the first change of the burst. Every change restarts the delay, so
+ * that a SIGHUP sent right after a rename (mv -T new site; kill -HUP) is
+ * always handled before the look - never a look armed by an earlier rename
+ * firing between the two, which would load the file twice. */
+static void changed(sv_watch *w)
+{
+    uint64_t now = uv_now(w->loop), delay = SV_WATCH_SETTLE_MS;
+    if (!w->burst_start)
+        w->burst_start = now;
+    if (now - w->burst_start + delay > SV_WATCH_SETTLE_MAX_MS)
+        delay = now - w->burst_start >= SV_WATCH_SETTLE_MAX_MS
+                    ? 0
+                    : SV_WATCH_SETTLE_MAX_MS - (now - w->burst_start);
+    uv_timer_start(&w->settle, on_settled, delay, 0);
+}
+
 static void on_dir_event(uv_fs_event_t *h, const char *filename, int events, int status)
 {
     struct dirwatch *d = h->data;
     sv_watch *w = d->w;
     if (status < 0)
         return; /* the poll still looks */
+    /* Only a change of what a name refers to matters (UV_RENAME: moved to or
+     * from, created, deleted). UV_CHANGE is a write or an attribute change
+     * of the file itself - above all the atime update when a reload reads
+     * the new pack, which would arm a look right in the middle of the next
+     * deploy's rename and SIGHUP and load that pack twice. */
+    if (!(events & UV_RENAME))
+        return;
     if (filename) {
         int match = 0;
         for (int i = 0; i < SV_WATCH_NAMES; i++)
@@ -94,8 +120,7 @@ static void on_dir_event(uv_fs_event_t *h, const char *filename, int events, int
         if (!match)
             return;
     }
-    if (!uv_is_active((uv_handle_t *)&w->settle))
-        uv_timer_start(&w->settle, on_settled, SV_WATCH_SETTLE_MS, 0);
+    changed(w);
 }
 
 /* Points d at dir with the given names, restarting the inotify watch only
@@ -162,8 +187,10 @@ static void aim_all(sv_watch *w)
     }
 }
 
-/* Looks at the path: a file other than the one noted means a reload. */
-static void look(sv_watch *w)
+/* Looks at the path: a file other than the one noted means a reload - at
+ * once when the change has settled (load), else after the settle delay (the
+ * poll found it: a SIGHUP may be on its way, see changed()). */
+static void look(sv_watch *w, int load)
 {
     sv_file_id now;
     int rc = sv_file_id_get(w->path, &now);
@@ -174,7 +201,9 @@ static void look(sv_watch *w)
         w->missing = 1;
     } else {
         w->missing = 0;
-        if (!sv_file_id_eq(&now, &w->noted)) {
+        if (!sv_file_id_eq(&now, &w->noted) && !load) {
+            changed(w);
+        } else if (!sv_file_id_eq(&now, &w->noted)) {
             /* Noted before the call, so that a callback that declines to
              * reload (during a stop) is not asked again for this file. The
              * reload notes the exact file it opened afterwards. */
@@ -187,7 +216,9 @@ static void look(sv_watch *w)
 
 static void on_settled(uv_timer_t *t)
 {
-    look(t->data);
+    sv_watch *w = t->data;
+    w->burst_start = 0;
+    look(w, 1);
 }
 
 static void on_poll(uv_timer_t *t)
@@ -195,7 +226,7 @@ static void on_poll(uv_timer_t *t)
     sv_watch *w = t->data;
     /* A change inotify already reported is looked at by the settle timer. */
     if (!uv_is_active((uv_handle_t *)&w->settle))
-        look(w);
+        look(w, 0);
 }
 
 int sv_watch_start(uv_loop_t *loop, const char *path, const sv_file_id *current, uint64_t poll_ms,

@@ -6,14 +6,16 @@
  *
  * The watch compares identities, never contents: what the path resolves to
  * (device and inode, sv_file_id) against the identity of the last file a
- * reload opened or refused. It looks again
+ * reload opened or refused. A change is seen
  *
- *   - SV_WATCH_SETTLE_MS after inotify (libuv uv_fs_event) reports a change
- *     of the path's name in its directory, or of the symlink target's name in
- *     the target's directory;
- *   - every poll interval (--watch-interval, default 2 s), for file systems
- *     where inotify sees nothing (NFS and other network file systems, FUSE)
- *     and for symlinks further up the path.
+ *   - by inotify (libuv uv_fs_event): the path's name, or the symlink
+ *     target's name, moved, created or deleted in its directory;
+ *   - by a stat every poll interval (--watch-interval, default 2 s), for file
+ *     systems where inotify sees nothing (NFS and other network file systems,
+ *     FUSE) and for symlinks further up the path;
+ *
+ * and the path is looked at again (and reloaded if it names another file)
+ * once no change has come for SV_WATCH_SETTLE_MS.
  *
  * Everything runs on the loop passed to sv_watch_start (servd's main loop),
  * the same thread that handles SIGHUP, so a reload from the watch and one
@@ -27,14 +29,17 @@
 
 #include "snapshot.h"
 
-/* How long the watch waits after the first change it is told about before
- * it looks at the path. A deploy script's renames come microseconds to a few
- * milliseconds apart (mv site.lmdb prev.lmdb; mv new.lmdb site.lmdb); reading
- * the path once after the burst avoids refusing a half-done state (a missing
- * file) and loads the final file once. 75 ms is far below anything a person
- * deploying notices. The window is not restarted by later events, so a
- * directory that changes all the time cannot postpone a reload forever. */
+/* How long the path must be quiet before the watch looks at it. A deploy
+ * script's renames come microseconds to a few milliseconds apart (mv site.lmdb
+ * prev.lmdb; mv new.lmdb site.lmdb), and a SIGHUP often follows at once:
+ * looking once after the burst avoids refusing a half-done state (a missing
+ * file), loads the final file once, and lets a SIGHUP sent with the rename
+ * load it first (then the look finds it loaded). 75 ms is far below anything
+ * a person deploying notices. */
 #define SV_WATCH_SETTLE_MS 75
+/* The longest a burst of changes can postpone the look, so a name that is
+ * renamed over and over still gets loaded. */
+#define SV_WATCH_SETTLE_MAX_MS 1000
 /* Default interval of the stat(2) fallback: one stat every 2 s costs nothing
  * and bounds how late a change is seen where inotify is blind. */
 #define SV_WATCH_DEFAULT_POLL_MS 2000
