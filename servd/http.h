@@ -201,7 +201,9 @@ typedef struct sv_scratch {
  * (directory index, trailing-slash 301 keeping the query, SPA fallback, the
  * site's 404 page or a built-in 404), variant choice (406 when nothing is
  * acceptable), conditionals in RFC 9110 §13.2.2 order (412 / 304), ranges
- * (206 / multipart 206 / 416). Does not allocate.
+ * (206 / multipart 206 / 416). Does not allocate per request: the first
+ * file answered through a reader allocates that reader's path cache
+ * (pathcache.h), which remembers raw path -> entry for later requests.
  * plan->close is set when the request asked for it (!keep_alive) or its
  * body is larger than SV_MAX_DRAIN; the Date block then carries
  * "Connection: close". An HTTP/1.0 keep-alive request gets

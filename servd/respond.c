@@ -36,6 +36,7 @@
  * strings here. The only formatting per request is for 206, 416 and 301.
  */
 #include "http.h"
+#include "pathcache.h"
 #include "sf/path.h"
 
 #include <stdarg.h>
@@ -424,8 +425,10 @@ static int preconditions(ctx *c, const sf_entry *e, const sf_variant *v, int var
     return 0;
 }
 
-/* Serves a file entry: status 200, or 404 for the site's 404 page. */
-static int serve(ctx *c, const sf_entry *e, int is404)
+/* Serves a file entry: status 200, or 404 for the site's 404 page.
+ * bodies: the variants' bodies when the caller has them (the path cache),
+ * else NULL and the selected one is looked up. */
+static int serve(ctx *c, const sf_entry *e, int is404, const sf_view *bodies)
 {
     const sv_request *req = c->req;
     int vary = (e->flags & SF_ENTRY_NEGOTIABLE) != 0;
@@ -441,7 +444,9 @@ static int serve(ctx *c, const sf_entry *e, int is404)
         return 0;
 
     sf_view body = {NULL, 0};
-    if (!c->head && sf_body(c->rd, v, &body) != 0)
+    if (bodies)
+        body = bodies[idx];
+    else if (!c->head && sf_body(c->rd, v, &body) != 0)
         return fail(c, 500);
 
     if (!is404 && req->method == SV_M_GET && req->n_range == 1 &&
@@ -472,7 +477,7 @@ static int not_found(ctx *c)
 {
     sf_entry e;
     if (sf_lookup_special(c->rd, "status:404", &e) == 0 && e.kind == SF_KIND_FILE)
-        return serve(c, &e, 1);
+        return serve(c, &e, 1, NULL);
     return fail(c, 404);
 }
 
@@ -487,7 +492,7 @@ static int stored_redirect(ctx *c, const sf_entry *e)
 static int entry(ctx *c, const sf_entry *e)
 {
     if (e->kind == SF_KIND_FILE)
-        return serve(c, e, 0);
+        return serve(c, e, 0, NULL);
     if (e->kind == SF_KIND_REDIRECT)
         return stored_redirect(c, e);
     return fail(c, 500);
@@ -516,6 +521,11 @@ int sv_respond(const sv_request *req, sf_reader *rd, const sv_site *site, const 
     if (req->method != SV_M_GET && req->method != SV_M_HEAD)
         return fail(&c, 501);
 
+    /* A path answered before from this reader: no normalisation, no LMDB. */
+    const sv_cached *hit = sv_pathcache_get(rd, req->path.ptr, req->path.len);
+    if (hit)
+        return serve(&c, &hit->e, 0, hit->body);
+
     /* room for the key plus "/index.html" */
     char key[SF_PATH_MAX + 16];
     size_t klen;
@@ -540,8 +550,13 @@ int sv_respond(const sv_request *req, sf_reader *rd, const sv_site *site, const 
                 return fail(&c, 500);
         }
     }
-    if (rc == 0)
+    if (rc == 0) {
+        /* the file (or directory index) of this raw path: remember it */
+        if (e.kind == SF_KIND_FILE &&
+            (hit = sv_pathcache_put(rd, req->path.ptr, req->path.len, &e)) != NULL)
+            return serve(&c, &hit->e, 0, hit->body);
         return entry(&c, &e);
+    }
     if (rc != SF_ENOTFOUND)
         return fail(&c, 500);
 

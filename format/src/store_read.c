@@ -29,6 +29,8 @@ struct sf_pack {
 struct sf_reader {
     sf_pack *pack;
     MDB_txn *txn;
+    void *user;                /* sf_reader_set_user: the caller's data */
+    void (*user_free)(void *); /* called on it by sf_reader_end */
 };
 
 /*
@@ -238,6 +240,8 @@ int sf_reader_begin(sf_pack *p, sf_reader **out)
     if (!r)
         return SF_ENOMEM;
     r->pack = p;
+    r->user = NULL;
+    r->user_free = NULL;
     if (mdb_txn_begin(p->env, NULL, MDB_RDONLY, &r->txn) != 0) {
         free(r);
         return SF_ELMDB;
@@ -250,8 +254,21 @@ void sf_reader_end(sf_reader *r)
 {
     if (!r)
         return;
+    if (r->user_free)
+        r->user_free(r->user);
     mdb_txn_abort(r->txn);
     free(r);
+}
+
+void sf_reader_set_user(sf_reader *r, void *user, void (*user_free)(void *))
+{
+    r->user = user;
+    r->user_free = user_free;
+}
+
+void *sf_reader_user(const sf_reader *r)
+{
+    return r->user;
 }
 
 static int get(sf_reader *r, MDB_dbi db, const void *key, size_t klen, MDB_val *v)

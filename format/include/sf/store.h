@@ -215,6 +215,14 @@ int sf_reader_begin(sf_pack *pack, sf_reader **out);
 /* Ends a reader; every view obtained through it becomes invalid. */
 void sf_reader_end(sf_reader *r);
 
+/* Attaches the caller's data to a reader: data whose pointers into the map
+ * must not outlive the reader (servd's lookup cache). sf_reader_end calls
+ * user_free(user) (when user_free is not NULL) before it ends the reader. */
+void sf_reader_set_user(sf_reader *r, void *user, void (*user_free)(void *));
+
+/* The data attached by sf_reader_set_user, or NULL. */
+void *sf_reader_user(const sf_reader *r);
+
 /* Looks up a normalised path (see sf/path.h) and decodes its entry. Does not
  * allocate. @return 0, SF_ENOTFOUND, SF_ECORRUPT or SF_ELMDB. */
 int sf_lookup(sf_reader *r, const char *path, size_t len, sf_entry *out);
