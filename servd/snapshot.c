@@ -11,12 +11,16 @@
  */
 #include "snapshot.h"
 
+#include "sf/isolate.h"
+
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "sf/path.h"
 
@@ -140,6 +144,17 @@ int sv_file_id_get(const char *path, sv_file_id *id)
     return 0;
 }
 
+/* Messages about "/proc/self/fd/N" name the pack path instead. */
+static void name_file(char *err, size_t errlen, const char *fdpath, const char *path)
+{
+    size_t n = strlen(fdpath);
+    char tmp[1024];
+    if (strncmp(err, fdpath, n) != 0)
+        return;
+    snprintf(tmp, sizeof tmp, "%s%s", path, err + n);
+    snprintf(err, errlen, "%s", tmp);
+}
+
 int sv_snapshot_open(const char *path, int nreaders, sv_snapshot **out, sv_file_id *seen, char *err,
                      size_t errlen)
 {
@@ -150,11 +165,37 @@ int sv_snapshot_open(const char *path, int nreaders, sv_snapshot **out, sv_file_
     if (errlen == 0 || nreaders < 1)
         return SF_EINVAL;
     err[0] = '\0';
-    sv_file_id_get(path, &file); /* before the open: see snapshot.h */
+    /* Open the path once: the file checked, the file opened and the file
+     * noted as seen must be the same even when a deploy renames another
+     * pack over the path meanwhile. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        rc = -errno;
+        if (fd >= 0)
+            close(fd);
+        file.dev = file.ino = 0;
+        if (seen)
+            *seen = file;
+        snprintf(err, errlen, "%s: %s", path, strerror(-rc));
+        return SF_EIO;
+    }
+    file.dev = (uint64_t)st.st_dev;
+    file.ino = (uint64_t)st.st_ino;
     if (seen)
         *seen = file;
-    if ((rc = sf_pack_open(path, &pack, err, errlen)) != 0)
+    char fdpath[32];
+    snprintf(fdpath, sizeof fdpath, "/proc/self/fd/%d", fd);
+    /* LMDB trusts its page structure; a damaged pack must not crash a
+     * running server. Walk it once in a child first (sf/isolate.h). */
+    rc = sf_check_isolated(sf_pack_check_structure, NULL, fdpath, SF_CHECK_TIMEOUT_MS, err, errlen);
+    if (rc == 0)
+        rc = sf_pack_open(fdpath, &pack, err, errlen);
+    close(fd); /* LMDB holds its own descriptor */
+    if (rc != 0) {
+        name_file(err, errlen, fdpath, path);
         return rc;
+    }
 
     sv_snapshot *s = calloc(1, sizeof *s + (size_t)nreaders * sizeof s->readers[0]);
     if (!s) {

@@ -49,7 +49,7 @@ typedef struct sv_snapshot {
     int64_t loaded_at; /* Unix seconds when it was opened */
     uint64_t n_paths;  /* paths walked during validation */
     char id_hex[33];   /* pack id as 32 lowercase hex digits, NUL-terminated */
-    sv_file_id file;   /* what the path resolved to just before it was opened */
+    sv_file_id file;   /* the file that was checked and opened */
     int nreaders;
     sf_reader *readers[]; /* one per worker; readers[i] is used by worker i only */
 } sv_snapshot;

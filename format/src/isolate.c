@@ -122,3 +122,75 @@ int sf_check_isolated(sf_check_fn check, void *arg, const char *path, int timeou
     }
     return SF_OK;
 }
+
+struct walk {
+    sf_reader *rd;
+    const char *path;
+    char *err;
+    size_t errlen;
+};
+
+static int check_variants(struct walk *w, sf_view name, const sf_entry *e)
+{
+    for (unsigned i = 0; i < e->nvariants; i++) {
+        sf_view body;
+        int rc = sf_body(w->rd, &e->variants[i], &body);
+        if (rc != 0) {
+            snprintf(w->err, w->errlen, "%s: corrupt pack: the %s body of %.*s is %s", w->path,
+                     sf_encoding_name(e->variants[i].encoding),
+                     (int)(name.len > 200 ? 200 : name.len), name.ptr,
+                     rc == SF_ENOTFOUND ? "missing" : sf_strerror(rc));
+            return rc;
+        }
+    }
+    return 0;
+}
+
+static int walk_path(void *arg, sf_view name, const sf_entry *e)
+{
+    return check_variants(arg, name, e);
+}
+
+static int walk_body(void *arg, const uint8_t key[SF_KEY_LEN], sf_view bytes)
+{
+    return 0; /* reaching every record is the check */
+}
+
+int sf_pack_check_structure(void *arg, const char *path, char *err, size_t errlen)
+{
+    sf_pack *pack;
+    sf_reader *rd;
+    int rc = sf_pack_open(path, &pack, err, errlen);
+    if (rc != 0)
+        return rc;
+    if ((rc = sf_reader_begin(pack, &rd)) != 0) {
+        snprintf(err, errlen, "%s: cannot read the pack: %s", path, sf_strerror(rc));
+        goto out_close;
+    }
+    struct walk w = {rd, path, err, errlen};
+    char why[256] = "";
+    err[0] = '\0';
+    rc = sf_foreach_path(rd, walk_path, &w, why, sizeof why);
+    if (rc != 0) {
+        if (!err[0])
+            snprintf(err, errlen, "%s: corrupt pack: %s", path, why[0] ? why : sf_strerror(rc));
+        goto out_end;
+    }
+    sf_entry e;
+    rc = sf_lookup_special(rd, "status:404", &e);
+    if (rc == 0) {
+        sf_view name = {"status:404", 10};
+        if ((rc = check_variants(&w, name, &e)) != 0)
+            goto out_end;
+    } else if (rc != SF_ENOTFOUND) {
+        snprintf(err, errlen, "%s: corrupt pack: the 404 entry is %s", path, sf_strerror(rc));
+        goto out_end;
+    }
+    if ((rc = sf_foreach_body(rd, walk_body, NULL)) != 0)
+        snprintf(err, errlen, "%s: corrupt pack: walking the bodies: %s", path, sf_strerror(rc));
+out_end:
+    sf_reader_end(rd);
+out_close:
+    sf_pack_close(pack);
+    return rc;
+}

@@ -34,6 +34,16 @@ typedef int (*sf_check_fn)(void *arg, const char *path, char *err, size_t errlen
 int sf_check_isolated(sf_check_fn check, void *arg, const char *path, int timeout_ms, char *err,
                       size_t errlen);
 
+/* A check for sf_check_isolated (arg unused): opens the pack and walks
+ * every structure a reader will ever follow - every path record (decoded),
+ * the body of every variant of every path and of the 404 entry (found, with
+ * its recorded length), and every body record.
+ * @return 0, or an SF_E* code with "PATH: ..." in err. */
+int sf_pack_check_structure(void *arg, const char *path, char *err, size_t errlen);
+
+/* How long a structure walk in a child may take before the pack is refused. */
+#define SF_CHECK_TIMEOUT_MS 60000
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
-"""PENDING (not run by ctest, fails today): damage to LMDB's own structure in a pack
-must be refused like any other corruption, never crash servd or servd-pack verify.
+"""Damage to LMDB's own structure in a pack must be refused like any other corruption,
+never crash servd or servd-pack verify (both walk a new pack in a child process first:
+format/include/sf/isolate.h). Every third structure byte by default; set
+SERVD_LMDB_STRIDE=1 for all of them.
 
 Every byte that liblmdb interprets as structure (hardtest.lmdb_structure: the meta
 records of pages 0 and 1, each page header, each node pointer, each node header, each
@@ -50,6 +52,9 @@ XOR = 0xff
 def t_every_structure_byte(good):
     structure = ht.lmdb_structure(good.data)
     ok(len(structure) >= 1000, "only %d structure bytes found" % len(structure))
+    stride = int(os.environ.get("SERVD_LMDB_STRIDE", "3"))
+    structure = {off: kind for i, (off, kind) in enumerate(sorted(structure.items()))
+                 if i % stride == 0}
 
     def one(off):
         data = bytearray(good.data)
@@ -97,12 +102,11 @@ def t_every_structure_byte(good):
                             if start not in ("refused", "served")]
     bad_start = len(good.startup_crashes)
     bad_verify = [off for off, start, v in results if v not in (0, 1)]
+    first = (good.startup_crashes or bad_verify or [0])[0]
     ok(bad_start == 0 and not bad_verify,
        "%d copies crash servd (at startup or while serving), %d crash or hang servd-pack "
        "verify (first: page %d offset %d)" % (
-           bad_start, len(bad_verify),
-           (good.startup_crashes or bad_verify)[0] // ht.LMDB_PAGE,
-           (good.startup_crashes or bad_verify)[0] % ht.LMDB_PAGE))
+           bad_start, len(bad_verify), first // ht.LMDB_PAGE, first % ht.LMDB_PAGE))
 
 
 def t_sighup_onto_structure_damage(good):
