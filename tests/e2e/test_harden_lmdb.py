@@ -31,7 +31,7 @@ cursor (format/src/store_read.c foreach(), snapshot.c validate()), so it crashes
 startup and at SIGHUP; servd-pack verify walks the same way. See docs/security.md,
 "Known gaps", for the fix this test is waiting for.
 
-Run: SERVD_BUILD_DIR=build python3 tests/e2e/pending_harden_lmdb.py (about 30 s)."""
+Run: SERVD_BUILD_DIR=build python3 tests/e2e/test_harden_lmdb.py (about 30 s)."""
 import collections
 import concurrent.futures
 import os

@@ -5,7 +5,7 @@ wrong-version (servd's major version, LMDB's format version) and bit-flipped (FL
 single-bit flips at offsets drawn with a fixed seed: a third inside stored bodies, a
 third in entry records and keys, a third anywhere else; the pack is built with a fixed
 SOURCE_DATE_EPOCH so offsets reproduce). Bytes that are LMDB's own structure (page
-headers, node pointers and headers, meta pages) are left to pending_harden_lmdb.py:
+headers, node pointers and headers, meta pages) are left to test_harden_lmdb.py:
 damage there can crash liblmdb inside servd today (docs/security.md, "Known gaps").
 
 For each copy, `servd --pack COPY` must either
@@ -145,7 +145,7 @@ def fixed_variants(good):
 
 def flip_offsets(good):
     """FLIPS (offset, bit) pairs drawn with a fixed seed from three strata, none of them
-    LMDB's own structure (see hardtest.lmdb_structure; pending_harden_lmdb.py flips
+    LMDB's own structure (see hardtest.lmdb_structure; test_harden_lmdb.py flips
     every one of those bytes): stored bodies; entry records and path keys (around
     each pre-rendered 200 block: the fixed fields, the variant descriptors, the blob);
     anywhere else (free space, the meta record, body keys)."""
