@@ -47,8 +47,10 @@ class Swapper:
         self.live = os.path.join(self.dir, "site.lmdb")
         self.install_copy(self.p1)
         self.adm = st.free_port()
+        # SIGHUP swaps only: these tests count swaps exactly, and the pack-path
+        # watch (tests/e2e/test_swap_watch.py) would also load each rename.
         self.servd = st.Servd(self.live, workers=2,
-                              extra=["--admin", "127.0.0.1:%d" % self.adm]).start()
+                              extra=["--admin", "127.0.0.1:%d" % self.adm, "--no-watch"]).start()
         self.port = self.servd.port
 
     def install_copy(self, src, mutate=None):
