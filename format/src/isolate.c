@@ -20,8 +20,12 @@ struct report {
     char msg[1024];
 };
 
+void (*sf__isolate_child_hook)(void);
+
 static void child(sf_check_fn check, void *arg, const char *path, int fd)
 {
+    if (sf__isolate_child_hook)
+        sf__isolate_child_hook();
     struct report r;
     memset(&r, 0, sizeof r);
     r.rc = check(arg, path, r.msg, sizeof r.msg);

@@ -54,19 +54,33 @@ static uint32_t ld32(const unsigned char *p)
 
 static const char *lmdb_header_problem(const char *path)
 {
-    unsigned char h[LMDB_HEAD_LEN];
+    unsigned char h[LMDB_HEAD_LEN], h1[LMDB_HEAD_LEN];
+    struct stat st;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return NULL; /* mdb_env_open reports the errno */
     ssize_t n = pread(fd, h, sizeof h, 0);
-    close(fd);
-    if (n != (ssize_t)sizeof h)
+    if (n != (ssize_t)sizeof h || fstat(fd, &st) != 0) {
+        close(fd);
         return "not a servd pack (too short for an LMDB header)";
-    if (ld32(h + 16) != LMDB_META_MAGIC)
+    }
+    if (ld32(h + 16) != LMDB_META_MAGIC) {
+        close(fd);
         return "not a servd pack (no LMDB magic)";
+    }
     uint32_t psize = ld32(h + 40);
-    if (psize < 512 || psize > 65536 || (psize & (psize - 1)) != 0)
+    if (psize < 512 || psize > 65536 || (psize & (psize - 1)) != 0) {
+        close(fd);
         return "corrupt pack (invalid LMDB page size)";
+    }
+    /* LMDB reads the second meta page (at offset psize) too, and uses the
+     * newer of the two: both must be there and agree on the page size. */
+    n = (uint64_t)st.st_size >= 2 * (uint64_t)psize ? pread(fd, h1, sizeof h1, psize) : -1;
+    close(fd);
+    if (n != (ssize_t)sizeof h1)
+        return "corrupt pack (truncated: the second LMDB meta page is missing)";
+    if (ld32(h1 + 16) != LMDB_META_MAGIC || ld32(h1 + 40) != psize)
+        return "corrupt pack (the second LMDB meta page is damaged)";
     return NULL;
 }
 

@@ -41,6 +41,11 @@ int sf_check_isolated(sf_check_fn check, void *arg, const char *path, int timeou
  * @return 0, or an SF_E* code with "PATH: ..." in err. */
 int sf_pack_check_structure(void *arg, const char *path, char *err, size_t errlen);
 
+/* For test harnesses only: when set, called first thing in the child (a
+ * fuzzer resets its crash handlers there, so that the child's expected
+ * crashes are not reported as the fuzzer's own). */
+extern void (*sf__isolate_child_hook)(void);
+
 /* How long a structure walk in a child may take before the pack is refused. */
 #define SF_CHECK_TIMEOUT_MS 60000
 

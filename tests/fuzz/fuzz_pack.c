@@ -1,0 +1,65 @@
+/*
+ * fuzz_pack - random bytes as a whole pack file.
+ *
+ * LMDB trusts its page structure, so servd never walks a new pack in its own
+ * process before a forked child has walked it unharmed (sf/isolate.h). The
+ * property checked here is the one that design rests on: whatever the bytes,
+ * sf_check_isolated() either refuses the file, or accepts it and the same
+ * walk then returns in this process without crashing and with the same
+ * verdict. (The child's own coverage is not seen by libFuzzer; the seeds are
+ * real packs, so mutations stay close to valid structure.)
+ */
+#include "sf/isolate.h"
+#include "sf/store.h"
+
+#include <fcntl.h>
+#include <sanitizer/common_interface_defs.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+/* A walk of a fuzzed file that takes longer than this is a hang. */
+#define FUZZ_CHECK_TIMEOUT_MS 5000
+
+/* The child is expected to crash on damaged structure: there, the crash is
+ * the refusal. Keep libFuzzer and the sanitizers from reporting it (and from
+ * writing a crash-* file for an input that the parent handles correctly). */
+static void quiet_child(void)
+{
+    static const int sigs[] = {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL};
+    __sanitizer_set_death_callback(NULL);
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+        signal(sigs[i], SIG_DFL);
+    int null = open("/dev/null", O_WRONLY);
+    if (null >= 0)
+        dup2(null, 2);
+}
+
+static int fd = -1;
+static char path[64];
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (fd < 0) {
+        sf__isolate_child_hook = quiet_child;
+        fd = memfd_create("fuzz-pack", MFD_CLOEXEC);
+        if (fd < 0)
+            abort();
+        snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    }
+    if (ftruncate(fd, 0) != 0 || pwrite(fd, data, size, 0) != (ssize_t)size)
+        abort();
+    char err[1024];
+    if (sf_check_isolated(sf_pack_check_structure, NULL, path, FUZZ_CHECK_TIMEOUT_MS, err,
+                          sizeof err) != 0)
+        return 0;
+    if (sf_pack_check_structure(NULL, path, err, sizeof err) != 0) {
+        fprintf(stderr, "fuzz_pack: the child accepted the file, this process refused it: %s\n",
+                err);
+        abort();
+    }
+    return 0;
+}
