@@ -25,7 +25,7 @@ CPU microseconds per request (utime+stime of the server's process tree from
 serving process), and the pipelined req/s with its CPU per request.
 
     bench/http/run.py            full mode: 3 rounds x 10 s, c = 100,500,1000,1500
-    bench/http/run.py --quick    under 3 minutes: 1 round x 3 s, fewer servers
+    bench/http/run.py --quick    under 3 minutes: 1 round x 2 s, fewer servers
 
 Results go to bench/RESULTS.md (the section between the "http" markers; other
 sections are kept) and PNG plots to bench/plots/. Only 127.0.0.1 is used; every
@@ -645,7 +645,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true",
-                    help="under 3 minutes: 1 round of 3 s, c=100,1000, 5 servers, no w2fly")
+                    help="under 3 minutes: 1 round of 2 s, c=100,1000, 5 servers, no w2fly")
     ap.add_argument("--rounds", type=int, help="interleaved rounds (3; quick: 1)")
     ap.add_argument("--duration", type=int, help="seconds per wrk run (10; quick: 3)")
     ap.add_argument("--h2load-duration", type=int, help="seconds per h2load run (5; quick: 2)")
@@ -664,9 +664,10 @@ def main():
     ap.add_argument("--no-build", action="store_true", help="use the servd already in --build")
     ap.add_argument("--results", default=None,
                     help="file whose HTTP section is replaced (full mode: bench/RESULTS.md)")
-    ap.add_argument("--plots", default=os.path.join(ROOT, "bench", "plots"))
+    ap.add_argument("--plots", help="PNG directory (full mode: bench/plots; quick: "
+                    f"{WORK}/plots, so a quick run never replaces the committed plots)")
     a = ap.parse_args()
-    dflt = (dict(rounds=1, duration=3, h2load_duration=2, conns="100,1000",
+    dflt = (dict(rounds=1, duration=2, h2load_duration=1, conns="100,1000",
                  servers=",".join(QUICK_SERVERS), workloads="w1,w2pre") if a.quick else
             dict(rounds=3, duration=10, h2load_duration=5, conns="100,500,1000,1500",
                  servers=",".join(ALL_SERVERS), workloads="w1,w2pre,w2fly"))
@@ -675,6 +676,8 @@ def main():
             setattr(a, key, v)
     if a.results is None and not a.quick:
         a.results = os.path.join(ROOT, "bench", "RESULTS.md")
+    if a.plots is None:
+        a.plots = os.path.join(WORK, "plots") if a.quick else os.path.join(ROOT, "bench", "plots")
     servers = a.servers.split(",")
     BASE_BUILD[0] = a.base_build
     if "servd-base" in servers and not a.base_build:
