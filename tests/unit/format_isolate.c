@@ -65,3 +65,22 @@ TEST(isolated_check_hang_is_a_refusal)
     ASSERT_EQ(rc, SF_ECORRUPT);
     ASSERT(strstr(err, "did not finish in 200 ms") != NULL);
 }
+
+/* Bodies are content addressed: a body whose bytes do not hash to its key
+ * (damage inside the body, which no structure check sees) is refused. */
+TEST(structure_check_refuses_damaged_body)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/body.lmdb", t_tmpdir());
+    sf_writer *w;
+    char err[512];
+    ASSERT_EQ(sf_writer_open(path, 1 << 20, &w, err, sizeof err), SF_OK);
+    uint8_t key[SF_KEY_LEN] = {0}; /* not the SHA-256 of "hello" */
+    ASSERT_EQ(sf_writer_put_body(w, key, "hello", 5), SF_OK);
+    sf_meta m;
+    memset(&m, 0, sizeof m);
+    ASSERT_EQ(sf_writer_commit(w, &m, err, sizeof err), SF_OK);
+    int rc = sf_check_isolated(sf_pack_check_structure, NULL, path, 5000, err, sizeof err);
+    ASSERT_EQ(rc, SF_ECORRUPT);
+    ASSERT(strstr(err, "does not match its SHA-256") != NULL);
+}
