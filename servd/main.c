@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "activation.h"
+#include "sf/isolate.h"
 #include "embedded.h"
 #include "privdrop.h"
 #include "server.h"
@@ -129,6 +130,15 @@ enum {
 
 int main(int argc, char **argv)
 {
+    /* Internal: the child that walks a new pack before the server maps it
+     * (snapshot.c, sf/isolate.h). Prints the reason for a refusal. */
+    if (argc == 3 && strcmp(argv[1], "--check-pack") == 0) {
+        char err[1024] = "";
+        int rc = sf_pack_check_structure(NULL, argv[2], err, sizeof err);
+        if (rc != 0)
+            printf("%s\n", err[0] ? err : sf_strerror(rc));
+        return rc != 0;
+    }
     static sv_config cfg;
     static const struct option opts[] = {
         {"pack", required_argument, NULL, 'p'},

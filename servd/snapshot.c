@@ -188,7 +188,13 @@ int sv_snapshot_open(const char *path, int nreaders, sv_snapshot **out, sv_file_
     snprintf(fdpath, sizeof fdpath, "/proc/self/fd/%d", fd);
     /* LMDB trusts its page structure; a damaged pack must not crash a
      * running server. Walk it once in a child first (sf/isolate.h). */
-    rc = sf_check_isolated(sf_pack_check_structure, NULL, fdpath, SF_CHECK_TIMEOUT_MS, err, errlen);
+    /* The check runs as a fresh program (servd --check-pack), not a bare
+     * fork: a fork of this multi-threaded process could inherit a lock that
+     * another thread holds. The descriptor is inherited for the spawn only. */
+    char *argv[] = {"/proc/self/exe", "--check-pack", fdpath, NULL};
+    fcntl(fd, F_SETFD, 0);
+    rc = sf_check_spawn(argv, path, SF_CHECK_TIMEOUT_MS, err, errlen);
+    fcntl(fd, F_SETFD, FD_CLOEXEC);
     if (rc == 0)
         rc = sf_pack_open(fdpath, &pack, err, errlen);
     close(fd); /* LMDB holds its own descriptor */

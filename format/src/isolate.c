@@ -3,6 +3,7 @@
 #include "sf/store.h"
 
 #include <errno.h>
+#include <spawn.h>
 #include <openssl/evp.h>
 #include <fcntl.h>
 #include <stddef.h>
@@ -126,6 +127,80 @@ int sf_check_isolated(sf_check_fn check, void *arg, const char *path, int timeou
         return r.rc;
     }
     return SF_OK;
+}
+
+extern char **environ;
+
+int sf_check_spawn(char *const argv[], const char *path, int timeout_ms, char *err, size_t errlen)
+{
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) {
+        snprintf(err, errlen, "%s: cannot check the pack: pipe: %s", path, strerror(errno));
+        return SF_EIO;
+    }
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+    pid_t pid;
+    int rc = posix_spawn(&pid, argv[0], &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    close(fds[1]);
+    if (rc != 0) {
+        close(fds[0]);
+        snprintf(err, errlen, "%s: cannot check the pack: %s: %s", path, argv[0], strerror(rc));
+        return SF_EIO;
+    }
+    char msg[1024];
+    size_t got = 0;
+    int timed_out = 0;
+    int64_t deadline = now_ms() + timeout_ms;
+    for (;;) {
+        int64_t left = deadline - now_ms();
+        if (left <= 0) {
+            timed_out = 1;
+            break;
+        }
+        struct pollfd p = {.fd = fds[0], .events = POLLIN};
+        int n = poll(&p, 1, (int)left);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            timed_out = n == 0;
+            break;
+        }
+        ssize_t rd = read(fds[0], msg + got, sizeof msg - 1 - got);
+        if (rd < 0 && errno == EINTR)
+            continue;
+        if (rd <= 0)
+            break;
+        got += (size_t)rd;
+        if (got == sizeof msg - 1)
+            break;
+    }
+    close(fds[0]);
+    if (timed_out)
+        kill(pid, SIGKILL);
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+        ;
+    msg[got] = '\0';
+    while (got > 0 && (msg[got - 1] == '\n' || msg[got - 1] == '\r'))
+        msg[--got] = '\0';
+    if (timed_out) {
+        snprintf(err, errlen, "%s: corrupt pack: reading it did not finish in %d ms", path,
+                 timeout_ms);
+        return SF_ECORRUPT;
+    }
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+        return SF_OK;
+    if (WIFEXITED(st) && got > 0) {
+        snprintf(err, errlen, "%s", msg);
+        return SF_ECORRUPT;
+    }
+    int sig = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
+    snprintf(err, errlen, "%s: corrupt pack: reading it crashed (%s%s)", path,
+             sig ? "signal " : "exit status without a report", sig ? strsignal(sig) : "");
+    return SF_ECORRUPT;
 }
 
 struct walk {

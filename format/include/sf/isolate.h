@@ -34,6 +34,14 @@ typedef int (*sf_check_fn)(void *arg, const char *path, char *err, size_t errlen
 int sf_check_isolated(sf_check_fn check, void *arg, const char *path, int timeout_ms, char *err,
                       size_t errlen);
 
+/* Like sf_check_isolated, but the child is a fresh program: argv[0] is
+ * executed (posix_spawn) and must exit 0 when the pack is good, or print one
+ * line (the reason) on its standard output and exit non-zero. For a
+ * multi-threaded caller, where a forked child could inherit a lock held by
+ * another thread (an allocator's, for one), this is the safe form. path is
+ * only used in messages. Same return values as sf_check_isolated. */
+int sf_check_spawn(char *const argv[], const char *path, int timeout_ms, char *err, size_t errlen);
+
 /* A check for sf_check_isolated (arg unused): opens the pack and walks
  * every structure a reader will ever follow - every path record (decoded),
  * the body of every variant of every path and of the 404 entry (found, with
