@@ -144,6 +144,22 @@ int sv_file_id_get(const char *path, sv_file_id *id)
     return 0;
 }
 
+/* The path of this program, for spawning the pack check. Resolved from
+ * /proc/self/exe once (under valgrind that link names valgrind itself, but
+ * readlink of it is answered with servd's path). */
+static char *self_exe(void)
+{
+    static char exe[4096];
+    if (!exe[0]) {
+        ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+        if (n <= 0 || (size_t)n >= sizeof exe - 1)
+            snprintf(exe, sizeof exe, "/proc/self/exe");
+        else
+            exe[n] = '\0';
+    }
+    return exe;
+}
+
 /* Messages about "/proc/self/fd/N" name the pack path instead. */
 static void name_file(char *err, size_t errlen, const char *fdpath, const char *path)
 {
@@ -191,9 +207,13 @@ int sv_snapshot_open(const char *path, int nreaders, sv_snapshot **out, sv_file_
     /* The check runs as a fresh program (servd --check-pack), not a bare
      * fork: a fork of this multi-threaded process could inherit a lock that
      * another thread holds. The descriptor is inherited for the spawn only. */
-    char *argv[] = {"/proc/self/exe", "--check-pack", fdpath, NULL};
+    char *argv[] = {self_exe(), "--check-pack", fdpath, NULL};
     fcntl(fd, F_SETFD, 0);
     rc = sf_check_spawn(argv, path, SF_CHECK_TIMEOUT_MS, err, errlen);
+    if (rc == SF_EIO && strcmp(argv[0], "/proc/self/exe") != 0) {
+        argv[0] = "/proc/self/exe"; /* the binary was replaced on disk */
+        rc = sf_check_spawn(argv, path, SF_CHECK_TIMEOUT_MS, err, errlen);
+    }
     fcntl(fd, F_SETFD, FD_CLOEXEC);
     if (rc == 0)
         rc = sf_pack_open(fdpath, &pack, err, errlen);
