@@ -21,7 +21,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#define READ_BUF 16384
+#define READ_BUF   16384
 #define MAX_EVENTS 256
 
 static char *resp;
@@ -95,7 +95,8 @@ int main(int argc, char **argv)
     }
     int ls = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0), one = 1;
     setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(argv[1])),
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)atoi(argv[1])),
                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     if (bind(ls, (struct sockaddr *)&a, sizeof a) || listen(ls, 4096)) {
         perror("ceiling: bind/listen");

@@ -465,7 +465,8 @@ TEST(respond_406_not_acceptable)
     open_pack(1);
     ASSERT_EQ(get("/img.png", "Accept-Encoding: identity;q=0\r\n"), 406);
     OUT_IS("HTTP/1.1 406 Not Acceptable\r\nContent-Type: text/plain; charset=utf-8\r\n"
-           "Content-Length: 19\r\nCache-Control: no-cache\r\nVary: Accept-Encoding\r\n" DATE_LINE "\r\n406 Not Acceptable\n");
+           "Content-Length: 19\r\nCache-Control: no-cache\r\nVary: Accept-Encoding\r\n" DATE_LINE
+           "\r\n406 Not Acceptable\n");
     ASSERT_EQ(get("/app.js", "Accept-Encoding: *;q=0\r\n"), 406);
     ASSERT_EQ(has_header("Vary: Accept-Encoding\r\n"), 1);
     ASSERT_EQ(get("/app.js", "Accept-Encoding: compress, identity;q=0\r\n"), 406);
@@ -478,7 +479,8 @@ TEST(respond_methods)
     open_pack(1);
     ASSERT_EQ(run("POST /img.png HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n\r\n"), 405);
     OUT_IS("HTTP/1.1 405 Method Not Allowed\r\nContent-Type: text/plain; charset=utf-8\r\n"
-           "Content-Length: 23\r\nCache-Control: no-cache\r\nAllow: GET, HEAD\r\n" DATE_LINE "\r\n405 Method Not Allowed\n");
+           "Content-Length: 23\r\nCache-Control: no-cache\r\nAllow: GET, HEAD\r\n" DATE_LINE
+           "\r\n405 Method Not Allowed\n");
     ASSERT_EQ(plan.close, 0);
     const char *m[] = {"PUT", "DELETE", "PATCH", "OPTIONS", "TRACE", "CONNECT"};
     for (int i = 0; i < 6; i++) {
@@ -490,7 +492,8 @@ TEST(respond_methods)
     ASSERT_EQ(run("OPTIONS * HTTP/1.1\r\nHost: t\r\n\r\n"), 405);
     ASSERT_EQ(run("get / HTTP/1.1\r\nHost: t\r\n\r\n"), 501);
     OUT_IS("HTTP/1.1 501 Not Implemented\r\nContent-Type: text/plain; charset=utf-8\r\n"
-           "Content-Length: 20\r\nCache-Control: no-cache\r\n" DATE_LINE "\r\n501 Not Implemented\n");
+           "Content-Length: 20\r\nCache-Control: no-cache\r\n" DATE_LINE
+           "\r\n501 Not Implemented\n");
     ASSERT_EQ(run("BREW /pot HTTP/1.1\r\nHost: t\r\n\r\n"), 501);
 }
 
@@ -533,7 +536,8 @@ TEST(respond_if_match)
     ASSERT_EQ(get("/img.png", "If-Match: *\r\n"), 200);
     ASSERT_EQ(get("/img.png", "If-Match: \"nope\"\r\n"), 412);
     OUT_IS("HTTP/1.1 412 Precondition Failed\r\nContent-Type: text/plain; charset=utf-8\r\n"
-           "Content-Length: 24\r\nCache-Control: no-cache\r\n" DATE_LINE "\r\n412 Precondition Failed\n");
+           "Content-Length: 24\r\nCache-Control: no-cache\r\n" DATE_LINE
+           "\r\n412 Precondition Failed\n");
     snprintf(f, sizeof f, "If-Match: W/%s\r\n", etag_of("/img.png", 0));
     ASSERT_EQ(get("/img.png", f), 412); /* strong comparison */
     snprintf(f, sizeof f, "If-Match: \"a\"\r\nIf-Match: %s\r\n", etag_of("/img.png", 0));
