@@ -49,8 +49,6 @@
 enum sv_method {
     SV_M_GET = 1,
     SV_M_HEAD,
-    SV_M_OPTIONS, /* reserved, never produced: OPTIONS is not implemented and
-                     parses as SV_M_OTHER (405 with Allow) */
     SV_M_OTHER,   /* POST PUT DELETE PATCH OPTIONS CONNECT TRACE: 405 */
     SV_M_UNKNOWN, /* an unrecognised method token: 501 */
 };

@@ -516,7 +516,7 @@ int sv_respond(const sv_request *req, sf_reader *rd, const sv_site *site, const 
         c.date_len = date->keep_len;
     }
 
-    if (req->method == SV_M_OTHER || req->method == SV_M_OPTIONS)
+    if (req->method == SV_M_OTHER)
         return fail(&c, 405);
     if (req->method != SV_M_GET && req->method != SV_M_HEAD)
         return fail(&c, 501);
