@@ -586,11 +586,12 @@ static int write_pack(build *b, pk_stats *st)
         free(refs);
         return -1;
     }
-    pk_sha *idsha = pk_sha_new();
+    sf_pack_id *idsha = NULL;
     sf_meta meta;
     memset(&meta, 0, sizeof meta);
     int has_404 = 0, rc = 0;
-    if (!idsha) {
+    if (sf_pack_id_begin(&idsha) != 0) {
+        idsha = NULL;
         snprintf(b->err, sizeof b->err, "out of memory");
         goto out_abort;
     }
@@ -615,9 +616,8 @@ static int write_pack(build *b, pk_stats *st)
         if (encode_entry(f, 0, &rec, &reclen, b->err, sizeof b->err) != 0)
             goto out_abort;
         rc = sf_writer_put_path(w, f->key, f->key_len, rec, reclen);
-        if (rc == 0 && (pk_sha_update(idsha, f->key, f->key_len) != 0 ||
-                        pk_sha_update(idsha, "", 1) != 0 || pk_sha_update(idsha, rec, reclen) != 0))
-            rc = SF_ENOMEM;
+        if (rc == 0)
+            rc = sf_pack_id_add(idsha, f->key, f->key_len, rec, reclen);
         free(rec);
         if (rc != 0) {
             snprintf(b->err, sizeof b->err, "%s: cannot store the record of %s: %s", o->output,
@@ -642,8 +642,8 @@ static int write_pack(build *b, pk_stats *st)
     }
     pk_progress_clear(&b->prog);
 
-    uint8_t id[PK_DIGEST_LEN];
-    if (pk_sha_final(idsha, id) != 0) {
+    uint8_t id[SF_PACK_ID_LEN];
+    if (sf_pack_id_end(idsha, id) != 0) {
         idsha = NULL;
         snprintf(b->err, sizeof b->err, "SHA-256 failed");
         goto out_abort;
@@ -697,7 +697,7 @@ out_abort:
     if (rc == SF_EIO)
         note_space(b);
     pk_progress_clear(&b->prog);
-    pk_sha_free(idsha);
+    sf_pack_id_free(idsha);
     sf_writer_abort(w);
     if (o->manifest)
         pk_manifest_abort(o->manifest);

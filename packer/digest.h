@@ -23,7 +23,8 @@
 /* SHA-256 of n bytes at p. Thread-safe. @return 0, or -1 if OpenSSL failed. */
 int pk_sha256(const void *p, size_t n, uint8_t out[PK_DIGEST_LEN]);
 
-/* Incremental SHA-256, for the pack id. */
+/* Incremental SHA-256 (fingerprints in diff.c and mime.c; the pack id is
+ * sf_pack_id_*, shared with servd). */
 typedef struct pk_sha pk_sha;
 pk_sha *pk_sha_new(void);
 int pk_sha_update(pk_sha *s, const void *p, size_t n);

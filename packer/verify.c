@@ -15,7 +15,8 @@
  *     and every body is used by some path;
  *   - the status:404 entry, if any, points at existing bodies;
  *   - the meta counts, byte totals and pack id match what is stored. The id
- *     is recomputed over the canonical encoding of each decoded record.
+ *     is recomputed over the records as stored (sf_pack_id_compute, the
+ *     function the packer and servd's load check use).
  */
 #include "commands.h"
 #include "msg.h"
@@ -50,7 +51,6 @@ typedef struct verify {
     uint64_t paths, identity_bytes;
     ref *refs;
     size_t nrefs, cap;
-    pk_sha *id;
     int oom;
 } verify;
 
@@ -157,31 +157,6 @@ static void check_decodes(verify *v, sf_view path, const sf_entry *e)
     }
 }
 
-/* Re-encodes a decoded entry: the canonical bytes the pack id is made of. */
-static int reencode(const sf_entry *e, uint8_t **rec, size_t *len)
-{
-    sf_entry_spec s;
-    memset(&s, 0, sizeof s);
-    s.kind = e->kind;
-    s.flags = e->flags;
-    s.last_modified = e->last_modified;
-    s.mime = e->mime;
-    s.target = e->target;
-    s.nvariants = e->nvariants;
-    for (unsigned i = 0; i < e->nvariants; i++) {
-        const sf_variant *v = &e->variants[i];
-        sf_variant_spec *vs = &s.variants[i];
-        vs->encoding = v->encoding;
-        vs->body_len = v->body_len;
-        memcpy(vs->body_key, v->body_key, SF_KEY_LEN);
-        vs->etag = v->etag;
-        vs->h200 = v->h200;
-        vs->rep_off = (size_t)(v->rep.ptr - v->h200.ptr);
-        vs->h304 = v->h304;
-    }
-    return sf_entry_encode(&s, rec, len);
-}
-
 static int check_path(void *arg, sf_view path, const sf_entry *e)
 {
     verify *v = arg;
@@ -198,16 +173,6 @@ static int check_path(void *arg, sf_view path, const sf_entry *e)
             check_variant(v, path, &e->variants[i], 0);
         check_decodes(v, path, e);
     }
-    uint8_t *rec;
-    size_t len;
-    if (reencode(e, &rec, &len) != 0) {
-        v->oom = 1;
-        return 0;
-    }
-    if (pk_sha_update(v->id, path.ptr, path.len) != 0 || pk_sha_update(v->id, "", 1) != 0 ||
-        pk_sha_update(v->id, rec, len) != 0)
-        v->oom = 1;
-    free(rec);
     return 0;
 }
 
@@ -270,8 +235,6 @@ int pk_cmd_verify(const char *site, int quiet)
     const sf_meta *m = sf_pack_meta(pack);
     int status = PK_EXIT_FAIL;
     char err[512] = "";
-    if (!(v.id = pk_sha_new()))
-        goto out_nomem;
     int rc = sf_foreach_path(v.r, check_path, &v, err, sizeof err);
     if (rc != 0) {
         problem(&v, "%s", err[0] ? err : sf_strerror(rc));
@@ -296,10 +259,9 @@ int pk_cmd_verify(const char *site, int quiet)
     if (v.oom)
         goto out_nomem;
 
-    uint8_t id[PK_DIGEST_LEN];
-    rc = pk_sha_final(v.id, id);
-    v.id = NULL;
-    if (rc != 0)
+    uint8_t id[SF_PACK_ID_LEN];
+    rc = sf_pack_id_compute(v.r, id);
+    if (rc == SF_ENOMEM)
         goto out_nomem;
     if (m->n_paths != v.paths)
         problem(&v, "meta says %llu paths, the pack has %llu", (unsigned long long)m->n_paths,
@@ -313,8 +275,11 @@ int pk_cmd_verify(const char *site, int quiet)
     if (m->stored_bytes != bp.bytes)
         problem(&v, "meta says %llu stored bytes, the bodies add up to %llu",
                 (unsigned long long)m->stored_bytes, (unsigned long long)bp.bytes);
-    if (memcmp(m->pack_id, id, sizeof m->pack_id) != 0)
-        problem(&v, "the pack id does not match the path records");
+    if (rc != 0)
+        problem(&v, "cannot recompute the pack id: %s", sf_strerror(rc));
+    else if (memcmp(m->pack_id, id, sizeof m->pack_id) != 0)
+        problem(&v, "the pack id does not match the path records (pack id mismatch: entry "
+                    "records were changed after packing)");
     if (v.problems == 0) {
         status = PK_EXIT_OK;
         if (!quiet)
@@ -331,7 +296,6 @@ out:
         pk_err("verify: %s: ... %llu problems in all", site, (unsigned long long)v.problems);
     if (v.problems)
         pk_err("verify: %s: FAILED", site);
-    pk_sha_free(v.id);
     for (size_t i = 0; i < v.nrefs; i++)
         free(v.refs[i].path);
     free(v.refs);

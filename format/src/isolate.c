@@ -257,6 +257,33 @@ static int walk_body(void *arg, const uint8_t key[SF_KEY_LEN], sf_view bytes)
     return 0;
 }
 
+/* The pack id in meta must be the one the records hash to (sf_pack_id_compute):
+ * a byte changed inside a record after packing - a pre-rendered header
+ * block, a Last-Modified, a MIME type - decodes fine and would be served as
+ * is. Cheap: one SHA-256 pass over the records, a few hundred bytes a path. */
+static int check_pack_id(sf_pack *pack, sf_reader *rd, const char *path, char *err, size_t errlen)
+{
+    uint8_t id[SF_PACK_ID_LEN];
+    int rc = sf_pack_id_compute(rd, id);
+    if (rc != 0) {
+        snprintf(err, errlen, "%s: corrupt pack: cannot recompute the pack id: %s", path,
+                 sf_strerror(rc));
+        return rc;
+    }
+    const uint8_t *want = sf_pack_meta(pack)->pack_id;
+    if (memcmp(id, want, SF_PACK_ID_LEN) != 0) {
+        char got_hex[2 * SF_PACK_ID_LEN + 1], want_hex[2 * SF_PACK_ID_LEN + 1];
+        sf_pack_id_hex(id, got_hex);
+        sf_pack_id_hex(want, want_hex);
+        snprintf(err, errlen,
+                 "%s: corrupt pack: pack id mismatch: entry records were changed after packing "
+                 "(meta says %s, the records hash to %s)",
+                 path, want_hex, got_hex);
+        return SF_ECORRUPT;
+    }
+    return 0;
+}
+
 int sf_pack_check_structure(void *arg, const char *path, char *err, size_t errlen)
 {
     sf_pack *pack;
@@ -287,6 +314,8 @@ int sf_pack_check_structure(void *arg, const char *path, char *err, size_t errle
         snprintf(err, errlen, "%s: corrupt pack: the 404 entry is %s", path, sf_strerror(rc));
         goto out_end;
     }
+    if (w.hash && (rc = check_pack_id(pack, rd, path, err, errlen)) != 0)
+        goto out_end;
     err[0] = '\0';
     if ((rc = sf_foreach_body(rd, walk_body, &w)) != 0 && !err[0])
         snprintf(err, errlen, "%s: corrupt pack: walking the bodies: %s", path, sf_strerror(rc));

@@ -378,6 +378,25 @@ int sf_foreach_path(sf_reader *r, sf_path_fn fn, void *arg, char *err, size_t er
     return foreach (r, r->pack->paths_db, each_path, &c);
 }
 
+struct record_ctx {
+    sf_record_fn fn;
+    void *arg;
+};
+
+static int each_record(void *arg, MDB_val *k, MDB_val *v)
+{
+    struct record_ctx *c = arg;
+    sf_view path = {k->mv_data, k->mv_size};
+    sf_view rec = {v->mv_data, v->mv_size};
+    return c->fn(c->arg, path, rec);
+}
+
+int sf_foreach_record(sf_reader *r, sf_record_fn fn, void *arg)
+{
+    struct record_ctx c = {fn, arg};
+    return foreach (r, r->pack->paths_db, each_record, &c);
+}
+
 struct body_ctx {
     sf_body_fn fn;
     void *arg;

@@ -79,6 +79,9 @@ TEST(structure_check_refuses_damaged_body)
     ASSERT_EQ(sf_writer_put_body(w, key, "hello", 5), SF_OK);
     sf_meta m;
     memset(&m, 0, sizeof m);
+    sf_pack_id *id; /* the right id (of no paths): only the body is wrong */
+    ASSERT_EQ(sf_pack_id_begin(&id), SF_OK);
+    ASSERT_EQ(sf_pack_id_end(id, m.pack_id), SF_OK);
     ASSERT_EQ(sf_writer_commit(w, &m, err, sizeof err), SF_OK);
     int rc = sf_check_isolated(sf_pack_check_structure, NULL, path, 5000, err, sizeof err);
     ASSERT_EQ(rc, SF_ECORRUPT);

@@ -42,17 +42,20 @@ int sf_check_isolated(sf_check_fn check, void *arg, const char *path, int timeou
  * only used in messages. Same return values as sf_check_isolated. */
 int sf_check_spawn(char *const argv[], const char *path, int timeout_ms, char *err, size_t errlen);
 
-/* A check for sf_check_isolated (arg unused): opens the pack and walks
+/* A check for sf_check_isolated (arg NULL): opens the pack and walks
  * every structure a reader will ever follow - every path record (decoded),
  * the body of every variant of every path and of the 404 entry (found, with
- * its recorded length), and every body record, whose bytes must hash to its
- * key (SHA-256: a damaged body is refused, not served).
+ * its recorded length) - then recomputes the pack id over the path records
+ * as stored, which must equal meta's (a record changed after packing, such
+ * as a flipped byte in a pre-rendered header block, is refused with "pack id
+ * mismatch"), and checks that every body record's bytes hash to its key
+ * (SHA-256: a damaged body is refused, not served).
  * @return 0, or an SF_E* code with "PATH: ..." in err. */
 int sf_pack_check_structure(void *arg, const char *path, char *err, size_t errlen);
 
-/* arg for sf_pack_check_structure: walk everything but do not hash the
- * bodies (for a caller that hashes them itself and names what it finds,
- * like servd-pack verify). */
+/* arg for sf_pack_check_structure: walk everything but hash nothing - not
+ * the bodies, not the pack id (for a caller that hashes both itself and
+ * names what it finds, like servd-pack verify). */
 #define SF_CHECK_NO_HASH ((void *)1)
 
 /* For test harnesses only: when set, called first thing in the child (a

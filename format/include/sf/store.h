@@ -60,6 +60,9 @@ const char *sf_strerror(int err);
 /* Length of a body key (SHA-256). */
 #define SF_KEY_LEN 32
 
+/* Length of the pack id: the first 16 bytes of a SHA-256 (see packid.c). */
+#define SF_PACK_ID_LEN 16
+
 /* Size of the buffers paths are normalised into, in bytes. A normalised
  * path can only be stored or found when it is at most SF_KEY_MAX bytes. */
 #define SF_PATH_MAX 4096
@@ -128,14 +131,14 @@ typedef struct sf_entry {
 /* The meta record, decoded. */
 typedef struct sf_meta {
     unsigned major, minor;
-    int64_t created;         /* Unix seconds (SOURCE_DATE_EPOCH when set) */
-    uint64_t n_paths;        /* records in "paths" */
-    uint64_t n_bodies;       /* records in "bodies" */
-    uint64_t identity_bytes; /* sum of identity lengths over all paths */
-    uint64_t stored_bytes;   /* sum of all stored body lengths */
-    uint8_t pack_id[16];     /* derived from the contents: same site, same id */
-    char packer[65];         /* packer version string, NUL-terminated */
-    char profile[129];       /* compression profile string, NUL-terminated */
+    int64_t created;                 /* Unix seconds (SOURCE_DATE_EPOCH when set) */
+    uint64_t n_paths;                /* records in "paths" */
+    uint64_t n_bodies;               /* records in "bodies" */
+    uint64_t identity_bytes;         /* sum of identity lengths over all paths */
+    uint64_t stored_bytes;           /* sum of all stored body lengths */
+    uint8_t pack_id[SF_PACK_ID_LEN]; /* derived from the contents: same site, same id */
+    char packer[65];                 /* packer version string, NUL-terminated */
+    char profile[129];               /* compression profile string, NUL-terminated */
 } sf_meta;
 
 /* ---- Records (record.c): pure byte encoding, no LMDB. ---- */
@@ -244,9 +247,45 @@ int sf_body_by_key(sf_reader *r, const uint8_t key[SF_KEY_LEN], sf_view *out);
 typedef int (*sf_path_fn)(void *arg, sf_view path, const sf_entry *e);
 int sf_foreach_path(sf_reader *r, sf_path_fn fn, void *arg, char *err, size_t errlen);
 
+/* Calls fn for every path in byte order with its entry record as stored
+ * (not decoded: bytes a decoder ignores are still seen); stops at the first
+ * non-zero return of fn and returns it. */
+typedef int (*sf_record_fn)(void *arg, sf_view path, sf_view rec);
+int sf_foreach_record(sf_reader *r, sf_record_fn fn, void *arg);
+
 /* Calls fn for every body (key, bytes) in key order. */
 typedef int (*sf_body_fn)(void *arg, const uint8_t key[SF_KEY_LEN], sf_view bytes);
 int sf_foreach_body(sf_reader *r, sf_body_fn fn, void *arg);
+
+/* ---- The pack id (packid.c) ---- */
+
+/* The meta record's pack_id: the first SF_PACK_ID_LEN bytes of SHA-256 over,
+ * for every path in key order, the key, one NUL byte and its entry record
+ * (docs/format.md). The packer computes it over the records it writes; a
+ * reader recomputes it to prove that no record changed after packing. */
+typedef struct sf_pack_id sf_pack_id;
+
+/* Starts an id. @return 0 or SF_ENOMEM. */
+int sf_pack_id_begin(sf_pack_id **out);
+
+/* Adds one path and its entry record; paths must come in key order (byte
+ * order, as LMDB keeps them). @return 0, or SF_ENOMEM when OpenSSL failed
+ * (id must then still be freed with sf_pack_id_free). */
+int sf_pack_id_add(sf_pack_id *id, const char *path, size_t len, const void *rec, size_t n);
+
+/* Finishes the id into out and frees it. @return 0 or SF_ENOMEM. */
+int sf_pack_id_end(sf_pack_id *id, uint8_t out[SF_PACK_ID_LEN]);
+
+/* Frees an unfinished id (NULL is allowed). */
+void sf_pack_id_free(sf_pack_id *id);
+
+/* Recomputes the id of an open pack over its paths database, records as
+ * stored. Compare with sf_pack_meta()->pack_id.
+ * @return 0, SF_ENOMEM, SF_ECORRUPT or SF_ELMDB. */
+int sf_pack_id_compute(sf_reader *r, uint8_t out[SF_PACK_ID_LEN]);
+
+/* Lowercase hex of an id, NUL-terminated. */
+void sf_pack_id_hex(const uint8_t id[SF_PACK_ID_LEN], char out[2 * SF_PACK_ID_LEN + 1]);
 
 /* ---- Writing (store_write.c) ---- */
 
