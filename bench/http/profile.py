@@ -78,7 +78,7 @@ def callgrind(a):
     for f in glob.glob(f"{outdir}/cg.out*"):
         os.remove(f)
     p = start(argv, ["valgrind", "--tool=callgrind", f"--callgrind-out-file={outdir}/cg.out",
-                     "--dump-instr=no", "--collect-systime=no"], port)
+                     "--dump-instr=no", "--collect-systime=no", "--compress-strings=no"], port)
     try:
         load(a, port, 2000)
         subprocess.run(["callgrind_control", "-z", str(p.pid)], capture_output=True, check=True)
