@@ -15,8 +15,11 @@ For each copy, `servd --pack COPY` must either
     in an unused field) and then answer every path in every encoding, a 404 and a
     Range without crashing, and stop with exit 0 on SIGTERM;
 and `servd-pack verify COPY` must never crash or hang, and must fail, naming the path,
-whenever the flipped byte is part of a stored body (servd does not hash bodies at
-startup - that is what verify is for).
+whenever the flipped byte is part of a stored body. A copy that servd starts on must be
+served byte for byte like the good pack: servd's load check hashes every body against
+its key and recomputes the pack id over the entry records, so a flip that would change
+a served body or pre-rendered header block is refused (test_harden_packid.py shows one
+such record change in detail).
 
 At a swap: a servd serving the good pack gets each refused copy (and a sample of the
 accepted ones) installed over its pack path and a SIGHUP: a refused copy is logged,
@@ -323,6 +326,9 @@ def t_bit_flips(good):
     for cause, n in sorted(causes.items(), key=lambda kv: -kv[1])[:10]:
         print("    %3d x %s" % (n, cause))
     ok(len(body_hits) >= FLIPS // 6, "only %d flips changed a stored body" % len(body_hits))
+    first = differs[0][:2] if differs else (0, 0)
+    ok(not differs, "%d accepted flips served other bytes than the good pack (the load check "
+       "missed them), e.g. byte %d bit %d" % (len(differs), first[0], first[1]))
     ok(len(refused) >= 5, "only %d flips were refused: the checks look blind" % len(refused))
     good.refused_flips = [(r[0], r[1]) for r in refused]
     good.served_flips = [(r[0], r[1]) for r in served]
