@@ -34,15 +34,25 @@ static void table_free(void *t)
     munmap(t, sizeof(table));
 }
 
-/* FNV-1a, 64 bits: a few instructions per byte, and paths are short. */
+/* Eight bytes per multiply (a splitmix64-style mix), then the tail: about a
+ * third of FNV-1a's instructions on the usual 10-40 byte path, whose
+ * per-byte multiplies also had to wait for each other. The hash only picks
+ * a slot: a hit is confirmed by comparing the path, so a collision costs a
+ * lookup in the pack, never a wrong answer. */
 static uint64_t hash(const char *p, size_t n)
 {
-    uint64_t h = 14695981039346656037ull;
-    for (size_t i = 0; i < n; i++) {
-        h ^= (unsigned char)p[i];
-        h *= 1099511628211ull;
+    uint64_t h = 0x9e3779b97f4a7c15ull ^ n;
+    for (; n >= 8; p += 8, n -= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        h = (h ^ w) * 0xbf58476d1ce4e5b9ull;
+        h ^= h >> 31;
     }
-    return h;
+    uint64_t w = 0;
+    for (size_t i = 0; i < n; i++)
+        w |= (uint64_t)(unsigned char)p[i] << (8 * i);
+    h = (h ^ w) * 0x94d049bb133111ebull;
+    return h ^ (h >> 29);
 }
 
 const sv_cached *sv_pathcache_get(sf_reader *rd, const char *p, size_t n)
