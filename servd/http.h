@@ -126,11 +126,14 @@ int sv_accept_weight(const sf_view *values, size_t n, int enc);
 
 typedef struct sv_range {
     uint64_t first, last; /* inclusive */
+    unsigned seq;         /* index of the first range-spec this range covers */
 } sv_range;
 
 /* Parses a Range value against a representation of len bytes (RFC 9110
  * §14.1.2), merging overlapping and adjacent ranges.
- * @return n > 0 ranges in *out (ascending), 0 when the header must be ignored
+ * @return n > 0 disjoint ranges in *out, in the order of the range-specs
+ *         (RFC 9110 §15.3.7.2; a merged range where the first spec it
+ *         absorbed was), 0 when the header must be ignored
  *         (malformed, not "bytes", or more than SV_MAX_RANGES ranges), -416
  *         when it is well-formed but no range is satisfiable. */
 int sv_range_parse(sf_view value, uint64_t len, sv_range *out, int max);

@@ -17,9 +17,13 @@
  *     the end", a huge first-pos is simply not satisfiable;
  *   - satisfiable ranges are clamped to the representation, then merged
  *     when they overlap or touch (§15.3.7.2 allows coalescing regardless of
- *     order), so the result is ascending and disjoint. Merging as we go keeps
- *     the work bounded by the field's length times max, whatever the count
- *     of range-specs ("thousands of ranges" abuse costs nothing);
+ *     order), so the result is disjoint. Merging as we go keeps the work
+ *     bounded by the field's length times max, whatever the count of
+ *     range-specs ("thousands of ranges" abuse costs nothing);
+ *   - the result is then put in the order of the range-specs (§15.3.7.2:
+ *     parts SHOULD follow it, "excluding those ranges that were deemed
+ *     unsatisfiable or that were coalesced into other ranges"): a merged
+ *     range sits where the first spec it absorbed was;
  *   - more than max disjoint ranges after merging: ignored (whole body);
  *   - a representation of length 0 has no byte to send: a set with a
  *     non-zero suffix-range (satisfiable by §14.1.1 but empty) is ignored
@@ -53,10 +57,11 @@ static int number(const char *s, size_t n, size_t *i, uint64_t *out)
     return 0;
 }
 
-/* Inserts [a, b] into the sorted, disjoint, non-adjacent set out[0, *cnt),
- * merging what it overlaps or touches. @return 0, or -1 when that would make
+/* Inserts [a, b] (from range-spec number seq) into the sorted, disjoint,
+ * non-adjacent set out[0, *cnt), merging what it overlaps or touches; a
+ * merged range keeps the smallest seq. @return 0, or -1 when that would make
  * more than max ranges. */
-static int add_range(sv_range *out, int *cnt, int max, uint64_t a, uint64_t b)
+static int add_range(sv_range *out, int *cnt, int max, uint64_t a, uint64_t b, unsigned seq)
 {
     int n = *cnt, i = 0;
     /* skip ranges that end before a - 1 (strictly left and not touching) */
@@ -69,6 +74,8 @@ static int add_range(sv_range *out, int *cnt, int max, uint64_t a, uint64_t b)
             a = out[j].first;
         if (out[j].last > b)
             b = out[j].last;
+        if (out[j].seq < seq)
+            seq = out[j].seq;
         j++;
     }
     int merged = j - i; /* ranges replaced by the one new range */
@@ -83,8 +90,21 @@ static int add_range(sv_range *out, int *cnt, int max, uint64_t a, uint64_t b)
             out[k + shift] = out[k];
     out[i].first = a;
     out[i].last = b;
+    out[i].seq = seq;
     *cnt = n + shift;
     return 0;
+}
+
+/* Sorts out[0, n) by seq (insertion sort: n <= max, a small bound). */
+static void request_order(sv_range *out, int n)
+{
+    for (int i = 1; i < n; i++) {
+        sv_range x = out[i];
+        int j = i;
+        for (; j > 0 && out[j - 1].seq > x.seq; j--)
+            out[j] = out[j - 1];
+        out[j] = x;
+    }
 }
 
 int sv_range_parse(sf_view value, uint64_t len, sv_range *out, int max)
@@ -142,9 +162,9 @@ int sv_range_parse(sf_view value, uint64_t len, sv_range *out, int max)
             else if (b >= len)
                 b = len - 1;
         }
-        specs++;
-        if (satisfiable && !overflow && add_range(out, &cnt, max, a, b) != 0)
+        if (satisfiable && !overflow && add_range(out, &cnt, max, a, b, (unsigned)specs) != 0)
             overflow = 1; /* keep parsing: a later syntax error still wins */
+        specs++;
         /* after a range-spec: the end, or OWS "," */
         while (i < n && is_ows(s[i]))
             i++;
@@ -153,7 +173,9 @@ int sv_range_parse(sf_view value, uint64_t len, sv_range *out, int max)
     }
     if (specs == 0 || overflow)
         return 0;
-    if (cnt > 0)
+    if (cnt > 0) {
+        request_order(out, cnt);
         return cnt;
+    }
     return empty_suffix ? 0 : -416;
 }

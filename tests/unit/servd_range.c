@@ -104,15 +104,15 @@ TEST(range_merges_overlaps_and_neighbours)
     RANGE_IS(0, 0, 9);
     ASSERT_EQ(parse("bytes=0-10,5-20", 100), 1);
     RANGE_IS(0, 0, 20);
-    ASSERT_EQ(parse("bytes=50-60,0-9,20-30", 100), 3);
-    RANGE_IS(0, 0, 9);
-    RANGE_IS(1, 20, 30);
-    RANGE_IS(2, 50, 60);
+    ASSERT_EQ(parse("bytes=50-60,0-9,20-30", 100), 3); /* request order, §15.3.7.2 */
+    RANGE_IS(0, 50, 60);
+    RANGE_IS(1, 0, 9);
+    RANGE_IS(2, 20, 30);
     ASSERT_EQ(parse("bytes=50-60,0-9,20-30,5-55", 100), 1);
     RANGE_IS(0, 0, 60);
     ASSERT_EQ(parse("bytes=-10,0-5,80-", 100), 2);
-    RANGE_IS(0, 0, 5);
-    RANGE_IS(1, 80, 99);
+    RANGE_IS(0, 80, 99);
+    RANGE_IS(1, 0, 5);
     ASSERT_EQ(parse("bytes=0-0,2-2,1-1", 100), 1);
     RANGE_IS(0, 0, 2);
 }
