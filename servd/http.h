@@ -84,12 +84,14 @@ typedef struct sv_request {
     unsigned target_form; /* enum sv_target_form */
 } sv_request;
 
-/* RFC 9112 §3.2 request-target forms the parser accepts (authority-form
- * and anything else -> 400). */
+/* RFC 9112 §3.2 request-target forms the parser accepts (anything else,
+ * and authority-form with a method other than CONNECT -> 400). */
 enum sv_target_form {
-    SV_TF_ORIGIN = 1,   /* "/path?q" */
-    SV_TF_ABSOLUTE = 2, /* "http://host[:port]/path?q": host is the URI's authority */
-    SV_TF_ASTERISK = 3, /* "*": only for methods answered 405/501 (GET/HEAD -> 400) */
+    SV_TF_ORIGIN = 1,    /* "/path?q" */
+    SV_TF_ABSOLUTE = 2,  /* "http://host[:port]/path?q": host is the URI's authority */
+    SV_TF_ASTERISK = 3,  /* "*": only for methods answered 405/501 (GET/HEAD -> 400) */
+    SV_TF_AUTHORITY = 4, /* "host:port": only for CONNECT (§3.2.3), answered 405; path
+                            and query are empty, host is the target */
 };
 
 /* Parse results other than a head length. */

@@ -27,7 +27,8 @@
  *   - target forms (§3.2): origin-form; absolute-form with an http or https
  *     URI (the path is served, the URI's authority is the host, §3.2.2);
  *     asterisk-form only for methods that are refused anyway (GET/HEAD ->
- *     400); authority-form and anything else -> 400;
+ *     400); authority-form only for CONNECT (refused with 405: servd does
+ *     not tunnel), with a non-empty port; anything else -> 400;
  *   - field-name is a token followed directly by ':' (whitespace before
  *     the colon -> 400, §5.1); a line starting with SP/HTAB (obs-fold, or
  *     whitespace before the first field, §2.2, §5.2) -> 400; a line without
@@ -277,6 +278,21 @@ static int target_form(sv_request *req)
         req->query = req->path;
         return 0;
     }
+    if (eq(req->method_tok.ptr, req->method_tok.len, "CONNECT")) {
+        /* authority-form = uri-host ":" port (§3.2.3), and CONNECT has no
+         * default port (RFC 9110 §9.3.6): at least one port digit */
+        size_t d = n;
+        while (d > 0 && t[d - 1] >= '0' && t[d - 1] <= '9')
+            d--;
+        if (d == n || d < 2 || t[d - 1] != ':' || host_check(t, n, 1) != 0)
+            return -400;
+        req->target_form = SV_TF_AUTHORITY;
+        req->host = req->target;
+        req->path.ptr = t + n;
+        req->path.len = 0;
+        req->query = req->path;
+        return 0;
+    }
     size_t s;
     if (n >= 7 && ieq(t, 7, "http://"))
         s = 7;
@@ -446,7 +462,7 @@ static int field(sv_request *req, fstate *st, sf_view name, sf_view v)
     if (ieq(n, l, "host")) {
         if (++st->n_host > 1 || host_check(v.ptr, v.len, 0) != 0)
             return -400;
-        if (req->target_form != SV_TF_ABSOLUTE)
+        if (req->target_form != SV_TF_ABSOLUTE && req->target_form != SV_TF_AUTHORITY)
             req->host = v;
     } else if (ieq(n, l, "content-length")) {
         return content_length(req, st, v);

@@ -19,6 +19,22 @@ TINY = "/tiny.txt"
 BIG = "/data/big.txt"
 
 
+def t_connect_is_405(S):
+    with st.Conn(S.port) as c:
+        c.send(b"CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n"
+               + st.req("GET", TINY))
+        r = c.read_response()
+        eq(r.status, 405, "CONNECT example.com:443: status")
+        eq(r.get("Allow"), "GET, HEAD", "CONNECT: Allow")
+        eq(int(r.need("Content-Length")), len(r.body), "CONNECT: Content-Length")
+        st.http_date(r.get("Date"), "CONNECT: Date")
+        r2 = c.read_response()
+        eq((r2.status, r2.body), (200, S.fixture.files[TINY]), "GET pipelined after CONNECT")
+    # authority-form with any other method stays malformed
+    r, closed = st.raw_outcome(S.port, b"GET example.com:443 HTTP/1.1\r\nHost: a\r\n\r\n")
+    eq((r.status, closed), (400, True), "GET with an authority-form target")
+
+
 def parts_of(r, what):
     m = re.match(r'^multipart/byteranges;\s*boundary=("?)([^";]+)\1\s*$', r.need("Content-Type"))
     ok(m is not None, what + ": not multipart/byteranges: %r" % r.get("Content-Type"))

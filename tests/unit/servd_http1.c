@@ -444,7 +444,10 @@ TEST(http1_other_target_forms)
     ASSERT_EQ(req.target_form, SV_TF_ASTERISK);
     ASSERT_EQ(req.method, SV_M_OTHER);
     VIEW_IS(req.path, "");
-    BAD("CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n", 400);
+    /* authority-form is CONNECT's (RFC 9112 §3.2.3); the responder says 405 */
+    GOOD("CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n");
+    ASSERT_EQ(req.target_form, SV_TF_AUTHORITY);
+    ASSERT_EQ(req.method, SV_M_OTHER);
     BAD("GET example.com:80 HTTP/1.1\r\nHost: h\r\n\r\n", 400);
     BAD("GET index.html HTTP/1.1\r\nHost: h\r\n\r\n", 400);
     BAD("GET ** HTTP/1.1\r\nHost: h\r\n\r\n", 400);

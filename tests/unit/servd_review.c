@@ -6,6 +6,52 @@
 #include "runner.h"
 #include "http.h"
 
+static sv_request req;
+
+static int parse(const char *s)
+{
+    return sv_http1_parse(s, strlen(s), &req);
+}
+
+/* RFC 9112 §3.2.3: authority-form is the request-target of CONNECT. servd
+ * does not tunnel, so a well-formed CONNECT is a known method it does not
+ * allow (405 with Allow, RFC 9110 §15.5.6), not a malformed request (400). */
+TEST(review_connect_authority_form_is_405)
+{
+    const char *r = "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n";
+    ASSERT_EQ(parse(r), (int)strlen(r));
+    ASSERT_EQ(req.method, SV_M_OTHER);
+    ASSERT_EQ(req.target_form, SV_TF_AUTHORITY);
+    ASSERT_EQ(req.path.len, 0);
+    ASSERT_EQ(req.keep_alive, 1);
+    r = "CONNECT [::1]:8443 HTTP/1.1\r\nHost: [::1]:8443\r\n\r\n";
+    ASSERT_EQ(parse(r), (int)strlen(r));
+    ASSERT_EQ(req.target_form, SV_TF_AUTHORITY);
+
+    sv_date date;
+    sv_date_update(&date, 1800000000);
+    sv_scratch scratch;
+    sv_plan plan;
+    r = "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n";
+    ASSERT(parse(r) > 0);
+    ASSERT_EQ(sv_respond(&req, NULL, NULL, &date, &scratch, &plan), 0);
+    ASSERT_EQ(plan.status, 405);
+    int allow = 0;
+    for (int i = 0; i < plan.iovcnt; i++)
+        if (memmem(plan.iov[i].iov_base, plan.iov[i].iov_len, "Allow: GET, HEAD\r\n", 18))
+            allow = 1;
+    ASSERT_EQ(allow, 1);
+
+    /* authority-form only with CONNECT, and only host ":" port */
+    ASSERT_EQ(parse("GET example.com:443 HTTP/1.1\r\nHost: a\r\n\r\n"), -400);
+    ASSERT_EQ(parse("OPTIONS example.com:443 HTTP/1.1\r\nHost: a\r\n\r\n"), -400);
+    ASSERT_EQ(parse("CONNECT example.com HTTP/1.1\r\nHost: a\r\n\r\n"), -400);
+    ASSERT_EQ(parse("CONNECT example.com: HTTP/1.1\r\nHost: a\r\n\r\n"), -400);
+    ASSERT_EQ(parse("CONNECT :443 HTTP/1.1\r\nHost: a\r\n\r\n"), -400);
+    ASSERT_EQ(parse("CONNECT u@example.com:443 HTTP/1.1\r\nHost: a\r\n\r\n"), -400);
+    ASSERT_EQ(parse("CONNECT example.com:443/x HTTP/1.1\r\nHost: a\r\n\r\n"), -400);
+}
+
 static sv_range rr[SV_MAX_RANGES];
 
 static int ranges(const char *s, uint64_t len)
