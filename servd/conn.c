@@ -40,6 +40,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -598,6 +600,7 @@ static void flush(sv_conn *c)
         if (done) {
             sv__count(&w->ctr->bytes_sent, done);
             c->t_active = uv_now(&w->loop);
+            c->in_kernel = 1;
         }
         if (done < total && queue_rest(c, n, done, total - done) != 0) {
             conn_close(c);
@@ -625,6 +628,7 @@ static void on_write(uv_write_t *req, int status)
     }
     sv__count(&w->ctr->bytes_sent, bytes);
     c->t_active = c->t_progress = uv_now(&w->loop);
+    c->in_kernel = 1;
     if (c->state == SV_CS_OPEN && c->paused && queued(c) == 0)
         resume(c);
 }
@@ -721,6 +725,28 @@ void sv__conn_accept(sv_worker *w, int fd)
     start_reading(c);
 }
 
+/* Response bytes the kernel still holds for c: written to the socket but not
+ * yet acknowledged by the client (SIOCOUTQ; the FIN after a shutdown counts
+ * one). The send buffer grows to net.ipv4.tcp_wmem's maximum (4 MiB by
+ * default), so for a slow reader this is seconds or minutes of its reading
+ * while servd's own write queue stands still or is empty. */
+static size_t kernel_unacked(sv_conn *c)
+{
+    uv_os_fd_t fd;
+    int n = 0;
+    if (uv_fileno((uv_handle_t *)&c->tcp, &fd) != 0 || ioctl(fd, SIOCOUTQ, &n) != 0 || n < 0)
+        return 0;
+    return (size_t)n;
+}
+
+/* The timeouts, checked every sweep. A connection with response bytes in
+ * flight - in its write queue or in the kernel's send queue - is judged by
+ * the send timeout alone: it is closed when those bytes did not change at
+ * all for --send-timeout; any byte the client takes changes them. Only when
+ * the client has taken everything do the idle, header and linger timers
+ * apply, counting from the last sweep that saw bytes in flight. The kernel
+ * is asked only about connections that wrote since it was last seen empty
+ * (in_kernel), so idle connections cost no system call. */
 void sv__conn_sweep(sv_worker *w)
 {
     uint64_t now = uv_now(&w->loop);
@@ -729,10 +755,16 @@ void sv__conn_sweep(sv_worker *w)
         sv_conn *c = SV__CONTAINER(l, sv_conn, link);
         if (c->state == SV_CS_CLOSED)
             continue;
-        size_t wq = queued(c);
-        if (wq) {
-            if (wq != c->wq_seen) {
-                c->wq_seen = wq;
+        size_t flight = queued(c);
+        if (flight || c->in_kernel) {
+            size_t k = kernel_unacked(c);
+            c->in_kernel = k > 0;
+            flight += k;
+        }
+        if (flight) {
+            c->t_active = now; /* a response is on its way: not idle */
+            if (flight != c->flight_seen) {
+                c->flight_seen = flight;
                 c->t_progress = now;
             } else if (now - c->t_progress >= cfg->send_ms) {
                 sv__count(&w->ctr->timeouts[SV_TO_SEND], 1);
@@ -740,7 +772,7 @@ void sv__conn_sweep(sv_worker *w)
             }
             continue;
         }
-        c->wq_seen = 0;
+        c->flight_seen = 0;
         if (c->state == SV_CS_LINGER) {
             if (now - c->t_active >= SV_LINGER_MS)
                 conn_close(c);

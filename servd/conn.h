@@ -37,11 +37,12 @@ typedef struct sv_conn {
     uint8_t in_ready;
     uint8_t shut;        /* uv_shutdown issued */
     uint8_t eof;         /* the client sent FIN */
+    uint8_t in_kernel;   /* wrote since the sweep last saw the kernel's send queue empty */
     uint64_t drain;      /* request body bytes still to discard */
     uint64_t t_head;     /* uv_now() when the pending head began; 0: none pending */
     uint64_t t_active;   /* uv_now() of the last read, response or write completion */
-    uint64_t t_progress; /* uv_now() when the write queue last shrank */
-    size_t wq_seen;      /* write queue size seen by the last sweep */
+    uint64_t t_progress; /* uv_now() when the bytes in flight last changed */
+    size_t flight_seen;  /* bytes in flight (write queue + kernel send queue), last sweep */
     uint64_t turn;       /* the loop turn turn_bytes counts for */
     uint64_t turn_bytes; /* response bytes produced in that turn */
     uint64_t t_req_us;   /* uv_hrtime()/1000 at the current request's first byte (log) */
