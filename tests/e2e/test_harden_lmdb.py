@@ -21,15 +21,15 @@ For each copy:
     validation runs inside the running server, so a crash there takes the site down);
   - `servd-pack verify COPY` exits 0 or 1 (never a signal).
 
-What happens today (2026-11-30, liblmdb 0.9.24 from Debian 12): liblmdb trusts page
+What happened before the fix (2026-11-30, liblmdb 0.9.24 from Debian 12): liblmdb trusts page
 contents. A node flag F_DUPDATA on a database without MDB_DUPSORT makes
 mdb_cursor_get() write through a NULL xcursor (SIGSEGV at address 0x190); a damaged
 page flag trips an mdb_assert (SIGABRT, "Assertion '!mc->mc_dbi || NUMKEYS(mp) > 1'
 failed in mdb_page_search_root()"); a damaged page size in the newer meta page reads
 past the mapping (SIGBUS). servd's validation walks every path and body with an LMDB
 cursor (format/src/store_read.c foreach(), snapshot.c validate()), so it crashes at
-startup and at SIGHUP; servd-pack verify walks the same way. See docs/security.md,
-"Known gaps", for the fix this test is waiting for.
+startup and at SIGHUP; servd-pack verify walks the same way. The fix, a walk in a
+separate process before the pack is mapped, is in docs/security.md §6.
 
 Run: SERVD_BUILD_DIR=build python3 tests/e2e/test_harden_lmdb.py (about 30 s)."""
 import collections

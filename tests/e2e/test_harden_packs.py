@@ -6,7 +6,7 @@ single-bit flips at offsets drawn with a fixed seed: a third inside stored bodie
 third in entry records and keys, a third anywhere else; the pack is built with a fixed
 SOURCE_DATE_EPOCH so offsets reproduce). Bytes that are LMDB's own structure (page
 headers, node pointers and headers, meta pages) are left to test_harden_lmdb.py:
-damage there can crash liblmdb inside servd today (docs/security.md, "Known gaps").
+damage there used to crash liblmdb inside servd (docs/security.md §6).
 
 For each copy, `servd --pack COPY` must either
   - refuse it at startup: exit status 1 (never a signal, never a sanitizer report)
