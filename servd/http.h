@@ -224,6 +224,12 @@ int sv_respond(const sv_request *req, sf_reader *rd, const sv_site *site, const 
  * of its own is answered as 500. */
 void sv_respond_error(int status, int close, const sv_date *date, sv_plan *plan);
 
+/* The same for a request whose method is known (req->method after a parse
+ * error, 0 when the request line was not parsed): a HEAD request gets the
+ * head without the body (RFC 9110 §9.3.2, RFC 9112 §6.3: a response to HEAD
+ * has no content, whatever its status). */
+void sv_respond_error_method(int status, int close, int method, const sv_date *date, sv_plan *plan);
+
 /* The reason phrase of a status servd sends ("Not Found"), or "Unknown". */
 const char *sv_status_reason(int status);
 

@@ -172,11 +172,17 @@ static void error_plan(sv_plan *plan, int status, const char *extra, size_t extr
     }
 }
 
-void sv_respond_error(int status, int close, const sv_date *date, sv_plan *plan)
+void sv_respond_error_method(int status, int close, int method, const sv_date *date, sv_plan *plan)
 {
     plan_reset(plan, close);
     error_plan(plan, status, status == 405 ? allow_line : NULL, sizeof allow_line - 1,
-               close ? date->close : date->keep, close ? date->close_len : date->keep_len, 0);
+               close ? date->close : date->keep, close ? date->close_len : date->keep_len,
+               method == SV_M_HEAD);
+}
+
+void sv_respond_error(int status, int close, const sv_date *date, sv_plan *plan)
+{
+    sv_respond_error_method(status, close, 0, date, plan);
 }
 
 static int fail(ctx *c, int status)

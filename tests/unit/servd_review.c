@@ -94,3 +94,36 @@ TEST(review_ranges_keep_request_order)
     RR_IS(0, 30, 39);
     RR_IS(1, 10, 19);
 }
+
+/* RFC 9110 §9.3.2, RFC 9112 §6.3: a response to HEAD carries no content,
+ * also when the request failed to parse (the parser reports the method it
+ * saw). sv_respond_error() does not know the method and always sends the
+ * text body; sv_respond_error_method() leaves it out for HEAD. */
+TEST(review_head_parse_error_has_no_body)
+{
+    const char *r = "HEAD /x HTTP/1.1\r\n\r\n"; /* no Host: 400 */
+    ASSERT_EQ(sv_http1_parse(r, strlen(r), &req), -400);
+    ASSERT_EQ(req.method, SV_M_HEAD);
+    sv_date date;
+    sv_date_update(&date, 1800000000);
+    sv_plan plan;
+    sv_respond_error_method(400, 1, req.method, &date, &plan);
+    ASSERT_EQ(plan.status, 400);
+    ASSERT_EQ(plan.body_bytes, 0);
+    size_t total = 0;
+    for (int i = 0; i < plan.iovcnt; i++)
+        total += plan.iov[i].iov_len;
+    const char *last = plan.iov[plan.iovcnt - 1].iov_base;
+    size_t ll = plan.iov[plan.iovcnt - 1].iov_len;
+    ASSERT(ll >= 4 && memcmp(last + ll - 4, "\r\n\r\n", 4) == 0); /* ends with the head */
+    /* GET (and an unparsed method) still get the body */
+    sv_plan get;
+    sv_respond_error_method(400, 1, SV_M_GET, &date, &get);
+    ASSERT_EQ(get.body_bytes, 16);
+    size_t gtotal = 0;
+    for (int i = 0; i < get.iovcnt; i++)
+        gtotal += get.iov[i].iov_len;
+    ASSERT_EQ(gtotal, total + 16);
+    sv_respond_error(400, 1, &date, &get);
+    ASSERT_EQ(get.body_bytes, 16);
+}
