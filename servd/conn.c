@@ -316,7 +316,7 @@ static void answer_error(sv_conn *c, int status)
     reserve(c);
     if (c->state != SV_CS_OPEN)
         return;
-    sv_respond_error(status, 1, &w->date, &w->plan);
+    sv_respond_error_method(status, 1, w->req.method, &w->date, &w->plan);
     add_plan(c, &w->plan);
     sv__count(&w->ctr->errors[SV_ERR_PARSE], 1);
     if (w->log)

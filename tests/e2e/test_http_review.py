@@ -35,6 +35,26 @@ def t_connect_is_405(S):
     eq((r.status, closed), (400, True), "GET with an authority-form target")
 
 
+def t_head_parse_error_has_no_body(S):
+    """RFC 9110 §9.3.2: a response to HEAD has no content, errors included."""
+    import socket
+    for raw in (b"HEAD /x HTTP/1.1\r\n\r\n",                       # no Host: 400
+                b"HEAD /x HTTP/1.1\r\nHost: a\r\nBad Name: x\r\n\r\n"):  # 400
+        s = socket.create_connection(("127.0.0.1", S.port), timeout=5)
+        s.sendall(raw)
+        data = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+        s.close()
+        head, sep, rest = data.partition(b"\r\n\r\n")
+        ok(sep == b"\r\n\r\n" and head.startswith(b"HTTP/1.1 400 "),
+           f"HEAD parse error: a 400 head (got {data[:60]!r})")
+        eq(rest, b"", f"HEAD parse error {raw[:30]!r}: bytes after the head")
+
+
 def parts_of(r, what):
     m = re.match(r'^multipart/byteranges;\s*boundary=("?)([^";]+)\1\s*$', r.need("Content-Type"))
     ok(m is not None, what + ": not multipart/byteranges: %r" % r.get("Content-Type"))
