@@ -51,10 +51,14 @@
 #define STREAM(c) ((uv_stream_t *)&(c)->tcp)
 
 /* Bodies at least this long are sent with sendfile() from the pack file
- * rather than copied by writev from the map. Below it the extra system call
- * costs more than the copy it saves; a W2 body (38 KB of gzip) costs 20%
- * less server CPU this way (bench/RESULTS.md). */
-#define SV_SENDFILE_MIN 16384
+ * rather than copied by writev from the map. Measured on loopback with
+ * bodies of 4 to 128 KiB (bench/RESULTS.md): from 8 KiB up sendfile costs
+ * servd no more CPU per response than the copy (at 6 KiB it is even; at
+ * 4 KiB 5% more) and the client 10-25% less, so the client, which is the
+ * bottleneck of a keep-alive benchmark, serves 10-25% more responses: its
+ * reads then come from shared page-cache pages rather than from bytes
+ * servd's core has just written. Below it, writev. */
+#define SV_SENDFILE_MIN 8192
 
 /* A queued write: the libuv request, the snapshot its bytes may point into,
  * and copies of the bytes that lived in the worker struct. */
