@@ -381,8 +381,44 @@ def h2load(port, path, ae, conns, duration, pipeline=1):
 
 # ---- measurement ----------------------------------------------------------------
 
+def served_files():
+    """Every file a server of this harness answers from: servd's pack, the
+    peers' tree (with the sidecars) and lighttpd's deflate cache."""
+    files = [os.path.join(WORK, "site.lmdb")]
+    for root in ("www", "lighttpd-cache"):
+        for d, _, names in os.walk(os.path.join(WORK, root)):
+            files += [os.path.join(d, n) for n in names]
+    return [f for f in files if os.path.isfile(f)]
+
+
+def settle_page_cache(mode):
+    """Puts every served file in the same page-cache state before a server
+    starts. A file's pages stay in the large folios they were written in
+    until the kernel drops them; read back, they come in as 4 KiB pages, and
+    sendfile from those costs every server about 15% more CPU per W2
+    response (bench/RESULTS.md). This machine drops clean pages every few
+    minutes, so without this a cell's result would depend on when that last
+    happened. fresh: rewrite each file (copy, rename over it; owner and
+    times kept), the state just after a deploy; evict: drop its pages
+    (posix_fadvise DONTNEED), the state after a restart; asis: nothing."""
+    for f in served_files():
+        if mode == "fresh":
+            st = os.stat(f)
+            tmp = f + ".settle"
+            shutil.copy2(f, tmp)
+            os.chown(tmp, st.st_uid, st.st_gid)
+            os.rename(tmp, f)
+        elif mode == "evict":
+            fd = os.open(f, os.O_RDONLY)
+            try:
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            finally:
+                os.close(fd)
+
+
 def measure(name, wl, c, a, with_h2load):
     path, ae, _ = WORKLOADS[wl]
+    settle_page_cache(a.page_cache)
     srv = Server(name, wl, a.build, a.servd_arg)
     try:
         check_response(name, srv.port, path, ae)
@@ -402,6 +438,7 @@ def measure(name, wl, c, a, with_h2load):
 
 def measure_pipe(name, wl, a):
     path, ae, _ = WORKLOADS[wl]
+    settle_page_cache(a.page_cache)
     srv = Server(name, wl, a.build, a.servd_arg)
     try:
         check_response(name, srv.port, path, ae)
@@ -501,7 +538,8 @@ def report(a, res, pipe, servers, wls, conns, started, load0, plotfiles):
              "compare ratios within this run)")
     L.append("- Versions: " + "; ".join(f"{k_}: {v}" for k_, v in versions(a.build, servers).items()))
     L.append(f"- Command: `{' '.join(['bench/http/run.py'] + sys.argv[1:])}`: {a.rounds} "
-             f"interleaved round(s) of {a.duration} s per cell, a fresh server per measurement, "
+             f"interleaved round(s) of {a.duration} s per cell, a fresh server per measurement "
+             f"(served files' page cache: {a.page_cache}, see settle_page_cache()), "
              f"server `taskset -c {SERVER_CPU}` with one worker, load generator `taskset -c "
              f"{CLIENT_CPU}`, ulimit -n {resource.getrlimit(resource.RLIMIT_NOFILE)[0]}")
     L.append("- Load: `wrk -t1 -cC -dDs --latency --timeout 5s [-H 'Accept-Encoding: gzip'] URL`; "
@@ -660,6 +698,9 @@ def main():
     ap.add_argument("--build", default=os.path.join(ROOT, "build-bench"))
     ap.add_argument("--base-build", help="A/B comparison: server 'servd-base' runs the servd "
                     "of this build directory (e.g. a build of the previous commit)")
+    ap.add_argument("--page-cache", choices=["fresh", "evict", "asis"], default="fresh",
+                    help="page-cache state of the served files before each server starts: "
+                         "rewritten (fresh, default), dropped (evict) or untouched (asis)")
     ap.add_argument("--no-install", action="store_true")
     ap.add_argument("--no-build", action="store_true", help="use the servd already in --build")
     ap.add_argument("--results", default=None,
