@@ -18,6 +18,7 @@ always knows every length in advance).
 import calendar
 import email.utils
 import os
+import random
 import re
 import shutil
 import signal
@@ -106,7 +107,32 @@ def pack_cat(pack_path, path, encoding="identity"):
     return p.stdout
 
 
+def _ephemeral_low():
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def free_port():
+    """A port that is free now, for a server the test starts next. It is taken
+    below the kernel's ephemeral range: a port from bind(0) lies inside it,
+    and the outgoing connections of tests running in parallel draw their
+    local ports from there, so one of them could take it before the server
+    binds (seen in CI: "admin: cannot listen ... Address already in use")."""
+    low = _ephemeral_low()
+    rng = random.Random()
+    for _ in range(200):
+        port = rng.randrange(max(1024, low - 12000), low)
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            s.bind(("127.0.0.1", port))
+            return port
+        except OSError:
+            continue
+        finally:
+            s.close()
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
