@@ -30,11 +30,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int got = sv_range_parse(v, len, r, max);
     if (got != 0 && got != -416 && (got < 1 || got > max))
         abort();
+    /* In range-spec order (RFC 9110 §15.3.7.2), so not sorted by offset:
+     * each range is within the representation, the order follows the
+     * specs, and no two ranges overlap or touch (those are merged). */
     for (int i = 0; i < got; i++) {
         if (r[i].first > r[i].last || r[i].last >= len)
             abort();
-        if (i > 0 && r[i - 1].last + 1 >= r[i].first)
+        if (i > 0 && r[i - 1].seq >= r[i].seq)
             abort();
+        for (int j = 0; j < i; j++)
+            if (r[j].first <= r[i].last + 1 && r[i].first <= r[j].last + 1)
+                abort();
     }
     free(buf);
     return 0;
