@@ -53,10 +53,10 @@
 /* Bodies at least this long are sent with sendfile() from the pack file
  * rather than copied by writev from the map. Measured on loopback with
  * bodies of 4 to 128 KiB (bench/RESULTS.md): from 8 KiB up sendfile costs
- * servd no more CPU per response than the copy (at 6 KiB it is even; at
- * 4 KiB 5% more) and the client 10-25% less, so the client, which is the
- * bottleneck of a keep-alive benchmark, serves 10-25% more responses: its
- * reads then come from shared page-cache pages rather than from bytes
+ * servd no more CPU per response than the copy, within the noise (at 4 KiB
+ * 5% more), and the client less, so the client, the bottleneck of a
+ * keep-alive benchmark, serves 11% (8 KiB) to 49% (48 KiB) more responses:
+ * its reads come from shared page-cache pages rather than from bytes
  * servd's core has just written. Below it, writev. */
 #define SV_SENDFILE_MIN 8192
 
@@ -610,6 +610,7 @@ static void flush(sv_conn *c)
             conn_close(c);
             return;
         }
+        c->produced += total;
     }
     if (c->state == SV_CS_CLOSING)
         start_shutdown(c);
@@ -745,8 +746,12 @@ static size_t kernel_unacked(sv_conn *c)
 
 /* The timeouts, checked every sweep. A connection with response bytes in
  * flight - in its write queue or in the kernel's send queue - is judged by
- * the send timeout alone: it is closed when those bytes did not change at
- * all for --send-timeout; any byte the client takes changes them. Only when
+ * the send timeout alone: it is closed when the client acknowledged none of
+ * them for --send-timeout (bytes added to the flight are not progress: a
+ * client that pipelines requests but never reads would otherwise be kept
+ * until its responses filled the kernel's buffer and the per-turn cap
+ * paused it). The acknowledged count is what servd produced minus what is
+ * in flight. Only when
  * the client has taken everything do the idle, header and linger timers
  * apply, counting from the last sweep that saw bytes in flight. The kernel
  * is asked only about connections that wrote since it was last seen empty
@@ -767,8 +772,10 @@ void sv__conn_sweep(sv_worker *w)
         }
         if (flight) {
             c->t_active = now; /* a response is on its way: not idle */
-            if (flight != c->flight_seen) {
-                c->flight_seen = flight;
+            uint64_t acked = c->produced > flight ? c->produced - flight : 0; /* a FIN counts 1 */
+            if (!c->flight_seen || acked > c->acked_seen) {
+                c->flight_seen = 1;
+                c->acked_seen = acked;
                 c->t_progress = now;
             } else if (now - c->t_progress >= cfg->send_ms) {
                 sv__count(&w->ctr->timeouts[SV_TO_SEND], 1);

@@ -38,11 +38,14 @@ typedef struct sv_conn {
     uint8_t shut;        /* uv_shutdown issued */
     uint8_t eof;         /* the client sent FIN */
     uint8_t in_kernel;   /* wrote since the sweep last saw the kernel's send queue empty */
+    uint8_t flight_seen; /* the last sweep saw response bytes in flight */
     uint64_t drain;      /* request body bytes still to discard */
     uint64_t t_head;     /* uv_now() when the pending head began; 0: none pending */
-    uint64_t t_active;   /* uv_now() of the last read, response or write completion */
+    uint64_t t_active;   /* uv_now() of the last read, response or write completion,
+                            or of the last sweep that saw bytes in flight */
     uint64_t t_progress; /* uv_now() when the bytes in flight last changed */
-    size_t flight_seen;  /* bytes in flight (write queue + kernel send queue), last sweep */
+    uint64_t produced;   /* response bytes ever written to the socket or queued for it */
+    uint64_t acked_seen; /* of those, acknowledged by the client at the last sweep */
     uint64_t turn;       /* the loop turn turn_bytes counts for */
     uint64_t turn_bytes; /* response bytes produced in that turn */
     uint64_t t_req_us;   /* uv_hrtime()/1000 at the current request's first byte (log) */

@@ -162,5 +162,37 @@ def t_reader_that_stops_is_cut_by_send_timeout():
             c.close()
 
 
+def t_requests_without_reading_are_not_progress():
+    """A client that never reads but keeps sending a HEAD every 50 ms: each adds
+    a response to the bytes in flight, which servd used to count as progress, so the send
+    timeout never fired while the kernel's send buffer and then servd's queue (up to
+    SV_CONN_TURN_BYTES) still took them: about a minute at this pace. Progress is the
+    client acknowledging bytes, which stops once its 4 KB receive buffer is full (a few
+    seconds): it must then be cut after about the send timeout."""
+    adm = st.free_port()
+    extra = ["--send-timeout", SEND_TIMEOUT, "--idle-timeout", "30",
+             "--admin", "127.0.0.1:%d" % adm]
+    with st.Servd(pack(), extra=extra) as s:
+        c = slow_socket(s.port)
+        t0 = time.time()
+        closed = None
+        while time.time() - t0 < 10:
+            try:
+                c.sendall(st.req("HEAD", "/f.bin"))
+            except OSError:  # reset by servd's close
+                closed = time.time() - t0
+                break
+            if timeouts(metrics(adm))["send"] > 0:
+                closed = time.time() - t0
+                break
+            time.sleep(0.05)
+        m = metrics(adm)
+        ok(closed is not None, "a client asking every 50 ms and reading nothing was still "
+           "connected after 10 s (timeouts %s)" % timeouts(m))
+        eq(timeouts(m)["send"], 1, "send timeouts after a client that never read")
+        print("  never reading, a request every 50 ms: closed after %.2f s" % closed)
+        c.close()
+
+
 if __name__ == "__main__":
     st.run(st.collect(globals()))
