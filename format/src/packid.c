@@ -13,13 +13,10 @@
 #include "sf/store.h"
 
 #include <openssl/evp.h>
-#include <stdio.h>
 #include <string.h>
 
-/* The incremental state is OpenSSL's digest context; the type only hides it. */
-struct sf_pack_id {
-    EVP_MD_CTX *ctx;
-};
+/* An sf_pack_id * is OpenSSL's EVP_MD_CTX *: the incomplete type only keeps
+ * OpenSSL out of store.h. It is never defined, so never dereferenced here. */
 
 int sf_pack_id_begin(sf_pack_id **out)
 {

@@ -249,7 +249,8 @@ int sf_foreach_path(sf_reader *r, sf_path_fn fn, void *arg, char *err, size_t er
 
 /* Calls fn for every path in byte order with its entry record as stored
  * (not decoded: bytes a decoder ignores are still seen); stops at the first
- * non-zero return of fn and returns it. */
+ * non-zero return of fn and returns it. SF_ECORRUPT when LMDB finds its
+ * pages damaged, SF_ELMDB when it fails otherwise. */
 typedef int (*sf_record_fn)(void *arg, sf_view path, sf_view rec);
 int sf_foreach_record(sf_reader *r, sf_record_fn fn, void *arg);
 
