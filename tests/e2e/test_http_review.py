@@ -2,11 +2,10 @@
 """Findings of the RFC 9110 / 9112 review of servd's HTTP layer, against a real servd:
 - CONNECT with its authority-form target (RFC 9112 §3.2.3) is a known method servd does
   not allow: 405 with "Allow: GET, HEAD", not 400;
-- a request with a body and "Expect: 100-continue" is answered without a 100 and with
-  "Connection: close", then closed (RFC 9110 §10.1.1): the client may never send the body
-  it announced, so reading on would take its next request for that body;
 - the parts of a multipart/byteranges 206 follow the order of the range-specs
-  (RFC 9110 §15.3.7.2), a coalesced range standing where its first spec was."""
+  (RFC 9110 §15.3.7.2), a coalesced range standing where its first spec was;
+- a HEAD request that fails to parse gets its error head without the error body
+  (RFC 9110 §9.3.2)."""
 import os
 import re
 import sys
