@@ -395,8 +395,8 @@ def settle_page_cache(mode):
     """Puts every served file in the same page-cache state before a server
     starts. A file's pages stay in the large folios they were written in
     until the kernel drops them; read back, they come in as 4 KiB pages, and
-    sendfile from those costs every server about 15% more CPU per W2
-    response (bench/RESULTS.md). This machine drops clean pages every few
+    sendfile from those costs the servers 3-14% more CPU per W2 response
+    (servd 14%, nginx 7%, lighttpd 3%: bench/RESULTS.md). This machine drops clean pages every few
     minutes, so without this a cell's result would depend on when that last
     happened. fresh: rewrite each file (copy, rename over it; owner and
     times kept), the state just after a deploy; evict: drop its pages
