@@ -162,6 +162,36 @@ def t_reader_that_stops_is_cut_by_send_timeout():
             c.close()
 
 
+def t_head_behind_a_slow_response_is_cut_after_delivery():
+    """12 pipelined GETs (216 KB, under the per-turn cap, so all are answered at once)
+    followed by the start of a 13th head that never ends, read slowly for about 2 s with
+    --header-timeout 1: the header timer of that head runs out while the responses are
+    still on their way. servd must deliver all 12 (the send timeout governs while bytes
+    are in flight) and then close at once, counted as a header timeout."""
+    adm = st.free_port()
+    extra = ["--header-timeout", "1", "--send-timeout", "5", "--idle-timeout", "30",
+             "--admin", "127.0.0.1:%d" % adm]
+    with st.Servd(pack(), extra=extra) as s:
+        c = slow_socket(s.port)
+        c.sendall(st.req("GET", "/f.bin") * 12 + b"GET /f.bin HTTP/1.1\r\nHo")
+        got, total, took, gap = read_slowly(c, 12, 0.04)
+        eq(got, 12, "responses delivered before the header timeout may act (%.2f s)" % took)
+        ok(took > 1.2, "the reader took %.2f s: longer than --header-timeout" % took)
+        t_end = time.time()
+        c.settimeout(5)
+        try:
+            rest = c.recv(4096)
+        except OSError:
+            rest = b""
+        waited = time.time() - t_end
+        eq(rest, b"", "bytes after the 12 responses (none: the 13th head never ended)")
+        ok(waited < 2.0, "servd closed %.2f s after the last response was read" % waited)
+        eq(timeouts(metrics(adm)), {"header": 1, "idle": 0, "send": 0},
+           "timeouts after a head that never ended behind slow responses")
+        print("  12 responses in %.2f s, then closed %.2f s later" % (took, waited))
+        c.close()
+
+
 def t_requests_without_reading_are_not_progress():
     """A client that never reads but keeps sending a HEAD every 50 ms: each adds
     a response to the bytes in flight, which servd used to count as progress, so the send
