@@ -52,6 +52,46 @@ static int64_t now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* Reads the child's report from fd into buf[0, cap) until the child closes
+ * its end, cap bytes came, or timeout_ms passed; then closes fd, kills the
+ * child if it timed out, and reaps it into *status. @return the bytes read;
+ * *timed_out says whether the deadline ended it. */
+static size_t collect(int fd, pid_t pid, void *buf, size_t cap, int timeout_ms, int *timed_out,
+                      int *status)
+{
+    size_t got = 0;
+    int64_t deadline = now_ms() + timeout_ms;
+    *timed_out = 0;
+    while (got < cap) {
+        int64_t left = deadline - now_ms();
+        if (left <= 0) {
+            *timed_out = 1;
+            break;
+        }
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        int n = poll(&p, 1, (int)left);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            *timed_out = n == 0;
+            break;
+        }
+        ssize_t rd = read(fd, (char *)buf + got, cap - got);
+        if (rd < 0 && errno == EINTR)
+            continue;
+        if (rd <= 0)
+            break;
+        got += (size_t)rd;
+    }
+    close(fd);
+    if (*timed_out)
+        kill(pid, SIGKILL);
+    *status = 0;
+    while (waitpid(pid, status, 0) < 0 && errno == EINTR)
+        ;
+    return got;
+}
+
 int sf_check_isolated(sf_check_fn check, void *arg, const char *path, int timeout_ms, char *err,
                       size_t errlen)
 {
@@ -75,38 +115,8 @@ int sf_check_isolated(sf_check_fn check, void *arg, const char *path, int timeou
 
     /* Read the report until the child closes its end (exit or death). */
     struct report r;
-    size_t got = 0;
-    int timed_out = 0;
-    int64_t deadline = now_ms() + timeout_ms;
-    for (;;) {
-        int64_t left = deadline - now_ms();
-        if (left <= 0) {
-            timed_out = 1;
-            break;
-        }
-        struct pollfd p = {.fd = fds[0], .events = POLLIN};
-        int n = poll(&p, 1, (int)left);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            timed_out = n == 0;
-            break;
-        }
-        ssize_t rd = read(fds[0], (char *)&r + got, sizeof r - got);
-        if (rd < 0 && errno == EINTR)
-            continue;
-        if (rd <= 0)
-            break;
-        got += (size_t)rd;
-        if (got == sizeof r)
-            break;
-    }
-    close(fds[0]);
-    if (timed_out)
-        kill(pid, SIGKILL);
-    int st = 0;
-    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-        ;
+    int timed_out, st;
+    size_t got = collect(fds[0], pid, &r, sizeof r, timeout_ms, &timed_out, &st);
 
     if (timed_out) {
         snprintf(err, errlen, "%s: corrupt pack: reading it did not finish in %d ms", path,
@@ -151,38 +161,8 @@ int sf_check_spawn(char *const argv[], const char *path, int timeout_ms, char *e
         return SF_EIO;
     }
     char msg[1024];
-    size_t got = 0;
-    int timed_out = 0;
-    int64_t deadline = now_ms() + timeout_ms;
-    for (;;) {
-        int64_t left = deadline - now_ms();
-        if (left <= 0) {
-            timed_out = 1;
-            break;
-        }
-        struct pollfd p = {.fd = fds[0], .events = POLLIN};
-        int n = poll(&p, 1, (int)left);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            timed_out = n == 0;
-            break;
-        }
-        ssize_t rd = read(fds[0], msg + got, sizeof msg - 1 - got);
-        if (rd < 0 && errno == EINTR)
-            continue;
-        if (rd <= 0)
-            break;
-        got += (size_t)rd;
-        if (got == sizeof msg - 1)
-            break;
-    }
-    close(fds[0]);
-    if (timed_out)
-        kill(pid, SIGKILL);
-    int st = 0;
-    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-        ;
+    int timed_out, st;
+    size_t got = collect(fds[0], pid, msg, sizeof msg - 1, timeout_ms, &timed_out, &st);
     msg[got] = '\0';
     while (got > 0 && (msg[got - 1] == '\n' || msg[got - 1] == '\r'))
         msg[--got] = '\0';
