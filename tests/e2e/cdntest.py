@@ -367,14 +367,7 @@ class Origin:
         return self._variants[path]
 
     def metrics(self):
-        r = st.get(self.admin, "/metrics")
-        eq(r.status, 200, "GET /metrics")
-        out = {}
-        for line in r.body.decode().splitlines():
-            if line and not line.startswith("#"):
-                name, _, value = line.rpartition(" ")
-                out[name] = float(value)
-        return out
+        return st.metrics(self.admin)
 
     def log(self):
         """Every access-log line so far, parsed. servd counts a line before it answers, and

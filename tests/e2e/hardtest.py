@@ -11,7 +11,6 @@ What it adds:
                             (a lower RLIMIT_NOFILE); a servdtest.Servd otherwise
   try_start(pack, ...)      start servd on a pack that may be refused: ("refused", rc,
                             log) or ("serving", Proc); a hang is a failure
-  metrics(admin_port)       the admin /metrics as {sample: value}
   sanitized()               whether the servd under test is an AddressSanitizer build
   wait_until(fn, limit)     poll fn() until true
   cpu_seconds/rss_kib/open_fds(pid)   from /proc
@@ -158,7 +157,7 @@ class Proc(st.Servd):
         return proc.returncode
 
     def metrics(self):
-        return metrics(self.admin)
+        return st.metrics(self.admin)
 
 
 def try_start(pack_path, extra=(), timeout=10.0):
@@ -184,17 +183,6 @@ def sanitized():
     except OSError:
         return False
 
-
-def metrics(port):
-    """The admin /metrics as {sample name with labels: float}."""
-    r = st.get(port, "/metrics")
-    eq(r.status, 200, "/metrics status")
-    out = {}
-    for line in r.body.decode().splitlines():
-        if line and not line.startswith("#"):
-            name, _, value = line.rpartition(" ")
-            out[name] = float(value)
-    return out
 
 
 def wait_until(fn, limit, step=0.05):

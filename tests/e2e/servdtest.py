@@ -140,6 +140,18 @@ def free_port():
     return port
 
 
+
+def metrics(port):
+    """The admin endpoint's /metrics as {sample name with labels: float}."""
+    r = get(port, "/metrics")
+    eq(r.status, 200, "/metrics status")
+    out = {}
+    for line in r.body.decode().splitlines():
+        if line and not line.startswith("#"):
+            name, _, value = line.rpartition(" ")
+            out[name] = float(value)
+    return out
+
 class Servd:
     """A running servd. Use as a context manager; leaving it stops servd and checks
     that it exited 0 after SIGTERM (a crash or sanitizer report fails the test)."""

@@ -43,18 +43,6 @@ def pack():
     return p
 
 
-def metrics(port):
-    """The admin /metrics as {sample name with labels: value}."""
-    r = st.get(port, "/metrics")
-    eq(r.status, 200, "/metrics status")
-    out = {}
-    for line in r.body.decode().splitlines():
-        if line and not line.startswith("#"):
-            name, _, value = line.rpartition(" ")
-            out[name] = float(value)
-    return out
-
-
 def t_bodies_byte_exact():
     with st.Servd(pack()) as s:
         for path in ("/index.html", "/small.txt", "/mid.txt", "/big.bin"):
@@ -272,7 +260,7 @@ def t_header_timeout_slowloris():
                 c.send(st.req("GET", "/small.txt"))
                 eq(c.read_response().status, 200, "request %d of a slow but complete client" % i)
                 time.sleep(0.5)
-        m = metrics(adm)
+        m = st.metrics(adm)
         ok(m['servd_timeouts_total{kind="header"}'] >= 2,
            "header timeouts counted: %r" % m['servd_timeouts_total{kind="header"}'])
 
@@ -292,7 +280,7 @@ def t_idle_timeout():
                 c.send(st.req("GET", "/small.txt"))
                 eq(c.read_response().status, 200, "request %d of an active connection" % i)
                 time.sleep(0.4)
-        m = metrics(adm)
+        m = st.metrics(adm)
         ok(m['servd_timeouts_total{kind="idle"}'] >= 1, "idle timeouts counted")
 
 
@@ -322,7 +310,7 @@ def t_send_timeout_client_stops_reading():
         c.close()
         ok(got < len(FILES["/big.bin"]), "the whole 16 MB arrived (%d bytes): the test did "
            "not stall servd's writes" % got)
-        m = metrics(adm)
+        m = st.metrics(adm)
         eq(m['servd_timeouts_total{kind="send"}'], 1.0, "send timeouts counted (reset=%s)"
            % reset)
         # A slow but steady reader is not cut: 16 MB in 64 KiB sips for more than the
@@ -348,7 +336,7 @@ def t_send_timeout_client_stops_reading():
         ok(data.endswith(FILES["/big.bin"]), "steady reader: body (%d bytes in %.1f s)"
            % (len(data), took))
         ok(took > 1.2, "the steady reader took only %.1f s: not slower than the timeout" % took)
-        eq(metrics(adm)['servd_timeouts_total{kind="send"}'], 1.0,
+        eq(st.metrics(adm)['servd_timeouts_total{kind="send"}'], 1.0,
            "send timeouts after a steady reader")
 
 

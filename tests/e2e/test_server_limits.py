@@ -31,16 +31,6 @@ def pack():
     return p
 
 
-def metrics(port):
-    r = st.get(port, "/metrics")
-    out = {}
-    for line in r.body.decode().splitlines():
-        if line and not line.startswith("#"):
-            name, _, value = line.rpartition(" ")
-            out[name] = float(value)
-    return out
-
-
 def cpu_seconds(pid):
     with open("/proc/%d/stat" % pid) as f:
         fields = f.read().rsplit(")", 1)[1].split()
@@ -78,7 +68,7 @@ def t_max_conns():
         c.send(st.req("GET", "/"))
         eq(c.read_response().body, BODY, "a new connection once a slot is free")
         held.append(c)
-        m = metrics(adm)
+        m = st.metrics(adm)
         eq(m["servd_connections_rejected_total"], 1.0, "rejected connections counted")
         eq(m["servd_connections_open"], 5.0, "open connections")
         for c in held:

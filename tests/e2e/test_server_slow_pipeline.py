@@ -55,17 +55,6 @@ def pack():
     return p
 
 
-def metrics(port):
-    r = st.get(port, "/metrics")
-    eq(r.status, 200, "/metrics status")
-    out = {}
-    for line in r.body.decode().splitlines():
-        if line and not line.startswith("#"):
-            name, _, value = line.rpartition(" ")
-            out[name] = float(value)
-    return out
-
-
 def timeouts(m):
     return {k: m['servd_timeouts_total{kind="%s"}' % k] for k in ("header", "idle", "send")}
 
@@ -122,7 +111,7 @@ def t_slow_steady_reader_gets_every_response():
             c = slow_socket(s.port)
             c.sendall(st.req("GET", "/f.bin") * n)
             got, total, took, gap = read_slowly(c, n, pause)
-            t = timeouts(metrics(adm))
+            t = timeouts(st.metrics(adm))
             print("  %s: %d responses, %d bytes in %.2f s (longest wait %.2f s); timeouts %s"
                   % (what, got, total, took, gap, t))
             eq(got, n, "responses read by a steady reader, %s (%d bytes in %.2f s, longest "
@@ -149,10 +138,10 @@ def t_reader_that_stops_is_cut_by_send_timeout():
             c.sendall(st.req("GET", "/f.bin") * n)
             eq(read_slowly(c, 3, 0.002)[0], 3, "first responses (%s)" % what)
             t0 = time.time()
-            m = metrics(adm)
+            m = st.metrics(adm)
             while m["servd_connections_open"] > 0 and time.time() - t0 < 5:
                 time.sleep(0.1)
-                m = metrics(adm)
+                m = st.metrics(adm)
             took = time.time() - t0
             eq(m["servd_connections_open"], 0.0, "connections open %.1f s after the client "
                "stopped reading (%s)" % (took, what))
@@ -186,7 +175,7 @@ def t_head_behind_a_slow_response_is_cut_after_delivery():
         waited = time.time() - t_end
         eq(rest, b"", "bytes after the 12 responses (none: the 13th head never ended)")
         ok(waited < 2.0, "servd closed %.2f s after the last response was read" % waited)
-        eq(timeouts(metrics(adm)), {"header": 1, "idle": 0, "send": 0},
+        eq(timeouts(st.metrics(adm)), {"header": 1, "idle": 0, "send": 0},
            "timeouts after a head that never ended behind slow responses")
         print("  12 responses in %.2f s, then closed %.2f s later" % (took, waited))
         c.close()
@@ -212,11 +201,11 @@ def t_requests_without_reading_are_not_progress():
             except OSError:  # reset by servd's close
                 closed = time.time() - t0
                 break
-            if timeouts(metrics(adm))["send"] > 0:
+            if timeouts(st.metrics(adm))["send"] > 0:
                 closed = time.time() - t0
                 break
             time.sleep(0.05)
-        m = metrics(adm)
+        m = st.metrics(adm)
         ok(closed is not None, "a client asking every 50 ms and reading nothing was still "
            "connected after 10 s (timeouts %s)" % timeouts(m))
         eq(timeouts(m)["send"], 1, "send timeouts after a client that never read")
