@@ -275,9 +275,25 @@ static int check_pack_id(sf_pack *pack, sf_reader *rd, const char *path, char *e
  * pages (LMDB's pread of the header, then read-around on each fault), and
  * sendfile() takes and drops a reference on every page it sends from: a
  * 37 KB body costs ten of them instead of one or two, 9% more server CPU per
- * response in bench/RESULTS.md. Pages already cached keep their size. Best
+ * response in bench/RESULTS.md. Pages already cached keep their size. Only
+ * for a pack that fits in half the memory the kernel can make available:
+ * a larger one would be read twice (populated, partly dropped, walked). Best
  * effort: any failure leaves the pack to be read as before.
  */
+static uint64_t mem_available(void)
+{
+    FILE *f = fopen("/proc/meminfo", "re");
+    if (!f)
+        return 0;
+    char line[128];
+    unsigned long long kib = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %llu kB", &kib) == 1)
+            break;
+    fclose(f);
+    return (uint64_t)kib * 1024;
+}
+
 static void preload(const char *path)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -285,7 +301,7 @@ static void preload(const char *path)
         return;
     struct stat st;
     if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
-        (uint64_t)st.st_size <= SIZE_MAX) {
+        (uint64_t)st.st_size <= SIZE_MAX && (uint64_t)st.st_size <= mem_available() / 2) {
         size_t len = (size_t)st.st_size;
         void *map = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
         if (map != MAP_FAILED) {
