@@ -15,6 +15,8 @@
 
 #include <stdint.h>
 
+#include "sf/store.h"
+
 typedef struct pk_build_opts {
     const char *root;
     const char *output;
@@ -39,6 +41,6 @@ int pk_same_file_name(const char *a, const char *b);
 
 /* The key of the site's error page and the special entry made from it. */
 #define PK_404_KEY     "/404.html"
-#define PK_404_SPECIAL "status:404"
+#define PK_404_SPECIAL SF_SPECIAL_404
 
 #endif

@@ -16,7 +16,8 @@
  *   - the status:404 entry, if any, points at existing bodies;
  *   - the meta counts, byte totals and pack id match what is stored. The id
  *     is recomputed over the records as stored (sf_pack_id_compute, the
- *     function the packer and servd's load check use).
+ *     function the packer and servd's load check use), and from format
+ *     minor 1 meta's id_404 over the status:404 entry (sf_pack_id_404).
  */
 #include "commands.h"
 #include "msg.h"
@@ -280,6 +281,16 @@ int pk_cmd_verify(const char *site, int quiet)
     else if (memcmp(m->pack_id, id, sizeof m->pack_id) != 0)
         problem(&v, "the pack id does not match the path records (pack id mismatch: entry "
                     "records were changed after packing)");
+    if (m->minor >= 1) {
+        rc = sf_pack_id_404(v.r, id);
+        if (rc == SF_ENOMEM)
+            goto out_nomem;
+        if (rc != 0)
+            problem(&v, "cannot recompute the 404 entry's id: %s", sf_strerror(rc));
+        else if (memcmp(m->id_404, id, sizeof m->id_404) != 0)
+            problem(&v, "the 404 entry does not match its id in meta (pack id mismatch: the "
+                        "status:404 entry was changed after packing)");
+    }
     if (v.problems == 0) {
         status = PK_EXIT_OK;
         if (!quiet)

@@ -263,6 +263,25 @@ static int check_pack_id(sf_pack *pack, sf_reader *rd, const char *path, char *e
                  path, want_hex, got_hex);
         return SF_ECORRUPT;
     }
+    /* Format minor 1: the status:404 entry, outside the paths, has its own id. */
+    const sf_meta *m = sf_pack_meta(pack);
+    if (m->minor < 1)
+        return 0;
+    if ((rc = sf_pack_id_404(rd, id)) != 0) {
+        snprintf(err, errlen, "%s: corrupt pack: cannot recompute the 404 entry's id: %s", path,
+                 sf_strerror(rc));
+        return rc;
+    }
+    if (memcmp(id, m->id_404, SF_PACK_ID_LEN) != 0) {
+        char got_hex[2 * SF_PACK_ID_LEN + 1], want_hex[2 * SF_PACK_ID_LEN + 1];
+        sf_pack_id_hex(id, got_hex);
+        sf_pack_id_hex(m->id_404, want_hex);
+        snprintf(err, errlen,
+                 "%s: corrupt pack: pack id mismatch: the status:404 entry was changed after "
+                 "packing (meta says %s, the entry hashes to %s)",
+                 path, want_hex, got_hex);
+        return SF_ECORRUPT;
+    }
     return 0;
 }
 

@@ -9,6 +9,10 @@
  * open pack. A record changed after packing - a flipped byte inside a
  * pre-rendered header block, which no structure check can tell from a real
  * header - gives another id.
+ *
+ * The status:404 entry lives in meta, outside the paths; format minor 1 adds
+ * its own id to meta (id_404) rather than changing what pack_id covers, so
+ * that readers of minor 0, which check pack_id, still load minor 1 packs.
  */
 #include "sf/store.h"
 
@@ -74,6 +78,27 @@ int sf_pack_id_compute(sf_reader *r, uint8_t out[SF_PACK_ID_LEN])
         return rc;
     }
     return sf_pack_id_end(id, out);
+}
+
+int sf_record_id(const void *rec, size_t n, uint8_t out[SF_PACK_ID_LEN])
+{
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned len = 0;
+    if (EVP_Digest(rec, n, md, &len, EVP_sha256(), NULL) != 1 || len != SF_KEY_LEN)
+        return SF_ENOMEM;
+    memcpy(out, md, SF_PACK_ID_LEN);
+    return SF_OK;
+}
+
+int sf_pack_id_404(sf_reader *r, uint8_t out[SF_PACK_ID_LEN])
+{
+    sf_view rec;
+    int rc = sf_special_record(r, SF_SPECIAL_404, &rec);
+    if (rc == SF_ENOTFOUND) {
+        memset(out, 0, SF_PACK_ID_LEN);
+        return SF_OK;
+    }
+    return rc ? rc : sf_record_id(rec.ptr, rec.len, out);
 }
 
 void sf_pack_id_hex(const uint8_t id[SF_PACK_ID_LEN], char out[2 * SF_PACK_ID_LEN + 1])

@@ -216,7 +216,7 @@ int sf_entry_encode(const sf_entry_spec *s, uint8_t **out, size_t *outlen)
  *   56     16   pack id
  *   72     64   packer version, NUL-padded UTF-8
  *   136    128  compression profile, NUL-padded
- *   264    16   reserved (0)
+ *   264    16   id_404 (minor 1; reserved, 0, in minor 0)
  * A later minor version may append fields: readers accept n >= 280.
  */
 void sf_meta_encode(const sf_meta *m, uint8_t b[SF_META_RECORD_LEN])
@@ -233,6 +233,7 @@ void sf_meta_encode(const sf_meta *m, uint8_t b[SF_META_RECORD_LEN])
     memcpy(b + 56, m->pack_id, 16);
     memcpy(b + 72, m->packer, strnlen(m->packer, 64));
     memcpy(b + 136, m->profile, strnlen(m->profile, 128));
+    memcpy(b + 264, m->id_404, 16);
 }
 
 int sf_meta_decode(const void *rec, size_t n, sf_meta *m)
@@ -256,6 +257,10 @@ int sf_meta_decode(const void *rec, size_t n, sf_meta *m)
     m->packer[64] = '\0';
     memcpy(m->profile, b + 136, 128);
     m->profile[128] = '\0';
+    if (m->minor >= 1)
+        memcpy(m->id_404, b + 264, 16);
+    else
+        memset(m->id_404, 0, 16);
     return SF_OK;
 }
 

@@ -312,6 +312,17 @@ int sf_lookup_special(sf_reader *r, const char *name, sf_entry *out)
     return rc ? rc : sf_entry_decode(v.mv_data, v.mv_size, out);
 }
 
+int sf_special_record(sf_reader *r, const char *name, sf_view *out)
+{
+    MDB_val v;
+    int rc = get(r, r->pack->meta_db, name, strlen(name), &v);
+    if (rc)
+        return rc;
+    out->ptr = v.mv_data;
+    out->len = v.mv_size;
+    return SF_OK;
+}
+
 int sf_body_by_key(sf_reader *r, const uint8_t key[SF_KEY_LEN], sf_view *out)
 {
     MDB_val v;

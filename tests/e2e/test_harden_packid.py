@@ -185,6 +185,57 @@ def t_verify_fails_on_changed_record(good):
             name, err[-800:]))
 
 
+def t_changed_404_record_is_refused(good):
+    """The status:404 entry (the 404 page's own record, in meta, outside the paths the
+    pack id covers) has its own id in meta since format 1.1 (id_404): a byte changed in
+    its status line was served before ("404 Not Fount"); now the load check and verify
+    refuse the copy, and the good pack still answers a missing path with its 404 page."""
+    root = os.path.join(st.tmpdir(), "packid-404-site")
+    os.makedirs(root, exist_ok=True)
+    with open(os.path.join(root, "index.html"), "wb") as f:
+        f.write(b"<!doctype html><title>index</title><p>index</p>\n")
+    page = b"<!doctype html><title>missing</title><p>no such page</p>\n"
+    with open(os.path.join(root, "404.html"), "wb") as f:
+        f.write(page)
+    path = st.pack(root, "packid-404-good.lmdb")
+    with open(path, "rb") as f:
+        data = f.read()
+    anchor = b"HTTP/1.1 404 Not Found\r\n"
+    eq(data.count(anchor), 1, "the 404 status line appears once in the pack")
+    at = data.find(anchor) + len(b"HTTP/1.1 404 Not Foun")
+    copy = os.path.join(st.tmpdir(), "packid-404-damaged.lmdb")
+    with open(copy, "wb") as f:
+        f.write(data[:at] + b"t" + data[at + 1:])
+
+    p = run([st.SERVD, "--check-pack", path])
+    eq(p.returncode, 0, "servd --check-pack of the good pack: %s" % p.stdout.decode())
+    res = ht.try_start(path, timeout=LIMIT)
+    ok(res[0] == "serving", "servd refused the good pack: %r" % (res[1:],))
+    try:
+        r = st.get(res[1].port, "/no/such/page")
+        eq(r.status, 404, "GET of a missing path")
+        eq(r.reason, "Not Found", "reason phrase")
+        eq(r.body, page, "the 404 page")
+    finally:
+        res[1].stop(check=False)
+
+    p = run([st.SERVD, "--check-pack", copy])
+    eq(p.returncode, 1, "servd --check-pack of the damaged 404 entry: %s" % p.stdout.decode())
+    ok(CAUSE in p.stdout.decode(), "servd --check-pack says %r" % p.stdout.decode())
+    res = ht.try_start(copy, timeout=LIMIT)
+    if res[0] != "refused":
+        try:
+            r = st.get(res[1].port, "/no/such/page")
+        finally:
+            res[1].stop(check=False)
+        raise st.Fail("servd started on a pack whose 404 entry was changed, and answers "
+                      "%d %s" % (r.status, r.reason))
+    eq(res[1], 1, "exit status of servd at startup")
+    ok(CAUSE in res[2], "the refusal does not say %r: %r" % (CAUSE, res[2][-500:]))
+    p = run([st.SERVD_PACK, "verify", copy, "-q"])
+    eq(p.returncode, 1, "servd-pack verify of the damaged 404 entry: %s" % p.stderr.decode())
+
+
 class Setup:
     def __enter__(self):
         return Good()

@@ -199,3 +199,126 @@ TEST(structure_check_refuses_pack_id_mismatch)
     /* SF_CHECK_NO_HASH leaves the id to its caller (verify recomputes it itself) */
     ASSERT_EQ(sf_pack_check_structure(SF_CHECK_NO_HASH, path, err, sizeof err), SF_OK);
 }
+
+/* ---- Format minor 1: meta's id_404 covers the status:404 entry ---- */
+
+/* The id of the status:404 record (the same record as the paths', its h200
+ * byte flip_at changed if >= 0), computed here without packid.c. */
+static void reference_id_404(int flip_at, uint8_t out[SF_PACK_ID_LEN])
+{
+    uint8_t *rec, md[EVP_MAX_MD_SIZE];
+    size_t n;
+    unsigned len = 0;
+    record(&rec, &n, flip_at);
+    ASSERT_EQ(EVP_Digest(rec, n, md, &len, EVP_sha256(), NULL), 1);
+    free(rec);
+    memcpy(out, md, SF_PACK_ID_LEN);
+}
+
+/* A pack of PATHS with a status:404 entry (its h200 byte flip_at changed if
+ * >= 0), whose meta has the right pack_id and id_404 = meta_404, written as
+ * format minor `minor` (an older writer left the bytes of id_404 zero). */
+static void write_pack_404(const char *path, int flip_at, const uint8_t meta_404[SF_PACK_ID_LEN],
+                           int minor)
+{
+    sf_writer *w;
+    char err[512];
+    ASSERT_EQ(sf_writer_open(path, 1 << 20, &w, err, sizeof err), SF_OK);
+    uint8_t key[SF_KEY_LEN];
+    unsigned len = 0;
+    ASSERT_EQ(EVP_Digest(BODY, 5, key, &len, EVP_sha256(), NULL), 1);
+    ASSERT_EQ(sf_writer_put_body(w, key, BODY, 5), SF_OK);
+    for (int i = 0; i < NPATHS; i++) {
+        uint8_t *rec;
+        size_t n;
+        record(&rec, &n, -1);
+        ASSERT_EQ(sf_writer_put_path(w, PATHS[i], strlen(PATHS[i]), rec, n), SF_OK);
+        free(rec);
+    }
+    uint8_t *rec;
+    size_t n;
+    record(&rec, &n, flip_at);
+    ASSERT_EQ(sf_writer_put_special(w, "status:404", rec, n), SF_OK);
+    free(rec);
+    sf_meta m;
+    memset(&m, 0, sizeof m);
+    m.n_paths = NPATHS;
+    m.n_bodies = 1;
+    reference_id(-1, -1, m.pack_id);
+    if (minor >= 1)
+        memcpy(m.id_404, meta_404, SF_PACK_ID_LEN);
+    ASSERT_EQ(sf_writer_commit(w, &m, err, sizeof err), SF_OK);
+    if (minor == SF_FORMAT_MINOR)
+        return;
+    FILE *f = fopen(path, "r+b"); /* an older writer: patch the minor version */
+    ASSERT(f != NULL);
+    static char buf[1 << 20];
+    size_t got = fread(buf, 1, sizeof buf, f);
+    char *magic = memmem(buf, got, SF_META_MAGIC, SF_META_MAGIC_LEN);
+    ASSERT(magic != NULL);
+    ASSERT_EQ(fseek(f, (long)(magic - buf) + 10, SEEK_SET), 0);
+    uint8_t le[2] = {(uint8_t)minor, (uint8_t)(minor >> 8)};
+    ASSERT_EQ(fwrite(le, 1, 2, f), 2);
+    ASSERT_EQ(fclose(f), 0);
+}
+
+/* The 404 page's own record lives in meta, outside the paths the pack id
+ * covers: a byte changed in it was served. From minor 1 meta carries its id
+ * (id_404) and the check refuses a changed entry like a changed path. */
+TEST(id_404_covers_the_404_entry)
+{
+    int at = (int)(strstr(H200, "text/plain") - H200) + 5;
+    uint8_t good[SF_PACK_ID_LEN], got[SF_PACK_ID_LEN];
+    reference_id_404(-1, good);
+
+    char path[4096], err[1024] = "";
+    snprintf(path, sizeof path, "%s/with404.lmdb", t_tmpdir());
+    write_pack_404(path, -1, good, SF_FORMAT_MINOR);
+    sf_pack *p;
+    sf_reader *r;
+    ASSERT_EQ(sf_pack_open(path, &p, err, sizeof err), SF_OK);
+    ASSERT_MEM_EQ(sf_pack_meta(p)->id_404, SF_PACK_ID_LEN, good, SF_PACK_ID_LEN);
+    ASSERT_EQ(sf_reader_begin(p, &r), SF_OK);
+    ASSERT_EQ(sf_pack_id_404(r, got), SF_OK);
+    sf_reader_end(r);
+    sf_pack_close(p);
+    ASSERT_MEM_EQ(got, SF_PACK_ID_LEN, good, SF_PACK_ID_LEN);
+    ASSERT_EQ(sf_pack_check_structure(NULL, path, err, sizeof err), SF_OK);
+
+    snprintf(path, sizeof path, "%s/flip404.lmdb", t_tmpdir());
+    write_pack_404(path, at, good, SF_FORMAT_MINOR);
+    ASSERT_EQ(sf_pack_check_structure(NULL, path, err, sizeof err), SF_ECORRUPT);
+    ASSERT(strstr(err, "pack id mismatch: the status:404 entry was changed") != NULL);
+
+    /* a pack without a 404 entry: id_404 must be zero */
+    uint8_t zero[SF_PACK_ID_LEN] = {0};
+    snprintf(path, sizeof path, "%s/no404.lmdb", t_tmpdir());
+    write_pack(path, -1, -1, good);
+    ASSERT_EQ(sf_pack_open(path, &p, err, sizeof err), SF_OK);
+    ASSERT_EQ(sf_reader_begin(p, &r), SF_OK);
+    ASSERT_EQ(sf_pack_id_404(r, got), SF_OK);
+    sf_reader_end(r);
+    sf_pack_close(p);
+    ASSERT_MEM_EQ(got, SF_PACK_ID_LEN, zero, SF_PACK_ID_LEN);
+}
+
+/* Packs of minor 0 have no id_404 (those bytes were reserved): they load as
+ * before, the 404 entry unchecked; a minor-1 pack with zeros there does not. */
+TEST(minor_0_pack_has_no_id_404)
+{
+    uint8_t zero[SF_PACK_ID_LEN] = {0};
+    char path[4096], err[1024] = "";
+    snprintf(path, sizeof path, "%s/old.lmdb", t_tmpdir());
+    write_pack_404(path, -1, zero, 0);
+    sf_pack *p;
+    ASSERT_EQ(sf_pack_open(path, &p, err, sizeof err), SF_OK);
+    ASSERT_EQ(sf_pack_meta(p)->minor, 0);
+    ASSERT_MEM_EQ(sf_pack_meta(p)->id_404, SF_PACK_ID_LEN, zero, SF_PACK_ID_LEN);
+    sf_pack_close(p);
+    ASSERT_EQ(sf_pack_check_structure(NULL, path, err, sizeof err), SF_OK);
+
+    snprintf(path, sizeof path, "%s/new.lmdb", t_tmpdir());
+    write_pack_404(path, -1, zero, SF_FORMAT_MINOR);
+    ASSERT_EQ(sf_pack_check_structure(NULL, path, err, sizeof err), SF_ECORRUPT);
+    ASSERT(strstr(err, "status:404") != NULL);
+}

@@ -205,8 +205,10 @@ static sf_meta sample_meta(void)
     m.n_bodies = 7;
     m.identity_bytes = (uint64_t)1 << 40;
     m.stored_bytes = 12345;
-    for (int i = 0; i < 16; i++)
+    for (int i = 0; i < 16; i++) {
         m.pack_id[i] = (uint8_t)(0xa0 + i);
+        m.id_404[i] = (uint8_t)(0x40 + i);
+    }
     snprintf(m.packer, sizeof m.packer, "servd-pack test");
     memset(m.profile, 'p', 128); /* all 128 bytes used: no NUL in the record */
     m.profile[128] = '\0';
@@ -228,8 +230,15 @@ TEST(meta_round_trip)
     ASSERT_EQ(d.identity_bytes, m.identity_bytes);
     ASSERT_EQ(d.stored_bytes, 12345);
     ASSERT_MEM_EQ(d.pack_id, 16, m.pack_id, 16);
+    ASSERT_MEM_EQ(d.id_404, 16, m.id_404, 16);
+    ASSERT_MEM_EQ(rec + 264, 16, m.id_404, 16); /* docs/format.md §3 */
     ASSERT_STR_EQ(d.packer, "servd-pack test");
     ASSERT_EQ(strlen(d.profile), 128);
+    /* minor 0: bytes 264-279 were reserved; a reader does not take them as id_404 */
+    rec[10] = 0;
+    ASSERT_EQ(sf_meta_decode(rec, sizeof rec, &d), SF_OK);
+    static const uint8_t zero[16];
+    ASSERT_MEM_EQ(d.id_404, 16, zero, 16);
 }
 
 TEST(meta_truncated_and_wrong_rejected)

@@ -49,9 +49,13 @@ enum {
 const char *sf_strerror(int err);
 
 /* Pack format version written by this library. Readers accept any minor
- * version of SF_FORMAT_MAJOR and refuse every other major version. */
+ * version of SF_FORMAT_MAJOR and refuse every other major version.
+ * Minor 1: meta's id_404 covers the status:404 entry (docs/format.md). */
 #define SF_FORMAT_MAJOR 1
-#define SF_FORMAT_MINOR 0
+#define SF_FORMAT_MINOR 1
+
+/* The key in "meta" of the entry served for paths that do not exist. */
+#define SF_SPECIAL_404 "status:404"
 
 /* Magic at offset 0 of the meta record. */
 #define SF_META_MAGIC     "SERVDPK1"
@@ -137,6 +141,8 @@ typedef struct sf_meta {
     uint64_t identity_bytes;         /* sum of identity lengths over all paths */
     uint64_t stored_bytes;           /* sum of all stored body lengths */
     uint8_t pack_id[SF_PACK_ID_LEN]; /* derived from the contents: same site, same id */
+    uint8_t id_404[SF_PACK_ID_LEN];  /* minor >= 1: sf_record_id of the status:404 record,
+                                        zeros without one; zeros when minor is 0 */
     char packer[65];                 /* packer version string, NUL-terminated */
     char profile[129];               /* compression profile string, NUL-terminated */
 } sf_meta;
@@ -233,6 +239,10 @@ int sf_lookup(sf_reader *r, const char *path, size_t len, sf_entry *out);
 /* Looks up a special entry in "meta" by name (e.g. "status:404"). */
 int sf_lookup_special(sf_reader *r, const char *name, sf_entry *out);
 
+/* The record of a special entry as stored (not decoded), a view into the
+ * map. @return 0, SF_ENOTFOUND, SF_ECORRUPT or SF_ELMDB. */
+int sf_special_record(sf_reader *r, const char *name, sf_view *out);
+
 /* Finds the stored bytes of a variant; checks that their length is the one
  * the variant records. Does not allocate.
  * @return 0, SF_ENOTFOUND, SF_ECORRUPT or SF_ELMDB. */
@@ -284,6 +294,15 @@ void sf_pack_id_free(sf_pack_id *id);
  * stored. Compare with sf_pack_meta()->pack_id.
  * @return 0, SF_ENOMEM, SF_ECORRUPT or SF_ELMDB. */
 int sf_pack_id_compute(sf_reader *r, uint8_t out[SF_PACK_ID_LEN]);
+
+/* The id of one record: the first SF_PACK_ID_LEN bytes of its SHA-256.
+ * @return 0 or SF_ENOMEM. */
+int sf_record_id(const void *rec, size_t n, uint8_t out[SF_PACK_ID_LEN]);
+
+/* Meta's id_404 (format minor 1) recomputed over an open pack: the id of the
+ * status:404 record as stored, or all zero bytes when the pack has none.
+ * @return 0, SF_ENOMEM, SF_ECORRUPT or SF_ELMDB. */
+int sf_pack_id_404(sf_reader *r, uint8_t out[SF_PACK_ID_LEN]);
 
 /* Lowercase hex of an id, NUL-terminated. */
 void sf_pack_id_hex(const uint8_t id[SF_PACK_ID_LEN], char out[2 * SF_PACK_ID_LEN + 1]);
