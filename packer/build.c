@@ -627,9 +627,7 @@ static int write_pack(build *b, pk_stats *st)
         if (strcmp(f->key, PK_404_KEY) == 0) {
             if (encode_entry(f, 1, &rec, &reclen, b->err, sizeof b->err) != 0)
                 goto out_abort;
-            rc = sf_writer_put_special(w, PK_404_SPECIAL, rec, reclen);
-            if (rc == 0)
-                rc = sf_record_id(rec, reclen, meta.id_404);
+            rc = sf_writer_put_special(w, PK_404_SPECIAL, rec, reclen); /* and its id_404 */
             free(rec);
             if (rc != 0) {
                 snprintf(b->err, sizeof b->err, "%s: cannot store the 404 entry: %s", o->output,

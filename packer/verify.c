@@ -281,7 +281,7 @@ int pk_cmd_verify(const char *site, int quiet)
     else if (memcmp(m->pack_id, id, sizeof m->pack_id) != 0)
         problem(&v, "the pack id does not match the path records (pack id mismatch: entry "
                     "records were changed after packing)");
-    if (m->minor >= 1) {
+    if (sf_meta_has_id_404(m)) {
         rc = sf_pack_id_404(v.r, id);
         if (rc == SF_ENOMEM)
             goto out_nomem;

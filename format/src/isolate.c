@@ -265,7 +265,7 @@ static int check_pack_id(sf_pack *pack, sf_reader *rd, const char *path, char *e
     }
     /* Format minor 1: the status:404 entry, outside the paths, has its own id. */
     const sf_meta *m = sf_pack_meta(pack);
-    if (m->minor < 1)
+    if (!sf_meta_has_id_404(m))
         return 0;
     if ((rc = sf_pack_id_404(rd, id)) != 0) {
         snprintf(err, errlen, "%s: corrupt pack: cannot recompute the 404 entry's id: %s", path,
@@ -293,40 +293,88 @@ static int check_pack_id(sf_pack *pack, sf_reader *rd, const char *path, char *e
  * pack read back after its pages were dropped otherwise comes in as 4 KiB
  * pages (LMDB's pread of the header, then read-around on each fault), and
  * sendfile() takes and drops a reference on every page it sends from: a
- * 37 KB body costs ten of them instead of one or two, 9% more server CPU per
- * response in bench/RESULTS.md. Pages already cached keep their size. Only
- * for a pack that fits in half the memory the kernel can make available:
- * a larger one would be read twice (populated, partly dropped, walked). Best
- * effort: any failure leaves the pack to be read as before.
+ * 37 KB body costs ten of them instead of one or two (bench/RESULTS.md,
+ * "Page-cache state": 7-9% of servd's CPU per W2 response). Pages already
+ * cached keep their size.
+ *
+ * Only for a regular file that starts like an LMDB file, and only when it
+ * fits in half the memory this process can get (the kernel's MemAvailable,
+ * or the cgroup's room if less): a larger pack would be read twice
+ * (populated, partly dropped, walked), and anything else is for
+ * sf_pack_open to refuse. Best effort: any failure leaves the pack to be
+ * read as before.
  */
-static uint64_t mem_available(void)
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22 /* Linux 5.14; older headers lack it, older kernels refuse it */
+#endif
+
+/* The first number in file path, or UINT64_MAX when it is absent or "max". */
+static uint64_t read_u64(const char *path, const char *prefix)
 {
-    FILE *f = fopen("/proc/meminfo", "re");
+    FILE *f = fopen(path, "re");
     if (!f)
-        return 0;
-    char line[128];
-    unsigned long long kib = 0;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "MemAvailable: %llu kB", &kib) == 1)
-            break;
+        return UINT64_MAX;
+    char line[256];
+    unsigned long long v = 0;
+    int found = 0;
+    size_t plen = strlen(prefix);
+    while (!found && fgets(line, sizeof line, f))
+        if (strncmp(line, prefix, plen) == 0 && sscanf(line + plen, "%llu", &v) == 1)
+            found = 1;
     fclose(f);
-    return (uint64_t)kib * 1024;
+    return found ? (uint64_t)v : UINT64_MAX;
+}
+
+/* Bytes this process can have in memory without pushing out its own pages. */
+static uint64_t mem_room(void)
+{
+    uint64_t kib = read_u64("/proc/meminfo", "MemAvailable:");
+    uint64_t room = kib == UINT64_MAX ? 0 : kib * 1024;
+    /* The memory cgroup: "0::/path" (v2, limits under /sys/fs/cgroup) or
+     * "N:memory:/path" (v1, under /sys/fs/cgroup/memory) in /proc/self/cgroup. */
+    FILE *f = fopen("/proc/self/cgroup", "re");
+    char line[512], file[640];
+    if (!f)
+        return room;
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = '\0';
+        const char *v1 = strstr(line, ":memory:");
+        const char *dir = strncmp(line, "0::", 3) == 0 ? line + 3 : v1 ? v1 + 8 : NULL;
+        if (!dir)
+            continue;
+        snprintf(file, sizeof file, "/sys/fs/cgroup%s%s/%s", v1 ? "/memory" : "", dir,
+                 v1 ? "memory.limit_in_bytes" : "memory.max");
+        uint64_t max = read_u64(file, "");
+        snprintf(file, sizeof file, "/sys/fs/cgroup%s%s/%s", v1 ? "/memory" : "", dir,
+                 v1 ? "memory.usage_in_bytes" : "memory.current");
+        uint64_t cur = read_u64(file, "");
+        if (max != UINT64_MAX && cur != UINT64_MAX) {
+            uint64_t left = max > cur ? max - cur : 0;
+            if (left < room)
+                room = left;
+        }
+    }
+    fclose(f);
+    return room;
 }
 
 static void preload(const char *path)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO must not block here */
     if (fd < 0)
         return;
     struct stat st;
-    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
-        (uint64_t)st.st_size <= SIZE_MAX && (uint64_t)st.st_size <= mem_available() / 2) {
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= 4096 &&
+        (uint64_t)st.st_size <= SIZE_MAX && (uint64_t)st.st_size <= mem_room() / 2) {
         size_t len = (size_t)st.st_size;
-        void *map = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
+        const unsigned char *map = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
         if (map != MAP_FAILED) {
-            (void)madvise(map, len, MADV_HUGEPAGE);
-            (void)madvise(map, len, MADV_POPULATE_READ);
-            munmap(map, len);
+            (void)madvise((void *)map, len, MADV_HUGEPAGE);
+            /* LMDB's magic 0xBEEFC0DE, little-endian, at offset 16 of page 0 */
+            static const unsigned char magic[4] = {0xde, 0xc0, 0xef, 0xbe};
+            if (memcmp(map + 16, magic, sizeof magic) == 0)
+                (void)madvise((void *)map, len, MADV_POPULATE_READ);
+            munmap((void *)map, len);
         }
     }
     close(fd);

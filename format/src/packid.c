@@ -101,6 +101,12 @@ int sf_pack_id_404(sf_reader *r, uint8_t out[SF_PACK_ID_LEN])
     return rc ? rc : sf_record_id(rec.ptr, rec.len, out);
 }
 
+int sf_meta_has_id_404(const sf_meta *m)
+{
+    static const uint8_t zero[SF_PACK_ID_LEN];
+    return m->minor >= 1 || memcmp(m->id_404, zero, SF_PACK_ID_LEN) != 0;
+}
+
 void sf_pack_id_hex(const uint8_t id[SF_PACK_ID_LEN], char out[2 * SF_PACK_ID_LEN + 1])
 {
     static const char hx[] = "0123456789abcdef";

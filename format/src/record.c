@@ -257,10 +257,7 @@ int sf_meta_decode(const void *rec, size_t n, sf_meta *m)
     m->packer[64] = '\0';
     memcpy(m->profile, b + 136, 128);
     m->profile[128] = '\0';
-    if (m->minor >= 1)
-        memcpy(m->id_404, b + 264, 16);
-    else
-        memset(m->id_404, 0, 16);
+    memcpy(m->id_404, b + 264, 16); /* reserved, so zero, in minor 0 */
     return SF_OK;
 }
 

@@ -24,6 +24,7 @@ struct sf_writer {
     MDB_dbi meta_db, paths_db, bodies_db;
     char *tmp;
     char *final;
+    uint8_t id_404[SF_PACK_ID_LEN]; /* of the status:404 record stored; zeros without one */
 };
 
 static void say(char *err, size_t errlen, const char *path, const char *why)
@@ -130,7 +131,10 @@ int sf_writer_put_path(sf_writer *w, const char *path, size_t len, const void *r
 
 int sf_writer_put_special(sf_writer *w, const char *name, const void *rec, size_t n)
 {
-    return put(w, w->meta_db, name, strlen(name), rec, n, 0);
+    int rc = put(w, w->meta_db, name, strlen(name), rec, n, 0);
+    if (rc == 0 && strcmp(name, SF_SPECIAL_404) == 0)
+        rc = sf_record_id(rec, n, w->id_404);
+    return rc;
 }
 
 static int fsync_path(const char *path, int dir)
@@ -146,7 +150,9 @@ static int fsync_path(const char *path, int dir)
 int sf_writer_commit(sf_writer *w, const sf_meta *meta, char *err, size_t errlen)
 {
     uint8_t rec[SF_META_RECORD_LEN];
-    sf_meta_encode(meta, rec);
+    sf_meta m = *meta;
+    memcpy(m.id_404, w->id_404, sizeof m.id_404); /* the writer's, whatever the caller says */
+    sf_meta_encode(&m, rec);
     int rc = put(w, w->meta_db, "meta", 4, rec, sizeof rec, 0);
     if (rc) {
         say(err, errlen, w->tmp, "cannot store the meta record");

@@ -202,24 +202,33 @@ TEST(structure_check_refuses_pack_id_mismatch)
 
 /* ---- Format minor 1: meta's id_404 covers the status:404 entry ---- */
 
-/* The id of the status:404 record (the same record as the paths', its h200
- * byte flip_at changed if >= 0), computed here without packid.c. */
-static void reference_id_404(int flip_at, uint8_t out[SF_PACK_ID_LEN])
+static const char H404[] = "HTTP/1.1 404 Not Found\r\nContent-Length: 5\r\nContent-Type: "
+                           "text/plain\r\n";
+
+/* The status:404 record of the test packs: like the paths', with H404. */
+static void record_404(uint8_t **rec, size_t *n)
 {
-    uint8_t *rec, md[EVP_MAX_MD_SIZE];
-    size_t n;
+    sf_entry_spec s;
+    memset(&s, 0, sizeof s);
+    s.kind = SF_KIND_FILE;
+    s.last_modified = 1700000000;
+    s.mime = V("text/plain");
+    s.nvariants = 1;
+    sf_variant_spec *v = &s.variants[0];
+    v->encoding = SF_ENC_IDENTITY;
+    v->body_len = 5;
     unsigned len = 0;
-    record(&rec, &n, flip_at);
-    ASSERT_EQ(EVP_Digest(rec, n, md, &len, EVP_sha256(), NULL), 1);
-    free(rec);
-    memcpy(out, md, SF_PACK_ID_LEN);
+    ASSERT_EQ(EVP_Digest(BODY, 5, v->body_key, &len, EVP_sha256(), NULL), 1);
+    v->etag = V("\"e\"");
+    v->h200 = V(H404);
+    v->rep_off = (uint32_t)(strstr(H404, "Content-Type") - H404);
+    v->h304 = V(H304);
+    ASSERT_EQ(sf_entry_encode(&s, rec, n), SF_OK);
 }
 
-/* A pack of PATHS with a status:404 entry (its h200 byte flip_at changed if
- * >= 0), whose meta has the right pack_id and id_404 = meta_404, written as
- * format minor `minor` (an older writer left the bytes of id_404 zero). */
-static void write_pack_404(const char *path, int flip_at, const uint8_t meta_404[SF_PACK_ID_LEN],
-                           int minor)
+/* A pack of PATHS (right pack_id) with the status:404 entry when with_404;
+ * the writer fills in id_404. */
+static void write_pack_404(const char *path, int with_404)
 {
     sf_writer *w;
     char err[512];
@@ -235,90 +244,114 @@ static void write_pack_404(const char *path, int flip_at, const uint8_t meta_404
         ASSERT_EQ(sf_writer_put_path(w, PATHS[i], strlen(PATHS[i]), rec, n), SF_OK);
         free(rec);
     }
-    uint8_t *rec;
-    size_t n;
-    record(&rec, &n, flip_at);
-    ASSERT_EQ(sf_writer_put_special(w, "status:404", rec, n), SF_OK);
-    free(rec);
+    if (with_404) {
+        uint8_t *rec;
+        size_t n;
+        record_404(&rec, &n);
+        ASSERT_EQ(sf_writer_put_special(w, "status:404", rec, n), SF_OK);
+        free(rec);
+    }
     sf_meta m;
     memset(&m, 0, sizeof m);
     m.n_paths = NPATHS;
     m.n_bodies = 1;
     reference_id(-1, -1, m.pack_id);
-    if (minor >= 1)
-        memcpy(m.id_404, meta_404, SF_PACK_ID_LEN);
+    memset(m.id_404, 0x77, sizeof m.id_404); /* ignored: the writer's own goes in */
     ASSERT_EQ(sf_writer_commit(w, &m, err, sizeof err), SF_OK);
-    if (minor == SF_FORMAT_MINOR)
-        return;
-    FILE *f = fopen(path, "r+b"); /* an older writer: patch the minor version */
-    ASSERT(f != NULL);
+}
+
+/* Replaces n bytes at the first occurrence of `find` (+ skip) in the file;
+ * @return the file offset of `find`. */
+static long patch(const char *path, const void *find, size_t flen, size_t skip, const void *with,
+                  size_t n)
+{
     static char buf[1 << 20];
+    FILE *f = fopen(path, "r+b");
+    ASSERT(f != NULL);
     size_t got = fread(buf, 1, sizeof buf, f);
-    char *magic = memmem(buf, got, SF_META_MAGIC, SF_META_MAGIC_LEN);
-    ASSERT(magic != NULL);
-    ASSERT_EQ(fseek(f, (long)(magic - buf) + 10, SEEK_SET), 0);
-    uint8_t le[2] = {(uint8_t)minor, (uint8_t)(minor >> 8)};
-    ASSERT_EQ(fwrite(le, 1, 2, f), 2);
+    char *at = memmem(buf, got, find, flen);
+    ASSERT(at != NULL);
+    ASSERT(memmem(at + 1, got - (size_t)(at + 1 - buf), find, flen) == NULL); /* only one */
+    ASSERT_EQ(fseek(f, (long)(at - buf + (long)skip), SEEK_SET), 0);
+    ASSERT_EQ(fwrite(with, 1, n, f), n);
     ASSERT_EQ(fclose(f), 0);
+    return (long)(at - buf);
+}
+
+static int check(const char *path, char *err, size_t errlen)
+{
+    return sf_pack_check_structure(NULL, path, err, errlen);
 }
 
 /* The 404 page's own record lives in meta, outside the paths the pack id
- * covers: a byte changed in it was served. From minor 1 meta carries its id
- * (id_404) and the check refuses a changed entry like a changed path. */
+ * covers: a byte changed in it after packing was served. From minor 1 meta
+ * carries its id (id_404), and the check refuses a changed entry. */
 TEST(id_404_covers_the_404_entry)
 {
-    int at = (int)(strstr(H200, "text/plain") - H200) + 5;
-    uint8_t good[SF_PACK_ID_LEN], got[SF_PACK_ID_LEN];
-    reference_id_404(-1, good);
+    uint8_t *rec, want[SF_PACK_ID_LEN], md[EVP_MAX_MD_SIZE], got[SF_PACK_ID_LEN];
+    size_t n;
+    unsigned len = 0;
+    record_404(&rec, &n);
+    ASSERT_EQ(EVP_Digest(rec, n, md, &len, EVP_sha256(), NULL), 1); /* the definition */
+    free(rec);
+    memcpy(want, md, SF_PACK_ID_LEN);
 
     char path[4096], err[1024] = "";
     snprintf(path, sizeof path, "%s/with404.lmdb", t_tmpdir());
-    write_pack_404(path, -1, good, SF_FORMAT_MINOR);
+    write_pack_404(path, 1);
     sf_pack *p;
     sf_reader *r;
     ASSERT_EQ(sf_pack_open(path, &p, err, sizeof err), SF_OK);
-    ASSERT_MEM_EQ(sf_pack_meta(p)->id_404, SF_PACK_ID_LEN, good, SF_PACK_ID_LEN);
+    ASSERT_EQ(sf_pack_meta(p)->minor, SF_FORMAT_MINOR);
+    ASSERT_MEM_EQ(sf_pack_meta(p)->id_404, SF_PACK_ID_LEN, want, SF_PACK_ID_LEN);
     ASSERT_EQ(sf_reader_begin(p, &r), SF_OK);
     ASSERT_EQ(sf_pack_id_404(r, got), SF_OK);
     sf_reader_end(r);
     sf_pack_close(p);
-    ASSERT_MEM_EQ(got, SF_PACK_ID_LEN, good, SF_PACK_ID_LEN);
-    ASSERT_EQ(sf_pack_check_structure(NULL, path, err, sizeof err), SF_OK);
+    ASSERT_MEM_EQ(got, SF_PACK_ID_LEN, want, SF_PACK_ID_LEN);
+    ASSERT_EQ(check(path, err, sizeof err), SF_OK);
 
-    snprintf(path, sizeof path, "%s/flip404.lmdb", t_tmpdir());
-    write_pack_404(path, at, good, SF_FORMAT_MINOR);
-    ASSERT_EQ(sf_pack_check_structure(NULL, path, err, sizeof err), SF_ECORRUPT);
-    ASSERT(strstr(err, "pack id mismatch: the status:404 entry was changed") != NULL);
-
-    /* a pack without a 404 entry: id_404 must be zero */
-    uint8_t zero[SF_PACK_ID_LEN] = {0};
-    snprintf(path, sizeof path, "%s/no404.lmdb", t_tmpdir());
-    write_pack(path, -1, -1, good);
-    ASSERT_EQ(sf_pack_open(path, &p, err, sizeof err), SF_OK);
-    ASSERT_EQ(sf_reader_begin(p, &r), SF_OK);
-    ASSERT_EQ(sf_pack_id_404(r, got), SF_OK);
-    sf_reader_end(r);
-    sf_pack_close(p);
-    ASSERT_MEM_EQ(got, SF_PACK_ID_LEN, zero, SF_PACK_ID_LEN);
+    /* "404 Not Found" -> "404 Not Fount" in the stored record */
+    patch(path, "Not Found", 9, 8, "t", 1);
+    ASSERT_EQ(check(path, err, sizeof err), SF_ECORRUPT);
+    ASSERT(strstr(err, path) == err);
+    ASSERT(strstr(err, "pack id mismatch: the status:404 entry was changed after packing") != NULL);
 }
 
-/* Packs of minor 0 have no id_404 (those bytes were reserved): they load as
- * before, the 404 entry unchecked; a minor-1 pack with zeros there does not. */
+/* Without a 404 entry id_404 is zero, and such a pack loads; an id_404 with
+ * no entry to match is refused. */
+TEST(id_404_of_a_pack_without_a_404_entry)
+{
+    char path[4096], err[1024] = "";
+    snprintf(path, sizeof path, "%s/no404.lmdb", t_tmpdir());
+    write_pack_404(path, 0);
+    ASSERT_EQ(check(path, err, sizeof err), SF_OK);
+    static const uint8_t zero[SF_PACK_ID_LEN], one[1] = {1};
+    sf_pack *p;
+    ASSERT_EQ(sf_pack_open(path, &p, err, sizeof err), SF_OK);
+    ASSERT_MEM_EQ(sf_pack_meta(p)->id_404, SF_PACK_ID_LEN, zero, SF_PACK_ID_LEN);
+    sf_pack_close(p);
+    patch(path, SF_META_MAGIC, SF_META_MAGIC_LEN, 264, one, 1);
+    ASSERT_EQ(check(path, err, sizeof err), SF_ECORRUPT);
+    ASSERT(strstr(err, "status:404") != NULL);
+}
+
+/* Packs written before minor 1 have zeros where id_404 is: they load as
+ * before, their 404 entry unchecked. A minor byte damaged from 1 to 0 does
+ * not turn the check off while id_404 is there. */
 TEST(minor_0_pack_has_no_id_404)
 {
-    uint8_t zero[SF_PACK_ID_LEN] = {0};
+    static const uint8_t zero16[16], zero2[2];
     char path[4096], err[1024] = "";
     snprintf(path, sizeof path, "%s/old.lmdb", t_tmpdir());
-    write_pack_404(path, -1, zero, 0);
+    write_pack_404(path, 1);
+    patch(path, "Not Found", 9, 8, "t", 1);                         /* a changed 404 entry */
+    patch(path, SF_META_MAGIC, SF_META_MAGIC_LEN, 10, zero2, 2);    /* minor 0 */
+    ASSERT_EQ(check(path, err, sizeof err), SF_ECORRUPT);           /* id_404 still there */
+    patch(path, SF_META_MAGIC, SF_META_MAGIC_LEN, 264, zero16, 16); /* as a 1.0 writer left it */
+    ASSERT_EQ(check(path, err, sizeof err), SF_OK);
     sf_pack *p;
     ASSERT_EQ(sf_pack_open(path, &p, err, sizeof err), SF_OK);
     ASSERT_EQ(sf_pack_meta(p)->minor, 0);
-    ASSERT_MEM_EQ(sf_pack_meta(p)->id_404, SF_PACK_ID_LEN, zero, SF_PACK_ID_LEN);
     sf_pack_close(p);
-    ASSERT_EQ(sf_pack_check_structure(NULL, path, err, sizeof err), SF_OK);
-
-    snprintf(path, sizeof path, "%s/new.lmdb", t_tmpdir());
-    write_pack_404(path, -1, zero, SF_FORMAT_MINOR);
-    ASSERT_EQ(sf_pack_check_structure(NULL, path, err, sizeof err), SF_ECORRUPT);
-    ASSERT(strstr(err, "status:404") != NULL);
 }

@@ -234,11 +234,16 @@ TEST(meta_round_trip)
     ASSERT_MEM_EQ(rec + 264, 16, m.id_404, 16); /* docs/format.md §3 */
     ASSERT_STR_EQ(d.packer, "servd-pack test");
     ASSERT_EQ(strlen(d.profile), 128);
-    /* minor 0: bytes 264-279 were reserved; a reader does not take them as id_404 */
+    ASSERT(sf_meta_has_id_404(&d));
+    /* minor 0 wrote zeros there: nothing to check */
     rec[10] = 0;
+    memset(rec + 264, 0, 16);
     ASSERT_EQ(sf_meta_decode(rec, sizeof rec, &d), SF_OK);
-    static const uint8_t zero[16];
-    ASSERT_MEM_EQ(d.id_404, 16, zero, 16);
+    ASSERT(!sf_meta_has_id_404(&d));
+    /* minor damaged from 1 to 0, id_404 still there: still checked */
+    memcpy(rec + 264, m.id_404, 16);
+    ASSERT_EQ(sf_meta_decode(rec, sizeof rec, &d), SF_OK);
+    ASSERT(sf_meta_has_id_404(&d));
 }
 
 TEST(meta_truncated_and_wrong_rejected)

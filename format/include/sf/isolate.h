@@ -42,14 +42,17 @@ int sf_check_isolated(sf_check_fn check, void *arg, const char *path, int timeou
  * only used in messages. Same return values as sf_check_isolated. */
 int sf_check_spawn(char *const argv[], const char *path, int timeout_ms, char *err, size_t errlen);
 
-/* A check for sf_check_isolated (arg NULL): opens the pack and walks
- * every structure a reader will ever follow - every path record (decoded),
- * the body of every variant of every path and of the 404 entry (found, with
- * its recorded length) - then recomputes the pack id over the path records
- * as stored, which must equal meta's (a record changed after packing, such
- * as a flipped byte in a pre-rendered header block, is refused with "pack id
- * mismatch"), and checks that every body record's bytes hash to its key
- * (SHA-256: a damaged body is refused, not served).
+/* A check for sf_check_isolated (arg NULL): first brings the pack into the
+ * page cache as large folios when it fits in memory (see preload() in
+ * isolate.c), then opens it and walks every structure a reader will ever
+ * follow - every path record (decoded), the body of every variant of every
+ * path and of the 404 entry (found, with its recorded length) - then
+ * recomputes the pack id over the path records as stored, which must equal
+ * meta's (a record changed after packing, such as a flipped byte in a
+ * pre-rendered header block, is refused with "pack id mismatch"), and
+ * meta's id_404 over the status:404 entry where the pack has one to check
+ * (sf_meta_has_id_404), and checks that every body record's bytes hash to
+ * its key (SHA-256: a damaged body is refused, not served).
  * @return 0, or an SF_E* code with "PATH: ..." in err. */
 int sf_pack_check_structure(void *arg, const char *path, char *err, size_t errlen);
 

@@ -142,7 +142,7 @@ typedef struct sf_meta {
     uint64_t stored_bytes;           /* sum of all stored body lengths */
     uint8_t pack_id[SF_PACK_ID_LEN]; /* derived from the contents: same site, same id */
     uint8_t id_404[SF_PACK_ID_LEN];  /* minor >= 1: sf_record_id of the status:404 record,
-                                        zeros without one; zeros when minor is 0 */
+                                        zeros without one (minor 0 wrote zeros) */
     char packer[65];                 /* packer version string, NUL-terminated */
     char profile[129];               /* compression profile string, NUL-terminated */
 } sf_meta;
@@ -304,6 +304,11 @@ int sf_record_id(const void *rec, size_t n, uint8_t out[SF_PACK_ID_LEN]);
  * @return 0, SF_ENOMEM, SF_ECORRUPT or SF_ELMDB. */
 int sf_pack_id_404(sf_reader *r, uint8_t out[SF_PACK_ID_LEN]);
 
+/* Whether a reader checks meta's id_404: for minor 1 and later, and for any
+ * pack whose id_404 bytes are not all zero (minor 0 writers left them zero,
+ * so a minor byte damaged from 1 to 0 cannot turn the check off). */
+int sf_meta_has_id_404(const sf_meta *m);
+
 /* Lowercase hex of an id, NUL-terminated. */
 void sf_pack_id_hex(const uint8_t id[SF_PACK_ID_LEN], char out[2 * SF_PACK_ID_LEN + 1]);
 
@@ -334,10 +339,13 @@ int sf_writer_put_body(sf_writer *w, const uint8_t key[SF_KEY_LEN], const void *
  * stored once. */
 int sf_writer_put_path(sf_writer *w, const char *path, size_t len, const void *rec, size_t n);
 
-/* Stores a special entry in "meta" (e.g. "status:404"). */
+/* Stores a special entry in "meta" (e.g. "status:404"). For SF_SPECIAL_404
+ * the writer also keeps the record's id, which sf_writer_commit puts in
+ * meta's id_404 (format minor 1). */
 int sf_writer_put_special(sf_writer *w, const char *name, const void *rec, size_t n);
 
-/* Writes the meta record, commits, fsyncs the file, renames it to its final
+/* Writes the meta record (with the id_404 of what sf_writer_put_special
+ * stored, not meta's own), commits, fsyncs the file, renames it to its final
  * name and fsyncs the directory. The writer is freed whatever the result;
  * on failure the temporary file is removed and nothing appears.
  * @return 0, SF_EIO or SF_ELMDB (with a sentence in err). */
