@@ -73,6 +73,18 @@ const char *t_build_dir(void)
     return s ? s : SERVD_BUILD_DIR;
 }
 
+void t_skip(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    printf("SKIPPED: ");
+    vprintf(fmt, ap);
+    printf("\n");
+    va_end(ap);
+    fflush(stdout);
+    exit(T_SKIP);
+}
+
 static int run_one(int i)
 {
     tests[i].fn();
@@ -93,7 +105,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "runner: no test named %s\n", argv[1]);
         return 2;
     }
-    int failed = 0;
+    int failed = 0, skipped = 0;
     for (int i = 0; i < ntests; i++) {
         fflush(stdout);
         pid_t pid = fork();
@@ -102,9 +114,11 @@ int main(int argc, char **argv)
         int st = 0;
         waitpid(pid, &st, 0);
         int ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
-        printf("%s %s\n", ok ? "ok    " : "FAILED", tests[i].name);
-        failed += !ok;
+        int skip = WIFEXITED(st) && WEXITSTATUS(st) == T_SKIP;
+        printf("%s %s\n", ok ? "ok    " : skip ? "SKIP  " : "FAILED", tests[i].name);
+        failed += !ok && !skip;
+        skipped += skip;
     }
-    printf("%d passed, %d failed\n", ntests - failed, failed);
+    printf("%d passed, %d skipped, %d failed\n", ntests - failed - skipped, skipped, failed);
     return failed ? 1 : 0;
 }

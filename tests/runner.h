@@ -21,6 +21,12 @@ void t__register(const char *name, t_fn fn);
 void t__fail(const char *file, int line, const char *fmt, ...)
     __attribute__((noreturn, format(printf, 3, 4)));
 
+/* Ends the test as skipped (exit status T_SKIP, which ctest reports as "Not
+ * Run (Skipped)"): for a test whose subject this system cannot show, saying
+ * why, rather than passing without having checked anything. */
+#define T_SKIP 77
+void t_skip(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+
 /* A fresh empty directory for this test, removed with its contents at exit. */
 const char *t_tmpdir(void);
 /* Path of the source tree (SERVD_SOURCE_DIR) and the build tree. */

@@ -159,7 +159,7 @@ static int evict(const char *path)
  * sendfile() of a body costs a page reference per 4 KiB; the check brings
  * it back in large folios instead. Meaningful where the file system keeps
  * large folios in the page cache (as written files show) and the page flags
- * are readable; elsewhere there is nothing to compare and the test says so. */
+ * are readable; elsewhere it is skipped, saying why. */
 TEST(structure_check_reads_the_pack_back_in_large_folios)
 {
     char path[4096], probe[4096];
@@ -173,11 +173,14 @@ TEST(structure_check_reads_the_pack_back_in_large_folios)
     FILE *f = fopen(probe, "wb");
     ASSERT(f && fwrite(bytes, 1, sizeof bytes, f) == sizeof bytes && fclose(f) == 0);
     double written = large_fraction(probe);
-    if (written <= 0 || !evict(probe)) {
-        printf("no large folios in this page cache (or no access to page flags): nothing to "
-               "compare\n");
-        return;
-    }
+    if (written < 0)
+        t_skip("the page flags (/proc/kpageflags) are not readable here");
+    if (written < 0.5)
+        t_skip("this page cache keeps a written file in large folios for %.2f of its pages: "
+               "nothing to compare",
+               written);
+    if (!evict(probe))
+        t_skip("this file system keeps pages that POSIX_FADV_DONTNEED should drop");
 
     sf_writer *w;
     char err[512];
@@ -201,5 +204,7 @@ TEST(structure_check_reads_the_pack_back_in_large_folios)
     double back = large_fraction(path);
     printf("pages in large folios: %.2f of a written file, %.2f of the pack read back\n", written,
            back);
-    ASSERT(back >= 0.9);
+    /* without the check's preload: 0.06 here; a fragmented memory may give
+     * fewer large folios than the written file got, not a few */
+    ASSERT(back >= written / 2);
 }
