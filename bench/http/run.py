@@ -332,14 +332,20 @@ def wrk(port, path, ae, conns, duration, script=None, script_args=()):
     cmd.append(f"http://127.0.0.1:{port}{path}")
     if script_args:
         cmd += ["--", *script_args]
+    t0 = os.times()
     p = subprocess.run(cmd, capture_output=True, text=True, preexec_fn=raise_nofile,
                        timeout=duration + 120)
+    t1 = os.times()
     o = p.stdout
     m = re.search(r"Requests/sec:\s+([\d.]+)", o)
     if not m:
         raise RuntimeError("wrk failed: " + o + p.stderr)
     r = {"rps": float(m.group(1)), "requests": int(re.search(r"(\d+) requests in", o).group(1)),
          "errors": 0, "non2xx": 0, "cmd": " ".join(cmd[3:])}
+    # The client's CPU per request: with one wrk thread it bounds req/s, and it depends on
+    # the server (bench/RESULTS.md, "Why a faster server gets fewer req/s").
+    wrk_s = (t1.children_user - t0.children_user) + (t1.children_system - t0.children_system)
+    r["client_us"] = wrk_s * 1e6 / max(r["requests"], 1)
     for pct, key in (("50", "p50"), ("99", "p99")):
         m = re.search(rf"^\s+{pct}%\s+([\d.]+)(us|ms|s)\s*$", o, re.M)
         r[key] = unit_us(*m.groups()) if m else float("nan")
@@ -545,15 +551,16 @@ def report(a, res, pipe, servers, wls, conns, started, load0, plotfiles):
     L.append("- Load: `wrk -t1 -cC -dDs --latency --timeout 5s [-H 'Accept-Encoding: gzip'] URL`; "
              f"failed requests: `h2load --h1 -t1 -cC -D{a.h2load_duration}` once per cell (first "
              f"round); pipelined: `h2load --h1 -t1 -c{a.pipe_conns} -m{a.pipeline} -D{a.duration}`")
-    L.append("- CPU us/req: utime+stime of the server's process tree over the wrk run / requests; "
+    L.append("- CPU us/req: utime+stime of the server's process tree over the wrk run / requests "
+             "(wrk CPU: the same for the load generator, which bounds req/s with one wrk thread); "
              "peak RSS: VmHWM of the serving process after the run (fresh process per cell). "
              "Peers' configs: bench/http/peers/ (= /work/shared/brief/peers/). servd serves its "
              "own pack of the same tree (its gzip variant of app.js comes from servd-pack, the "
              "peers' from `gzip -9 -n`).")
     L.append("")
     L.append("| workload | c | server | req/s median (min-max) | vs ceiling | p50 ms | p99 ms | "
-             "socket errors | h2load failed | CPU us/req | peak RSS MiB |")
-    L.append("|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|")
+             "socket errors | h2load failed | CPU us/req | wrk CPU us/req | peak RSS MiB |")
+    L.append("|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for wl in wls:
         for c in conns:
             ceil = med(res.get((wl, c, "ceiling"), []), "rps")
@@ -570,7 +577,8 @@ def report(a, res, pipe, servers, wls, conns, started, load0, plotfiles):
                          f" | {vs} | {ms(med(runs, 'p50'))} | {ms(med(runs, 'p99'))} | {err}"
                          f"{f' (+{bad} non-2xx)' if bad else ''} | "
                          f"{sum(h2) if h2 else '-'} | {med(runs, 'cpu_us'):.2f} | "
-                         f"{max(r['hwm_kib'] for r in runs) / 1024:.1f} |")
+                         f"{med(runs, 'client_us'):.2f} | "
+                         f"{max(r['hwm_kib'] for r in runs) / 1024:.1f} |".replace("nan", "-"))
     if pipe:
         L.append("")
         L.append(f"Pipelined (`h2load --h1 -t1 -c{a.pipe_conns} -m{a.pipeline} -D{a.duration}`):")
@@ -750,7 +758,8 @@ def main():
                     res.setdefault((wl, c, s), []).append(r)
                     print(f"[{time.time() - t0:5.0f}s] round {rnd + 1} {wl} c={c} {s}: "
                           f"{r['rps']:.0f} req/s p99 {ms(r['p99'])} ms cpu {r['cpu_us']:.2f} "
-                          f"us/req err {r['errors']}+{r['non2xx']} h2load failed "
+                          f"us/req (wrk {r['client_us']:.2f}) err {r['errors']}+{r['non2xx']} "
+                          f"h2load failed "
                           f"{r.get('h2_failed', '-')} rss {r['hwm_kib'] / 1024:.1f} MiB",
                           flush=True)
         if not a.no_pipe:
