@@ -370,8 +370,14 @@ def h2load(port, path, ae, conns, duration, pipeline=1):
     if ae:
         cmd += ["-H", f"Accept-Encoding: {ae}"]
     cmd.append(f"http://127.0.0.1:{port}{path}")
-    p = subprocess.run(cmd, capture_output=True, text=True, preexec_fn=raise_nofile,
-                       timeout=duration + 120)
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, preexec_fn=raise_nofile,
+                           timeout=duration + 120)
+    except subprocess.TimeoutExpired:
+        # A server too slow to finish its requests (lighttpd compressing W2 on the fly for
+        # 1500 connections did once): h2load is killed, the cell says so, the run goes on.
+        return {"rps": float("nan"), "requests": 0, "failed": 0, "hung": True, "non2xx": 0,
+                "cmd": " ".join(cmd[3:])}
     o = p.stdout
     m = re.search(r"requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, "
                   r"(\d+) failed, (\d+) errored, (\d+) timeout", o)
@@ -435,6 +441,7 @@ def measure(name, wl, c, a, with_h2load):
         if with_h2load:
             h = h2load(srv.port, path, ae, c, a.h2load_duration)
             r["h2_failed"], r["h2_rps"] = h["failed"], h["rps"]
+            r["h2_hung"] = h.get("hung", False)
             r["h2_cmd"] = h["cmd"]
         r["hwm_kib"] = srv.hwm_kib()
     finally:
@@ -576,7 +583,9 @@ def report(a, res, pipe, servers, wls, conns, started, load0, plotfiles):
                 L.append(f"| {wl} | {c} | {s} | {k(med(runs, 'rps'))} ({k(min(rps))}-{k(max(rps))})"
                          f" | {vs} | {ms(med(runs, 'p50'))} | {ms(med(runs, 'p99'))} | {err}"
                          f"{f' (+{bad} non-2xx)' if bad else ''} | "
-                         f"{sum(h2) if h2 else '-'} | {med(runs, 'cpu_us'):.2f} | "
+                         f"{sum(h2) if h2 else '-'}"
+                         f"{' (h2load hung: killed)' if any(r.get('h2_hung') for r in runs) else ''}"
+                         f" | {med(runs, 'cpu_us'):.2f} | "
                          f"{med(runs, 'client_us'):.2f} | "
                          f"{max(r['hwm_kib'] for r in runs) / 1024:.1f} |".replace("nan", "-"))
     if pipe:
@@ -596,7 +605,8 @@ def report(a, res, pipe, servers, wls, conns, started, load0, plotfiles):
                 rps = [r["rps"] for r in runs]
                 m = med(runs, "rps")
                 L.append(f"| {wl} | {s} | {k(m)} ({k(min(rps))}-{k(max(rps))}) | "
-                         f"{m / ceil:.3f} | {m / h2o_:.2f} | {sum(r['failed'] for r in runs)} | "
+                         f"{m / ceil:.3f} | {m / h2o_:.2f} | {sum(r['failed'] for r in runs)}"
+                         f"{' (hung)' if any(r.get('hung') for r in runs) else ''} | "
                          f"{med(runs, 'cpu_us'):.2f} |".replace("nan", "-"))
     L += [""] + targets(res, pipe, conns)
     if plotfiles:
@@ -646,8 +656,11 @@ def targets(res, pipe, conns):
         if sv:
             e = sum(r["errors"] + r["non2xx"] for r in sv)
             f = sum(r.get("h2_failed", 0) for r in sv)
+            hung = any(r.get("h2_hung") for r in sv)
             T.append(f"- {wl} c={c}: 0 socket errors and 0 failed requests: " +
-                     verdict(e == 0 and f == 0, f"{e} socket errors, {f} h2load failed"))
+                     verdict(e == 0 and f == 0 and not hung,
+                             f"{e} socket errors, {f} h2load failed"
+                             f"{', h2load hung' if hung else ''}"))
     c0 = conns[0]
     sv = res.get(("w1", c0, "servd"))
     h2 = res.get(("w1", c0, "h2o"))
