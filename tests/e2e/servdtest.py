@@ -123,8 +123,20 @@ def free_port():
     binds (seen in CI: "admin: cannot listen ... Address already in use")."""
     low = _ephemeral_low()
     rng = random.Random()
-    for _ in range(200):
-        port = rng.randrange(max(1024, low - 12000), low)
+    port = bindable_port(rng.randrange(max(1024, low - 12000), low) for _ in range(200))
+    if port is not None:
+        return port
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+
+def bindable_port(candidates):
+    """The first port of candidates that 127.0.0.1 can bind right now, or None."""
+    for port in candidates:
         s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         try:
             s.bind(("127.0.0.1", port))
@@ -133,12 +145,7 @@ def free_port():
             continue
         finally:
             s.close()
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
+    return None
 
 
 def metrics(port):

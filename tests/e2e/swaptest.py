@@ -187,15 +187,7 @@ class Live:
             time.sleep(0.05)
 
 
-def metrics(port):
-    r = st.get(port, "/metrics")
-    ok(r.status == 200, "/metrics answered %d" % r.status)
-    out = {}
-    for line in r.body.decode().splitlines():
-        if line and not line.startswith("#"):
-            name, _, value = line.rpartition(" ")
-            out[name] = float(value)
-    return out
+metrics = st.metrics  # the one /metrics parser (servdtest); callers here say sw.metrics
 
 
 def wait_metric(port, name, want, limit=10.0):

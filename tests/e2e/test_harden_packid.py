@@ -106,18 +106,25 @@ def t_good_pack_passes(good):
         s.stop(check=False)
 
 
+def start_refused(path, probe, says):
+    """servd --pack PATH must refuse to start: @return (exit status, log). If it serves,
+    fails with says(the response to GET probe)."""
+    res = ht.try_start(path, timeout=LIMIT)
+    if res[0] != "refused":
+        try:
+            r = st.get(res[1].port, probe)
+        finally:
+            res[1].stop(check=False)
+        raise st.Fail(says(r))
+    return res[1], res[2]
+
+
 def t_startup_refuses_changed_record(good):
     """(a) servd --pack COPY exits 1 and names the file and the cause."""
     for name, path, _ in good.copies:
-        res = ht.try_start(path, timeout=LIMIT)
-        if res[0] != "refused":
-            try:
-                r = st.get(res[1].port, "/a.txt")
-            finally:
-                res[1].stop(check=False)
-            raise st.Fail("%s: servd started on a pack whose record was changed, and serves "
-                          "Content-Type %r" % (name, r.get("Content-Type")))
-        _, rc, log = res
+        rc, log = start_refused(path, "/a.txt", lambda r: (
+            "%s: servd started on a pack whose record was changed, and serves Content-Type %r"
+            % (name, r.get("Content-Type"))))
         eq(rc, 1, "%s: exit status of servd at startup\nlog: %s" % (name, log[-1500:]))
         ok(path in log, "%s: the refusal does not name %s: %r" % (name, path, log[-500:]))
         ok(CAUSE in log, "%s: the refusal does not say %r: %r" % (name, CAUSE, log[-500:]))
@@ -222,16 +229,11 @@ def t_changed_404_record_is_refused(good):
     p = run([st.SERVD, "--check-pack", copy])
     eq(p.returncode, 1, "servd --check-pack of the damaged 404 entry: %s" % p.stdout.decode())
     ok(CAUSE in p.stdout.decode(), "servd --check-pack says %r" % p.stdout.decode())
-    res = ht.try_start(copy, timeout=LIMIT)
-    if res[0] != "refused":
-        try:
-            r = st.get(res[1].port, "/no/such/page")
-        finally:
-            res[1].stop(check=False)
-        raise st.Fail("servd started on a pack whose 404 entry was changed, and answers "
-                      "%d %s" % (r.status, r.reason))
-    eq(res[1], 1, "exit status of servd at startup")
-    ok(CAUSE in res[2], "the refusal does not say %r: %r" % (CAUSE, res[2][-500:]))
+    rc, log = start_refused(copy, "/no/such/page", lambda r: (
+        "servd started on a pack whose 404 entry was changed, and answers %d %s"
+        % (r.status, r.reason)))
+    eq(rc, 1, "exit status of servd at startup")
+    ok(CAUSE in log, "the refusal does not say %r: %r" % (CAUSE, log[-500:]))
     p = run([st.SERVD_PACK, "verify", copy, "-q"])
     err = p.stderr.decode(errors="replace")
     eq(p.returncode, 1, "servd-pack verify of the damaged 404 entry: %s" % err)

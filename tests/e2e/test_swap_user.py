@@ -14,7 +14,6 @@ import os
 import pwd
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -30,16 +29,10 @@ USER = "nobody"
 
 def privileged_port():
     """A free 127.0.0.1 port below 1024 (only root can bind it)."""
-    for port in range(980, 600, -1):
-        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        try:
-            s.bind(("127.0.0.1", port))
-            return port
-        except OSError:
-            continue
-        finally:
-            s.close()
-    raise st.Fail("no free port below 1024")
+    port = st.bindable_port(range(980, 600, -1))
+    if port is None:
+        raise st.Fail("no free port below 1024")
+    return port
 
 
 def ids(path):

@@ -22,14 +22,10 @@ static const char H304[] = "HTTP/1.1 304 Not Modified\r\nETag: \"e\"\r\n";
 static const char *const PATHS[] = {"/a.txt", "/b/index.html", "/c.txt"};
 #define NPATHS 3
 
-/* The encoded record of one path: identity only, body "hello"; h200 is H200
- * with its byte at flip_at (if >= 0) replaced by 'X'. */
-static void record(uint8_t **rec, size_t *n, int flip_at)
+/* An encoded record: identity only, body "hello", the header block head
+ * (representation headers from rep_off). */
+static void record_of(uint8_t **rec, size_t *n, sf_view head, uint32_t rep_off)
 {
-    static char h200[sizeof H200];
-    memcpy(h200, H200, sizeof H200);
-    if (flip_at >= 0)
-        h200[flip_at] = 'X';
     sf_entry_spec s;
     memset(&s, 0, sizeof s);
     s.kind = SF_KIND_FILE;
@@ -42,10 +38,21 @@ static void record(uint8_t **rec, size_t *n, int flip_at)
     unsigned len = 0;
     ASSERT_EQ(EVP_Digest(BODY, 5, v->body_key, &len, EVP_sha256(), NULL), 1);
     v->etag = V("\"e\"");
-    v->h200 = (sf_view){h200, sizeof H200 - 1};
-    v->rep_off = REP_OFF;
+    v->h200 = head;
+    v->rep_off = rep_off;
     v->h304 = V(H304);
     ASSERT_EQ(sf_entry_encode(&s, rec, n), SF_OK);
+}
+
+/* The record of one path: h200 is H200 with its byte at flip_at (if >= 0)
+ * replaced by 'X'. */
+static void record(uint8_t **rec, size_t *n, int flip_at)
+{
+    static char h200[sizeof H200];
+    memcpy(h200, H200, sizeof H200);
+    if (flip_at >= 0)
+        h200[flip_at] = 'X';
+    record_of(rec, n, (sf_view){h200, sizeof H200 - 1}, REP_OFF);
 }
 
 /* The id as docs/format.md defines it, computed here without packid.c. */
@@ -208,22 +215,7 @@ static const char H404[] = "HTTP/1.1 404 Not Found\r\nContent-Length: 5\r\nConte
 /* The status:404 record of the test packs: like the paths', with H404. */
 static void record_404(uint8_t **rec, size_t *n)
 {
-    sf_entry_spec s;
-    memset(&s, 0, sizeof s);
-    s.kind = SF_KIND_FILE;
-    s.last_modified = 1700000000;
-    s.mime = V("text/plain");
-    s.nvariants = 1;
-    sf_variant_spec *v = &s.variants[0];
-    v->encoding = SF_ENC_IDENTITY;
-    v->body_len = 5;
-    unsigned len = 0;
-    ASSERT_EQ(EVP_Digest(BODY, 5, v->body_key, &len, EVP_sha256(), NULL), 1);
-    v->etag = V("\"e\"");
-    v->h200 = V(H404);
-    v->rep_off = (uint32_t)(strstr(H404, "Content-Type") - H404);
-    v->h304 = V(H304);
-    ASSERT_EQ(sf_entry_encode(&s, rec, n), SF_OK);
+    record_of(rec, n, V(H404), (uint32_t)(strstr(H404, "Content-Type") - H404));
 }
 
 /* A pack of PATHS (right pack_id) with the status:404 entry when with_404;

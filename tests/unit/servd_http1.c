@@ -306,6 +306,18 @@ TEST(http1_field_syntax)
     VIEW_IS(req.headers[1].value, "caf\xc3\xa9 \t a\tb");
 }
 
+/* Writes pre, a value of vlen 'v' bytes with byte c at pos, and the end of the
+ * head into buf. @return the length. */
+static size_t value_with(char *buf, const char *pre, size_t vlen, size_t pos, char c)
+{
+    size_t plen = strlen(pre);
+    memcpy(buf, pre, plen);
+    memset(buf + plen, 'v', vlen);
+    buf[plen + pos] = c;
+    memcpy(buf + plen + vlen, "\r\n\r\n", 4);
+    return plen + vlen + 4;
+}
+
 /* Field values are checked 16 bytes at a time where the CPU allows it, then
  * byte by byte: a forbidden byte must be found at every position of a long
  * value, inside the wide blocks and in the tail, and every allowed byte
@@ -316,26 +328,17 @@ TEST(http1_field_value_every_position)
     static const char good[] = {'\t', ' ', '~', '\x80', '\xff', 'a'};
     enum { VLEN = 40 };
     const char *pre = "GET / HTTP/1.1\r\nHost: h\r\nX: ";
-    size_t plen = strlen(pre);
     char buf[128];
     for (size_t pos = 1; pos < VLEN - 1; pos++) {
         for (size_t b = 0; b < sizeof bad; b++) {
-            memcpy(buf, pre, plen);
-            memset(buf + plen, 'v', VLEN);
-            buf[plen + pos] = bad[b];
-            memcpy(buf + plen + VLEN, "\r\n\r\n", 4);
-            size_t n = plen + VLEN + 4;
+            size_t n = value_with(buf, pre, VLEN, pos, bad[b]);
             /* a CR followed by 'v' is a bare CR: also 400 */
             if (sv_http1_parse(guarded(buf, n), n, &req) != -400)
                 t__fail(__FILE__, __LINE__, "byte 0x%02x at value position %zu accepted",
                         (unsigned char)bad[b], pos);
         }
         for (size_t g = 0; g < sizeof good; g++) {
-            memcpy(buf, pre, plen);
-            memset(buf + plen, 'v', VLEN);
-            buf[plen + pos] = good[g];
-            memcpy(buf + plen + VLEN, "\r\n\r\n", 4);
-            size_t n = plen + VLEN + 4;
+            size_t n = value_with(buf, pre, VLEN, pos, good[g]);
             if (sv_http1_parse(guarded(buf, n), n, &req) != (int)n)
                 t__fail(__FILE__, __LINE__, "byte 0x%02x at value position %zu refused",
                         (unsigned char)good[g], pos);
