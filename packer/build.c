@@ -68,6 +68,10 @@ typedef struct build {
     int64_t now;
     pk_progress prog;
     char err[PK_ERR_LEN];
+    pk_build_opts opts;      /* the caller's, with the output names resolved */
+    char output[PATH_MAX];   /* the file -o leads to */
+    char manifest[PATH_MAX]; /* the file --manifest leads to */
+    int manifest_stream;     /* --manifest is not a regular file: written straight into */
 } build;
 
 /* ---- read + hash ---- */
@@ -519,13 +523,18 @@ static int check_space(build *b, uint64_t need)
 }
 
 /* Appends the free space of the output's file system to b->err after a
- * write failed with an I/O error: a full disk is the usual cause, and LMDB
- * reports a short write as EIO ("Input/output error"). */
+ * write failed for want of room: no space, a quota, or an I/O error (LMDB
+ * reports a short write as EIO). Any other cause (a rename refused, a
+ * read-only file) gets no hint: it would point the user the wrong way. */
 static void note_space(build *b)
 {
+    static const int space_errors[] = {ENOSPC, EDQUOT, EIO, EFBIG};
+    int related = 0;
+    for (size_t i = 0; i < sizeof space_errors / sizeof space_errors[0]; i++)
+        related |= strstr(b->err, strerror(space_errors[i])) != NULL;
     int64_t have = free_bytes(b->o->output);
     size_t n = strlen(b->err);
-    if (have >= 0 && n < sizeof b->err)
+    if (related && have >= 0 && n < sizeof b->err)
         snprintf(b->err + n, sizeof b->err - n,
                  " (disk full? %.1f MiB free on the output's file system once the partial pack "
                  "is removed)",
@@ -660,7 +669,7 @@ static int write_pack(build *b, pk_stats *st)
      * (which may be the previous good pack or the --base), nothing may fail
      * and nothing may remove it. If the pack then fails to appear, the
      * previous manifest is put back. */
-    if (o->manifest &&
+    if (o->manifest && !b->manifest_stream &&
         (pk_manifest_write_tmp(o->manifest, s, &meta, has_404, b->err, sizeof b->err) != 0 ||
          pk_manifest_commit(o->manifest, b->err, sizeof b->err) != 0))
         goto out_abort;
@@ -684,6 +693,15 @@ static int write_pack(build *b, pk_stats *st)
     }
     sig_tmp_pack[0] = '\0';
     pk_manifest_finish();
+    /* A stream has no previous content to restore: it is written once the
+     * pack is in place, so it never describes a pack that is not there. */
+    if (o->manifest && b->manifest_stream &&
+        pk_manifest_stream(o->manifest, s, &meta, has_404, b->err, sizeof b->err) != 0) {
+        size_t n = strlen(b->err);
+        snprintf(b->err + n, sizeof b->err - n, " (the pack %s is in place)", o->output);
+        free(refs);
+        return -1;
+    }
     st->paths = meta.n_paths;
     st->bodies = meta.n_bodies;
     st->stored_bytes = meta.stored_bytes;
@@ -699,7 +717,7 @@ out_abort:
     pk_progress_clear(&b->prog);
     sf_pack_id_free(idsha);
     sf_writer_abort(w);
-    if (o->manifest)
+    if (o->manifest && !b->manifest_stream)
         pk_manifest_abort(o->manifest);
     free(refs);
     return -1;
@@ -707,12 +725,15 @@ out_abort:
 
 /* ---- driver ---- */
 
-/* Fails early, before minutes of compression, if the output cannot be made. */
+/* Fails early, before minutes of compression, if the output cannot be made:
+ * its directory must exist and be writable, and the temporary name beside
+ * it ("<name>.tmp-<pid>") must be a legal file name there. */
 static int check_output_dir(build *b, const char *path)
 {
     char d[PATH_MAX];
     snprintf(d, sizeof d, "%s", path);
     char *slash = strrchr(d, '/');
+    const char *base = slash ? path + (slash - d) + 1 : path;
     if (!slash)
         snprintf(d, sizeof d, ".");
     else if (slash == d)
@@ -734,8 +755,88 @@ static int check_output_dir(build *b, const char *path)
                  strerror(errno));
         return -1;
     }
-    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+    char tmp[PATH_MAX];
+    long name_max = pathconf(d, _PC_NAME_MAX);
+    if (name_max <= 0)
+        name_max = NAME_MAX;
+    if (sf_tmp_name(base, tmp, sizeof tmp) != 0 || strlen(tmp) > (size_t)name_max) {
+        snprintf(b->err, sizeof b->err,
+                 "%s: the file name is too long: servd-pack writes %s first and renames it, and "
+                 "names in %.1024s hold at most %ld bytes",
+                 path, tmp, d, name_max);
+        return -1;
+    }
+    return 0;
+}
+
+/* Resolves the name given to -o or --manifest (opt) into out: through a
+ * symbolic link to the file it leads to (the file a reader of that name
+ * sees, as with a shell redirection), and refuses what servd-pack must not
+ * replace. The pack needs a regular file; the manifest may also go to a
+ * pipe, a terminal or a device (*stream is then set: it is written into,
+ * never replaced). @return 0, or -1 with b->err. */
+static int resolve_output(build *b, const char *opt, const char *path, char *out, size_t cap,
+                          int *stream)
+{
+    struct stat lst, st;
+    if (stream)
+        *stream = 0;
+    if ((size_t)snprintf(out, cap, "%s", path) >= cap) {
+        snprintf(b->err, sizeof b->err, "%s %.256s...: the name is too long", opt, path);
+        return -1;
+    }
+    if (lstat(path, &lst) != 0)
+        return check_output_dir(b, out); /* a new file */
+    if (stat(path, &st) != 0) {
+        snprintf(b->err, sizeof b->err,
+                 "%s: a symbolic link to a file that cannot be reached (%s); remove the link or "
+                 "name the file itself",
+                 path, strerror(errno));
+        return -1;
+    }
+    if (S_ISDIR(st.st_mode)) {
         snprintf(b->err, sizeof b->err, "%s: is a directory", path);
+        return -1;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        if (stream) {
+            *stream = 1;
+            return 0;
+        }
+        snprintf(b->err, sizeof b->err,
+                 "%s: is %s; %s must name a regular file, which servd-pack replaces with the new "
+                 "pack",
+                 path, pk_kind_name(st.st_mode), opt);
+        return -1;
+    }
+    if (S_ISLNK(lst.st_mode) && !realpath(path, out)) {
+        snprintf(b->err, sizeof b->err, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    return check_output_dir(b, out);
+}
+
+/* Refuses an output that is one of the inputs: writing it would destroy a
+ * file of the site (or the rules) that the build was reading. */
+static int check_not_input(build *b, const char *opt, const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return 0;
+    for (size_t i = 0; i < b->site.n; i++) {
+        const pk_file *f = &b->site.files[i];
+        if (f->dev == (uint64_t)st.st_dev && f->ino == (uint64_t)st.st_ino) {
+            snprintf(b->err, sizeof b->err,
+                     "%s %s is the file %s of the web root (served as %s); writing it would "
+                     "replace a file that is being packed: choose an output outside %s",
+                     opt, path, f->src, f->key, b->site.root);
+            return -1;
+        }
+    }
+    struct stat rst;
+    if (b->o->rules && stat(b->o->rules, &rst) == 0 && rst.st_dev == st.st_dev &&
+        rst.st_ino == st.st_ino) {
+        snprintf(b->err, sizeof b->err, "%s %s is the --rules file", opt, path);
         return -1;
     }
     return 0;
@@ -822,8 +923,12 @@ int pk_build(const pk_build_opts *o)
     double t0 = now_seconds();
     pk_stats st;
     memset(&st, 0, sizeof st);
-    int ok = 0;
+    int ok = 0, code = 1;
 
+    if (!o->output[0] || (o->manifest && !o->manifest[0])) {
+        pk_err("%s: an empty file name", o->output[0] ? "--manifest" : "-o");
+        return PK_EXIT_USAGE;
+    }
     if (o->manifest && (pk_same_file_name(o->manifest, o->output) ||
                         (o->base && pk_same_file_name(o->manifest, o->base)))) {
         pk_err("--manifest %s names the same file as %s %s", o->manifest,
@@ -831,15 +936,30 @@ int pk_build(const pk_build_opts *o)
                pk_same_file_name(o->manifest, o->output) ? o->output : o->base);
         return PK_EXIT_USAGE;
     }
-    if (check_output_dir(&b, o->output) != 0 ||
-        (o->manifest && check_output_dir(&b, o->manifest) != 0))
+    /* From here on b.o names the files the outputs lead to. */
+    b.opts = *o;
+    if (resolve_output(&b, "-o", o->output, b.output, sizeof b.output, NULL) != 0 ||
+        (o->manifest && resolve_output(&b, "--manifest", o->manifest, b.manifest, sizeof b.manifest,
+                                       &b.manifest_stream) != 0))
         goto out;
+    if (o->manifest && !b.manifest_stream && pk_same_file_name(b.manifest, b.output)) {
+        pk_err("--manifest %s leads to the same file as -o %s", o->manifest, o->output);
+        return PK_EXIT_USAGE;
+    }
+    b.opts.output = b.output;
+    b.opts.manifest = o->manifest ? b.manifest : NULL;
+    b.o = o = &b.opts;
     if (o->rules && pk_rules_load(o->rules, &b.rules, b.err, sizeof b.err) != 0)
         goto out;
     if (pk_walk(o->root, b.rules, &b.site, b.err, sizeof b.err) != 0)
         goto out;
     if (b.site.n == 0) {
         snprintf(b.err, sizeof b.err, "%s: no files to pack", o->root);
+        goto out;
+    }
+    if (check_not_input(&b, "-o", o->output) != 0 ||
+        (o->manifest && !b.manifest_stream && check_not_input(&b, "--manifest", o->manifest))) {
+        code = PK_EXIT_USAGE;
         goto out;
     }
     if (o->base) {
@@ -896,5 +1016,5 @@ out:
     pk_site_free(&b.site); /* before the base: it may point into it */
     pk_base_close(b.base);
     pk_rules_free(b.rules);
-    return ok ? 0 : 1;
+    return ok ? 0 : code;
 }

@@ -7,6 +7,9 @@
  * --content, header blocks that differ only in their Last-Modified line do
  * not count (for packs not built with --base, where every mtime moved).
  *
+ * Every path is printed as the URL that names it (sf_path_to_url: a space is
+ * %20, '%' is %25, '?' is %3F), which is what a CDN keys its cache on.
+ *
  * Besides the paths of the packs, servd answers URLs derived from them, and
  * caches hold those too: "/d/" serves "/d/index.html" ("/" serves
  * "/index.html"), and "/d" is a 301 to "/d/" while "/d/index.html" exists.
@@ -23,6 +26,7 @@
 #include "msg.h"
 
 #include "digest.h"
+#include "sf/path.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -158,8 +162,9 @@ static int cmp_bytes(const char *a, size_t al, const char *b, size_t bl)
 /* One line of the output: a path of the packs or a URL derived from one. */
 typedef struct change {
     char sign;       /* '+', '~' or '-' */
-    char *url;       /* owned */
+    char *url;       /* owned: the URL, percent-encoded (sf_path_to_url) */
     size_t len;      /* of url */
+    char *path;      /* owned: what the URL names, as a path (decoded) */
     const char *via; /* NULL, or the index path this URL is derived from */
     int status;      /* derived URLs: 200 (the index) or 301 (the redirect) */
 } change;
@@ -169,7 +174,22 @@ typedef struct changes {
     size_t n, cap;
 } changes;
 
-static int push(changes *c, char sign, const char *url, size_t len, const char *via, int status)
+/* The URL that names a path, NUL-terminated and owned; NULL when out of memory. */
+static char *url_of(const char *path, size_t len, size_t *urllen)
+{
+    size_t cap = 3 * len + 1;
+    char *u = malloc(cap);
+    if (!u)
+        return NULL;
+    size_t n = sf_path_to_url(path, len, u, cap);
+    u[n] = '\0';
+    if (urllen)
+        *urllen = n;
+    return u;
+}
+
+/* Adds the URL of path[0, len); via names the index path it derives from. */
+static int push(changes *c, char sign, const char *path, size_t len, const char *via, int status)
 {
     if (c->n == c->cap) {
         size_t cap = c->cap ? c->cap * 2 : 64;
@@ -179,10 +199,14 @@ static int push(changes *c, char sign, const char *url, size_t len, const char *
         c->v = nv;
         c->cap = cap;
     }
-    char *u = strndup(url, len);
-    if (!u)
+    size_t ulen;
+    char *u = url_of(path, len, &ulen), *p = strndup(path, len);
+    if (!u || !p) {
+        free(u);
+        free(p);
         return -1;
-    c->v[c->n++] = (change){sign, u, len, via, status};
+    }
+    c->v[c->n++] = (change){sign, u, ulen, p, via, status};
     return 0;
 }
 
@@ -221,8 +245,10 @@ static const char *change_name(char sign)
 
 static void free_changes(changes *c)
 {
-    for (size_t i = 0; i < c->n; i++)
+    for (size_t i = 0; i < c->n; i++) {
         free(c->v[i].url);
+        free(c->v[i].path);
+    }
     free(c->v);
 }
 
@@ -253,7 +279,7 @@ static int print_json(const changes *c)
                 goto out;
         if (!ch->via) {
             json_t *l = lists[ch->sign == '+' ? 0 : ch->sign == '~' ? 1 : 2];
-            if (json_array_append_new(l, json_stringn_nocheck(ch->url, ch->len)) != 0)
+            if (json_array_append_new(l, json_string_nocheck(ch->path)) != 0)
                 goto out;
         } else if (json_array_append_new(derived,
                                          json_pack("{s:s%, s:s, s:s, s:i}", "url", ch->url, ch->len,

@@ -4,6 +4,7 @@
 #include "manifest.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
 #include <signal.h>
@@ -60,6 +61,18 @@ out_nomem:
     return NULL;
 }
 
+/* Writes doc and a newline to fp and flushes it. @return 0, or -1 with errno. */
+static int dump(json_t *doc, FILE *fp)
+{
+    if (json_dumpf(doc, fp, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII) != 0 ||
+        fputc('\n', fp) == EOF || fflush(fp) != 0) {
+        if (errno == 0)
+            errno = EIO;
+        return -1;
+    }
+    return 0;
+}
+
 int pk_manifest_write_tmp(const char *path, const pk_site *site, const sf_meta *meta, int has_404,
                           char *err, size_t errlen)
 {
@@ -76,12 +89,9 @@ int pk_manifest_write_tmp(const char *path, const pk_site *site, const sf_meta *
         json_decref(doc);
         return -1;
     }
-    int rc = json_dumpf(doc, fp, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII);
+    errno = 0;
+    int rc = dump(doc, fp);
     json_decref(doc);
-    if (rc == 0 && fputc('\n', fp) == EOF)
-        rc = -1;
-    if (rc == 0 && fflush(fp) != 0)
-        rc = -1;
     if (rc == 0 && fsync(fileno(fp)) != 0)
         rc = -1;
     int saved = errno;
@@ -95,6 +105,38 @@ int pk_manifest_write_tmp(const char *path, const pk_site *site, const sf_meta *
         return -1;
     }
     return 0;
+}
+
+int pk_manifest_stream(const char *path, const pk_site *site, const sf_meta *meta, int has_404,
+                       char *err, size_t errlen)
+{
+    json_t *doc = build_doc(site, meta, has_404);
+    if (!doc) {
+        snprintf(err, errlen, "%s: out of memory building the manifest", path);
+        return -1;
+    }
+    /* a reader that went away is an error to report, not a reason to die */
+    struct sigaction ign = {.sa_handler = SIG_IGN}, old;
+    sigaction(SIGPIPE, &ign, &old);
+    int fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+    FILE *fp = fd >= 0 ? fdopen(fd, "w") : NULL;
+    int rc = -1, saved = errno;
+    if (fp) {
+        errno = 0;
+        rc = dump(doc, fp);
+        saved = errno;
+        if (fclose(fp) != 0 && rc == 0) {
+            rc = -1;
+            saved = errno;
+        }
+    } else if (fd >= 0) {
+        close(fd);
+    }
+    sigaction(SIGPIPE, &old, NULL);
+    json_decref(doc);
+    if (rc != 0)
+        snprintf(err, errlen, "%s: cannot write the manifest: %s", path, strerror(saved));
+    return rc;
 }
 
 /* Between pk_manifest_commit and pk_manifest_finish / rollback: the names

@@ -32,6 +32,7 @@ typedef struct pk_file {
     char *src;                 /* path on disk as walked, for reading and messages */
     uint64_t size;             /* from stat at walk time */
     int64_t mtime;             /* seconds, from the file */
+    uint64_t dev, ino;         /* the file itself (a link's target), so no output replaces it */
     int64_t last_modified;     /* what Last-Modified says (SOURCE_DATE_EPOCH or mtime) */
     char *mime;                /* full Content-Type value */
     const char *cache_control; /* from the rules or a default: not owned */

@@ -67,7 +67,7 @@ const char *pk_key_problem(const char *name, size_t len)
     return NULL;
 }
 
-static const char *kind_name(mode_t m)
+const char *pk_kind_name(mode_t m)
 {
     return S_ISFIFO(m)   ? "a FIFO"
            : S_ISSOCK(m) ? "a socket"
@@ -104,6 +104,8 @@ static int add_file(walk *w, const char *src, const char *key, const struct stat
     f->key_len = strlen(key);
     f->size = (uint64_t)st->st_size;
     f->mtime = (int64_t)st->st_mtim.tv_sec;
+    f->dev = (uint64_t)st->st_dev;
+    f->ino = (uint64_t)st->st_ino;
     s->n++;
     return 0;
 out_nomem:
@@ -339,7 +341,7 @@ static int walk_entry(walk *w, const char *dir, const char *dirkey, const char *
     }
     if (!S_ISREG(st.st_mode)) {
         snprintf(w->err, w->errlen, "%s: is %s; only regular files can be packed", src,
-                 kind_name(st.st_mode));
+                 pk_kind_name(st.st_mode));
         return -1;
     }
     return add_file(w, src, key, &st);

@@ -28,6 +28,8 @@
 #ifndef PK_WALK_H
 #define PK_WALK_H
 
+#include <sys/types.h>
+
 #include "rules.h"
 #include "site.h"
 
@@ -42,6 +44,9 @@
 /* Walks root into site (zeroed by the caller). @return 0, or -1 with
  * "FILE: cause" in err. */
 int pk_walk(const char *root, const pk_rules *rules, pk_site *site, char *err, size_t errlen);
+
+/* "a FIFO", "a socket", ...: what a file that is not regular is, for messages. */
+const char *pk_kind_name(mode_t mode);
 
 /* Why a file name cannot be a key (NULL if it can): used in messages. */
 const char *pk_key_problem(const char *name, size_t len);

@@ -259,40 +259,23 @@ static int negotiate(const sv_request *req, const sf_entry *e)
 
 /* ---- redirects ---- */
 
-/* Bytes a Location path may carry as they are: unreserved, sub-delims,
- * ':', '@' (pchar, RFC 3986 §3.3) and '/'. Everything else is escaped. */
-static int loc_safe(unsigned char c)
-{
-    if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))
-        return 1;
-    return c != 0 && strchr("-._~!$&'()*+,;=:@/", c) != NULL;
-}
-
 /* 301 to a normalised key (+ "/" when add_slash) followed by the raw query.
- * The Location is built from the key, re-percent-encoded, rather than from
+ * The Location is built from the key (sf_path_to_url) rather than from
  * the raw target: the raw "//evil.example" normalises to the key
  * "/evil.example" and must not become a protocol-relative redirect. A key
  * never starts with "//", so neither does the Location. A Location that
  * does not fit in the scratch buffer -> 414. */
 static int redirect(ctx *c, const char *key, size_t klen, int add_slash)
 {
-    static const char hex[] = "0123456789ABCDEF";
     sv_scratch *s = c->scratch;
     size_t start = s->used, n;
     if (!sfmt(s, &n, "HTTP/1.1 301 Moved Permanently\r\nLocation: "))
         return fail(c, 414);
-    for (size_t i = 0; i < klen; i++) {
-        unsigned char ch = (unsigned char)key[i];
-        if (sizeof s->buf - s->used < 4)
-            goto out_too_long;
-        if (loc_safe(ch)) {
-            s->buf[s->used++] = (char)ch;
-        } else {
-            s->buf[s->used++] = '%';
-            s->buf[s->used++] = hex[ch >> 4];
-            s->buf[s->used++] = hex[ch & 15];
-        }
-    }
+    size_t room = sizeof s->buf - s->used;
+    size_t url = sf_path_to_url(key, klen, s->buf + s->used, room);
+    if (url > room)
+        goto out_too_long;
+    s->used += url;
     const sf_view q = c->req->query;
     if (!sfmt(s, &n, "%s%.*s\r\nContent-Length: 0\r\n", add_slash ? "/" : "", (int)q.len, q.ptr))
         goto out_too_long;

@@ -142,3 +142,34 @@ int sf_path_check(const char *key, size_t len)
     }
     return SF_OK;
 }
+
+/* pchar (RFC 3986 §3.3) minus pct-encoded, plus '/': unreserved, sub-delims,
+ * ':' and '@'. */
+static int url_safe(unsigned char c)
+{
+    if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))
+        return 1;
+    return c != 0 && strchr("-._~!$&'()*+,;=:@/", c) != NULL;
+}
+
+size_t sf_path_to_url(const char *key, size_t len, char *out, size_t cap)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t n = 0;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)key[i];
+        if (url_safe(c)) {
+            if (n < cap)
+                out[n] = (char)c;
+            n++;
+        } else {
+            if (n + 3 <= cap) {
+                out[n] = '%';
+                out[n + 1] = hex[c >> 4];
+                out[n + 2] = hex[c & 15];
+            }
+            n += 3;
+        }
+    }
+    return n;
+}

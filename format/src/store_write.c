@@ -175,7 +175,10 @@ int sf_writer_commit(sf_writer *w, const sf_meta *meta, char *err, size_t errlen
         goto out_abort;
     }
     if (rename(w->tmp, w->final) != 0) {
-        say(err, errlen, w->final, strerror(errno));
+        char why[256];
+        snprintf(why, sizeof why, "cannot put the new pack in place (renaming %s over it): %s",
+                 w->tmp, strerror(errno));
+        say(err, errlen, w->final, why);
         rc = SF_EIO;
         goto out_abort;
     }

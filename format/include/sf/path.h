@@ -37,6 +37,17 @@ int sf_path_from_target(const char *in, size_t len, char *out, size_t cap, size_
  * @return 0 or SF_EPATH. */
 int sf_path_check(const char *key, size_t len);
 
+/* Writes the URL path that names a key: every byte but unreserved,
+ * sub-delims, ':', '@' (pchar, RFC 3986 §3.3) and '/' becomes %XX
+ * (upper-case hex), so that sf_path_from_target() of the result gives the
+ * key back. A space is %20, '%' is %25, '?' is %3F, '#' is %23, and every
+ * byte of a multi-byte UTF-8 character is escaped. Used for servd's
+ * Location headers and servd-pack diff's purge list.
+ * @param[out] out  receives at most cap bytes, no NUL
+ * @return the length of the whole URL; more than cap means out holds only
+ *         its start (3 * len is always enough). */
+size_t sf_path_to_url(const char *key, size_t len, char *out, size_t cap);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,160 @@
+"""What -o and --manifest may name, and what servd-pack must never replace.
+
+A deploy pipeline may point the outputs at a link, a pipe or /dev/stdout, or mistype them
+onto an input. servd-pack writes through links (the link stays), writes a manifest into a
+pipe or device, and refuses to replace a device, a FIFO, a file of the web root or the
+rules file: the input is never lost. And servd-pack diff prints URLs, percent-encoded."""
+import json
+import os
+import stat
+import subprocess
+import sys
+import threading
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "pack"))
+import packtest as T  # noqa: E402
+
+
+def refused(args, status, needles, what):
+    p = T.run(args)
+    err = p.stderr.decode(errors="replace")
+    T.eq(p.returncode, status, "%s: exit status (stderr: %s)" % (what, err.strip()))
+    for n in needles:
+        T.check(n in err, "%s: message %r does not contain %r" % (what, err.strip(), n))
+    return err
+
+
+def read(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def write(path, data):
+    with open(path, "wb") as f:
+        f.write(data)
+
+
+def main():
+    with T.TempDir() as work:
+        root = os.path.join(work, "site")
+        os.mkdir(root)
+        write(os.path.join(root, "index.html"), b"<p>home</p>\n" * 20)
+        write(os.path.join(root, "app.css"), b"body{margin:0}\n" * 20)
+        pack = os.path.join(work, "site.lmdb")
+        T.build(root, pack)
+        packed = T.ls(pack)
+
+        # A FIFO at -o is not replaced (a reader of it would wait forever on a file).
+        fifo = os.path.join(work, "fifo")
+        os.mkfifo(fifo)
+        refused(["build", root, "-o", fifo, "-q"], 1, [fifo, "a FIFO", "regular file"], "-o FIFO")
+        T.check(stat.S_ISFIFO(os.lstat(fifo).st_mode), "-o FIFO: the FIFO is still there")
+        # A device node, made here rather than touching /dev (needs root).
+        dev = os.path.join(work, "null")
+        try:
+            os.mknod(dev, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+        except PermissionError:
+            print("test_pack_outputs: no device test: mknod needs root")
+        else:
+            refused(["build", root, "-o", dev, "-q"], 1, [dev, "a character device"], "-o device")
+            T.check(stat.S_ISCHR(os.lstat(dev).st_mode), "-o device: the device is still there")
+
+        # Inputs are never outputs: a file of the root, the rules file.
+        page = os.path.join(root, "app.css")
+        before = read(page)
+        refused(["build", root, "-o", page, "-q"], 2, ["file %s of the web root" % page, "/app.css"],
+                "-o a file of the root")
+        refused(["build", root, "-o", pack + ".new", "--manifest", page, "-q"], 2,
+                ["--manifest", "/app.css"], "--manifest a file of the root")
+        T.eq(read(page), before, "the page named as an output is intact")
+        T.check(not os.path.exists(pack + ".new"), "no pack written when the manifest is refused")
+        rules = os.path.join(work, "rules.json")
+        write(rules, b"{}\n")
+        refused(["build", root, "-o", rules, "--rules", rules, "-q"], 2, ["--rules file"],
+                "-o the rules file")
+        refused(["build", root, "-o", pack, "--rules", rules, "--manifest", rules, "-q"], 2,
+                ["--rules file"], "--manifest the rules file")
+        T.eq(read(rules), b"{}\n", "the rules file named as an output is intact")
+        # A new file inside the root is allowed (and documented to be packed next time).
+        inside = os.path.join(root, "site.lmdb")
+        T.build(root, inside)
+        os.unlink(inside)
+
+        # Names refused before any work.
+        refused(["build", root, "-o", ""], 2, ["-o: an empty file name"], "-o ''")
+        refused(["build", root, "-o", pack, "--manifest", ""], 2, ["--manifest: an empty file name"],
+                "--manifest ''")
+        long_name = os.path.join(work, "a" * 250 + ".lmdb")
+        refused(["build", root, "-o", long_name, "-q"], 1, ["too long", ".tmp-"], "-o too long")
+        dangling = os.path.join(work, "dangling")
+        os.symlink("nowhere", dangling)
+        refused(["build", root, "-o", dangling, "-q"], 1, [dangling, "cannot be reached"],
+                "-o dangling link")
+        T.eq(os.readlink(dangling), "nowhere", "the dangling link is left alone")
+
+        # Through a link: the file it leads to is replaced, the link stays.
+        releases = os.path.join(work, "releases")
+        os.mkdir(releases)
+        target = os.path.join(releases, "site-1.lmdb")
+        write(target, b"old")
+        link = os.path.join(work, "live.lmdb")
+        os.symlink(os.path.join("releases", "site-1.lmdb"), link)
+        mtarget = os.path.join(releases, "site-1.json")
+        write(mtarget, b"old")
+        mlink = os.path.join(work, "live.json")
+        os.symlink(os.path.join("releases", "site-1.json"), mlink)
+        T.build(root, link, "--manifest", mlink)
+        T.check(os.path.islink(link) and os.path.islink(mlink), "the links are still links")
+        T.eq(T.ls(target), packed, "the pack went to the link's target")
+        T.eq(sorted(json.loads(read(mtarget))["paths"]), ["/app.css", "/index.html"],
+             "the manifest went to the link's target")
+
+        # A manifest into a pipe: standard output through a link to /proc/self/fd/1 (what
+        # /dev/stdout is), and a FIFO with a reader.
+        out_link = os.path.join(work, "stdout")
+        os.symlink("/proc/self/fd/1", out_link)
+        p = T.run(["build", root, "-o", pack, "--manifest", out_link, "-q"])
+        T.eq(p.returncode, 0, "--manifest to standard output: " + p.stderr.decode())
+        T.eq(json.loads(p.stdout)["pack_id"], json.loads(read(mtarget))["pack_id"],
+             "the manifest on standard output")
+        T.eq(os.readlink(out_link), "/proc/self/fd/1", "the link to standard output stays")
+        got = []
+        reader = threading.Thread(target=lambda: got.append(read(fifo)))
+        reader.start()
+        p = T.run(["build", root, "-o", pack, "--manifest", fifo, "-q"])
+        reader.join(30)
+        T.eq(p.returncode, 0, "--manifest into a FIFO: " + p.stderr.decode())
+        T.check(got and json.loads(got[0])["servd_manifest"] == 1, "the manifest read from the FIFO")
+        T.check(stat.S_ISFIFO(os.lstat(fifo).st_mode), "the FIFO is still a FIFO")
+        # A full device: the pack is in place, the failure says so.
+        if os.path.exists("/dev/full"):
+            err = refused(["build", root, "-o", pack + ".full", "--manifest", "/dev/full", "-q"], 1,
+                          ["/dev/full", "cannot write the manifest", "is in place"],
+                          "--manifest /dev/full")
+            T.check("disk full?" not in err, "no disk hint for a manifest write: " + err)
+            T.eq(T.ls(pack + ".full"), packed, "the pack written before the manifest")
+
+        # diff: the purge list holds URLs, percent-encoded as servd decodes them.
+        odd = os.path.join(work, "odd")
+        os.mkdir(odd)
+        for name in ("a b.txt", "100%.txt", "q?.txt", "h#.txt", "a%20b.txt"):
+            write(os.path.join(odd, name), name.encode() + b"\n")
+        odd_pack = os.path.join(work, "odd.lmdb")
+        T.build(odd, odd_pack)
+        p = T.run(["diff", pack, odd_pack])
+        T.eq(p.returncode, 0, "diff: " + p.stderr.decode())
+        added = [l[2:] for l in p.stdout.decode().splitlines() if l.startswith("+ ")]
+        T.eq(added, ["/100%25.txt", "/a%20b.txt", "/a%2520b.txt", "/h%23.txt", "/q%3F.txt"],
+             "diff text: URLs")
+        doc = json.loads(T.run(["diff", pack, odd_pack, "--json"]).stdout)
+        T.eq(sorted(doc["added"]), ["/100%.txt", "/a b.txt", "/a%20b.txt", "/h#.txt", "/q?.txt"],
+             "diff --json: added lists paths")
+        T.check(set(added) <= set(doc["urls"]), "diff --json: urls are the URLs: %r" % doc["urls"])
+        # Every URL of the list fetches its file from the pack (cat decodes as servd does).
+        for url, path in zip(added, ["100%.txt", "a b.txt", "a%20b.txt", "h#.txt", "q?.txt"]):
+            T.eq(T.cat(odd_pack, url), read(os.path.join(odd, path)), "cat %s" % url)
+    T.finish("test_pack_outputs")
+
+
+if __name__ == "__main__":
+    main()
