@@ -277,16 +277,16 @@ static void log_response(sv_conn *c, const sv_request *req, const sv_plan *plan)
     sv_log_write(w->log, w->id, &e);
 }
 
-/* Makes room in the batch for one more plan. */
+/* Makes room in the batch for one more plan (and a 100 Continue before it). */
 static void reserve(sv_conn *c)
 {
     sv_worker *w = c->w;
-    if (w->niov + SV_PLAN_IOV > SV_BATCH_IOV || w->nscratch == SV_BATCH_SCRATCH)
+    if (w->niov + 1 + SV_PLAN_IOV > SV_BATCH_IOV || w->nscratch == SV_BATCH_SCRATCH)
         flush(c);
 }
 
-/* Answers one parsed request. */
-static void answer(sv_conn *c, sv_request *req)
+/* Answers one parsed request; body_waiting: none of its body has arrived. */
+static void answer(sv_conn *c, sv_request *req, int body_waiting)
 {
     sv_worker *w = c->w;
     reserve(c);
@@ -300,6 +300,20 @@ static void answer(sv_conn *c, sv_request *req)
         c->drain = req->body_len;
     if (w->draining)
         req->keep_alive = 0;
+    /* A client that sent "Expect: 100-continue" may hold its body back until
+     * it sees a 100, and some (curl) then reuse the connection without ever
+     * sending it: the body servd drains would be the next request. Asking
+     * for the body first keeps both sides in step (RFC 9110 §10.1.1). Not
+     * when the body is already arriving (the 100 would be noise), nor for a
+     * body servd will not drain: the answer closes instead. */
+    if (req->expect_continue && c->drain && body_waiting && req->keep_alive) {
+        static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+        w->iov[w->niov].base = (char *)cont;
+        w->iov[w->niov].len = sizeof cont - 1;
+        w->niov++;
+        w->batch_bytes += sizeof cont - 1;
+        c->turn_bytes += sizeof cont - 1;
+    }
     sv_scratch *sc = &w->scratch[w->nscratch];
     sv_plan *plan = &w->plan;
     sv_respond(req, sv_snapshot_reader(w->snap, w->id), &w->cfg->site, &w->date, sc, plan);
@@ -365,7 +379,7 @@ static size_t process(sv_conn *c, const char *buf, size_t len)
         }
         pos += (size_t)r;
         c->t_head = 0;
-        answer(c, &w->req);
+        answer(c, &w->req, pos == len);
     }
     flush(c);
     return pos;

@@ -31,8 +31,9 @@
 /* Largest request body (Content-Length) drained on a keep-alive connection;
  * a larger one is answered and the connection closed. */
 #define SV_MAX_DRAIN 65536
-/* Most ranges honoured in one Range header after merging: more -> the Range
- * is ignored and the whole representation sent (RFC 9110 §14.2 allows it). */
+/* Most disjoint ranges honoured in one Range header, merged as they are
+ * read (range.c): more at any point -> the Range is ignored and the whole
+ * representation sent (RFC 9110 §14.2 allows it). */
 #define SV_MAX_RANGES 16
 /* Per-connection scratch for formatted header lines (206, 416, 301, errors,
  * multipart boundaries). */
@@ -71,6 +72,9 @@ typedef struct sv_request {
     uint64_t body_len; /* Content-Length (0 when absent) */
     int chunked;       /* Transfer-Encoding ends in chunked: the body is not decoded,
                           so keep_alive is 0 (answer, then close) */
+    /* "Expect: 100-continue" on an HTTP/1.1 request (RFC 9110 §10.1.1;
+     * ignored in HTTP/1.0 requests) */
+    int expect_continue;
     size_t nheaders;
     sv_header headers[SV_MAX_HEADERS];
     /* fields the responder needs, found while parsing (empty when absent) */

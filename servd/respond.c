@@ -43,14 +43,8 @@
 #include <stdio.h>
 #include <string.h>
 
-/* The boundary of multipart/byteranges bodies (RFC 9110 §14.6). Fixed so
- * that nothing is generated per request; long and unusual enough that it
- * does not occur in real content (RFC 2046 §5.1.1 bchars only). */
-#define BOUNDARY "SERVD-BYTERANGES-7d3f09c1a5e2b864"
-
 static const char allow_line[] = "Allow: GET, HEAD\r\n";
 static const char vary_line[] = "Vary: Accept-Encoding\r\n";
-static const char multipart_end[] = "\r\n--" BOUNDARY "--\r\n";
 
 /* ---- status texts ---- */
 
@@ -336,31 +330,66 @@ static int send_206(ctx *c, const sf_variant *v, sf_view body, const sv_range *r
     return 0;
 }
 
+/* The boundary of a multipart/byteranges body (RFC 9110 §14.6): "servd-"
+ * and the opaque part of the variant's ETag. The delimiter must not occur
+ * in any part (RFC 2046 §5.1.1); a fixed string could be put in a file on
+ * purpose, but the ETag is a hash of the very bytes the parts are cut from,
+ * so a body that held it would hold its own hash. The ETag's characters
+ * (base64url) are all bchars. @return its length, or 0 when the ETag is not
+ * of that form (the caller then sends 200). */
+static size_t boundary(const sf_variant *v, char out[64])
+{
+    const sf_view t = v->etag;
+    if (t.len < 2 + 16 || t.len > 2 + 48 || t.ptr[0] != '"' || t.ptr[t.len - 1] != '"')
+        return 0;
+    memcpy(out, "servd-", 6);
+    for (size_t i = 1; i + 1 < t.len; i++) {
+        char ch = t.ptr[i];
+        if (!((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+              ch == '-' || ch == '_'))
+            return 0;
+        out[6 + i - 1] = ch;
+    }
+    return 6 + t.len - 2;
+}
+
 /* Several ranges: 206 multipart/byteranges (RFC 9110 §14.6). The top-level
  * Content-Type replaces the representation's first line (its Content-Type);
- * the rest of rep (Content-Encoding, ETag, ..., Vary) stays. Each part
- * names the representation's media type and its range. @return 1 when the
- * ranges cannot be sent this way (the caller sends 200 instead). */
+ * the rest of rep (ETag, ..., Vary) stays. Each part names the
+ * representation's media type and its range. Identity variants only: the
+ * header block of an encoded one says Content-Encoding, which would then
+ * apply to the multipart envelope and no client could decode it (RFC 9110
+ * §8.4). @return 1 when the ranges cannot be sent this way (the caller
+ * sends 200 instead, which §14.2 allows for any Range). */
 static int send_multipart(ctx *c, const sf_entry *e, const sf_variant *v, sf_view body,
                           const sv_range *r, int nr)
 {
     sv_scratch *s = c->scratch;
     size_t mark = s->used;
     const char *eol = v->rep.len ? memchr(v->rep.ptr, '\n', v->rep.len) : NULL;
-    if (!eol || v->rep.len < 13 || !ieq(v->rep.ptr, 13, "content-type:"))
+    if (v->encoding != SF_ENC_IDENTITY || !eol || v->rep.len < 13 ||
+        !ieq(v->rep.ptr, 13, "content-type:"))
         return 1;
     size_t skip = (size_t)(eol - v->rep.ptr) + 1;
+    char b[64];
+    int bl = (int)boundary(v, b);
+    if (bl == 0)
+        return 1;
+    size_t endl;
+    const char *end = sfmt(s, &endl, "\r\n--%.*s--\r\n", bl, b);
+    if (!end)
+        goto out_no_room;
 
     struct {
         const char *p;
         size_t n;
     } part[SV_MAX_RANGES];
-    uint64_t total = sizeof multipart_end - 1;
+    uint64_t total = endl;
     for (int i = 0; i < nr; i++) {
         part[i].p = sfmt(s, &part[i].n,
-                         "\r\n--" BOUNDARY "\r\nContent-Type: %.*s\r\n"
+                         "\r\n--%.*s\r\nContent-Type: %.*s\r\n"
                          "Content-Range: bytes %llu-%llu/%llu\r\n\r\n",
-                         (int)e->mime.len, e->mime.ptr, (unsigned long long)r[i].first,
+                         bl, b, (int)e->mime.len, e->mime.ptr, (unsigned long long)r[i].first,
                          (unsigned long long)r[i].last, (unsigned long long)v->body_len);
         if (!part[i].p)
             goto out_no_room;
@@ -369,8 +398,8 @@ static int send_multipart(ctx *c, const sf_entry *e, const sf_variant *v, sf_vie
     size_t hl;
     char *h = sfmt(s, &hl,
                    "HTTP/1.1 206 Partial Content\r\nContent-Length: %llu\r\n"
-                   "Content-Type: multipart/byteranges; boundary=" BOUNDARY "\r\n",
-                   (unsigned long long)total);
+                   "Content-Type: multipart/byteranges; boundary=%.*s\r\n",
+                   (unsigned long long)total, bl, b);
     if (!h)
         goto out_no_room;
     c->plan->status = 206;
@@ -382,7 +411,7 @@ static int send_multipart(ctx *c, const sf_entry *e, const sf_variant *v, sf_vie
         add(c->plan, part[i].p, part[i].n);
         add(c->plan, body.ptr + r[i].first, (size_t)(r[i].last - r[i].first + 1));
     }
-    add(c->plan, multipart_end, sizeof multipart_end - 1);
+    add(c->plan, end, endl);
     c->plan->body_bytes = total;
     return 0;
 

@@ -1,16 +1,12 @@
 #!/usr/bin/env python3
-"""PENDING (not run by ctest: the name does not start with test_): servd's built-in 404,
-sent when the pack has no /404.html, carries no Cache-Control, so a cache may store it
-heuristically (RFC 9111 §4.2.2: 404 is heuristically cacheable). Varnish's built-in VCL
-does, for default_ttl (120 s): after a deploy that adds the path, clients behind Varnish
-keep getting the 404 until it expires or is purged. The site's own 404 page (status:404 in
-the pack) is sent with `Cache-Control: no-cache` (servd-pack(1), RESPONSE HEADERS), which
-Varnish does not store, so the same deploy works at once when the site has a 404.html.
+"""servd's built-in 404 (a pack without /404.html) behind Varnish. 404 is heuristically
+cacheable (RFC 9111 §4.2.2), and Varnish's built-in VCL stores a 404 without Cache-Control
+for default_ttl (120 s): after a deploy that added the path, clients would keep getting
+the 404 until it expired or was purged. servd sends the built-in 404 with
+`Cache-Control: no-cache`, as the site's own 404 page (status:404 in the pack; see
+servd-pack(1), RESPONSE HEADERS), which Varnish does not store: the deploy works at once.
 
-Expected fix (servd/respond.c, the built-in error texts): send `Cache-Control: no-cache`
-with the built-in 404 too, as with the packed one. This test passes once that is done.
-
-Run: SERVD_BUILD_DIR=build python3 tests/e2e/pending_cdn_404.py"""
+Run alone: SERVD_BUILD_DIR=build python3 tests/e2e/test_cdn_404.py"""
 import os
 import signal
 import sys

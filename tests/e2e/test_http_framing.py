@@ -9,6 +9,7 @@ answered; a small body on GET is drained and the next request answered; pipeline
 requests answered in order, however the bytes are split."""
 import os
 import socket
+import subprocess
 import sys
 import time
 
@@ -190,6 +191,47 @@ def t_get_with_large_body_answered_then_closed(S):
             raise st.Fail("GET with Content-Length 10000000: closed without a response")
         ok(r.status in (200, 413), "GET with a 10 MB body: status %d (want 200 or 413)" % r.status)
         c.expect_closed("GET with a body larger than servd drains")
+
+
+def t_expect_100_continue(S):
+    """A client that sends Expect: 100-continue may wait for the 100 before its body, and
+    curl reuses the connection without ever sending it if the final answer comes first:
+    servd asks for the body (100), answers, drains it, and the next request is in step."""
+    tiny = S.fixture.files[TINY]
+    with st.Conn(S.port) as c:
+        c.send(H("GET /tiny.txt HTTP/1.1", "Host: x", "Expect: 100-continue",
+                 "Content-Length: 5"))
+        r = c.read_response()
+        eq((r.status, r.all("Content-Length")), (100, []), "Expect: 100-continue: a 100 first")
+        r = c.read_response()
+        eq((r.status, r.body), (200, tiny), "then the answer")
+        c.send(b"hello" + H("GET /tiny.txt HTTP/1.1", "Host: x"))
+        r = c.read_response()
+        eq((r.status, r.body), (200, tiny), "the request after the body")
+        c.nothing_more()
+    # No 100 where no body is read: none announced, HTTP/1.0, or a body servd will not drain.
+    for head, what in ((H("GET /tiny.txt HTTP/1.1", "Host: x", "Expect: 100-continue"),
+                        "without a body"),
+                       (H("GET /tiny.txt HTTP/1.0", "Expect: 100-continue", "Content-Length: 5")
+                        + b"hello", "HTTP/1.0")):
+        with st.Conn(S.port) as c:
+            c.send(head)
+            r = c.read_response()
+            eq(r.status, 200, "Expect: 100-continue %s: no 100" % what)
+    with st.Conn(S.port) as c:
+        c.send(H("GET /tiny.txt HTTP/1.1", "Host: x", "Expect: 100-continue",
+                 "Content-Length: 10000000"))
+        r = c.read_response()
+        eq(r.status, 200, "Expect: 100-continue with 10 MB: no 100, the answer")
+        c.expect_closed("Expect: 100-continue with a body servd does not drain")
+    # curl waits for the 100 (up to 1 s), sends the body, and reuses the connection.
+    url = "http://127.0.0.1:%d/tiny.txt" % S.port
+    p = subprocess.run(["curl", "-sS", "--http1.1", "-H", "Expect: 100-continue", "--data-binary",
+                        "hello", "-X", "GET", "-w", "%{http_code} %{num_connects}\\n",
+                        "-o", "/dev/null", url, "-o", "/dev/null", url],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+    eq((p.returncode, p.stdout.decode().split("\n")[:2]), (0, ["200 1", "200 0"]),
+       "curl: two requests with Expect: 100-continue on one connection (%s)" % p.stderr.decode())
 
 
 # ---- header syntax ----
