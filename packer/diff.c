@@ -28,6 +28,7 @@
 #include "digest.h"
 #include "sf/path.h"
 
+#include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -338,8 +339,9 @@ int pk_cmd_diff(const char *old_site, const char *new_site, int json, int conten
     }
     if (c.n)
         qsort(c.v, c.n, sizeof *c.v, cmp_change);
+    errno = 0;
     if ((json ? print_json(&c) : print_text(&c)) != 0 || fflush(stdout) != 0 || ferror(stdout)) {
-        pk_err("cannot write the diff to stdout");
+        pk_err("writing the diff: %s", errno ? strerror(errno) : "out of memory");
         goto out;
     }
     status = PK_EXIT_OK;

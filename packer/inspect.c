@@ -128,9 +128,11 @@ int pk_cmd_ls(const char *site, int json)
     }
     char err[MSG_LEN] = "";
     int rc = sf_foreach_path(r, ls_one, &c, err, sizeof err);
+    int written = 1; /* a failed write is the output's problem, not the pack's */
     if (rc == 0 && c.arr) {
+        errno = 0;
         if (json_dumpf(c.arr, stdout, JSON_INDENT(2) | JSON_ENSURE_ASCII) != 0)
-            rc = SF_EIO;
+            written = 0;
         else
             putchar('\n');
     }
@@ -140,7 +142,7 @@ int pk_cmd_ls(const char *site, int json)
         pk_err("%s: %s", site, err[0] ? err : sf_strerror(rc));
         return PK_EXIT_FAIL;
     }
-    if (fflush(stdout) != 0 || ferror(stdout)) {
+    if (!written || fflush(stdout) != 0 || ferror(stdout)) {
         pk_err("writing the listing: %s", strerror(errno));
         return PK_EXIT_FAIL;
     }

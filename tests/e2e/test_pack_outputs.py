@@ -153,6 +153,17 @@ def main():
         # Every URL of the list fetches its file from the pack (cat decodes as servd does).
         for url, path in zip(added, ["100%.txt", "a b.txt", "a%20b.txt", "h#.txt", "q?.txt"]):
             T.eq(T.cat(odd_pack, url), read(os.path.join(odd, path)), "cat %s" % url)
+        if os.path.exists("/dev/full"):
+            # Listings that cannot be written blame the output, not the pack.
+            for args in (["ls", pack], ["ls", pack, "--json"], ["diff", pack, odd_pack],
+                         ["diff", pack, odd_pack, "--json"]):
+                with open("/dev/full", "wb") as full:
+                    p = subprocess.run([T.PACK] + args, stdout=full, stderr=subprocess.PIPE,
+                                       timeout=60)
+                err = p.stderr.decode()
+                T.eq(p.returncode, 1, "%s > /dev/full: exit status (%s)" % (" ".join(args), err))
+                T.check("writing the" in err and "No space left" in err and pack not in err,
+                        "%s > /dev/full: %r" % (" ".join(args), err))
     T.finish("test_pack_outputs")
 
 
