@@ -29,6 +29,9 @@ struct pk_rules {
 };
 
 /* Message helper: "FILE: POINTER: cause". */
+#define STR_(x) #x
+#define STR(x)  STR_(x)
+
 #define RULE_ERR(path, ptr, ...)                                                                   \
     do {                                                                                           \
         int o_ = snprintf(err, errlen, "%s: %s: ", path, ptr);                                     \
@@ -82,19 +85,27 @@ int pk_header_name_reserved(const char *s)
     return 0;
 }
 
-int pk_header_value_ok(const char *s)
+const char *pk_header_value_problem(const char *s)
 {
     size_t n = strlen(s);
-    if (n == 0 || n > PK_HEADER_VALUE_MAX)
-        return 0;
+    if (n == 0)
+        return "is empty";
+    if (n > PK_HEADER_VALUE_MAX)
+        return "is longer than " STR(PK_HEADER_VALUE_MAX) " bytes";
     if (s[0] == ' ' || s[0] == '\t' || s[n - 1] == ' ' || s[n - 1] == '\t')
-        return 0;
+        return "starts or ends with whitespace";
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
         if ((c < 0x20 && c != '\t') || c == 0x7f)
-            return 0;
+            return c == '\r' || c == '\n' ? "has a line break (CR or LF)"
+                                          : "has a control character";
     }
-    return 1;
+    return NULL;
+}
+
+int pk_header_value_ok(const char *s)
+{
+    return pk_header_value_problem(s) == NULL;
 }
 
 int pk_mime_type_ok(const char *s)
@@ -243,11 +254,11 @@ static int parse_section(const char *path, json_t *arr, const char *sname, enum 
         const char *b = NULL;
         if (s == S_HEADERS && !(b = member(path, ptr, el, "value", err, errlen)))
             return -1;
-        if (s == S_CC && !pk_header_value_ok(a)) {
-            RULE_ERR(path, ptr,
-                     "Cache-Control value \"%s\" is empty, too long, padded or has a control "
-                     "character (CR, LF, NUL...)",
-                     a);
+        const char *why;
+        char vptr[sizeof ptr + 8]; /* the JSON pointer of the value */
+        snprintf(vptr, sizeof vptr, "%s/value", ptr);
+        if (s == S_CC && (why = pk_header_value_problem(a)) != NULL) {
+            RULE_ERR(path, vptr, "the Cache-Control value \"%s\" %s", a, why);
             return -1;
         }
         if (s == S_MIME && !pk_mime_type_ok(a)) {
@@ -266,11 +277,8 @@ static int parse_section(const char *path, json_t *arr, const char *sname, enum 
                          a);
                 return -1;
             }
-            if (!pk_header_value_ok(b)) {
-                RULE_ERR(path, ptr,
-                         "value of %s is empty, too long, padded or has a control character "
-                         "(CR, LF, NUL...)",
-                         a);
+            if ((why = pk_header_value_problem(b)) != NULL) {
+                RULE_ERR(path, vptr, "the value of %s %s", a, why);
                 return -1;
             }
         }
@@ -283,6 +291,19 @@ static int parse_section(const char *path, json_t *arr, const char *sname, enum 
         }
     }
     return 0;
+}
+
+/* Whether the file starts with a UTF-8 byte order mark (RFC 8259 §8.1:
+ * JSON text must not). */
+static int has_bom(const char *path)
+{
+    unsigned char b[3] = {0};
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return 0;
+    size_t n = fread(b, 1, sizeof b, f);
+    fclose(f);
+    return n == 3 && b[0] == 0xef && b[1] == 0xbb && b[2] == 0xbf;
 }
 
 int pk_rules_load(const char *path, pk_rules **out, char *err, size_t errlen)
@@ -304,10 +325,16 @@ int pk_rules_load(const char *path, pk_rules **out, char *err, size_t errlen)
     json_error_t je;
     json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
     if (!root) {
+        /* jansson's words for two mistakes people make, in theirs */
+        const char *text = je.text;
+        if (je.line <= 1 && has_bom(path))
+            text = "starts with a UTF-8 byte order mark (EF BB BF); save it without one";
+        else if (strstr(je.text, "JSON_ALLOW_NUL"))
+            text = "\\u0000 (NUL) is not allowed in a string";
         if (je.line > 0)
-            snprintf(err, errlen, "%s:%d:%d: %s", path, je.line, je.column, je.text);
+            snprintf(err, errlen, "%s:%d:%d: %s", path, je.line, je.column, text);
         else
-            snprintf(err, errlen, "%s: %s", path, je.text);
+            snprintf(err, errlen, "%s: %s", path, text);
         return -1;
     }
     pk_rules *r = calloc(1, sizeof *r);

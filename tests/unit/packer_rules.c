@@ -153,19 +153,23 @@ TEST(rules_reject_bad_header_names_and_values)
             "/headers/0", "set by servd-pack");
     rejects("{\"headers\": [{\"match\": \"*\", \"name\": \"Vary\", \"value\": \"Origin\"}]}",
             "/headers/0", "set by servd-pack");
+    /* each value problem is named, at the value's JSON pointer */
     rejects("{\"headers\": [{\"match\": \"*\", \"name\": \"X-A\", \"value\": \"a\\r\\nX-B: b\"}]}",
-            "/headers/0", "control character");
+            "/headers/0/value", "line break");
     rejects("{\"headers\": [{\"match\": \"*\", \"name\": \"X-A\", \"value\": \"a\\nb\"}]}",
-            "/headers/0", NULL);
+            "/headers/0/value", "line break");
+    rejects("{\"headers\": [{\"match\": \"*\", \"name\": \"X-A\", \"value\": \"a\\u0001b\"}]}",
+            "/headers/0/value", "control character");
     rejects("{\"headers\": [{\"match\": \"*\", \"name\": \"X-A\", \"value\": \" padded\"}]}",
-            "/headers/0", NULL);
-    rejects("{\"headers\": [{\"match\": \"*\", \"name\": \"X-A\", \"value\": \"\"}]}", "/headers/0",
-            NULL);
-    /* NUL: jansson refuses \u0000 in strings, so the message comes from the parser. */
+            "/headers/0/value", "whitespace");
+    rejects("{\"headers\": [{\"match\": \"*\", \"name\": \"X-A\", \"value\": \"\"}]}",
+            "/headers/0/value", "is empty");
+    /* NUL: jansson refuses \u0000 in strings; the message says so in plain words. */
     rejects("{\"headers\": [{\"match\": \"*\", \"name\": \"X-A\", \"value\": \"a\\u0000b\"}]}",
-            NULL, NULL);
+            "NUL", "not allowed");
+    rejects("\xef\xbb\xbf{}", "byte order mark", NULL);
     rejects("{\"cache_control\": [{\"match\": \"*\", \"value\": \"max-age=1\\r\\nX: y\"}]}",
-            "/cache_control/0", "control character");
+            "/cache_control/0/value", "line break");
     rejects("{\"mime\": [{\"match\": \"*\", \"type\": \"text\"}]}", "/mime/0", "media type");
     rejects("{\"mime\": [{\"match\": \"*\", \"type\": \"text/html\\r\\nX: y\"}]}", "/mime/0",
             "media type");
