@@ -342,8 +342,12 @@ static int plan_compression(build *b, uint64_t *reused)
 
 /* ---- write ---- */
 
-/* Temporary names removed if a signal ends the process mid-write. */
+/* Temporary names removed if a signal ends the process mid-write, and the
+ * line that says what the signal left (written before and after the pack
+ * is in place: all prepared beforehand, as a handler may only write). */
 static char sig_tmp_pack[PATH_MAX], sig_tmp_manifest[PATH_MAX];
+static char sig_msg[2][PATH_MAX + 64];
+static volatile sig_atomic_t sig_in_place;
 
 static void on_signal(int sig)
 {
@@ -352,10 +356,32 @@ static void on_signal(int sig)
     if (sig_tmp_manifest[0])
         unlink(sig_tmp_manifest);
     pk_manifest_rollback(); /* a no-op unless the manifest was renamed */
+    const char *m = sig_msg[sig_in_place ? 1 : 0];
+    if (m[0] && write(STDERR_FILENO, m, strlen(m)) < 0) {
+        /* nothing left to tell */
+    }
     signal(sig, SIG_DFL);
     raise(sig);
 }
 
+/* From the start of a build: SIGINT, SIGTERM and SIGHUP say what they left
+ * (nothing changed at -o before the pack is in place). */
+static void catch_signals_early(const pk_build_opts *o)
+{
+    snprintf(sig_msg[0], sizeof sig_msg[0], "servd-pack: interrupted; %s was not changed\n",
+             o->output);
+    snprintf(sig_msg[1], sizeof sig_msg[1], "servd-pack: interrupted; %s is the new pack\n",
+             o->output);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+}
+
+/* Before writing: the temporary names the handler removes. */
 static void catch_signals(const pk_build_opts *o)
 {
     sf_tmp_name(o->output, sig_tmp_pack, sizeof sig_tmp_pack); /* what sf_writer_open uses */
@@ -683,6 +709,7 @@ static int write_pack(build *b, pk_stats *st)
         int in_place = have_tmp && stat(o->output, &pst) == 0 && pst.st_dev == tst.st_dev &&
                        pst.st_ino == tst.st_ino;
         sig_tmp_pack[0] = '\0';
+        sig_in_place = in_place;
         if (in_place)
             pk_manifest_finish();
         else
@@ -692,6 +719,7 @@ static int write_pack(build *b, pk_stats *st)
         return -1;
     }
     sig_tmp_pack[0] = '\0';
+    sig_in_place = 1;
     pk_manifest_finish();
     /* A stream has no previous content to restore: it is written once the
      * pack is in place, so it never describes a pack that is not there. */
@@ -949,6 +977,7 @@ int pk_build(const pk_build_opts *o)
     b.opts.output = b.output;
     b.opts.manifest = o->manifest ? b.manifest : NULL;
     b.o = o = &b.opts;
+    catch_signals_early(o);
     if (o->rules && pk_rules_load(o->rules, &b.rules, b.err, sizeof b.err) != 0)
         goto out;
     if (pk_walk(o->root, b.rules, &b.site, b.err, sizeof b.err) != 0)

@@ -6,10 +6,13 @@ pipe or device, and refuses to replace a device, a FIFO, a file of the web root 
 rules file: the input is never lost. And servd-pack diff prints URLs, percent-encoded."""
 import json
 import os
+import random
+import signal
 import stat
 import subprocess
 import sys
 import threading
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "pack"))
 import packtest as T  # noqa: E402
@@ -164,6 +167,27 @@ def main():
                 T.eq(p.returncode, 1, "%s > /dev/full: exit status (%s)" % (" ".join(args), err))
                 T.check("writing the" in err and "No space left" in err and pack not in err,
                         "%s > /dev/full: %r" % (" ".join(args), err))
+        # A signal mid-build says what it left, and leaves the old pack as it was.
+        slow = os.path.join(work, "slow")
+        os.mkdir(slow)
+        rng = random.Random(7)
+        for i in range(8):  # ~3 MB of text: brotli at its strongest takes seconds on one core
+            write(os.path.join(slow, "f%d.js" % i), "".join(
+                "function f%d(x){return x*%d}\n" % (j, rng.randrange(1 << 30))
+                for j in range(12000)).encode())
+        old = read(pack)
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            p = subprocess.Popen([T.PACK, "build", slow, "-o", pack, "-j1", "-q"],
+                                 stderr=subprocess.PIPE)
+            time.sleep(0.5)
+            p.send_signal(sig)
+            err = p.communicate(timeout=60)[1].decode()
+            T.eq(p.returncode, -sig, "%s mid-build: ends by the signal (%s)" % (sig.name, err))
+            T.check("interrupted; %s was not changed" % pack in err,
+                    "%s mid-build: message %r" % (sig.name, err))
+            T.eq(read(pack), old, "%s mid-build: the old pack is intact" % sig.name)
+            T.eq([f for f in os.listdir(work) if ".tmp-" in f], [],
+                 "%s mid-build: no temporary file" % sig.name)
     T.finish("test_pack_outputs")
 
 
