@@ -4,8 +4,9 @@
  * Every message is one line, "servd-pack: " + text, and names files and rule
  * values that come from outside: a file name may hold a newline or an escape
  * sequence, a rejected rule value a CR or LF. So every byte below 0x20 and
- * 0x7f is printed as \xNN: a message can neither forge a second line nor
- * drive the terminal.
+ * 0x7f, and every byte that is not part of well-formed UTF-8, is printed as
+ * \xNN, and C1 controls and bidirectional controls as \uNNNN: a message can
+ * neither forge a second line, nor drive the terminal, nor reorder itself.
  */
 #ifndef PK_MSG_H
 #define PK_MSG_H
@@ -21,7 +22,7 @@
 void pk_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void pk_verr(const char *fmt, va_list ap);
 
-/* Writes s to out with bytes below 0x20 and 0x7f as \xNN. */
+/* Writes s to out escaped as above. */
 void pk_esc_fputs(const char *s, FILE *out);
 
 #endif

@@ -1,0 +1,41 @@
+/* Messages name outside strings (file names, rule values) escaped, so that
+ * a name can neither forge a line, nor drive the terminal, nor reorder the
+ * message (msg.h). */
+#include "msg.h"
+#include "runner.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *escaped(const char *s)
+{
+    static char buf[512];
+    FILE *f = fmemopen(buf, sizeof buf, "w");
+    if (!f)
+        abort();
+    pk_esc_fputs(s, f);
+    fputc('\0', f);
+    fclose(f);
+    return buf;
+}
+
+TEST(msg_escapes_controls_and_bytes_that_are_not_utf8)
+{
+    ASSERT_STR_EQ(escaped("plain/name.txt"), "plain/name.txt");
+    ASSERT_STR_EQ(escaped("a\nb\r\x1b[31m\x7f"), "a\\x0ab\\x0d\\x1b[31m\\x7f");
+    /* well-formed UTF-8 as it is */
+    ASSERT_STR_EQ(escaped("caf\xc3\xa9/\xe2\x82\xac/\xf0\x9f\x98\x80"),
+                  "caf\xc3\xa9/\xe2\x82\xac/\xf0\x9f\x98\x80");
+    /* stray, overlong, surrogate and cut-off sequences: byte by byte */
+    ASSERT_STR_EQ(escaped("bad\xff\xfe"), "bad\\xff\\xfe");
+    ASSERT_STR_EQ(escaped("\xc0\xaf"), "\\xc0\\xaf");
+    ASSERT_STR_EQ(escaped("\xed\xa0\x80"), "\\xed\\xa0\\x80");
+    ASSERT_STR_EQ(escaped("end\xe2\x82"), "end\\xe2\\x82");
+    /* C1 and bidirectional controls as code points */
+    ASSERT_STR_EQ(escaped("a\xc2\x9b"
+                          "b"),
+                  "a\\u009bb");
+    ASSERT_STR_EQ(escaped("invoice\xe2\x80\xaetxt.exe"), "invoice\\u202etxt.exe");
+    ASSERT_STR_EQ(escaped("\xe2\x81\xa6x\xe2\x81\xa9"), "\\u2066x\\u2069");
+}
