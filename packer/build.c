@@ -72,6 +72,7 @@ typedef struct build {
     char output[PATH_MAX];   /* the file -o leads to */
     char manifest[PATH_MAX]; /* the file --manifest leads to */
     int manifest_stream;     /* --manifest is not a regular file: written straight into */
+    int manifest_fd;         /* ... through this descriptor (/dev/stdout), or -1 */
 } build;
 
 /* ---- read + hash ---- */
@@ -364,9 +365,19 @@ static void on_signal(int sig)
     raise(sig);
 }
 
-/* From the start of a build: SIGINT, SIGTERM and SIGHUP say what they left
- * (nothing changed at -o before the pack is in place). */
-static void catch_signals_early(const pk_build_opts *o)
+/* The signals that end a build: each blocks the others while it is handled,
+ * so one cleanup runs once. */
+static void stop_signals(sigset_t *set)
+{
+    sigemptyset(set);
+    sigaddset(set, SIGINT);
+    sigaddset(set, SIGTERM);
+    sigaddset(set, SIGHUP);
+}
+
+/* From the start of a build: a stop signal says what it left (nothing
+ * changed at -o before the pack is in place). */
+static void catch_signals(const pk_build_opts *o)
 {
     snprintf(sig_msg[0], sizeof sig_msg[0], "servd-pack: interrupted; %s was not changed\n",
              o->output);
@@ -375,25 +386,20 @@ static void catch_signals_early(const pk_build_opts *o)
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
+    stop_signals(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
 }
 
-/* Before writing: the temporary names the handler removes. */
-static void catch_signals(const pk_build_opts *o)
+/* Before writing: the temporary names the handler removes (a manifest
+ * streamed into a pipe or device has none). */
+static void note_tmp_names(const build *b)
 {
+    const pk_build_opts *o = b->o;
     sf_tmp_name(o->output, sig_tmp_pack, sizeof sig_tmp_pack); /* what sf_writer_open uses */
-    if (o->manifest)
+    if (o->manifest && !b->manifest_stream)
         pk_manifest_tmp_name(o->manifest, sig_tmp_manifest, sizeof sig_tmp_manifest);
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGHUP, &sa, NULL);
 }
 
 typedef struct body_ref {
@@ -549,13 +555,14 @@ static int check_space(build *b, uint64_t need)
 }
 
 /* Appends the free space of the output's file system to b->err after a
- * write failed for want of room: no space, a quota, or an I/O error (LMDB
- * reports a short write as EIO). Any other cause (a rename refused, a
- * read-only file) gets no hint: it would point the user the wrong way. */
-static void note_space(build *b)
+ * write failed for want of room: an I/O error from storing (io_error: LMDB
+ * reports a short write as EIO), or a commit message that names no space,
+ * a quota or an I/O error. Any other cause (a rename refused, a read-only
+ * file) gets no hint: it would point the user the wrong way. */
+static void note_space(build *b, int io_error)
 {
     static const int space_errors[] = {ENOSPC, EDQUOT, EIO, EFBIG};
-    int related = 0;
+    int related = io_error;
     for (size_t i = 0; i < sizeof space_errors / sizeof space_errors[0]; i++)
         related |= strstr(b->err, strerror(space_errors[i])) != NULL;
     int64_t have = free_bytes(b->o->output);
@@ -615,7 +622,7 @@ static int write_pack(build *b, pk_stats *st)
         free(refs);
         return -1;
     }
-    catch_signals(o);
+    note_tmp_names(b);
     sf_writer *w;
     if (sf_writer_open(o->output, capacity, &w, b->err, sizeof b->err) != 0) {
         free(refs);
@@ -702,6 +709,12 @@ static int write_pack(build *b, pk_stats *st)
     sig_tmp_manifest[0] = '\0';
     struct stat tst;
     int have_tmp = stat(sig_tmp_pack, &tst) == 0;
+    /* A stop signal waits from here until the outcome is noted: the rename
+     * inside the commit and what the handler would say and undo must agree
+     * (the compressors have finished: this thread is the only one). */
+    sigset_t stops, old;
+    stop_signals(&stops);
+    sigprocmask(SIG_BLOCK, &stops, &old);
     if (sf_writer_commit(w, &meta, b->err, sizeof b->err) != 0) {
         /* A failure after the rename (syncing the directory) leaves the new
          * pack in place: then the new manifest stays with it. */
@@ -714,17 +727,20 @@ static int write_pack(build *b, pk_stats *st)
             pk_manifest_finish();
         else
             pk_manifest_rollback();
-        note_space(b);
+        sigprocmask(SIG_SETMASK, &old, NULL);
+        note_space(b, 0);
         free(refs);
         return -1;
     }
     sig_tmp_pack[0] = '\0';
     sig_in_place = 1;
     pk_manifest_finish();
+    sigprocmask(SIG_SETMASK, &old, NULL);
     /* A stream has no previous content to restore: it is written once the
      * pack is in place, so it never describes a pack that is not there. */
     if (o->manifest && b->manifest_stream &&
-        pk_manifest_stream(o->manifest, s, &meta, has_404, b->err, sizeof b->err) != 0) {
+        pk_manifest_stream(o->manifest, b->manifest_fd, s, &meta, has_404, b->err, sizeof b->err) !=
+            0) {
         size_t n = strlen(b->err);
         snprintf(b->err + n, sizeof b->err - n, " (the pack %s is in place)", o->output);
         free(refs);
@@ -741,7 +757,7 @@ static int write_pack(build *b, pk_stats *st)
 
 out_abort:
     if (rc == SF_EIO)
-        note_space(b);
+        note_space(b, 1);
     pk_progress_clear(&b->prog);
     sf_pack_id_free(idsha);
     sf_writer_abort(w);
@@ -797,6 +813,38 @@ static int check_output_dir(build *b, const char *path)
     return 0;
 }
 
+/* The descriptor a name stands for: /dev/stdout (1), /dev/stderr (2),
+ * /dev/fd/N or /proc/self/fd/N, also through symbolic links to those;
+ * else -1. Written through that descriptor, output goes where the shell
+ * sent it (appended after ">>", into a pipe), never renamed over a file. */
+static int descriptor_name(const char *path)
+{
+    char buf[PATH_MAX], link[PATH_MAX];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (int hops = 0; hops < 8; hops++) {
+        static const char *const dirs[] = {"/dev/fd/", "/proc/self/fd/", "/proc/thread-self/fd/"};
+        if (strcmp(buf, "/dev/stdout") == 0)
+            return STDOUT_FILENO;
+        if (strcmp(buf, "/dev/stderr") == 0)
+            return STDERR_FILENO;
+        for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+            size_t n = strlen(dirs[i]);
+            char *end;
+            if (strncmp(buf, dirs[i], n) == 0 && buf[n] >= '0' && buf[n] <= '9') {
+                long fd = strtol(buf + n, &end, 10);
+                if (*end == '\0' && fd <= INT_MAX)
+                    return (int)fd;
+            }
+        }
+        ssize_t len = readlink(buf, link, sizeof link - 1);
+        if (len <= 0 || link[0] != '/')
+            return -1; /* not a link, or a relative one: not a descriptor's name */
+        link[len] = '\0';
+        memcpy(buf, link, (size_t)len + 1);
+    }
+    return -1;
+}
+
 /* Resolves the name given to -o or --manifest (opt) into out: through a
  * symbolic link to the file it leads to (the file a reader of that name
  * sees, as with a shell redirection), and refuses what servd-pack must not
@@ -813,6 +861,23 @@ static int resolve_output(build *b, const char *opt, const char *path, char *out
         snprintf(b->err, sizeof b->err, "%s %.256s...: the name is too long", opt, path);
         return -1;
     }
+    int fd = descriptor_name(path);
+    if (fd >= 0) {
+        if (!stream) {
+            snprintf(b->err, sizeof b->err,
+                     "%s: names descriptor %d; %s must name a file, which servd-pack replaces "
+                     "with the new pack",
+                     path, fd, opt);
+            return -1;
+        }
+        if (fcntl(fd, F_GETFD) < 0) {
+            snprintf(b->err, sizeof b->err, "%s: descriptor %d is not open", path, fd);
+            return -1;
+        }
+        b->manifest_fd = fd;
+        *stream = 1;
+        return 0;
+    }
     if (lstat(path, &lst) != 0)
         return check_output_dir(b, out); /* a new file */
     if (stat(path, &st) != 0) {
@@ -827,14 +892,19 @@ static int resolve_output(build *b, const char *opt, const char *path, char *out
         return -1;
     }
     if (!S_ISREG(st.st_mode)) {
-        if (stream) {
+        if (stream && !S_ISSOCK(st.st_mode)) { /* a socket file cannot be opened */
             *stream = 1;
             return 0;
         }
-        snprintf(b->err, sizeof b->err,
-                 "%s: is %s; %s must name a regular file, which servd-pack replaces with the new "
-                 "pack",
-                 path, pk_kind_name(st.st_mode), opt);
+        if (stream)
+            snprintf(b->err, sizeof b->err,
+                     "%s: is a socket; --manifest must name a file, a pipe, a terminal or a device",
+                     path);
+        else
+            snprintf(b->err, sizeof b->err,
+                     "%s: is %s; %s must name a regular file, which servd-pack replaces with the "
+                     "new pack",
+                     path, pk_kind_name(st.st_mode), opt);
         return -1;
     }
     if (S_ISLNK(lst.st_mode) && !realpath(path, out)) {
@@ -842,6 +912,16 @@ static int resolve_output(build *b, const char *opt, const char *path, char *out
         return -1;
     }
     return check_output_dir(b, out);
+}
+
+/* Whether a and b are one file: the same inode (links of any kind), or the
+ * same name when one does not exist yet. */
+static int same_file(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    if (stat(a, &sa) == 0 && stat(b, &sb) == 0)
+        return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    return pk_same_file_name(a, b);
 }
 
 /* Refuses an output that is one of the inputs: writing it would destroy a
@@ -945,6 +1025,7 @@ int pk_build(const pk_build_opts *o)
     build b;
     memset(&b, 0, sizeof b);
     b.o = o;
+    b.manifest_fd = -1;
     b.now = (int64_t)time(NULL);
     b.nthreads = o->jobs ? o->jobs : 1;
     pk_progress_init(&b.prog, o->quiet);
@@ -970,14 +1051,17 @@ int pk_build(const pk_build_opts *o)
         (o->manifest && resolve_output(&b, "--manifest", o->manifest, b.manifest, sizeof b.manifest,
                                        &b.manifest_stream) != 0))
         goto out;
-    if (o->manifest && !b.manifest_stream && pk_same_file_name(b.manifest, b.output)) {
-        pk_err("--manifest %s leads to the same file as -o %s", o->manifest, o->output);
+    if (o->manifest && !b.manifest_stream &&
+        (same_file(b.manifest, b.output) || (o->base && same_file(b.manifest, o->base)))) {
+        pk_err("--manifest %s leads to the same file as %s %s", o->manifest,
+               same_file(b.manifest, b.output) ? "-o" : "--base",
+               same_file(b.manifest, b.output) ? o->output : o->base);
         return PK_EXIT_USAGE;
     }
     b.opts.output = b.output;
     b.opts.manifest = o->manifest ? b.manifest : NULL;
     b.o = o = &b.opts;
-    catch_signals_early(o);
+    catch_signals(o);
     if (o->rules && pk_rules_load(o->rules, &b.rules, b.err, sizeof b.err) != 0)
         goto out;
     if (pk_walk(o->root, b.rules, &b.site, b.err, sizeof b.err) != 0)
@@ -987,7 +1071,8 @@ int pk_build(const pk_build_opts *o)
         goto out;
     }
     if (check_not_input(&b, "-o", o->output) != 0 ||
-        (o->manifest && !b.manifest_stream && check_not_input(&b, "--manifest", o->manifest))) {
+        (o->manifest && !b.manifest_stream &&
+         check_not_input(&b, "--manifest", o->manifest) != 0)) {
         code = PK_EXIT_USAGE;
         goto out;
     }

@@ -341,7 +341,7 @@ int pk_cmd_diff(const char *old_site, const char *new_site, int json, int conten
         qsort(c.v, c.n, sizeof *c.v, cmp_change);
     errno = 0;
     if ((json ? print_json(&c) : print_text(&c)) != 0 || fflush(stdout) != 0 || ferror(stdout)) {
-        pk_err("writing the diff: %s", errno ? strerror(errno) : "out of memory");
+        pk_err("writing the diff: %s", errno ? strerror(errno) : "failed");
         goto out;
     }
     status = PK_EXIT_OK;

@@ -128,13 +128,15 @@ int pk_cmd_ls(const char *site, int json)
     }
     char err[MSG_LEN] = "";
     int rc = sf_foreach_path(r, ls_one, &c, err, sizeof err);
-    int written = 1; /* a failed write is the output's problem, not the pack's */
+    int written = 1, werr = 0; /* a failed write is the output's problem, not the pack's */
     if (rc == 0 && c.arr) {
         errno = 0;
-        if (json_dumpf(c.arr, stdout, JSON_INDENT(2) | JSON_ENSURE_ASCII) != 0)
+        if (json_dumpf(c.arr, stdout, JSON_INDENT(2) | JSON_ENSURE_ASCII) != 0) {
             written = 0;
-        else
+            werr = errno;
+        } else {
             putchar('\n');
+        }
     }
     json_decref(c.arr);
     pk_close_pack(pack, r);
@@ -142,8 +144,12 @@ int pk_cmd_ls(const char *site, int json)
         pk_err("%s: %s", site, err[0] ? err : sf_strerror(rc));
         return PK_EXIT_FAIL;
     }
-    if (!written || fflush(stdout) != 0 || ferror(stdout)) {
-        pk_err("writing the listing: %s", strerror(errno));
+    if (written && (fflush(stdout) != 0 || ferror(stdout))) {
+        written = 0;
+        werr = errno;
+    }
+    if (!written) {
+        pk_err("writing the listing: %s", werr ? strerror(werr) : "failed");
         return PK_EXIT_FAIL;
     }
     return PK_EXIT_OK;

@@ -107,8 +107,8 @@ int pk_manifest_write_tmp(const char *path, const pk_site *site, const sf_meta *
     return 0;
 }
 
-int pk_manifest_stream(const char *path, const pk_site *site, const sf_meta *meta, int has_404,
-                       char *err, size_t errlen)
+int pk_manifest_stream(const char *path, int fd, const pk_site *site, const sf_meta *meta,
+                       int has_404, char *err, size_t errlen)
 {
     json_t *doc = build_doc(site, meta, has_404);
     if (!doc) {
@@ -118,7 +118,7 @@ int pk_manifest_stream(const char *path, const pk_site *site, const sf_meta *met
     /* a reader that went away is an error to report, not a reason to die */
     struct sigaction ign = {.sa_handler = SIG_IGN}, old;
     sigaction(SIGPIPE, &ign, &old);
-    int fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+    fd = fd >= 0 ? fcntl(fd, F_DUPFD_CLOEXEC, 0) : open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC);
     FILE *fp = fd >= 0 ? fdopen(fd, "w") : NULL;
     int rc = -1, saved = errno;
     if (fp) {

@@ -37,10 +37,12 @@ void pk_manifest_rollback(void);
 /* Removes the temporary file (after a failure before the commit). */
 void pk_manifest_abort(const char *path);
 /* Writes the manifest straight into path, which is not a regular file (a
- * pipe, a terminal, /dev/null, /dev/stdout): no temporary file, nothing to
- * roll back. Called once the pack is in place. @return 0 or -1 with err. */
-int pk_manifest_stream(const char *path, const pk_site *site, const sf_meta *meta, int has_404,
-                       char *err, size_t errlen);
+ * pipe, a terminal, /dev/null), or into descriptor fd when fd >= 0 (path
+ * was /dev/stdout or the like; then it goes where the shell sent it): no
+ * temporary file, nothing to roll back. Called once the pack is in place.
+ * @return 0 or -1 with err. */
+int pk_manifest_stream(const char *path, int fd, const pk_site *site, const sf_meta *meta,
+                       int has_404, char *err, size_t errlen);
 /* The temporary name, for the signal handler. */
 void pk_manifest_tmp_name(const char *path, char *out, size_t cap);
 

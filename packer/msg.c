@@ -15,18 +15,20 @@ static size_t utf8_len(const unsigned char *p)
     return n && pk_utf8_valid(p, n) ? n : 0;
 }
 
-/* Whether the character at p[0, n) controls the terminal or the direction
- * of the text: C1 controls (U+0080-U+009F) and the bidirectional marks,
- * embeddings, overrides and isolates (U+200E, U+200F, U+202A-U+202E,
- * U+2066-U+2069), which could make a name read as another. */
+/* Whether the character at p[0, n) controls the terminal, the lines or the
+ * direction of the text: C1 controls (U+0080-U+009F), the line and
+ * paragraph separators (U+2028, U+2029) and Unicode's Bidi_Control set
+ * (U+061C, U+200E, U+200F, U+202A-U+202E, U+2066-U+2069), which could make
+ * a name read as another. */
 static unsigned control_point(const unsigned char *p, size_t n)
 {
     unsigned cp = n == 2 ? (unsigned)(p[0] & 0x1f) << 6 | (p[1] & 0x3f)
                   : n == 3
                       ? (unsigned)(p[0] & 0x0f) << 12 | (unsigned)(p[1] & 0x3f) << 6 | (p[2] & 0x3f)
                       : 0;
-    if ((cp >= 0x80 && cp <= 0x9f) || cp == 0x200e || cp == 0x200f ||
-        (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069))
+    if ((cp >= 0x80 && cp <= 0x9f) || cp == 0x061c || cp == 0x200e || cp == 0x200f ||
+        cp == 0x2028 || cp == 0x2029 || (cp >= 0x202a && cp <= 0x202e) ||
+        (cp >= 0x2066 && cp <= 0x2069))
         return cp;
     return 0;
 }

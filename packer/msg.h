@@ -5,8 +5,9 @@
  * values that come from outside: a file name may hold a newline or an escape
  * sequence, a rejected rule value a CR or LF. So every byte below 0x20 and
  * 0x7f, and every byte that is not part of well-formed UTF-8, is printed as
- * \xNN, and C1 controls and bidirectional controls as \uNNNN: a message can
- * neither forge a second line, nor drive the terminal, nor reorder itself.
+ * \xNN, and C1 controls, line separators and bidirectional controls as
+ * \uNNNN: a message can neither forge a second line, nor drive the
+ * terminal, nor reorder itself.
  */
 #ifndef PK_MSG_H
 #define PK_MSG_H

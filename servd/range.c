@@ -24,7 +24,8 @@
  *     parts SHOULD follow it, "excluding those ranges that were deemed
  *     unsatisfiable or that were coalesced into other ranges"): a merged
  *     range sits where the first spec it absorbed was;
- *   - more than max disjoint ranges after merging: ignored (whole body);
+ *   - more than max disjoint ranges at any point of the merging, left to
+ *     right: ignored (whole body);
  *   - a representation of length 0 has no byte to send: a set with a
  *     non-zero suffix-range (satisfiable by §14.1.1 but empty) is ignored
  *     and the empty 200 sent; any other set is unsatisfiable (416).

@@ -337,10 +337,17 @@ static int send_206(ctx *c, const sf_variant *v, sf_view body, const sv_range *r
  * so a body that held it would hold its own hash. The ETag's characters
  * (base64url) are all bchars. @return its length, or 0 when the ETag is not
  * of that form (the caller then sends 200). */
-static size_t boundary(const sf_variant *v, char out[64])
+enum {
+    BOUNDARY_TAG_MIN = 16, /* opaque ETag characters: at least 96 bits of hash */
+    BOUNDARY_TAG_MAX = 48, /* "servd-" + 48 < 70, RFC 2046's limit */
+    BOUNDARY_MAX = 6 + BOUNDARY_TAG_MAX,
+};
+
+static size_t boundary(const sf_variant *v, char out[BOUNDARY_MAX])
 {
     const sf_view t = v->etag;
-    if (t.len < 2 + 16 || t.len > 2 + 48 || t.ptr[0] != '"' || t.ptr[t.len - 1] != '"')
+    if (t.len < 2 + BOUNDARY_TAG_MIN || t.len > 2 + BOUNDARY_TAG_MAX || t.ptr[0] != '"' ||
+        t.ptr[t.len - 1] != '"')
         return 0;
     memcpy(out, "servd-", 6);
     for (size_t i = 1; i + 1 < t.len; i++) {
@@ -371,7 +378,7 @@ static int send_multipart(ctx *c, const sf_entry *e, const sf_variant *v, sf_vie
         !ieq(v->rep.ptr, 13, "content-type:"))
         return 1;
     size_t skip = (size_t)(eol - v->rep.ptr) + 1;
-    char b[64];
+    char b[BOUNDARY_MAX];
     int bl = (int)boundary(v, b);
     if (bl == 0)
         return 1;

@@ -175,10 +175,9 @@ int sf_writer_commit(sf_writer *w, const sf_meta *meta, char *err, size_t errlen
         goto out_abort;
     }
     if (rename(w->tmp, w->final) != 0) {
-        char why[256];
-        snprintf(why, sizeof why, "cannot put the new pack in place (renaming %s over it): %s",
-                 w->tmp, strerror(errno));
-        say(err, errlen, w->final, why);
+        if (errlen)
+            snprintf(err, errlen, "%s: cannot put the new pack in place (renaming %s over it): %s",
+                     w->final, w->tmp, strerror(errno));
         rc = SF_EIO;
         goto out_abort;
     }

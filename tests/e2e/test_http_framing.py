@@ -209,11 +209,21 @@ def t_expect_100_continue(S):
         r = c.read_response()
         eq((r.status, r.body), (200, tiny), "the request after the body")
         c.nothing_more()
-    # No 100 where no body is read: none announced, HTTP/1.0, or a body servd will not drain.
+    # Another method: asked for the body too, answered 405, and the connection in step.
+    with st.Conn(S.port) as c:
+        c.send(H("POST /tiny.txt HTTP/1.1", "Host: x", "Expect: 100-continue",
+                 "Content-Length: 5"))
+        eq([c.read_response().status, c.read_response().status], [100, 405],
+           "POST with Expect: 100-continue")
+        c.send(b"hello" + H("GET /tiny.txt HTTP/1.1", "Host: x"))
+        eq(c.read_response().body, tiny, "the request after the POST body")
+    # No 100 where no body is read (none announced, or one servd will not drain), nor to
+    # HTTP/1.0, even on a kept-alive connection with the body still to come (RFC 9110
+    # §10.1.1: a 1.0 request's expectation is ignored).
     for head, what in ((H("GET /tiny.txt HTTP/1.1", "Host: x", "Expect: 100-continue"),
                         "without a body"),
-                       (H("GET /tiny.txt HTTP/1.0", "Expect: 100-continue", "Content-Length: 5")
-                        + b"hello", "HTTP/1.0")):
+                       (H("GET /tiny.txt HTTP/1.0", "Connection: keep-alive",
+                          "Expect: 100-continue", "Content-Length: 5"), "HTTP/1.0")):
         with st.Conn(S.port) as c:
             c.send(head)
             r = c.read_response()

@@ -8,6 +8,7 @@ import json
 import os
 import random
 import signal
+import socket
 import stat
 import subprocess
 import sys
@@ -78,7 +79,7 @@ def main():
         refused(["build", root, "-o", pack, "--rules", rules, "--manifest", rules, "-q"], 2,
                 ["--rules file"], "--manifest the rules file")
         T.eq(read(rules), b"{}\n", "the rules file named as an output is intact")
-        # A new file inside the root is allowed (and documented to be packed next time).
+        # A new file inside the root is allowed (the next build to another name packs it).
         inside = os.path.join(root, "site.lmdb")
         T.build(root, inside)
         os.unlink(inside)
@@ -121,8 +122,41 @@ def main():
         T.eq(json.loads(p.stdout)["pack_id"], json.loads(read(mtarget))["pack_id"],
              "the manifest on standard output")
         T.eq(os.readlink(out_link), "/proc/self/fd/1", "the link to standard output stays")
+        # Through the descriptor itself: after ">>" the manifest is appended, and the file
+        # is not replaced (its other links see it too).
+        log = os.path.join(work, "build.log")
+        write(log, b"earlier lines\n")
+        os.link(log, log + ".link")
+        with open(log, "ab") as out:
+            p = subprocess.run([T.PACK, "build", root, "-o", pack, "--manifest", out_link, "-q"],
+                               stdout=out, stderr=subprocess.PIPE, timeout=120)
+        T.eq(p.returncode, 0, "--manifest to an appended standard output: " + p.stderr.decode())
+        text = read(log + ".link")
+        T.check(text.startswith(b"earlier lines\n{"), "appended after the earlier lines: %r"
+                % text[:40])
+        T.eq(json.loads(text[len(b"earlier lines\n"):])["servd_manifest"], 1, "the manifest")
+        refused(["build", root, "-o", out_link, "-q"], 1, ["names descriptor 1"],
+                "-o standard output")
+        # The manifest never replaces the base, through a link or a hard link.
+        base_link = os.path.join(work, "base-link")
+        os.symlink(pack, base_link)
+        base_hard = os.path.join(work, "base-hard")
+        os.link(pack, base_hard)
+        before = read(pack)
+        for name in (base_link, base_hard):
+            refused(["build", root, "-o", pack + ".2", "--base", pack, "--manifest", name, "-q"],
+                    2, ["same file as --base"], "--manifest %s" % name)
+        T.eq(read(pack), before, "the base is intact")
+        # A socket file cannot take a manifest: refused before any work.
+        sock_path = os.path.join(work, "sock")
+        sock = socket.socket(socket.AF_UNIX)
+        sock.bind(sock_path)
+        refused(["build", root, "-o", pack + ".3", "--manifest", sock_path, "-q"], 1,
+                ["is a socket"], "--manifest socket")
+        T.check(not os.path.exists(pack + ".3"), "nothing built for a socket manifest")
+        sock.close()
         got = []
-        reader = threading.Thread(target=lambda: got.append(read(fifo)))
+        reader = threading.Thread(target=lambda: got.append(read(fifo)), daemon=True)
         reader.start()
         p = T.run(["build", root, "-o", pack, "--manifest", fifo, "-q"])
         reader.join(30)

@@ -3,7 +3,9 @@
  * arbitrary bytes. On success the key must pass sf_path_check() (which is
  * what servd-pack requires of every stored key), start with '/', and never
  * hold a "." or ".." segment, "//", NUL or '\\' - so no request can name
- * anything outside the set of keys.
+ * anything outside the set of keys. And the key's URL (sf_path_to_url, what
+ * servd puts in a Location and servd-pack diff in a purge list) must
+ * normalise back to the key.
  */
 #include "sf/path.h"
 #include "sf/store.h"
@@ -41,6 +43,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             die("trailing dot segment", out, n);
         if (memchr(out, '\0', n) || memchr(out, '\\', n))
             die("NUL or backslash", out, n);
+        static char url[3 * SF_PATH_MAX], back[SF_PATH_MAX];
+        size_t ul = sf_path_to_url(out, n, url, sizeof url), bl;
+        if (ul > sizeof url || memchr(url, '?', ul) || memchr(url, '#', ul))
+            die("URL too long, or with '?' or '#'", url, ul < sizeof url ? ul : 0);
+        if (sf_path_from_target(url, ul, back, sizeof back, &bl) != 0 || bl != n ||
+            memcmp(back, out, n) != 0)
+            die("the URL does not normalise back to the key", url, ul);
     } else if (rc != SF_EPATH && rc != SF_ETOOLONG) {
         die("unexpected error code", in, size < 100 ? size : 100);
     }

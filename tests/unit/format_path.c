@@ -82,8 +82,8 @@ TEST(path_rejects_bad_utf8)
     bad("/%c0%ae%c0%ae/x"); /* overlong '.' */
     bad("/%c0%af");         /* overlong '/' */
     bad("/%e0%80%af");
-    bad("/%ed%a0%80");      /* surrogate */
-    bad("/%f4%90%80%80");   /* above U+10FFFF */
+    bad("/%ed%a0%80");    /* surrogate */
+    bad("/%f4%90%80%80"); /* above U+10FFFF */
     bad("/%80");
     bad("/\xff");
     ok("/%f0%9f%98%80", "/\xf0\x9f\x98\x80");
@@ -108,4 +108,23 @@ TEST(path_check_keys)
     ASSERT_NE(sf_path_check("/./b", 4), 0);
     ASSERT_NE(sf_path_check("/a\\b", 4), 0);
     ASSERT_NE(sf_path_check("/a\nb", 4), 0);
+}
+
+TEST(path_to_url)
+{
+    const char *key = "/a b/100%/q?#/caf\xc3\xa9;x=1~@:!";
+    char url[64], back[64];
+    size_t n = sf_path_to_url(key, strlen(key), url, sizeof url);
+    ASSERT_EQ(n, strlen("/a%20b/100%25/q%3F%23/caf%C3%A9;x=1~@:!"));
+    ASSERT_MEM_EQ(url, n, "/a%20b/100%25/q%3F%23/caf%C3%A9;x=1~@:!", n);
+    /* a URL normalises back to its key */
+    size_t bl;
+    ASSERT_EQ(sf_path_from_target(url, n, back, sizeof back, &bl), 0);
+    ASSERT_MEM_EQ(back, bl, key, strlen(key));
+    /* the whole length is returned when out is too small; out holds its start */
+    char tiny[5] = "zzzz";
+    ASSERT_EQ(sf_path_to_url("/a b", 4, tiny, 4), 6);
+    ASSERT_MEM_EQ(tiny, 2, "/a", 2);
+    ASSERT_EQ(tiny[4], '\0');
+    ASSERT_EQ(sf_path_to_url("/", 1, url, sizeof url), 1);
 }

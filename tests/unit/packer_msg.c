@@ -38,4 +38,5 @@ TEST(msg_escapes_controls_and_bytes_that_are_not_utf8)
                   "a\\u009bb");
     ASSERT_STR_EQ(escaped("invoice\xe2\x80\xaetxt.exe"), "invoice\\u202etxt.exe");
     ASSERT_STR_EQ(escaped("\xe2\x81\xa6x\xe2\x81\xa9"), "\\u2066x\\u2069");
+    ASSERT_STR_EQ(escaped("\xd8\x9c|\xe2\x80\xa8|\xe2\x80\xa9"), "\\u061c|\\u2028|\\u2029");
 }

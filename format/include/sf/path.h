@@ -43,7 +43,9 @@ int sf_path_check(const char *key, size_t len);
  * key back. A space is %20, '%' is %25, '?' is %3F, '#' is %23, and every
  * byte of a multi-byte UTF-8 character is escaped. Used for servd's
  * Location headers and servd-pack diff's purge list.
- * @param[out] out  receives at most cap bytes, no NUL
+ * @param[in]  key, len  a normalised key (any bytes are encoded, though)
+ * @param[out] out       receives at most cap bytes, no NUL
+ * @param[in]  cap       the room in out
  * @return the length of the whole URL; more than cap means out holds only
  *         its start (3 * len is always enough). */
 size_t sf_path_to_url(const char *key, size_t len, char *out, size_t cap);
