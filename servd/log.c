@@ -43,7 +43,8 @@ struct sv_log {
     pthread_mutex_t wlock; /* guards pending, reopen, stop */
     pthread_cond_t wcond;
     int pending, reopen, stop;
-    int write_failed; /* reported once until a write succeeds again */
+    int write_failed;       /* reported once until a write succeeds again */
+    _Atomic uint64_t *lost; /* lines lost to failed writes (the metrics') */
     struct lworker *w;
 };
 
@@ -92,6 +93,12 @@ static void write_all(sv_log *log, const char *p, size_t n)
                 fprintf(stderr, "servd: cannot write the access log %s: %s (lines lost)\n",
                         log->path, r < 0 ? strerror(errno) : "short write");
             log->write_failed = 1;
+            uint64_t lines = 0; /* the lines begun in what is left, a cut one included */
+            for (const char *q = p, *end = p + n; q < end; lines++) {
+                const char *nl = memchr(q, '\n', (size_t)(end - q));
+                q = nl ? nl + 1 : end;
+            }
+            atomic_fetch_add(log->lost, lines);
             return;
         }
         p += r;
@@ -100,9 +107,20 @@ static void write_all(sv_log *log, const char *p, size_t n)
     log->write_failed = 0;
 }
 
+/* Opens the log file for appending. O_NONBLOCK for the open only: a FIFO
+ * nobody reads is refused (ENXIO) rather than waited on; the writes, made
+ * by the log thread, block as usual. */
+static int open_log(const char *path)
+{
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0644);
+    if (fd >= 0)
+        fcntl(fd, F_SETFL, O_APPEND);
+    return fd;
+}
+
 static void do_reopen(sv_log *log)
 {
-    int fd = open(log->path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    int fd = open_log(log->path);
     if (fd < 0) {
         fprintf(stderr, "servd: cannot reopen the access log %s: %s (still writing the old file)\n",
                 log->path, strerror(errno));
@@ -195,9 +213,11 @@ int sv_log_open(const char *path, int nworkers, sv_metrics *metrics, sv_log **ou
             lw->free = nb;
         }
     }
-    log->fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    log->lost = &metrics->log_write_lost;
+    log->fd = open_log(path);
     if (log->fd < 0) {
-        snprintf(err, errlen, "%s: cannot open the access log: %s", path, strerror(errno));
+        snprintf(err, errlen, "%s: cannot open the access log: %s%s", path, strerror(errno),
+                 errno == ENXIO ? " (a FIFO nobody reads)" : "");
         goto out_free;
     }
     pthread_mutex_init(&log->wlock, NULL);
@@ -224,20 +244,38 @@ void sv_log_reopen(sv_log *log)
     wake(log, &log->reopen);
 }
 
-void sv_log_close(sv_log *log)
+int sv_log_close(sv_log *log, int timeout_ms)
 {
     if (!log)
-        return;
+        return 0;
     for (int i = 0; i < log->nworkers; i++)
         hand_over(log, &log->w[i]);
     wake(log, &log->stop);
-    pthread_join(log->thread, NULL);
+    /* A writer blocked on a full pipe or a hung disk must not keep the
+     * process from exiting: wait at most timeout_ms, then leave it (and
+     * the lines it holds) to the exit. */
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += timeout_ms / 1000;
+    until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    if (pthread_timedjoin_np(log->thread, NULL, &until) != 0) {
+        fprintf(stderr,
+                "servd: the access log %s takes no more lines (a write is blocked); the lines "
+                "not yet written are lost\n",
+                log->path);
+        return -1;
+    }
     close(log->fd);
     for (int i = 0; i < log->nworkers; i++)
         pthread_mutex_destroy(&log->w[i].lock);
     pthread_mutex_destroy(&log->wlock);
     pthread_cond_destroy(&log->wcond);
     free_log(log);
+    return 0;
 }
 
 /* ---- Formatting a line (worker thread) ---- */
@@ -269,27 +307,43 @@ static void add_u64(struct line *l, uint64_t v)
 }
 
 /* Appends v with ", \ and bytes outside printable ASCII escaped, so that a
- * client can never forge a field or a line; "-" when empty. */
-static void add_esc(struct line *l, sf_view v)
+ * client can never forge a field or a line; "-" when empty. At most max
+ * bytes: a longer field is cut and ends in "...", so that a huge target or
+ * User-Agent never pushes the status and the fields after it off the line
+ * (the budgets of the line's fields add up to less than SV_LOG_LINE_MAX). */
+static void add_esc(struct line *l, sf_view v, size_t max)
 {
     static const char hex[] = "0123456789abcdef";
     if (v.len == 0) {
         add(l, "-", 1);
         return;
     }
+    size_t start = l->len;
     for (size_t i = 0; i < v.len; i++) {
         unsigned char ch = (unsigned char)v.ptr[i];
+        char e[4];
+        size_t n = 1;
         if (ch == '"' || ch == '\\') {
-            char e[2] = {'\\', (char)ch};
-            add(l, e, 2);
+            e[0] = '\\', e[1] = (char)ch, n = 2;
         } else if (ch < 0x20 || ch >= 0x7f) {
-            char e[4] = {'\\', 'x', hex[ch >> 4], hex[ch & 15]};
-            add(l, e, 4);
+            e[0] = '\\', e[1] = 'x', e[2] = hex[ch >> 4], e[3] = hex[ch & 15], n = 4;
         } else {
-            add(l, (const char *)&ch, 1);
+            e[0] = (char)ch;
         }
+        if (l->len - start + n > max - 3) {
+            add(l, "...", 3);
+            return;
+        }
+        add(l, e, n);
     }
 }
+
+/* The most bytes each client-given field takes in a line (escaped, "..."
+ * included); with the fixed fields (under 200 bytes) they fit in
+ * SV_LOG_LINE_MAX, so no line is ever cut. */
+enum { LOG_METHOD_MAX = 64, LOG_TARGET_MAX = 1536, LOG_HEADER_MAX = 768 };
+_Static_assert(LOG_METHOD_MAX + LOG_TARGET_MAX + 2 * LOG_HEADER_MAX + 256 < SV_LOG_LINE_MAX,
+               "the access log's field budgets must fit in a line");
 
 static void add_peer(struct line *l, const struct sockaddr *sa)
 {
@@ -326,9 +380,9 @@ void sv_log_write(sv_log *log, int worker, const sv_log_entry *e)
     if (e->minor < 0) {
         add(&l, "-", 1);
     } else {
-        add_esc(&l, e->method);
+        add_esc(&l, e->method, LOG_METHOD_MAX);
         add(&l, " ", 1);
-        add_esc(&l, e->target);
+        add_esc(&l, e->target, LOG_TARGET_MAX);
         add_str(&l, e->minor ? " HTTP/1.1" : " HTTP/1.0");
     }
     add(&l, "\" ", 2);
@@ -339,9 +393,9 @@ void sv_log_write(sv_log *log, int worker, const sv_log_entry *e)
     else
         add(&l, "-", 1);
     add(&l, " \"", 2);
-    add_esc(&l, e->referer);
+    add_esc(&l, e->referer, LOG_HEADER_MAX);
     add(&l, "\" \"", 3);
-    add_esc(&l, e->user_agent);
+    add_esc(&l, e->user_agent, LOG_HEADER_MAX);
     add(&l, "\" ", 2);
     const char *enc = e->encoding >= 0 ? sf_encoding_name(e->encoding) : NULL;
     add_str(&l, enc ? enc : "-");

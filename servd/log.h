@@ -47,9 +47,15 @@ int sv_log_open(const char *path, int nworkers, sv_metrics *metrics, sv_log **ou
  * Any thread. */
 void sv_log_reopen(sv_log *log);
 
+/* How long a stopping servd waits for the log thread to write what it holds:
+ * a write blocked on a full pipe or a hung disk must not keep it running. */
+#define SV_LOG_CLOSE_MS 2000
+
 /* Writes everything handed over, stops the log thread, closes the file.
- * Call after every worker has stopped. */
-void sv_log_close(sv_log *log);
+ * Call after every worker has stopped. @return 0, or -1 when the thread
+ * did not finish within timeout_ms: then it is left running, and log and
+ * the metrics it counts into must not be freed before the process exits. */
+int sv_log_close(sv_log *log, int timeout_ms);
 
 /* One response, as the worker knows it. Views may be empty. */
 typedef struct sv_log_entry {

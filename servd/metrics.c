@@ -163,9 +163,9 @@ int sv_metrics_render(sv_metrics *m, char **out, size_t *len)
     put(&o, "servd_access_log_lines_total %llu\n",
         (unsigned long long)sum(m, &m->ctr[0].log_lines));
     head(&o, "servd_access_log_dropped_total", "counter",
-         "Access-log lines dropped because the writer could not keep up.");
+         "Access-log lines lost: the writer could not keep up, or a write failed.");
     put(&o, "servd_access_log_dropped_total %llu\n",
-        (unsigned long long)sum(m, &m->ctr[0].log_dropped));
+        (unsigned long long)(sum(m, &m->ctr[0].log_dropped) + atomic_load(&m->log_write_lost)));
 
     char id[33], path[512];
     int64_t loaded;

@@ -56,6 +56,7 @@ typedef struct sv_metrics {
     uint64_t pack_paths;
     _Atomic uint64_t swaps;
     _Atomic uint64_t swap_failures;
+    _Atomic uint64_t log_write_lost; /* access-log lines lost to failed writes (log thread) */
 } sv_metrics;
 
 /* @return 0 or -1 (out of memory). */

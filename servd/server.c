@@ -212,15 +212,35 @@ static void on_accept_pause_end(uv_timer_t *t)
 }
 
 /* Answers 503 on a connection over --max-conns and closes it. */
+/* Answers a connection over --max-conns with 503 and closes it. It is a
+ * response like any other in the metrics and the access log (no request
+ * was read: the request field is "-"). */
 static void reject(sv_worker *w, int fd)
 {
     sv__clock(w);
     sv_respond_error(503, 1, &w->date, &w->plan);
-    ssize_t r = writev(fd, w->plan.iov, w->plan.iovcnt);
-    (void)r; /* best effort: the socket is new, its buffer is empty */
+    ssize_t r = writev(fd, w->plan.iov, w->plan.iovcnt); /* the socket is new: it takes it */
+    sv__count(&w->ctr->conns_rejected, 1);
+    sv__count(&w->ctr->status[5], 1);
+    if (r > 0)
+        sv__count(&w->ctr->bytes_sent, (uint64_t)r);
+    if (w->log) {
+        struct sockaddr_storage peer;
+        socklen_t plen = sizeof peer;
+        sv_log_entry e = {0};
+        e.peer = getpeername(fd, (struct sockaddr *)&peer, &plen) == 0
+                     ? (const struct sockaddr *)&peer
+                     : NULL;
+        e.time = w->logtime;
+        e.time_len = w->logtime_len;
+        e.minor = -1;
+        e.status = 503;
+        e.body_bytes = w->plan.body_bytes;
+        e.encoding = -1;
+        sv_log_write(w->log, w->id, &e);
+    }
     shutdown(fd, SHUT_WR);
     close(fd);
-    sv__count(&w->ctr->conns_rejected, 1);
 }
 
 static void on_listen(uv_poll_t *p, int status, int events)
@@ -546,7 +566,7 @@ static void raise_fd_limit(const sv_config *cfg)
 int sv_server_run(const sv_config *cfg, sv_snapshot *snap)
 {
     char err[1024];
-    int rc = 1;
+    int rc = 1, abandoned_log = 0;
     sv_server *srv = calloc(1, sizeof *srv);
     if (!srv) {
         fprintf(stderr, "servd: out of memory\n");
@@ -636,6 +656,19 @@ int sv_server_run(const sv_config *cfg, sv_snapshot *snap)
         fprintf(stderr, "servd: refusing to run: %s\n", err);
         goto out_free;
     }
+    /* The pack was opened as root; every swap opens it again as the user,
+     * so a pack the user cannot read must fail now, not at the first deploy. */
+    if (cfg->user && !cfg->builtin) {
+        int fd = open(cfg->pack_path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+        if (fd < 0) {
+            fprintf(stderr,
+                    "servd: refusing to run: %s: %s as user %s, who must read the pack to "
+                    "reload it\n",
+                    cfg->pack_path, strerror(errno), cfg->user->name);
+            goto out_free;
+        }
+        close(fd);
+    }
     if (cfg->access_log &&
         sv_log_open(cfg->access_log, cfg->workers, &srv->metrics, &srv->log, err, sizeof err)) {
         fprintf(stderr, "servd: %s\n", err);
@@ -694,7 +727,8 @@ int sv_server_run(const sv_config *cfg, sv_snapshot *snap)
     if (srv->admin)
         sv_admin_stop(srv->admin);
 out_close_log:
-    sv_log_close(srv->log);
+    if (sv_log_close(srv->log, SV_LOG_CLOSE_MS) != 0)
+        abandoned_log = 1;
 out_free:
     if (srv->admin_fd >= 0)
         close(srv->admin_fd);
@@ -705,6 +739,8 @@ out_free:
     }
     free(srv->workers);
     free(srv->slots);
+    if (abandoned_log)
+        return rc; /* the log thread still counts into srv->metrics until the exit */
     sv_metrics_free(&srv->metrics);
     if (srv->current)
         sv_snapshot_unref(srv->current);

@@ -184,7 +184,9 @@ int sv_snapshot_open(const char *path, int nreaders, sv_snapshot **out, sv_file_
     /* Open the path once: the file checked, the file opened and the file
      * noted as seen must be the same even when a deploy renames another
      * pack over the path meanwhile. */
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO renamed over the path must be refused, not wait
+     * (with the main thread, and so every signal) for a writer. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) != 0) {
         rc = -errno;
@@ -200,6 +202,16 @@ int sv_snapshot_open(const char *path, int nreaders, sv_snapshot **out, sv_file_
     file.ino = (uint64_t)st.st_ino;
     if (seen)
         *seen = file;
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        snprintf(err, errlen, "%s: not a regular file (a %s)", path,
+                 S_ISDIR(st.st_mode)    ? "directory"
+                 : S_ISFIFO(st.st_mode) ? "FIFO"
+                 : S_ISSOCK(st.st_mode) ? "socket"
+                 : S_ISCHR(st.st_mode)  ? "character device"
+                                        : "block device");
+        return SF_EIO;
+    }
     char fdpath[32];
     snprintf(fdpath, sizeof fdpath, "/proc/self/fd/%d", fd);
     /* LMDB trusts its page structure; a damaged pack must not crash a

@@ -281,5 +281,140 @@ def t_sigint_and_second_signal():
         s.stop(check=False)
 
 
+def t_access_log_long_fields_keep_the_line_whole():
+    """A huge target or User-Agent is cut inside its own field: the status, bytes,
+    encoding and duration stay on the line, and the line stays parseable."""
+    log = os.path.join(st.tmpdir(), "long.log")
+    with st.Servd(pack(), extra=["--access-log", log]) as s:
+        st.get(s.port, "/index.html", [("User-Agent", "u" * 9000)])
+        st.get(s.port, "/" + "p" * 5000)
+        lines = read_lines(log, 2)
+        eq(len(lines), 2, "access log lines")
+        for line, status in zip(lines, ("200", "404")):
+            ok(len(line) < 4096, "line of %d bytes" % len(line))
+            m = LOG_LINE.match(line)
+            ok(m is not None, "not a combined+ log line: %r" % line[-200:])
+            eq(m.group(4), status, "status kept")
+        m = LOG_LINE.match(lines[0])
+        ok(m.group(7).endswith("...") and 700 < len(m.group(7)) <= 768, "User-Agent cut with ...")
+        m = LOG_LINE.match(lines[1])
+        ok(m.group(3).endswith("... HTTP/1.1") and len(m.group(3)) <= 1536 + 20,
+           "target cut with ...")
+
+
+def t_access_log_lines_lost_to_write_errors_are_counted():
+    if not os.path.exists("/dev/full"):
+        print("  (no /dev/full)")
+        return
+    adm = st.free_port()
+    with st.Servd(pack(), extra=["--access-log", "/dev/full", "--admin",
+                                 "127.0.0.1:%d" % adm]) as s:
+        for _ in range(7):
+            eq(st.get(s.port, "/index.html").status, 200, "served while the log fails")
+        deadline = time.time() + 5
+        while time.time() < deadline:
+            m = metrics(adm)
+            if m["servd_access_log_dropped_total"] >= 7:
+                break
+            time.sleep(0.2)
+        eq((m["servd_access_log_lines_total"], m["servd_access_log_dropped_total"]), (7.0, 7.0),
+           "lines made and lines lost")
+        ok("cannot write the access log /dev/full" in s.read_log(), "the failure is logged")
+
+
+def t_access_log_blocked_writer_does_not_block_the_stop():
+    """A FIFO whose reader stopped reading: serving goes on (lines are dropped), and
+    SIGTERM still exits 0, the log thread left behind after a bounded wait."""
+    fifo = os.path.join(st.tmpdir(), "log.fifo")
+    if os.path.exists(fifo):
+        os.unlink(fifo)
+    os.mkfifo(fifo)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # open, never read
+    try:
+        s = st.Servd(pack(), extra=["--access-log", fifo]).start()
+        body = b"".join(st.req("GET", "/index.html?" + "q" * 500,
+                               [("User-Agent", "a" * 700)]) for _ in range(200))
+        for _ in range(10):  # ~ 3 MB of log lines: far more than a pipe holds
+            with st.Conn(s.port) as c:
+                c.send(body)
+                for _ in range(200):
+                    eq(c.read_response().status, 200, "served while the log is blocked")
+        time.sleep(1.5)  # the lines reach the log thread, which blocks in write
+        t0 = time.time()
+        s.proc.send_signal(signal.SIGTERM)
+        rc = s.proc.wait(timeout=st.STOP_TIMEOUT)
+        took = time.time() - t0
+        eq(rc, 0, "exit status with the log writer blocked")
+        ok(took < 5, "exited %.1f s after SIGTERM" % took)
+        ok("takes no more lines" in s.read_log(), "the stuck log is reported: " + s.read_log())
+        s.proc = None
+    finally:
+        os.close(reader)
+
+
+def t_access_log_fifo_without_reader_is_refused():
+    fifo = os.path.join(st.tmpdir(), "noreader.fifo")
+    if os.path.exists(fifo):
+        os.unlink(fifo)
+    os.mkfifo(fifo)
+    p = subprocess.run([st.SERVD, "--pack", pack(), "--listen", "127.0.0.1:%d" % st.free_port(),
+                        "--access-log", fifo], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       timeout=20)
+    eq(p.returncode, 1, "exit status (%s)" % p.stderr.decode())
+    ok(fifo in p.stderr.decode() and "FIFO nobody reads" in p.stderr.decode(),
+       "message: %r" % p.stderr.decode())
+
+
+def t_over_max_conns_503_is_counted_and_logged():
+    adm = st.free_port()
+    log = os.path.join(st.tmpdir(), "reject.log")
+    if os.path.exists(log):
+        os.unlink(log)
+    with st.Servd(pack(), extra=["--max-conns", "1", "--access-log", log, "--admin",
+                                 "127.0.0.1:%d" % adm]) as s:
+        time.sleep(0.5)  # the start-up probe's connection is closed and released
+        held = st.Conn(s.port)  # served once, then kept open: the one connection allowed
+        held.send(st.req("GET", "/index.html"))
+        eq(held.read_response().status, 200, "the connection within --max-conns")
+        r = st.get(s.port, "/index.html")
+        eq((r.status, r.get("Connection")), (503, "close"), "over --max-conns")
+        m = metrics(adm)
+        eq(m['servd_requests_total{code="5xx"}'], 1.0, "the 503 among the responses")
+        ok(m["servd_bytes_sent_total"] > len(FILES["/index.html"]), "its bytes counted")
+        lines = read_lines(log, 2)
+        eq(len(lines), 2, "access log lines")
+        eq(LOG_LINE.match(lines[1]).group(3, 4), ("-", "503"), "the 503 in the access log")
+        held.close()
+
+
+def t_fifo_at_the_pack_path_is_refused_and_signals_still_work():
+    """A FIFO renamed over the pack path is refused like any bad pack (no writer means
+    no open: servd must not wait for one), and SIGHUP and SIGTERM keep working."""
+    live = os.path.join(st.tmpdir(), "fifo-live")
+    os.makedirs(live, exist_ok=True)
+    path = os.path.join(live, "site.lmdb")
+    with open(pack(), "rb") as f, open(path, "wb") as g:
+        g.write(f.read())
+    adm = st.free_port()
+    s = st.Servd(path, extra=["--admin", "127.0.0.1:%d" % adm]).start()
+    try:
+        tmp = os.path.join(live, ".fifo")
+        os.mkfifo(tmp)
+        os.rename(tmp, path)
+        deadline = time.time() + 5
+        while time.time() < deadline and metrics(adm)["servd_pack_swap_failures_total"] < 1:
+            time.sleep(0.1)
+        eq(metrics(adm)["servd_pack_swap_failures_total"], 1.0, "the FIFO refused")
+        ok("not a regular file (a FIFO)" in s.read_log(), "the reason logged: " + s.read_log())
+        eq(st.get(s.port, "/index.html").status, 200, "the old pack still served")
+        s.proc.send_signal(signal.SIGHUP)
+        deadline = time.time() + 5
+        while time.time() < deadline and metrics(adm)["servd_pack_swap_failures_total"] < 2:
+            time.sleep(0.1)
+        eq(metrics(adm)["servd_pack_swap_failures_total"], 2.0, "SIGHUP handled: refused again")
+    finally:
+        s.stop()  # SIGTERM, and exit 0
+
+
 if __name__ == "__main__":
     st.run(st.collect(globals()))

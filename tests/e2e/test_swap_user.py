@@ -7,6 +7,7 @@ pack that user cannot read is refused with the cause, and the current pack keeps
 An unknown user is a usage error; a process that is not root cannot switch to another user
 (exit 1); --user naming the user servd already runs as is accepted; and the documented
 alternative works: an unprivileged user holding only CAP_NET_BIND_SERVICE binds port < 1024.
+A first pack only root can read is refused at startup (exit 1): every swap opens it again.
 
 Needs root (CI runs as root); prints SKIP otherwise.
 """
@@ -183,6 +184,17 @@ def t_without_root():
                             stderr=subprocess.PIPE, timeout=30)
         eq(rc.returncode, 1, "not root, --user root: exit status (%r)" % rc.stderr)
         ok(b"not as root" in rc.stderr, "not root: message %r" % rc.stderr)
+        # Started as root with a pack only root can read: the pack opens, but every swap
+        # would open it again as the user, so servd refuses to start (not at the first
+        # deploy).
+        os.chmod(pk, 0o600)
+        rc = subprocess.run([st.SERVD, "--pack", pk, "--listen", "127.0.0.1:%d" % st.free_port(),
+                             "--user", USER], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            timeout=30)
+        eq(rc.returncode, 1, "a pack %s cannot read: exit status (%r)" % (USER, rc.stderr))
+        ok(b"Permission denied as user " + USER.encode() in rc.stderr,
+           "a pack the user cannot read: message %r" % rc.stderr)
+        os.chmod(pk, 0o644)
         port = st.free_port()
         out = os.path.join(os.path.dirname(pk), "servd.log")
         with open(out, "wb") as outf:
