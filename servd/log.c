@@ -318,6 +318,11 @@ static void add_esc(struct line *l, sf_view v, size_t max)
         add(l, "-", 1);
         return;
     }
+    size_t whole = 0; /* the escaped length, counted up to the point it is too long */
+    for (size_t i = 0; i < v.len && whole <= max; i++) {
+        unsigned char ch = (unsigned char)v.ptr[i];
+        whole += ch == '"' || ch == '\\' ? 2 : ch < 0x20 || ch >= 0x7f ? 4 : 1;
+    }
     size_t start = l->len;
     for (size_t i = 0; i < v.len; i++) {
         unsigned char ch = (unsigned char)v.ptr[i];
@@ -330,7 +335,7 @@ static void add_esc(struct line *l, sf_view v, size_t max)
         } else {
             e[0] = (char)ch;
         }
-        if (l->len - start + n > max - 3) {
+        if (whole > max && l->len - start + n > max - 3) {
             add(l, "...", 3);
             return;
         }

@@ -288,8 +288,11 @@ def t_access_log_long_fields_keep_the_line_whole():
     with st.Servd(pack(), extra=["--access-log", log]) as s:
         st.get(s.port, "/index.html", [("User-Agent", "u" * 9000)])
         st.get(s.port, "/" + "p" * 5000)
-        lines = read_lines(log, 2)
-        eq(len(lines), 2, "access log lines")
+        st.get(s.port, "/index.html", [("User-Agent", "v" * 768)])  # exactly the budget
+        lines = read_lines(log, 3)
+        eq(len(lines), 3, "access log lines")
+        eq(LOG_LINE.match(lines[2]).group(7), "v" * 768, "a field of the budget's length whole")
+        lines = lines[:2]
         for line, status in zip(lines, ("200", "404")):
             ok(len(line) < 4096, "line of %d bytes" % len(line))
             m = LOG_LINE.match(line)
