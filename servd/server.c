@@ -211,7 +211,6 @@ static void on_accept_pause_end(uv_timer_t *t)
     set_accepting(t->data, 1);
 }
 
-/* Answers 503 on a connection over --max-conns and closes it. */
 /* Answers a connection over --max-conns with 503 and closes it. It is a
  * response like any other in the metrics and the access log (no request
  * was read: the request field is "-"). */
