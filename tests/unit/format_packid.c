@@ -78,9 +78,12 @@ static void reference_id(int flip_path, int flip_at, uint8_t out[SF_PACK_ID_LEN]
 }
 
 /* Writes a pack of PATHS (the record of PATHS[flip_path] with its h200 byte
- * flip_at changed) whose meta says meta_id. */
-static void write_pack(const char *path, int flip_path, int flip_at,
-                       const uint8_t meta_id[SF_PACK_ID_LEN])
+ * flip_at changed) whose meta says meta_id, and, when special is given, the
+ * status:404 entry it makes. The meta passed in says 0x77... for id_404: the
+ * writer must put its own in (zeros without a 404 entry). */
+static void write_pack_special(const char *path, int flip_path, int flip_at,
+                               const uint8_t meta_id[SF_PACK_ID_LEN],
+                               void (*special)(uint8_t **rec, size_t *n))
 {
     sf_writer *w;
     char err[512];
@@ -98,10 +101,24 @@ static void write_pack(const char *path, int flip_path, int flip_at,
     }
     sf_meta m;
     memset(&m, 0, sizeof m);
+    if (special) {
+        uint8_t *rec;
+        size_t n;
+        special(&rec, &n);
+        ASSERT_EQ(sf_writer_put_special(w, "status:404", rec, n), SF_OK);
+        free(rec);
+    }
+    memset(m.id_404, 0x77, sizeof m.id_404); /* ignored: the writer's own goes in */
     m.n_paths = NPATHS;
     m.n_bodies = 1;
     memcpy(m.pack_id, meta_id, SF_PACK_ID_LEN);
     ASSERT_EQ(sf_writer_commit(w, &m, err, sizeof err), SF_OK);
+}
+
+static void write_pack(const char *path, int flip_path, int flip_at,
+                       const uint8_t meta_id[SF_PACK_ID_LEN])
+{
+    write_pack_special(path, flip_path, flip_at, meta_id, NULL);
 }
 
 static void compute(const char *path, uint8_t out[SF_PACK_ID_LEN])
@@ -222,34 +239,9 @@ static void record_404(uint8_t **rec, size_t *n)
  * the writer fills in id_404. */
 static void write_pack_404(const char *path, int with_404)
 {
-    sf_writer *w;
-    char err[512];
-    ASSERT_EQ(sf_writer_open(path, 1 << 20, &w, err, sizeof err), SF_OK);
-    uint8_t key[SF_KEY_LEN];
-    unsigned len = 0;
-    ASSERT_EQ(EVP_Digest(BODY, 5, key, &len, EVP_sha256(), NULL), 1);
-    ASSERT_EQ(sf_writer_put_body(w, key, BODY, 5), SF_OK);
-    for (int i = 0; i < NPATHS; i++) {
-        uint8_t *rec;
-        size_t n;
-        record(&rec, &n, -1);
-        ASSERT_EQ(sf_writer_put_path(w, PATHS[i], strlen(PATHS[i]), rec, n), SF_OK);
-        free(rec);
-    }
-    if (with_404) {
-        uint8_t *rec;
-        size_t n;
-        record_404(&rec, &n);
-        ASSERT_EQ(sf_writer_put_special(w, "status:404", rec, n), SF_OK);
-        free(rec);
-    }
-    sf_meta m;
-    memset(&m, 0, sizeof m);
-    m.n_paths = NPATHS;
-    m.n_bodies = 1;
-    reference_id(-1, -1, m.pack_id);
-    memset(m.id_404, 0x77, sizeof m.id_404); /* ignored: the writer's own goes in */
-    ASSERT_EQ(sf_writer_commit(w, &m, err, sizeof err), SF_OK);
+    uint8_t id[SF_PACK_ID_LEN];
+    reference_id(-1, -1, id);
+    write_pack_special(path, -1, -1, id, with_404 ? record_404 : NULL);
 }
 
 /* Replaces n bytes at the first occurrence of `find` (+ skip) in the file;
