@@ -1038,25 +1038,20 @@ int pk_build(const pk_build_opts *o)
         pk_err("%s: an empty file name", o->output[0] ? "--manifest" : "-o");
         return PK_EXIT_USAGE;
     }
-    if (o->manifest && (pk_same_file_name(o->manifest, o->output) ||
-                        (o->base && pk_same_file_name(o->manifest, o->base)))) {
-        pk_err("--manifest %s names the same file as %s %s", o->manifest,
-               pk_same_file_name(o->manifest, o->output) ? "-o" : "--base",
-               pk_same_file_name(o->manifest, o->output) ? o->output : o->base);
-        return PK_EXIT_USAGE;
-    }
     /* From here on b.o names the files the outputs lead to. */
     b.opts = *o;
     if (resolve_output(&b, "-o", o->output, b.output, sizeof b.output, NULL) != 0 ||
         (o->manifest && resolve_output(&b, "--manifest", o->manifest, b.manifest, sizeof b.manifest,
                                        &b.manifest_stream) != 0))
         goto out;
-    if (o->manifest && !b.manifest_stream &&
-        (same_file(b.manifest, b.output) || (o->base && same_file(b.manifest, o->base)))) {
-        pk_err("--manifest %s leads to the same file as %s %s", o->manifest,
-               same_file(b.manifest, b.output) ? "-o" : "--base",
-               same_file(b.manifest, b.output) ? o->output : o->base);
-        return PK_EXIT_USAGE;
+    /* --manifest may not be -o or --base, whatever the spelling or the links */
+    if (o->manifest && !b.manifest_stream) {
+        int is_out = same_file(b.manifest, b.output);
+        if (is_out || (o->base && same_file(b.manifest, o->base))) {
+            pk_err("--manifest %s leads to the same file as %s %s", o->manifest,
+                   is_out ? "-o" : "--base", is_out ? o->output : o->base);
+            return PK_EXIT_USAGE;
+        }
     }
     b.opts.output = b.output;
     b.opts.manifest = o->manifest ? b.manifest : NULL;
