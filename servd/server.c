@@ -208,7 +208,9 @@ static void set_accepting(sv_worker *w, int on)
 
 static void on_accept_pause_end(uv_timer_t *t)
 {
-    set_accepting(t->data, 1);
+    sv_worker *w = t->data;
+    w->settled_turn = w->turn + 1;
+    set_accepting(w, 1);
 }
 
 /* Answers a connection over --max-conns with 503 and closes it. It is a
@@ -248,7 +250,18 @@ static void on_listen(uv_poll_t *p, int status, int events)
     int lfd = w->lfd[p - w->lpoll];
     if (status < 0)
         return;
+    int settled = w->settled_turn == w->turn + 1;
     for (int i = 0; i < SV_ACCEPT_BATCH; i++) {
+        if (w->nconns >= w->cfg->max_conns && !settled) {
+            /* At the limit, wait one loop turn before refusing: a client
+             * that closes a connection and opens another at once puts both
+             * in the same epoll batch, and the closed one leaves nconns
+             * only when its handle closes, at the end of this turn. The
+             * new connection waits in the backlog meanwhile. */
+            set_accepting(w, 0);
+            uv_timer_start(&w->accept_pause, on_accept_pause_end, 0, 0);
+            return;
+        }
         int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
             if (errno == EAGAIN || errno == EWOULDBLOCK)

@@ -180,7 +180,8 @@ typedef struct sv_worker {
     int accepting;
 
     uv_timer_t sweep;        /* timeouts, log hand-off */
-    uv_timer_t accept_pause; /* EMFILE back-off */
+    uv_timer_t accept_pause; /* EMFILE back-off; one turn's wait at --max-conns */
+    uint64_t settled_turn;   /* turn + 1 in which the wait at --max-conns ended */
     uv_check_t turn_check;   /* counts loop turns (per-turn write cap) */
     uv_idle_t ready_idle;    /* resumes connections deferred to the next turn */
     uint64_t turn;

@@ -75,6 +75,27 @@ def t_max_conns():
             c.close()
 
 
+def t_slot_freed_and_reused_at_once():
+    """A client at the limit that closes a connection and opens another at once (a
+    browser or a CDN's pool rotating its connections) must be served, not refused:
+    the close and the new connection reach servd in the same loop turn."""
+    with st.Servd(pack(), extra=["--max-conns", "3"]) as s:
+        held = []
+        for i in range(3):
+            c = st.Conn(s.port)
+            c.send(st.req("GET", "/"))
+            eq(c.read_response().status, 200, "connection %d within the limit" % i)
+            held.append(c)
+        for i in range(60):
+            held.pop(0).close()
+            c = st.Conn(s.port)
+            c.send(st.req("GET", "/"))
+            eq(c.read_response().status, 200, "new connection %d right after a close" % i)
+            held.append(c)
+        for c in held:
+            c.close()
+
+
 class LowFdServd(st.Servd):
     """servd under RLIMIT_NOFILE = limit (soft and hard, so servd cannot raise it)."""
 
