@@ -78,12 +78,18 @@ static void usage_error(const char *fmt, const char *arg)
     exit(EXIT_USAGE);
 }
 
+/* Seconds as a decimal number ("30", "0.25"): digits with at most one
+ * point. strtod alone would also take "0x10", "1e3" and " 5". */
 static uint64_t parse_seconds(const char *opt, const char *s)
 {
+    size_t digits = strspn(s, "0123456789"), frac = 0;
+    if (s[digits] == '.')
+        frac = 1 + strspn(s + digits + 1, "0123456789");
+    int decimal = digits > 0 || frac > 1; /* a digit before or after the point */
     char *end;
     errno = 0;
     double v = strtod(s, &end);
-    if (!*s || *end || errno || !(v > 0) || v > SV_MAX_TIMEOUT_S) {
+    if (!decimal || s[digits + frac] || *end || errno || !(v > 0) || v > SV_MAX_TIMEOUT_S) {
         fprintf(stderr, "servd: %s '%s': expected seconds, more than 0 and at most %.0f\n", opt, s,
                 SV_MAX_TIMEOUT_S);
         fprintf(stderr, "Try 'servd --help'.\n");
@@ -91,6 +97,15 @@ static uint64_t parse_seconds(const char *opt, const char *s)
     }
     uint64_t ms = (uint64_t)(v * 1000 + 0.5);
     return ms ? ms : 1;
+}
+
+/* Two addresses a second bind would share (SO_REUSEPORT lets it succeed).
+ * Port 0 asks for a new port each time, so it never repeats. */
+static int same_addr(const sv_addr *a, const sv_addr *b)
+{
+    unsigned port = a->ss.ss_family == AF_INET ? ((const struct sockaddr_in *)&a->ss)->sin_port
+                                               : ((const struct sockaddr_in6 *)&a->ss)->sin6_port;
+    return a->len == b->len && port != 0 && memcmp(&a->ss, &b->ss, a->len) == 0;
 }
 
 static long parse_count(const char *opt, const char *s, long max)
@@ -186,6 +201,12 @@ int main(int argc, char **argv)
                 usage_error("too many --listen addresses (at most 16)", "");
             if (sv_addr_parse(optarg, &cfg.listen[cfg.nlisten], err, sizeof err) != 0)
                 usage_error("--listen %s", err);
+            for (int i = 0; i < cfg.nlisten; i++)
+                if (same_addr(&cfg.listen[i], &cfg.listen[cfg.nlisten])) {
+                    snprintf(err, sizeof err, "%s: the same address as --listen %s", optarg,
+                             cfg.listen[i].text);
+                    usage_error("--listen %s", err);
+                }
             cfg.nlisten++;
             break;
         case 'w':

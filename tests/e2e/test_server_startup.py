@@ -180,6 +180,13 @@ def t_usage_errors():
         (["--pack", pack, "--header-timeout", "0"], "zero timeout"),
         (["--pack", pack, "--send-timeout", "soon"], "timeout not a number"),
         (["--pack", pack, "--max-conns", "0"], "--max-conns 0"),
+        (["--pack", pack, "--idle-timeout", "0x10"], "hexadecimal timeout"),
+        (["--pack", pack, "--idle-timeout", "1e3"], "timeout with an exponent"),
+        (["--pack", pack, "--send-timeout", "."], "timeout without a digit"),
+        (["--pack", pack, "--listen", "127.0.0.1:8089", "--listen", "127.0.0.1:8089"],
+         "the same --listen twice (SO_REUSEPORT would bind it twice)"),
+        (["--pack", pack, "--listen", "[::1]:8089", "--listen", "[::1]:8089"],
+         "the same IPv6 --listen twice"),
     ]
     for args, what in cases:
         rc, out, err = run_servd(args)
