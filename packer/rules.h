@@ -68,16 +68,18 @@ size_t pk_rules_headers(const pk_rules *r, const char *key, size_t len, pk_heade
 /* 1 if the file name of key carries a content hash. The hash follows a '.'
  * or '-' after a non-empty stem (stem.HASH.ext, stem-HASH.ext; the first
  * segment of the name never counts) and, extension excluded, is one of:
- *   hex        PK_HASH_MIN_CHARS+ lowercase hex, a digit and a letter
- *              (webpack, Parcel: "app.3f9a1c2e.js");
+ *   hex        PK_HASH_MIN_CHARS+ lowercase hex, a digit and a letter, no
+ *              year (webpack, Parcel: "app.3f9a1c2e.js");
  *   base64url  PK_HASH_MIN_CHARS+ of [A-Za-z0-9_-] up to the next '.', with
- *              a digit, a lowercase and an uppercase letter (Vite, Rollup:
- *              "main-BkR2x9aQ.js", "index-CpZ3tG_-.js");
- *   base32     exactly PK_HASH_MIN_CHARS of [A-Z2-7], a digit and a letter
- *              (esbuild: "chunk-5X7JQ2ZL.js").
+ *              a digit, a lowercase and an uppercase letter, and not words
+ *              and numbers in camel case (Vite, Rollup: "main-BkR2x9aQ.js",
+ *              "index-CpZ3tG_-.js"; not "banner-Summer2024.jpg");
+ *   base32     exactly PK_HASH_MIN_CHARS of [A-Z2-7], a digit before a
+ *              letter (esbuild: "chunk-5X7JQ2ZL.js").
  * Dates, versions, camera and report names do not count (IMG_20230101.jpg,
  * DSC01234.JPG, Report2023Q4.pdf, photo-IMG20230101.png): a false positive
- * would pin a changing file in caches for a year. */
+ * would pin a changing file in caches for a year, so the tests lean towards
+ * missing a hash, which only costs a revalidation an hour. */
 int pk_hashed_name(const char *key, size_t len);
 
 /* Validators shared with the tests. Each returns 1 if acceptable. */

@@ -65,6 +65,47 @@ TEST(rules_hashed_names)
     ASSERT_EQ(hashed("/3f9a1c2e/app.js"), 0); /* only the file name counts */
     ASSERT_EQ(hashed("/app.3f9a1c2"), 0);     /* 7 chars: the extension here */
     ASSERT_EQ(hashed("/x.3f9a1c2.js"), 0);    /* 7 chars: too short */
+    /* Hashes from real builds (Vite, Rollup, Nuxt, esbuild, webpack). */
+    ASSERT_EQ(hashed("/assets/index-BRBmoGS9.js"), 1);
+    ASSERT_EQ(hashed("/assets/vendor-C3k1A_bR.js"), 1);
+    ASSERT_EQ(hashed("/_nuxt/entry.B8d9x_2k.js"), 1);
+    ASSERT_EQ(hashed("/main-ZQ2ALVNE.js"), 1);
+    ASSERT_EQ(hashed("/static/js/main.8c2f41d7e9a0b3c6.js"), 1);
+    /* Names people give files: camel case with years, counts and versions.
+     * Each of these looked hashed before and would have been pinned for a
+     * year in every browser that fetched it. */
+    static const char *const names[] = {
+        "/banner-Summer2024.jpg",
+        "/report-March2024.pdf",
+        "/photo-Paris2019.jpg",
+        "/cv-JaneDoe2024.pdf",
+        "/slides-WebConf2024.pdf",
+        "/brochure.Spring2025.pdf",
+        "/newsletter-Issue12Final.pdf",
+        "/team-JohnSmith2.jpg",
+        "/hero-Background4k.webp",
+        "/map-Level10Boss.png",
+        "/Roboto-Bold2021.woff2",
+        "/OpenSans-SemiBold2.ttf",
+        "/Logo-WhiteBg2x.png",
+        "/user-Avatar01Large.png",
+        "/data-2024Q1report.csv",
+        "/list-Top10Web.png",
+        "/icon-Img01Big.png",
+        "/os-Win10Pro.png",
+        "/dl-arm64Mac.zip",
+        "/phone-iPhone12Pro.jpg",
+        "/video-H264Clip.mp4",
+        "/build-20231201a.js",
+        "/menu-cafe2024.pdf",
+        "/notes-RELEASE2.txt",
+        "/sale-WINTER22.png",
+        "/iso-Ubuntu2204.txt",
+        "/doc-Q3Results.pdf",
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (hashed(names[i]))
+            t__fail(__FILE__, __LINE__, "%s taken for a hashed name", names[i]);
 }
 
 TEST(rules_default_cache_control)
