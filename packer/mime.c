@@ -344,16 +344,17 @@ char *pk_mime_decide(const char *key, size_t keylen, const char *rule_type, cons
     int add_charset = 0;
     if (!type) {
         type = pk_mime_by_ext(key, keylen);
-        if (type) {
-            add_charset = pk_mime_is_text(type);
-        } else {
+        if (!type) {
             if (!*magic && pk_magic_open(magic, err, errlen) != 0)
                 return NULL;
             type = pk_magic_type(*magic, data, n);
-            /* libmagic says text/plain for any text; only claim UTF-8 when it is. */
-            add_charset =
-                pk_mime_is_text(type) && strchr(type, ';') == NULL && pk_utf8_valid(data, n);
         }
+        /* Claim UTF-8 only when the bytes are UTF-8: the charset of the
+         * header overrides the file's own <meta charset>, CSS @charset and
+         * XML declaration, so a Latin-1 page labelled utf-8 would show
+         * U+FFFD for every accented letter. Without it browsers use the
+         * file's declaration or sniff. */
+        add_charset = pk_mime_is_text(type) && strchr(type, ';') == NULL && pk_utf8_valid(data, n);
     }
     size_t len = strlen(type) + (add_charset ? strlen(CHARSET_UTF8) : 0) + 1;
     char *s = malloc(len);

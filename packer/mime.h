@@ -4,8 +4,9 @@
  * Order: a MIME rule from the rules file (verbatim), else the extension table
  * below (web types; ".js" is text/javascript per RFC 9239), else libmagic on
  * the content. "; charset=utf-8" is appended to text types from the table
- * (web text is UTF-8) and to text types libmagic finds only when the bytes are
- * valid UTF-8.
+ * or libmagic when the bytes are valid UTF-8 (ASCII is): a file in another
+ * encoding is sent without a charset, so the browser follows the file's own
+ * declaration (<meta charset>, @charset, <?xml encoding?>).
  *
  * The compression class is derived from the type alone, so that a given type
  * is always treated the same way whichever of the three sources named it.

@@ -194,6 +194,19 @@ TEST(mime_decide_charset_by_type)
     t = decide("/a.jsx", NULL, "x", 1);
     ASSERT_STR_EQ(t, "text/javascript; charset=utf-8");
     free(t);
+    /* A page in another encoding keeps its own declaration: a charset in
+     * the header would override <meta charset> and @charset. */
+    const char *latin1 = "<meta charset=\"iso-8859-1\"><p>caf\xe9</p>";
+    t = decide("/latin.html", NULL, latin1, strlen(latin1));
+    ASSERT_STR_EQ(t, "text/html");
+    free(t);
+    const char *css = "@charset \"iso-8859-1\"; p::before { content: \"\xe9\" }";
+    t = decide("/latin.css", NULL, css, strlen(css));
+    ASSERT_STR_EQ(t, "text/css");
+    free(t);
+    t = decide("/utf8.html", NULL, "<p>caf\xc3\xa9</p>", 14);
+    ASSERT_STR_EQ(t, "text/html; charset=utf-8");
+    free(t);
 }
 
 TEST(mime_decide_libmagic_fallback)
