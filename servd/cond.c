@@ -51,9 +51,12 @@ static int parse_etag(const char *s, size_t n, size_t *i, int *weak, sf_view *op
 /* Compares against an If-Match / If-None-Match value:
  *   If-Match = "*" / #entity-tag       (RFC 9110 §13.1.1, §13.1.2)
  * List elements are separated by commas with optional whitespace; empty
- * elements are skipped (§5.6.1.2). A malformed element ends the scan: the
- * tags before it still count, nothing after it does. The strong comparison
- * needs both tags strong and equal; the weak one ignores the W/ prefixes. */
+ * elements are skipped (§5.6.1.2). A value that is not such a list (a
+ * malformed tag anywhere, "*" among tags, two tags without a comma) matches
+ * nothing: If-None-Match then gets the 200, If-Range the whole body and
+ * If-Match a 412, the answers that cannot hand out bytes the client did not
+ * name. The strong comparison needs both tags strong and equal; the weak
+ * one ignores the W/ prefixes. */
 int sv_etag_match(sf_view list, sf_view etag, int weak)
 {
     const char *s = list.ptr;
@@ -74,6 +77,7 @@ int sv_etag_match(sf_view list, sf_view etag, int weak)
     if (parse_etag(etag.ptr, etag.len, &j, &our_weak, &ours) != 0 || j != etag.len)
         return 0;
 
+    int found = 0;
     while (i < n) {
         if (s[i] == ',' || is_ows(s[i])) {
             i++;
@@ -85,13 +89,13 @@ int sv_etag_match(sf_view list, sf_view etag, int weak)
             return 0;
         if (tag.len == ours.len && memcmp(tag.ptr, ours.ptr, tag.len) == 0 &&
             (weak || (!w && !our_weak)))
-            return 1;
+            found = 1;
         while (i < n && is_ows(s[i]))
             i++;
         if (i < n && s[i] != ',')
-            return 0; /* two tags without a comma */
+            return 0; /* two tags without a comma, or bytes after a tag */
     }
-    return 0;
+    return found;
 }
 
 /* ---- HTTP-date (RFC 9110 §5.6.7) ---- */

@@ -43,8 +43,12 @@ TEST(cond_etag_malformed)
     ASSERT_EQ(sv_etag_match(V("\"a b\", " ETAG), V(ETAG), 1), 0);
     ASSERT_EQ(sv_etag_match(V("*, " ETAG), V(ETAG), 1), 0);
     ASSERT_EQ(sv_etag_match(V(""), V(ETAG), 1), 0);
-    /* tags before a malformed element still count */
-    ASSERT_EQ(sv_etag_match(V(ETAG ", junk"), V(ETAG), 1), 1);
+    /* a value that is not a list of tags matches nothing, even where one of
+     * its tags would (If-None-Match: 200, If-Range: the whole body) */
+    ASSERT_EQ(sv_etag_match(V(ETAG ", junk"), V(ETAG), 1), 0);
+    ASSERT_EQ(sv_etag_match(V(ETAG "x"), V(ETAG), 1), 0);
+    ASSERT_EQ(sv_etag_match(V(ETAG ", *"), V(ETAG), 1), 0);
+    ASSERT_EQ(sv_etag_match(V(ETAG ", \"a"), V(ETAG), 1), 0);
     /* a substring is not a match */
     ASSERT_EQ(sv_etag_match(V("\"xabc123\""), V(ETAG), 1), 0);
     ASSERT_EQ(sv_etag_match(V("\"abc1234\""), V(ETAG), 1), 0);
