@@ -77,11 +77,22 @@ static const char *const reserved[] = {
     "Vary",
 };
 
+/* Headers one fixed value cannot be right for on every response of a path:
+ * digests differ per encoding and per range (RFC 9530; Content-MD5 and
+ * Digest are their predecessors), and Age is a cache's, not an origin's
+ * (RFC 9111 §5.1). */
+static const char *const per_response[] = {
+    "Age", "Content-Digest", "Content-MD5", "Digest", "Repr-Digest",
+};
+
 int pk_header_name_reserved(const char *s)
 {
     for (size_t i = 0; i < sizeof reserved / sizeof reserved[0]; i++)
         if (strcasecmp(s, reserved[i]) == 0)
             return 1;
+    for (size_t i = 0; i < sizeof per_response / sizeof per_response[0]; i++)
+        if (strcasecmp(s, per_response[i]) == 0)
+            return 2;
     return 0;
 }
 
@@ -270,10 +281,18 @@ static int parse_section(const char *path, json_t *arr, const char *sname, enum 
                 RULE_ERR(path, ptr, "\"%s\" is not a valid header name (RFC 9110 token)", a);
                 return -1;
             }
-            if (pk_header_name_reserved(a)) {
+            int reserved_as = pk_header_name_reserved(a);
+            if (reserved_as == 1) {
                 RULE_ERR(path, ptr,
                          "header %s is set by servd-pack or servd (use cache_control / mime "
                          "rules where they apply)",
+                         a);
+                return -1;
+            }
+            if (reserved_as == 2) {
+                RULE_ERR(path, ptr,
+                         "header %s cannot have one value for every encoding, range and 304 "
+                         "of a path",
                          a);
                 return -1;
             }

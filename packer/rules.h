@@ -84,7 +84,8 @@ int pk_hashed_name(const char *key, size_t len);
 
 /* Validators shared with the tests. Each returns 1 if acceptable. */
 int pk_header_name_ok(const char *s);       /* RFC 9110 token */
-int pk_header_name_reserved(const char *s); /* set by servd-pack or servd */
+int pk_header_name_reserved(const char *s); /* 1: set by servd-pack or servd;
+                                               2: differs per response (digests, Age) */
 int pk_header_value_ok(const char *s);      /* field-value, no CR/LF/NUL/CTL, trimmed */
 /* Why s cannot be a header value ("is empty", ...), or NULL when it can. */
 const char *pk_header_value_problem(const char *s);

@@ -194,6 +194,12 @@ TEST(rules_reject_bad_header_names_and_values)
             "/headers/0", "set by servd-pack");
     rejects("{\"headers\": [{\"match\": \"*\", \"name\": \"Vary\", \"value\": \"Origin\"}]}",
             "/headers/0", "set by servd-pack");
+    /* digests differ per encoding and range; Age is a cache's */
+    rejects("{\"headers\": [{\"match\": \"*\", \"name\": \"Content-Digest\", \"value\": "
+            "\"sha-256=:AAAA:\"}]}",
+            "/headers/0", "one value for every encoding");
+    rejects("{\"headers\": [{\"match\": \"*\", \"name\": \"age\", \"value\": \"0\"}]}",
+            "/headers/0", "one value for every encoding");
     /* each value problem is named, at the value's JSON pointer */
     rejects("{\"headers\": [{\"match\": \"*\", \"name\": \"X-A\", \"value\": \"a\\r\\nX-B: b\"}]}",
             "/headers/0/value", "line break");
@@ -226,6 +232,8 @@ TEST(rules_validators)
     ASSERT_EQ(pk_header_name_reserved("etag"), 1);
     ASSERT_EQ(pk_header_name_reserved("Date"), 1);
     ASSERT_EQ(pk_header_name_reserved("Link"), 0);
+    ASSERT_EQ(pk_header_name_reserved("repr-digest"), 2);
+    ASSERT_EQ(pk_header_name_reserved("Content-MD5"), 2);
     ASSERT_EQ(pk_header_value_ok("a\tb"), 1);
     ASSERT_EQ(pk_header_value_ok("a\x7f"), 0);
     ASSERT_EQ(pk_mime_type_ok("text/html"), 1);
