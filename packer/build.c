@@ -154,7 +154,6 @@ static int read_file(pk_file *f, char *err, size_t errlen)
         snprintf(err, errlen, "%s: SHA-256 failed", f->src);
         return -1;
     }
-    pk_etag(v->digest, v->etag);
     return 0;
 out_close:
     close(fd);
@@ -180,7 +179,6 @@ static int reuse(build *b, pk_file *f, char *err, size_t errlen)
                      b->o->base, sf_encoding_name(be->v[i].encoding), f->key);
             return -1;
         }
-        pk_etag(v->digest, v->etag);
         v->present = 1;
     }
     return 0;
@@ -209,7 +207,6 @@ static int compress_one(build *b, pk_file *f, int enc, unsigned thread, char *er
         snprintf(err, errlen, "%s: SHA-256 failed", f->src);
         return -1; /* v->owned: freed with the site */
     }
-    pk_etag(v->digest, v->etag);
     v->present = 1;
     return 0;
 }
@@ -310,6 +307,32 @@ static int decide(build *b)
             f->last_modified = old;
     }
     pk_magic_close(magic);
+    return rc;
+}
+
+/* Gives every variant its ETag, once its bytes, its type and its rule
+ * headers are all known: the ETag covers the three (digest.h). */
+static int name_variants(build *b)
+{
+    pk_buf ex = PK_BUF_INIT;
+    int rc = 0;
+    for (size_t i = 0; i < b->site.n && rc == 0; i++) {
+        pk_file *f = &b->site.files[i];
+        pk_rep r = {.extra = f->extra, .nextra = f->nextra};
+        if (pk_render_extras(&ex, &r) != 0) {
+            snprintf(b->err, sizeof b->err, "%s: out of memory", f->src);
+            rc = -1;
+        }
+        for (int e = 0; e < SF_ENC_COUNT && rc == 0; e++) {
+            pk_variant *v = &f->var[e];
+            if (v->present &&
+                pk_etag_rep(v->digest, f->mime, strlen(f->mime), ex.p, ex.len, v->etag) != 0) {
+                snprintf(b->err, sizeof b->err, "%s: SHA-256 failed", f->src);
+                rc = -1;
+            }
+        }
+    }
+    pk_buf_free(&ex);
     return rc;
 }
 
@@ -1100,7 +1123,7 @@ int pk_build(const pk_build_opts *o)
         goto out;
 
     if (plan_compression(&b, &st.reused) != 0 || start_compressors(&b) != 0 ||
-        run_jobs(&b, "compressing") != 0)
+        run_jobs(&b, "compressing") != 0 || name_variants(&b) != 0)
         goto out;
     if (write_pack(&b, &st) != 0)
         goto out;

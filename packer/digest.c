@@ -67,6 +67,24 @@ void pk_etag(const uint8_t d[PK_DIGEST_LEN], char out[PK_ETAG_SIZE])
     out[o] = '\0';
 }
 
+int pk_etag_rep(const uint8_t key[PK_DIGEST_LEN], const char *mime, size_t mime_len,
+                const char *extras, size_t extras_len, char out[PK_ETAG_SIZE])
+{
+    uint8_t d[PK_DIGEST_LEN];
+    pk_sha *s = pk_sha_new();
+    if (!s)
+        return -1;
+    if (pk_sha_update(s, key, PK_DIGEST_LEN) != 0 || pk_sha_update(s, mime, mime_len) != 0 ||
+        pk_sha_update(s, "\r\n", 2) != 0 || pk_sha_update(s, extras, extras_len) != 0) {
+        pk_sha_free(s);
+        return -1;
+    }
+    if (pk_sha_final(s, d) != 0)
+        return -1;
+    pk_etag(d, out);
+    return 0;
+}
+
 void pk_hex(const uint8_t *p, size_t n, char *out)
 {
     static const char hx[] = "0123456789abcdef";

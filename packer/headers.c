@@ -90,6 +90,24 @@ int pk_render_404(pk_buf *b, size_t *rep_off, const pk_rep *r, int enc, uint64_t
     return pk_buf_failed(b);
 }
 
+int pk_render_extras(pk_buf *b, const pk_rep *r)
+{
+    pk_buf_reset(b);
+    extras(b, r);
+    return pk_buf_failed(b);
+}
+
+int pk_extras_of_200(const char *block, size_t len, const char **extra, size_t *n)
+{
+    static const char ar[] = "\r\nAccept-Ranges: bytes\r\n";
+    const char *p = memmem(block, len, ar, sizeof ar - 1);
+    if (!p)
+        return -1;
+    *extra = p + sizeof ar - 1;
+    *n = (size_t)(block + len - *extra);
+    return 0;
+}
+
 int pk_header_find(const char *block, size_t len, const char *name, const char **val, size_t *vlen)
 {
     size_t nl = strlen(name);

@@ -55,6 +55,16 @@ int pk_render_304(pk_buf *b, const pk_rep *r, const char *etag);
 /* Renders the 404 page's h200 into b (reset first). */
 int pk_render_404(pk_buf *b, size_t *rep_off, const pk_rep *r, int enc, uint64_t len);
 
+/* Renders the extra header lines of r alone into b (reset first): the
+ * bytes the ETag covers (digest.h). @return 0 or -1 (memory). */
+int pk_render_extras(pk_buf *b, const pk_rep *r);
+
+/* The extra header lines of a rendered 200 block: the bytes after its
+ * Accept-Ranges line. No value above can hold a CR or LF, so the first
+ * such line is the one servd-pack wrote. @return 0 with *extra, *n set (a
+ * view into block), or -1 when the block has no Accept-Ranges line. */
+int pk_extras_of_200(const char *block, size_t len, const char **extra, size_t *n);
+
 /* Finds the value of header name (case-insensitive) in a rendered block.
  * @return 0 with *val and *vlen set (a view into block), or -1. */
 int pk_header_find(const char *block, size_t len, const char *name, const char **val, size_t *vlen);

@@ -5,7 +5,8 @@
  *   - the pack opens (magic, version, meta record, no missing pages);
  *   - every path is a normalised key and its record decodes;
  *   - every variant's body exists with the recorded length, its ETag is the
- *     one derived from the body key, its h200 starts with the right status
+ *     one derived from the body key, type and rule headers (from the body
+ *     key alone before format minor 2), its h200 starts with the right status
  *     line and Content-Length, its h304 with the 304 status line, and the
  *     negotiable flag matches the number of variants;
  *   - every compressed variant decompresses to exactly the identity body of
@@ -24,6 +25,7 @@
 
 #include "decode.h"
 #include "digest.h"
+#include "headers.h"
 #include "sf/isolate.h"
 #include "sf/path.h"
 
@@ -50,6 +52,7 @@ typedef struct verify {
     sf_reader *r;
     uint64_t problems;
     uint64_t paths, identity_bytes;
+    unsigned minor; /* the pack's format minor: how its ETags are derived */
     ref *refs;
     size_t nrefs, cap;
     int oom;
@@ -89,7 +92,7 @@ static int add_ref(verify *v, const uint8_t *key, sf_view path, int enc)
 }
 
 /* Checks one variant of path (or of the special entry). */
-static void check_variant(verify *v, sf_view path, const sf_variant *var, int special)
+static void check_variant(verify *v, sf_view path, sf_view mime, const sf_variant *var, int special)
 {
     int sp = (int)(path.len > SHOW_PATH ? SHOW_PATH : path.len);
     const char *enc = sf_encoding_name(var->encoding);
@@ -114,11 +117,20 @@ static void check_variant(verify *v, sf_view path, const sf_variant *var, int sp
                 sp, path.ptr, enc, (unsigned long long)var->body_len);
     if (special)
         return;
-    char etag[PK_ETAG_SIZE];
-    pk_etag(var->body_key, etag);
-    if (var->etag.len != PK_ETAG_LEN || memcmp(var->etag.ptr, etag, PK_ETAG_LEN) != 0)
-        problem(v, "%.*s: the %s ETag %.*s is not derived from its body (%s)", sp, path.ptr, enc,
-                (int)var->etag.len, var->etag.ptr, etag);
+    /* Minor 2 on: from the body key, the type and the rule headers; before:
+     * from the body key alone (digest.h). */
+    char etag[PK_ETAG_SIZE] = "";
+    const char *ex;
+    size_t exn;
+    if (v->minor < 2)
+        pk_etag(var->body_key, etag);
+    else if (pk_extras_of_200(var->h200.ptr, var->h200.len, &ex, &exn) != 0)
+        problem(v, "%.*s: the %s header block has no Accept-Ranges line", sp, path.ptr, enc);
+    else if (pk_etag_rep(var->body_key, mime.ptr, mime.len, ex, exn, etag) != 0)
+        v->oom = 1;
+    if (etag[0] && (var->etag.len != PK_ETAG_LEN || memcmp(var->etag.ptr, etag, PK_ETAG_LEN) != 0))
+        problem(v, "%.*s: the %s ETag %.*s is not derived from its body, type and headers (%s)", sp,
+                path.ptr, enc, (int)var->etag.len, var->etag.ptr, etag);
     static const char s304[] = "HTTP/1.1 304 Not Modified\r\n";
     if (var->h304.len < sizeof s304 - 1 || memcmp(var->h304.ptr, s304, sizeof s304 - 1) != 0)
         problem(v, "%.*s: the %s 304 header block is malformed", sp, path.ptr, enc);
@@ -171,7 +183,7 @@ static int check_path(void *arg, sf_view path, const sf_entry *e)
             problem(v, "%.*s: the negotiable flag does not match its %u variants", sp, path.ptr,
                     e->nvariants);
         for (unsigned i = 0; i < e->nvariants; i++)
-            check_variant(v, path, &e->variants[i], 0);
+            check_variant(v, path, e->mime, &e->variants[i], 0);
         check_decodes(v, path, e);
     }
     return 0;
@@ -234,6 +246,7 @@ int pk_cmd_verify(const char *site, int quiet)
     if (pk_open_pack(site, &pack, &v.r) != 0)
         return PK_EXIT_FAIL;
     const sf_meta *m = sf_pack_meta(pack);
+    v.minor = m->minor;
     int status = PK_EXIT_FAIL;
     char err[512] = "";
     int rc = sf_foreach_path(v.r, check_path, &v, err, sizeof err);
@@ -246,7 +259,7 @@ int pk_cmd_verify(const char *site, int quiet)
     if (rc == 0) {
         sf_view name = {"status:404", 10};
         for (unsigned i = 0; i < e.nvariants; i++)
-            check_variant(&v, name, &e.variants[i], 1);
+            check_variant(&v, name, e.mime, &e.variants[i], 1);
         check_decodes(&v, name, &e);
     } else if (rc != SF_ENOTFOUND) {
         problem(&v, "status:404: %s", sf_strerror(rc));

@@ -16,8 +16,12 @@ NEVER_COMPRESSED = ("image/png", "image/webp", "font/woff2", "application/x-brot
 TEXT_PREFIXES = ("text/", "application/json", "image/svg+xml", "application/manifest+json")
 
 
-def etag_of(data):
-    return '"%s"' % base64.urlsafe_b64encode(hashlib.sha256(data).digest()[:16]).decode().rstrip("=")
+def etag_of(data, mime, block):
+    """docs/format.md 6.3: b64url of SHA-256(SHA-256(bytes) || type || CRLF || extra
+    header lines)[:16]; the extra lines are those after the 200 block's Accept-Ranges."""
+    extras = block.split(b"\r\nAccept-Ranges: bytes\r\n", 1)[1]
+    d = hashlib.sha256(hashlib.sha256(data).digest() + mime.encode() + b"\r\n" + extras)
+    return '"%s"' % base64.urlsafe_b64encode(d.digest()[:16]).decode().rstrip("=")
 
 
 def check_site(name, root, work):
@@ -47,7 +51,9 @@ def check_site(name, root, work):
             enc = v["encoding"]
             stored = T.cat(pack, path, enc)
             T.eq(len(stored), v["size"], "%s %s %s: stored length" % (name, path, enc))
-            T.eq(v["etag"], etag_of(stored), "%s %s %s: ETag = b64url(sha256[:16])" % (name, path, enc))
+            block = T.cat(pack, path, enc, headers=True)
+            T.eq(v["etag"], etag_of(stored, mime, block),
+                 "%s %s %s: ETag derived from the bytes, type and extra headers" % (name, path, enc))
             try:
                 back = T.decode(enc, stored)
             except Exception as ex:  # noqa: BLE001 - report any decoder failure

@@ -19,8 +19,10 @@ static const char text_b[] = "servd packs a static site into one file and serves
                              "servd packs a static site into one file and serves IT.\n";
 
 /* Writes a one-path pack: /a.txt with identity text_a and a gzip variant
- * made of gz_src (text_a for a good pack). Everything else is consistent. */
-static void write_pack(const char *path, const char *gz_src)
+ * made of gz_src (text_a for a good pack). Everything else is consistent,
+ * with ETags as format minor 2 derives them, or with body_only_etags as
+ * minor 0 and 1 did (from the body key alone). */
+static void write_pack_etags(const char *path, const char *gz_src, int body_only_etags)
 {
     pk_compressor *c = pk_compressor_new();
     uint8_t *gz;
@@ -47,7 +49,10 @@ static void write_pack(const char *path, const char *gz_src)
                           .nvariants = 2};
     for (int i = 0; i < 2; i++) {
         ASSERT_EQ(pk_sha256(bytes[i], lens[i], keys[i]), 0);
-        pk_etag(keys[i], etags[i]);
+        if (body_only_etags)
+            pk_etag(keys[i], etags[i]);
+        else
+            ASSERT_EQ(pk_etag_rep(keys[i], rep.mime, strlen(rep.mime), "", 0, etags[i]), 0);
         sf_variant_spec *vs = &spec.variants[i];
         vs->encoding = i == 0 ? SF_ENC_IDENTITY : SF_ENC_GZIP;
         vs->body_len = lens[i];
@@ -113,6 +118,45 @@ static int verify_quietly(const char *path, char *msg, size_t cap)
     msg[n] = '\0';
     fclose(f);
     return status;
+}
+
+static void write_pack(const char *path, const char *gz_src)
+{
+    write_pack_etags(path, gz_src, 0);
+}
+
+/* Sets the format minor in the meta record of the pack file at path (LMDB
+ * keeps no checksums, so the byte is all that changes). */
+static void set_minor(const char *path, unsigned minor)
+{
+    FILE *f = fopen(path, "r+b");
+    ASSERT(f != NULL);
+    static char buf[1 << 20];
+    size_t n = fread(buf, 1, sizeof buf, f);
+    char *m = memmem(buf, n, "SERVDPK1", 8);
+    ASSERT(m != NULL);
+    ASSERT_EQ(fseek(f, (long)(m - buf) + 10, SEEK_SET), 0);
+    unsigned char le[2] = {(unsigned char)minor, 0};
+    ASSERT_EQ(fwrite(le, 1, 2, f), 2);
+    ASSERT_EQ(fclose(f), 0);
+}
+
+/* From minor 2 an ETag covers the body, the type and the rule headers; a
+ * minor 0 or 1 pack's ETags, from the body key alone, still verify. */
+TEST(verify_etags_by_format_minor)
+{
+    char path[2048], msg[4096];
+    snprintf(path, sizeof path, "%s/old-etags.lmdb", t_tmpdir());
+    write_pack_etags(path, text_a, 1);
+    ASSERT_EQ(verify_quietly(path, msg, sizeof msg), PK_EXIT_FAIL);
+    if (!strstr(msg, "/a.txt: the identity ETag"))
+        t__fail(__FILE__, __LINE__, "verify said: %s", msg);
+    set_minor(path, 1);
+    ASSERT_EQ(verify_quietly(path, msg, sizeof msg), PK_EXIT_OK);
+    /* the reverse: new ETags in a pack that says minor 1 */
+    write_pack_etags(path, text_a, 0);
+    set_minor(path, 1);
+    ASSERT_EQ(verify_quietly(path, msg, sizeof msg), PK_EXIT_FAIL);
 }
 
 TEST(verify_decompresses_every_variant)

@@ -50,9 +50,11 @@ const char *sf_strerror(int err);
 
 /* Pack format version written by this library. Readers accept any minor
  * version of SF_FORMAT_MAJOR and refuse every other major version.
- * Minor 1: meta's id_404 covers the status:404 entry (docs/format.md). */
+ * Minor 1: meta's id_404 covers the status:404 entry (docs/format.md).
+ * Minor 2: ETags cover the type and the rule headers as well as the body
+ * (docs/format.md §6.3); only servd-pack verify re-derives them. */
 #define SF_FORMAT_MAJOR 1
-#define SF_FORMAT_MINOR 1
+#define SF_FORMAT_MINOR 2
 
 /* The key in "meta" of the entry served for paths that do not exist. */
 #define SF_SPECIAL_404 "status:404"
