@@ -258,9 +258,27 @@ static int negotiate(const sv_request *req, const sf_entry *e)
  * the raw target: the raw "//evil.example" normalises to the key
  * "/evil.example" and must not become a protocol-relative redirect. A key
  * never starts with "//", so neither does the Location. A Location that
- * does not fit in the scratch buffer -> 414. */
-static int redirect(ctx *c, const char *key, size_t klen, int add_slash)
+ * does not fit in the scratch buffer -> 414.
+ *
+ * Browsers keep a 301 without Cache-Control for as long as they like
+ * (Chromium: until the cache evicts it), so a deploy that turns /docs
+ * from a directory into a file would never reach them. The redirect is
+ * cached like the page it leads to: it carries page's Cache-Control, or
+ * no-cache when there is no page (a redirect entry). */
+static int redirect(ctx *c, const char *key, size_t klen, int add_slash, const sf_entry *page)
 {
+    static const char cc[] = "\r\nCache-Control: ";
+    sf_view policy = {"no-cache", 8};
+    if (page && page->nvariants > 0) {
+        const sf_view rep = page->variants[0].rep;
+        const char *l = memmem(rep.ptr, rep.len, cc, sizeof cc - 1);
+        if (l) {
+            const char *v = l + sizeof cc - 1, *end = rep.ptr + rep.len;
+            const char *e = memchr(v, '\r', (size_t)(end - v));
+            if (e)
+                policy = (sf_view){v, (size_t)(e - v)};
+        }
+    }
     sv_scratch *s = c->scratch;
     size_t start = s->used, n;
     if (!sfmt(s, &n, "HTTP/1.1 301 Moved Permanently\r\nLocation: "))
@@ -271,7 +289,8 @@ static int redirect(ctx *c, const char *key, size_t klen, int add_slash)
         goto out_too_long;
     s->used += url;
     const sf_view q = c->req->query;
-    if (!sfmt(s, &n, "%s%.*s\r\nContent-Length: 0\r\n", add_slash ? "/" : "", (int)q.len, q.ptr))
+    if (!sfmt(s, &n, "%s%.*s\r\nCache-Control: %.*s\r\nContent-Length: 0\r\n", add_slash ? "/" : "",
+              (int)q.len, q.ptr, (int)policy.len, policy.ptr))
         goto out_too_long;
     c->plan->status = 301;
     add(c->plan, s->buf + start, s->used - start);
@@ -511,7 +530,7 @@ static int stored_redirect(ctx *c, const sf_entry *e)
 {
     if (sf_path_check(e->target.ptr, e->target.len) != 0)
         return fail(c, 500);
-    return redirect(c, e->target.ptr, e->target.len, 0);
+    return redirect(c, e->target.ptr, e->target.len, 0, NULL);
 }
 
 static int entry(ctx *c, const sf_entry *e)
@@ -570,7 +589,7 @@ int sv_respond(const sv_request *req, sf_reader *rd, const sv_site *site, const 
             memcpy(key + klen, "/index.html", 11);
             int rc2 = sf_lookup(rd, key, klen + 11, &e);
             if (rc2 == 0)
-                return redirect(&c, key, klen, 1);
+                return redirect(&c, key, klen, 1, &e);
             if (rc2 != SF_ENOTFOUND)
                 return fail(&c, 500);
         }

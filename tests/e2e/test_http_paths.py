@@ -137,6 +137,9 @@ def t_directory_redirect_keeps_query(S):
         got = unquote(u.path) + ("?" + u.query if u.query or loc.endswith("?") else "")
         eq(got, want, "GET %s: Location %r" % (target, loc))
         eq(int(r.need("Content-Length")), len(r.body), "301 Content-Length")
+    # A 301 without Cache-Control is kept by browsers for as long as they like; it
+    # is cached like the index page it leads to (HTML: no-cache by default).
+    eq(r.get("Cache-Control"), "no-cache", "301 to an HTML index: Cache-Control")
     r = st.get(S.port, "/docs", method="HEAD")
     eq((r.status, r.body), (301, b""), "HEAD /docs")
     # a directory WITHOUT index.html is not redirected: it does not exist as a page
@@ -219,6 +222,21 @@ def t_www_paths(S):
     eq(r.status, 404, "www missing path status")
     if "/404.html" in files:
         eq(r.body, files["/404.html"], "www missing path body is www/404.html")
+
+
+def t_directory_redirect_is_cached_like_its_page(S):
+    root = os.path.join(st.tmpdir(), "redirect-cc")
+    os.makedirs(os.path.join(root, "guide"), exist_ok=True)
+    with open(os.path.join(root, "guide", "index.html"), "wb") as f:
+        f.write(b"<p>guide</p>\n")
+    rules = os.path.join(st.tmpdir(), "redirect-cc.json")
+    with open(rules, "w") as f:
+        f.write('{"cache_control": [{"match": "/guide/**", "value": "public, max-age=600"}]}')
+    with st.Servd(st.pack(root, extra=["--rules", rules])) as s:
+        r = raw_get(s.port, "/guide")
+        eq((r.status, r.get("Cache-Control")), (301, "public, max-age=600"),
+           "301 to /guide/: the Cache-Control of /guide/index.html")
+        eq(st.get(s.port, "/guide/").get("Cache-Control"), "public, max-age=600", "the page")
 
 
 if __name__ == "__main__":

@@ -50,11 +50,13 @@ static size_t cat(char *buf, size_t cap, size_t used, const char *fmt, ...)
     return used + (size_t)n;
 }
 
-/* Stores one file entry (at path, or as the special status:404 page). */
+/* Stores one file entry (at path, or as the special status:404 page). Its
+ * Cache-Control is no-cache, but public, max-age=60 under /caf\xc3\xa9/. */
 static void put_file(sf_writer *w, const char *path, const char *mime, const tvar *vars, int n,
                      int is404)
 {
     static char store[SF_ENC_COUNT][3][1024];
+    const char *cc = path && strncmp(path, "/caf", 4) == 0 ? "public, max-age=60" : "no-cache";
     sf_entry_spec spec;
     memset(&spec, 0, sizeof spec);
     spec.kind = SF_KIND_FILE;
@@ -82,15 +84,15 @@ static void put_file(sf_writer *w, const char *path, const char *mime, const tva
             hl = cat(h200, 1024, hl, "Content-Encoding: %s\r\n", ce);
         if (!is404)
             hl = cat(h200, 1024, hl, "ETag: %s\r\nLast-Modified: " LM_DATE "\r\n", etag);
-        hl = cat(h200, 1024, hl, "Cache-Control: no-cache\r\n");
+        hl = cat(h200, 1024, hl, "Cache-Control: %s\r\n", cc);
         if (n > 1)
             hl = cat(h200, 1024, hl, "Vary: Accept-Encoding\r\n");
         if (!is404)
             hl = cat(h200, 1024, hl, "Accept-Ranges: bytes\r\n");
         size_t l3 = cat(h304, 1024, 0,
                         "HTTP/1.1 304 Not Modified\r\nETag: %s\r\nLast-Modified: " LM_DATE
-                        "\r\nCache-Control: no-cache\r\n%s",
-                        etag, n > 1 ? "Vary: Accept-Encoding\r\n" : "");
+                        "\r\nCache-Control: %s\r\n%s",
+                        etag, cc, n > 1 ? "Vary: Accept-Encoding\r\n" : "");
         v->etag.ptr = etag;
         v->etag.len = el;
         v->h200.ptr = h200;
@@ -362,8 +364,9 @@ TEST(respond_trailing_slash_redirect)
 {
     open_pack(1);
     ASSERT_EQ(get("/docs", ""), 301);
-    OUT_IS("HTTP/1.1 301 Moved Permanently\r\nLocation: /docs/\r\nContent-Length: 0\r\n" DATE_LINE
-           "\r\n");
+    /* cached like the page it leads to: /docs/index.html says no-cache */
+    OUT_IS("HTTP/1.1 301 Moved Permanently\r\nLocation: /docs/\r\nCache-Control: no-cache\r\n"
+           "Content-Length: 0\r\n" DATE_LINE "\r\n");
     ASSERT_EQ(plan.body_bytes, 0);
     ASSERT_EQ(get("/docs?a=1&b=%20", ""), 301);
     ASSERT_EQ(has_header("\r\nLocation: /docs/?a=1&b=%20\r\n"), 1);
@@ -373,6 +376,7 @@ TEST(respond_trailing_slash_redirect)
     ASSERT_EQ(has_header("\r\nLocation: /docs/\r\n"), 1);
     ASSERT_EQ(get("/caf%C3%A9?q", ""), 301);
     ASSERT_EQ(has_header("\r\nLocation: /caf%C3%A9/?q\r\n"), 1);
+    ASSERT_EQ(has_header("\r\nCache-Control: public, max-age=60\r\n"), 1);
     ASSERT_EQ(run("HEAD /docs HTTP/1.1\r\nHost: t\r\n\r\n"), 301);
     ASSERT_EQ(get("http://t/docs?z", ""), 301);
     ASSERT_EQ(has_header("\r\nLocation: /docs/?z\r\n"), 1);
@@ -393,9 +397,9 @@ TEST(respond_stored_redirect)
 {
     open_pack(1);
     ASSERT_EQ(get("/old?x=1", ""), 301);
-    OUT_IS(
-        "HTTP/1.1 301 Moved Permanently\r\nLocation: /docs/?x=1\r\nContent-Length: 0\r\n" DATE_LINE
-        "\r\n");
+    /* a redirect entry leads to no page of its own: no-cache */
+    OUT_IS("HTTP/1.1 301 Moved Permanently\r\nLocation: /docs/?x=1\r\nCache-Control: no-cache\r\n"
+           "Content-Length: 0\r\n" DATE_LINE "\r\n");
 }
 
 TEST(respond_redirect_too_long_for_scratch)
