@@ -5,8 +5,9 @@
  * compression class, profile). So when the old pack was made with the same
  * profile, every old entry whose identity body has the same SHA-256 and whose
  * type has the same class carries exactly the variants a fresh run would
- * produce: copying them gives the bodies and ETags of a full pack, minus the
- * compression time. With a different profile no body is reused.
+ * produce: copying them gives the bodies of a full pack, minus the
+ * compression time (and so its ETags, which build derives afterwards from
+ * the bodies, the type and the rule headers). With a different profile no body is reused.
  *
  * Unlike a full pack, a path whose identity bytes are unchanged keeps the old
  * entry's Last-Modified (pk_base_last_modified), whatever its mtime, whatever

@@ -127,7 +127,7 @@ static void check_variant(verify *v, sf_view path, sf_view mime, const sf_varian
     else if (pk_extras_of_200(var->h200.ptr, var->h200.len, &ex, &exn) != 0)
         problem(v, "%.*s: the %s header block has no Accept-Ranges line", sp, path.ptr, enc);
     else if (pk_etag_rep(var->body_key, mime.ptr, mime.len, ex, exn, etag) != 0)
-        v->oom = 1;
+        problem(v, "%.*s: the %s ETag cannot be derived: SHA-256 failed", sp, path.ptr, enc);
     if (etag[0] && (var->etag.len != PK_ETAG_LEN || memcmp(var->etag.ptr, etag, PK_ETAG_LEN) != 0))
         problem(v, "%.*s: the %s ETag %.*s is not derived from its body, type and headers (%s)", sp,
                 path.ptr, enc, (int)var->etag.len, var->etag.ptr, etag);
