@@ -599,7 +599,9 @@ int sv_server_run(const sv_config *cfg, sv_snapshot *snap)
     if (!srv->workers || !srv->slots)
         goto out_nomem;
     for (int i = 0; i < cfg->workers; i++) {
-        sv_worker *w = aligned_alloc(64, sizeof *w);
+        /* each worker on its own cache lines; C11 wants the size to be a
+         * multiple of the alignment (glibc does not check, ASan does) */
+        sv_worker *w = aligned_alloc(64, (sizeof *w + 63) & ~(size_t)63);
         if (!w)
             goto out_nomem;
         memset(w, 0, sizeof *w);

@@ -204,7 +204,8 @@ TEST(mime_decide_charset_by_type)
     t = decide("/latin.css", NULL, css, strlen(css));
     ASSERT_STR_EQ(t, "text/css");
     free(t);
-    t = decide("/utf8.html", NULL, "<p>caf\xc3\xa9</p>", 14);
+    const char *utf8 = "<p>caf\xc3\xa9</p>";
+    t = decide("/utf8.html", NULL, utf8, strlen(utf8));
     ASSERT_STR_EQ(t, "text/html; charset=utf-8");
     free(t);
 }
