@@ -77,22 +77,28 @@ typedef struct build {
 
 /* ---- read + hash ---- */
 
+/* Reads exactly the n bytes fstat promised, then checks that the file ends
+ * there: a file that shrank or grew while being read (or one whose size
+ * fstat does not know, as in /proc) fails with errno EAGAIN instead of
+ * being packed cut short. */
 static int read_all(int fd, uint8_t *p, size_t n)
 {
     size_t got = 0;
-    while (got < n) {
-        ssize_t r = read(fd, p + got, n - got);
+    for (;;) {
+        uint8_t extra;
+        ssize_t r = got < n ? read(fd, p + got, n - got) : read(fd, &extra, 1);
         if (r < 0 && errno == EINTR)
             continue;
         if (r < 0)
             return -1;
-        if (r == 0) {
-            errno = EAGAIN; /* shrank while reading */
+        if ((r == 0) != (got == n)) {
+            errno = EAGAIN; /* shrank (r == 0 early) or grew (a byte past n) */
             return -1;
         }
+        if (r == 0)
+            return 0;
         got += (size_t)r;
     }
-    return 0;
 }
 
 static int read_file(pk_file *f, char *err, size_t errlen)

@@ -174,7 +174,10 @@ int pk_cmd_cat(const char *site, const char *path, int encoding, int headers)
     char key[SF_PATH_MAX + 16];
     size_t klen = 0;
     int special = strcmp(path, "status:404") == 0;
-    if (!special && sf_path_from_target(path, strlen(path), key, SF_PATH_MAX, &klen) != 0) {
+    /* as servd: the query is not part of the lookup (a '?' in a file name
+     * is written %3F) */
+    size_t plen = strcspn(path, "?");
+    if (!special && sf_path_from_target(path, plen, key, SF_PATH_MAX, &klen) != 0) {
         pk_err("%s: not a valid URL path", path);
         return PK_EXIT_USAGE;
     }

@@ -79,6 +79,7 @@ static const ext_type table[] = {
     {"png", "image/png"},
     {"rss", "application/rss+xml"},
     {"rtf", "application/rtf"},
+    {"srt", "application/x-subrip"},
     {"svg", "image/svg+xml"},
     {"svgz", "image/svg+xml"}, /* stored decompressed: see pk_svgz_key */
     {"tar", "application/x-tar"},
@@ -182,6 +183,14 @@ static const char *const text_nocharset[] = {
     "application/vnd.apple.mpegurl",
     "application/x-mpegurl",
     "audio/mpegurl",
+    /* text formats libmagic names under application/: subtitles, armoured
+     * OpenPGP, PostScript. They compress like text; their types carry no
+     * charset parameter. */
+    "application/x-subrip",
+    "application/pgp-keys",
+    "application/pgp-signature",
+    "application/pgp-encrypted",
+    "application/postscript",
 };
 
 static const char *const font_types[] = {

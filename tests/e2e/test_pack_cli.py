@@ -4,6 +4,7 @@ import gzip
 import json
 import os
 import stat
+import subprocess
 import sys
 import time
 
@@ -187,6 +188,25 @@ def main():
                        "unreadable file", outdir, out, preexec_fn=drop)
         os.chmod(secret, stat.S_IRUSR | stat.S_IWUSR)
 
+        # A file longer than its size says (one that grew while being read, or a
+        # kernel file whose size is 0) is refused, not packed cut short. Needs a bind
+        # mount of a /proc file, so root only.
+        if os.geteuid() == 0 and os.path.exists("/proc/sys/kernel/ostype"):
+            grow_root = os.path.join(work, "grow-site")
+            os.makedirs(grow_root)
+            grown = os.path.join(grow_root, "ostype.txt")
+            open(grown, "w").close()
+            if subprocess.run(["mount", "--bind", "/proc/sys/kernel/ostype", grown],
+                              stderr=subprocess.DEVNULL).returncode == 0:
+                try:
+                    expect_failure(["build", grow_root, "-o", out], 1,
+                                   [grown, "changed while being read"],
+                                   "a file with more bytes than its size", outdir, out)
+                finally:
+                    subprocess.run(["umount", grown])
+            else:
+                print("SKIP: mount --bind is not permitted here")
+
         # Packs that are not packs.
         notpack = os.path.join(work, "not.lmdb")
         with open(notpack, "wb") as f:
@@ -255,6 +275,8 @@ def main():
              "cat /docs/ serves /docs/index.html")
         T.eq(T.run(["cat", out, "/caf%C3%A9/men%C3%BC.html"]).stdout,
              T.run(["cat", out, "/caf\u00e9/men\u00fc.html"]).stdout, "cat percent-decodes PATH")
+        T.eq(T.run(["cat", out, "/docs/index.html?v=2#x"]).stdout,
+             T.run(["cat", out, "/docs/index.html"]).stdout, "cat ignores the query, as servd does")
     T.finish("test_pack_cli")
 
 

@@ -122,6 +122,11 @@ TEST(mime_compression_classes)
     ASSERT_EQ(pk_mime_class("model/gltf+json; charset=utf-8"), PK_CLASS_TEXT);
     ASSERT_EQ(pk_mime_class("application/vnd.apple.mpegurl"), PK_CLASS_TEXT);
     ASSERT_EQ(pk_mime_class("application/dash+xml"), PK_CLASS_TEXT);
+    /* text that libmagic names under application/ */
+    ASSERT_EQ(pk_mime_class("application/x-subrip"), PK_CLASS_TEXT);
+    ASSERT_EQ(pk_mime_class("application/pgp-keys"), PK_CLASS_TEXT);
+    ASSERT_EQ(pk_mime_class("application/postscript"), PK_CLASS_TEXT);
+    ASSERT_EQ(pk_mime_is_text("application/x-subrip"), 0); /* no charset parameter */
     /* Already compressed: never recompressed. */
     static const char *const none[] = {"image/png",
                                        "image/jpeg",
