@@ -20,10 +20,19 @@ enum tok_type {
     T_DSTAR_SLASH, /* "**" + "/": empty, or anything ending in '/' */
 };
 
+/* A [...] set of characters (Unicode code points): a bit per ASCII
+ * character, and ranges for the rest. */
+typedef struct cset {
+    uint8_t ascii[16];
+    int negate;
+    size_t nr;
+    uint32_t (*r)[2]; /* [lo, hi] code point ranges, all >= 0x80 */
+} cset;
+
 typedef struct tok {
     unsigned char type;
-    unsigned char c;
-    uint8_t set[32]; /* T_SET: bit per byte value */
+    unsigned char c; /* T_LIT */
+    cset *set;       /* T_SET: owned */
 } tok;
 
 struct pk_glob {
@@ -31,48 +40,120 @@ struct pk_glob {
     tok t[];
 };
 
-/* Parses a [...] set starting at p[i] == '['; returns the index after ']'. */
-static long parse_set(const char *p, size_t i, tok *t)
+/* Decodes the UTF-8 character at p[0, n): sets *cp and @returns its length
+ * (1-4), or 0 when the bytes are not well-formed UTF-8. Keys are valid
+ * UTF-8 (sf_path_check); globs come from JSON strings, also UTF-8. */
+static size_t u8_decode(const unsigned char *p, size_t n, uint32_t *cp)
+{
+    if (n == 0)
+        return 0;
+    if (p[0] < 0x80) {
+        *cp = p[0];
+        return 1;
+    }
+    size_t len = p[0] >= 0xf0 ? 4 : p[0] >= 0xe0 ? 3 : p[0] >= 0xc0 ? 2 : 0;
+    if (len == 0 || n < len || p[0] > 0xf4)
+        return 0;
+    uint32_t v = p[0] & (0x3f >> (len - 1));
+    for (size_t k = 1; k < len; k++) {
+        if ((p[k] & 0xc0) != 0x80)
+            return 0;
+        v = v << 6 | (p[k] & 0x3f);
+    }
+    static const uint32_t min[5] = {0, 0, 0x80, 0x800, 0x10000};
+    if (v < min[len] || v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff))
+        return 0;
+    *cp = v;
+    return len;
+}
+
+static int set_has(const cset *s, uint32_t cp)
+{
+    int in = 0;
+    if (cp < 0x80)
+        in = (s->ascii[cp >> 3] >> (cp & 7)) & 1;
+    for (size_t i = 0; !in && i < s->nr; i++)
+        in = cp >= s->r[i][0] && cp <= s->r[i][1];
+    return cp != '/' && in != s->negate; /* a set never matches '/' */
+}
+
+static int set_add(cset *s, uint32_t lo, uint32_t hi)
+{
+    for (uint32_t v = lo; v <= hi && v < 0x80; v++)
+        s->ascii[v >> 3] |= (uint8_t)(1u << (v & 7));
+    if (hi < 0x80)
+        return 0;
+    void *r = realloc(s->r, (s->nr + 1) * sizeof *s->r);
+    if (!r)
+        return -1;
+    s->r = r;
+    s->r[s->nr][0] = lo < 0x80 ? 0x80 : lo;
+    s->r[s->nr][1] = hi;
+    s->nr++;
+    return 0;
+}
+
+static void set_free(cset *s)
+{
+    if (s)
+        free(s->r);
+    free(s);
+}
+
+/* One character of a set at p[*j] (a backslash escapes it): its code
+ * point, with *j moved past it. @return 0, or -1 at the end or on bytes
+ * that are not UTF-8. */
+static int set_char(const char *p, size_t *j, uint32_t *cp)
+{
+    if (p[*j] == '\\' && p[*j + 1])
+        (*j)++;
+    size_t l = u8_decode((const unsigned char *)p + *j, strlen(p + *j), cp);
+    if (l == 0)
+        return -1;
+    *j += l;
+    return 0;
+}
+
+/* Parses a [...] set starting at p[i] == '['; returns the index after ']',
+ * or -1 when it is unterminated, reversed, or not UTF-8 (*oom set when
+ * memory ran out). */
+static long parse_set(const char *p, size_t i, tok *t, int *oom)
 {
     size_t j = i + 1;
-    int negate = 0;
+    cset *s = calloc(1, sizeof *s);
+    if (!s) {
+        *oom = 1;
+        return -1;
+    }
     if (p[j] == '!' || p[j] == '^') {
-        negate = 1;
+        s->negate = 1;
         j++;
     }
-    memset(t->set, 0, sizeof t->set);
-    int first = 1;
-    for (;; first = 0) {
-        unsigned char c = (unsigned char)p[j];
-        if (c == '\0')
-            return -1;
-        if (c == ']' && !first)
+    for (int first = 1;; first = 0) {
+        if (p[j] == '\0' || (p[j] == ']' && !first))
             break;
-        if (c == '\\' && p[j + 1]) {
+        uint32_t lo, hi;
+        if (set_char(p, &j, &lo) != 0)
+            goto bad;
+        hi = lo;
+        if (p[j] == '-' && p[j + 1] && p[j + 1] != ']') {
             j++;
-            c = (unsigned char)p[j];
+            if (set_char(p, &j, &hi) != 0 || hi < lo)
+                goto bad;
         }
-        unsigned char hi = c;
-        if (p[j + 1] == '-' && p[j + 2] && p[j + 2] != ']') {
-            hi = (unsigned char)p[j + 2];
-            if (hi == '\\' && p[j + 3]) {
-                hi = (unsigned char)p[j + 3];
-                j++;
-            }
-            j += 2;
-            if (hi < c)
-                return -1;
+        if (set_add(s, lo, hi) != 0) {
+            *oom = 1;
+            goto bad;
         }
-        for (unsigned v = c; v <= hi; v++)
-            t->set[v >> 3] |= (uint8_t)(1u << (v & 7));
-        j++;
     }
-    if (negate)
-        for (size_t k = 0; k < sizeof t->set; k++)
-            t->set[k] = (uint8_t)~t->set[k];
-    t->set['/' >> 3] &= (uint8_t) ~(1u << ('/' & 7)); /* a set never matches '/' */
+    if (p[j] != ']')
+        goto bad;
     t->type = T_SET;
+    t->set = s;
     return (long)j + 1;
+bad:
+    set_free(s);
+    return -1;
 }
 
 int pk_glob_compile(const char *p, pk_glob **out, char *err, size_t errlen)
@@ -115,17 +196,21 @@ int pk_glob_compile(const char *p, pk_glob **out, char *err, size_t errlen)
             t->type = T_ANY;
             i++;
         } else if (p[i] == '[') {
-            long next = parse_set(p, i, t);
+            int oom = 0;
+            long next = parse_set(p, i, t, &oom);
             if (next < 0) {
-                snprintf(err, errlen, "unterminated or reversed [...] set at offset %zu", i);
-                free(g);
+                if (oom)
+                    snprintf(err, errlen, "out of memory");
+                else
+                    snprintf(err, errlen, "unterminated or reversed [...] set at offset %zu", i);
+                pk_glob_free(g);
                 return -1;
             }
             i = (size_t)next;
         } else if (p[i] == '\\') {
             if (p[i + 1] == '\0') {
                 snprintf(err, errlen, "trailing backslash");
-                free(g);
+                pk_glob_free(g);
                 return -1;
             }
             t->type = T_LIT;
@@ -163,14 +248,23 @@ int pk_glob_match(const pk_glob *g, const char *s, size_t len)
         next[0] = 0;
         switch (t->type) {
         case T_LIT:
+            for (size_t j = 0; j < len; j++)
+                next[j + 1] = cur[j] && (unsigned char)s[j] == t->c;
+            break;
         case T_ANY:
         case T_SET:
-            for (size_t j = 0; j < len; j++) {
-                unsigned char c = (unsigned char)s[j];
-                int ok = t->type == T_LIT   ? c == t->c
-                         : t->type == T_ANY ? c != '/'
-                                            : (t->set[c >> 3] >> (c & 7)) & 1;
-                next[j + 1] = cur[j] && ok;
+            /* one character: its UTF-8 bytes move the row as one step */
+            memset(next + 1, 0, len);
+            for (size_t j = 0; j < len;) {
+                uint32_t cp;
+                size_t cl = u8_decode((const unsigned char *)s + j, len - j, &cp);
+                if (cl == 0) { /* not UTF-8: a byte that nothing matches */
+                    j++;
+                    continue;
+                }
+                if (cur[j])
+                    next[j + cl] = t->type == T_ANY ? cp != '/' : set_has(t->set, cp);
+                j += cl;
             }
             break;
         case T_STAR:
@@ -223,5 +317,8 @@ int pk_glob_covers(const pk_glob *g, const char *dirkey, size_t len)
 
 void pk_glob_free(pk_glob *g)
 {
+    for (size_t i = 0; g && i < g->n; i++)
+        if (g->t[i].type == T_SET)
+            set_free(g->t[i].set);
     free(g);
 }

@@ -7,6 +7,9 @@
  *            also match nothing, so /a/ ** /x (without the spaces) matches /a/x
  *   ?        one character except '/'
  *   [abc] [a-z] [!a-z] [^a-z]   one character (never '/') from a set
+ * Characters are UTF-8 characters (keys are UTF-8): ? and a set consume all
+ * the bytes of one, and set ranges are code point ranges. Matching is
+ * case-sensitive; there are no braces.
  *   \c       the character c literally
  * A glob that starts with '/' is anchored at the site root; any other glob
  * may match at any directory level, as if "/ ** /" (without the spaces) were in front

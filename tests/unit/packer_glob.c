@@ -59,6 +59,26 @@ TEST(glob_question_and_sets)
     ASSERT_EQ(m("/\\*", "/a"), 0);
 }
 
+/* Keys are UTF-8: ? and a set take one character, however many bytes it
+ * has, and a set's ranges are ranges of code points. */
+TEST(glob_characters_not_bytes)
+{
+    ASSERT_EQ(m("/caf?.txt", "/caf\xc3\xa9.txt"), 1); /* é: 2 bytes */
+    ASSERT_EQ(m("/caf??.txt", "/caf\xc3\xa9.txt"), 0);
+    ASSERT_EQ(m("/?.txt", "/\xf0\x9f\x98\x80.txt"), 1); /* U+1F600: 4 bytes */
+    ASSERT_EQ(m("/????.txt", "/\xf0\x9f\x98\x80.txt"), 0);
+    ASSERT_EQ(m("/\xe2\x82\xac?", "/\xe2\x82\xac\xe2\x82\xac"), 1);     /* €? on €€ */
+    ASSERT_EQ(m("/caf[\xc3\xa9].txt", "/caf\xc3\xa9.txt"), 1);          /* [é] */
+    ASSERT_EQ(m("/caf[\xc3\xa0-\xc3\xab].txt", "/caf\xc3\xa9.txt"), 1); /* [à-ë] */
+    ASSERT_EQ(m("/caf[\xc3\xa0-\xc3\xa8].txt", "/caf\xc3\xa9.txt"), 0); /* [à-è] */
+    ASSERT_EQ(m("/caf[!\xc3\xa9].txt", "/caf\xc3\xa9.txt"), 0);
+    ASSERT_EQ(m("/caf[!\xc3\xa9].txt", "/cafe.txt"), 1);
+    ASSERT_EQ(m("/caf[!e].txt", "/caf\xc3\xa9.txt"), 1); /* one character, not a byte */
+    ASSERT_EQ(m("/[a-\xc3\xbf]x", "/zx"), 1);            /* [a-ÿ] spans ASCII */
+    ASSERT_EQ(m("/[a-\xc3\xbf]x", "/\xc3\xa9x"), 1);
+    ASSERT_EQ(m("/*.txt", "/caf\xc3\xa9.txt"), 1);
+}
+
 TEST(glob_no_exponential_blowup)
 {
     char key[400];
@@ -78,6 +98,8 @@ TEST(glob_rejects_malformed)
     ASSERT_NE(pk_glob_compile("/[abc", &g, err, sizeof err), 0);
     ASSERT_NE(pk_glob_compile("/[z-a]", &g, err, sizeof err), 0);
     ASSERT_NE(pk_glob_compile("/a\\", &g, err, sizeof err), 0);
+    ASSERT_NE(pk_glob_compile("/[\xc3\xa9-a]", &g, err, sizeof err), 0); /* reversed */
+    ASSERT_NE(pk_glob_compile("/[\xc3]", &g, err, sizeof err), 0);       /* not UTF-8 */
     char longp[PK_GLOB_MAX + 2];
     memset(longp, 'a', sizeof longp - 1);
     longp[sizeof longp - 1] = '\0';
