@@ -79,8 +79,9 @@ static void usage_error(const char *fmt, const char *arg)
 }
 
 /* Seconds as a decimal number ("30", "0.25"): digits with at most one
- * point. strtod alone would also take "0x10", "1e3" and " 5". */
-static uint64_t parse_seconds(const char *opt, const char *s)
+ * point. strtod alone would also take "0x10", "1e3" and " 5". With
+ * zero_off, "0" is allowed and @returns 0 (the option's "off"). */
+static uint64_t parse_seconds_or_off(const char *opt, const char *s, int zero_off)
 {
     size_t digits = strspn(s, "0123456789"), frac = 0;
     if (s[digits] == '.')
@@ -89,9 +90,11 @@ static uint64_t parse_seconds(const char *opt, const char *s)
     char *end;
     errno = 0;
     double v = strtod(s, &end);
+    if (zero_off && decimal && !s[digits + frac] && !*end && v == 0)
+        return 0;
     if (!decimal || s[digits + frac] || *end || errno || !(v > 0) || v > SV_MAX_TIMEOUT_S) {
-        fprintf(stderr, "servd: %s '%s': expected seconds, more than 0 and at most %.0f\n", opt, s,
-                SV_MAX_TIMEOUT_S);
+        fprintf(stderr, "servd: %s '%s': expected %sseconds, more than 0 and at most %.0f\n", opt,
+                s, zero_off ? "0 (off) or " : "", SV_MAX_TIMEOUT_S);
         fprintf(stderr, "Try 'servd --help'.\n");
         exit(EXIT_USAGE);
     }
@@ -99,13 +102,37 @@ static uint64_t parse_seconds(const char *opt, const char *s)
     return ms ? ms : 1;
 }
 
+static uint64_t parse_seconds(const char *opt, const char *s)
+{
+    return parse_seconds_or_off(opt, s, 0);
+}
+
+static unsigned port_of(const sv_addr *a)
+{
+    return a->ss.ss_family == AF_INET ? ((const struct sockaddr_in *)&a->ss)->sin_port
+                                      : ((const struct sockaddr_in6 *)&a->ss)->sin6_port;
+}
+
 /* Two addresses a second bind would share (SO_REUSEPORT lets it succeed).
  * Port 0 asks for a new port each time, so it never repeats. */
 static int same_addr(const sv_addr *a, const sv_addr *b)
 {
-    unsigned port = a->ss.ss_family == AF_INET ? ((const struct sockaddr_in *)&a->ss)->sin_port
-                                               : ((const struct sockaddr_in6 *)&a->ss)->sin6_port;
-    return a->len == b->len && port != 0 && memcmp(&a->ss, &b->ss, a->len) == 0;
+    return a->len == b->len && port_of(a) != 0 && memcmp(&a->ss, &b->ss, a->len) == 0;
+}
+
+static int is_wildcard(const sv_addr *a)
+{
+    if (a->ss.ss_family == AF_INET)
+        return ((const struct sockaddr_in *)&a->ss)->sin_addr.s_addr == htonl(INADDR_ANY);
+    return IN6_IS_ADDR_UNSPECIFIED(&((const struct sockaddr_in6 *)&a->ss)->sin6_addr);
+}
+
+/* Two addresses that cannot both be bound without SO_REUSEPORT: the same
+ * port in one family, with the same address or a wildcard on either side. */
+static int addr_clash(const sv_addr *a, const sv_addr *b)
+{
+    return a->ss.ss_family == b->ss.ss_family && port_of(a) != 0 && port_of(a) == port_of(b) &&
+           (same_addr(a, b) || is_wildcard(a) || is_wildcard(b));
 }
 
 static long parse_count(const char *opt, const char *s, long max)
@@ -242,8 +269,7 @@ int main(int argc, char **argv)
             cfg.watch = 0;
             break;
         case OPT_WATCH_INTERVAL:
-            cfg.watch_poll_ms =
-                strcmp(optarg, "0") == 0 ? 0 : parse_seconds("--watch-interval", optarg);
+            cfg.watch_poll_ms = parse_seconds_or_off("--watch-interval", optarg, 1);
             break;
         case 'u':
             user_name = optarg;
@@ -293,6 +319,15 @@ int main(int argc, char **argv)
     if (cfg.nlisten == 0 && cfg.ninherited == 0 &&
         sv_addr_parse("127.0.0.1:8080", &cfg.listen[0], err, sizeof err) == 0)
         cfg.nlisten = 1;
+    /* The admin socket is bound without SO_REUSEPORT: the same port as a
+     * --listen address would fail with "Address already in use", which
+     * points at another process. Say which options clash. */
+    for (int i = 0; cfg.has_admin && cfg.admin_inherited < 0 && i < cfg.nlisten; i++)
+        if (addr_clash(&cfg.admin, &cfg.listen[i])) {
+            snprintf(err, sizeof err, "%s: the same port as --listen %s", cfg.admin.text,
+                     cfg.listen[i].text);
+            usage_error("--admin %s", err);
+        }
     if (cfg.workers == 0)
         cfg.workers = cpus() > SV_MAX_WORKERS ? SV_MAX_WORKERS : cpus();
 

@@ -613,6 +613,8 @@ int sv_server_run(const sv_config *cfg, sv_snapshot *snap)
      * Port 0 takes the port the first socket got for all workers. */
     char where[SV_MAX_LISTEN * 100] = ""; /* "addr, addr, ..." for the startup line */
     size_t wlen = 0;
+    char admin_where[sizeof cfg->admin.text];
+    snprintf(admin_where, sizeof admin_where, "%s", cfg->admin.text);
     for (int a = 0; a < cfg->nlisten; a++) {
         sv_addr addr = cfg->listen[a];
         for (int i = 0; i < cfg->workers; i++) {
@@ -663,6 +665,12 @@ int sv_server_run(const sv_config *cfg, sv_snapshot *snap)
             fprintf(stderr, "servd: admin: %s\n", err);
             goto out_free;
         }
+        if (cfg->admin_inherited < 0 && addr_port(&cfg->admin) == 0) {
+            sv_addr bound = cfg->admin; /* port 0: say which port it took */
+            socklen_t len = bound.len;
+            if (getsockname(srv->admin_fd, (struct sockaddr *)&bound.ss, &len) == 0)
+                addr_format(&bound, admin_where, sizeof admin_where);
+        }
     }
     /* Every socket is bound: root (for ports below 1024) is not needed any
      * more. Before the log is opened and before any thread starts. */
@@ -691,7 +699,7 @@ int sv_server_run(const sv_config *cfg, sv_snapshot *snap)
     if (cfg->has_admin) {
         int fd = srv->admin_fd;
         srv->admin_fd = -1; /* the admin thread owns it now, even on failure */
-        if (sv_admin_start(fd, cfg->admin.text, &srv->metrics, &srv->stopping, &srv->admin, err,
+        if (sv_admin_start(fd, admin_where, &srv->metrics, &srv->stopping, &srv->admin, err,
                            sizeof err) != 0) {
             fprintf(stderr, "servd: admin: %s\n", err);
             goto out_close_log;
@@ -729,7 +737,7 @@ int sv_server_run(const sv_config *cfg, sv_snapshot *snap)
             (unsigned long long)snap->n_paths, cfg->pack_path);
     fprintf(stderr, "servd: listening on %s with %d worker%s%s%s\n", where, cfg->workers,
             cfg->workers == 1 ? "" : "s", cfg->has_admin ? "; admin on " : "",
-            cfg->has_admin ? cfg->admin.text : "");
+            cfg->has_admin ? admin_where : "");
 
     uv_run(&srv->loop, UV_RUN_DEFAULT);
     for (int i = 0; i < srv->nstarted; i++)

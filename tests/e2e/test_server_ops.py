@@ -157,6 +157,27 @@ def read_lines(path, n, limit=5.0):
     raise st.Fail("%s has %d lines after %.0f s, want %d" % (path, len(lines), limit, n))
 
 
+def t_metrics_stay_utf8_whatever_the_pack_path():
+    """A pack path is any bytes, but Prometheus label values are UTF-8 and one bad
+    byte makes it drop the whole scrape: such bytes go out as U+FFFD."""
+    d = os.path.join(st.tmpdir(), os.fsdecode(b"bad\xffname\"q"))
+    os.makedirs(d, exist_ok=True)
+    path = os.path.join(d, "ops.lmdb")
+    if not os.path.exists(path):
+        os.link(pack(), path)
+    adm = st.free_port()
+    with st.Servd(path, extra=["--admin", "127.0.0.1:%d" % adm]):
+        r = st.get(adm, "/metrics")
+        try:
+            text = r.body.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise st.Fail("/metrics is not UTF-8: %s" % e)
+        m = parse_metrics(text)
+        info = [k for k in m if k.startswith("servd_pack_info{")]
+        eq(len(info), 1, "servd_pack_info samples")
+        ok('bad\ufffdname\\"q/ops.lmdb"' in info[0], "path label: %r" % info[0])
+
+
 def t_access_log_and_reopen():
     log = os.path.join(st.tmpdir(), "access.log")
     for p in (log, log + ".1"):

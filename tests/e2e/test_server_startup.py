@@ -6,6 +6,7 @@ already taken is exit 1 with the address in the message; IPv6 and several --list
 addresses serve; --workers N serves from N loops."""
 import hashlib
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -187,6 +188,11 @@ def t_usage_errors():
          "the same --listen twice (SO_REUSEPORT would bind it twice)"),
         (["--pack", pack, "--listen", "[::1]:8089", "--listen", "[::1]:8089"],
          "the same IPv6 --listen twice"),
+        (["--pack", pack, "--listen", "127.0.0.1:8089", "--admin", "127.0.0.1:8089"],
+         "--admin on a --listen address"),
+        (["--pack", pack, "--listen", "127.0.0.1:8089", "--admin", "0.0.0.0:8089"],
+         "--admin on the wildcard of a --listen port"),
+        (["--pack", pack, "--watch-interval", "-1"], "--watch-interval -1"),
     ]
     for args, what in cases:
         rc, out, err = run_servd(args)
@@ -247,6 +253,18 @@ def fetch(family, host, port, path="/"):
         data += chunk
     s.close()
     return data
+
+
+def t_port_zero_prints_the_ports_taken():
+    """--listen and --admin with port 0: the startup line names the ports actually
+    bound, so a harness can find both."""
+    with st.Servd(good_pack(), extra=["--admin", "127.0.0.1:0"]) as s:
+        m = re.search(r"admin on 127\.0\.0\.1:(\d+)", s.read_log())
+        ok(m is not None, "startup message names the admin address: %r" % s.read_log())
+        port = int(m.group(1))
+        ok(port != 0, "the admin port printed is the one taken, not 0")
+        data = fetch(socket.AF_INET, "127.0.0.1", port, "/healthz")
+        ok(data.startswith(b"HTTP/1.1 200 "), "/healthz on the printed admin port: %r" % data[:60])
 
 
 def t_several_listen_addresses_and_ipv6():
