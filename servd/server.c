@@ -472,6 +472,18 @@ static void reload(sv_server *srv, const char *why)
                 why);
         return;
     }
+    /* The file being served, unchanged: a SIGHUP after a deploy whose
+     * rename the watch has already loaded (systemctl reload comes well
+     * after the watch's 75 ms) must not validate and swap it again. */
+    sv_file_id now_id;
+    sv_file_stamp now_stamp;
+    if (sv_file_state_get(srv->cfg->pack_path, &now_id, &now_stamp) == 0 &&
+        sv_file_id_eq(&now_id, &srv->current->file) &&
+        sv_file_stamp_eq(&now_stamp, &srv->current->stamp)) {
+        fprintf(stderr, "servd: %s: %s is still the file of pack %s; nothing to reload\n", why,
+                srv->cfg->pack_path, srv->current->id_hex);
+        return;
+    }
     int rc = sv_snapshot_open(srv->cfg->pack_path, srv->nworkers, &s, &seen, err, sizeof err);
     if (srv->watch)
         sv_watch_note(srv->watch, &seen);

@@ -132,6 +132,24 @@ static int validate(const char *file, sf_pack *pack, sf_reader *rd, uint64_t *n_
     return 0;
 }
 
+static sv_file_stamp stamp_of(const struct stat *st)
+{
+    return (sv_file_stamp){(int64_t)st->st_size,
+                           (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec,
+                           (int64_t)st->st_ctim.tv_sec * 1000000000 + st->st_ctim.tv_nsec};
+}
+
+int sv_file_state_get(const char *path, sv_file_id *id, sv_file_stamp *stamp)
+{
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return -errno;
+    id->dev = (uint64_t)st.st_dev;
+    id->ino = (uint64_t)st.st_ino;
+    *stamp = stamp_of(&st);
+    return 0;
+}
+
 int sv_file_id_get(const char *path, sv_file_id *id)
 {
     struct stat st;
@@ -200,6 +218,7 @@ int sv_snapshot_open(const char *path, int nreaders, sv_snapshot **out, sv_file_
     }
     file.dev = (uint64_t)st.st_dev;
     file.ino = (uint64_t)st.st_ino;
+    sv_file_stamp stamp = stamp_of(&st);
     if (seen)
         *seen = file;
     if (!S_ISREG(st.st_mode)) {
@@ -243,6 +262,7 @@ int sv_snapshot_open(const char *path, int nreaders, sv_snapshot **out, sv_file_
     }
     s->pack = pack;
     s->file = file;
+    s->stamp = stamp;
     for (int i = 0; i < nreaders; i++) {
         if ((rc = sf_reader_begin(pack, &s->readers[i])) != 0) {
             snprintf(err, errlen, "%s: cannot start a reader: %s", path, sf_strerror(rc));

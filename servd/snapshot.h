@@ -43,13 +43,28 @@ static inline int sv_file_id_eq(const sv_file_id *a, const sv_file_id *b)
     return a->dev == b->dev && a->ino == b->ino;
 }
 
+/* What tells one state of a file from another (a rewrite in place, which
+ * is not supported, still changes it). */
+typedef struct sv_file_stamp {
+    int64_t size, mtime_ns, ctime_ns;
+} sv_file_stamp;
+
+/* Fills id and stamp with what path resolves to now. @return 0 or -errno. */
+int sv_file_state_get(const char *path, sv_file_id *id, sv_file_stamp *stamp);
+
+static inline int sv_file_stamp_eq(const sv_file_stamp *a, const sv_file_stamp *b)
+{
+    return a->size == b->size && a->mtime_ns == b->mtime_ns && a->ctime_ns == b->ctime_ns;
+}
+
 typedef struct sv_snapshot {
     atomic_long refs;
     sf_pack *pack;
-    int64_t loaded_at; /* Unix seconds when it was opened */
-    uint64_t n_paths;  /* paths walked during validation */
-    char id_hex[33];   /* pack id as 32 lowercase hex digits, NUL-terminated */
-    sv_file_id file;   /* the file that was checked and opened */
+    int64_t loaded_at;   /* Unix seconds when it was opened */
+    uint64_t n_paths;    /* paths walked during validation */
+    char id_hex[33];     /* pack id as 32 lowercase hex digits, NUL-terminated */
+    sv_file_id file;     /* the file that was checked and opened */
+    sv_file_stamp stamp; /* its size and times then */
     int nreaders;
     sf_reader *readers[]; /* one per worker; readers[i] is used by worker i only */
 } sv_snapshot;

@@ -231,14 +231,25 @@ def t_repeated_swaps_leave_one_pack_mapped(sw):
 
 
 def t_sighup_same_file(sw):
+    """A SIGHUP while the path still names the file being served (same inode, size
+    and times) validates nothing and swaps nothing; another file with the same bytes
+    is a new file and is loaded."""
     want = sw.index()
     swaps0 = int(sw.metrics()["servd_pack_swaps_total"])
     sw.hup()
     t0 = time.time()
+    while time.time() - t0 < 5 and "nothing to reload" not in sw.servd.read_log():
+        time.sleep(0.05)
+    ok("nothing to reload" in sw.servd.read_log(), "SIGHUP on an unchanged file: log line")
+    eq(int(sw.metrics()["servd_pack_swaps_total"]), swaps0, "SIGHUP on an unchanged file: no swap")
+    eq(sw.index(), want, "still serving after the SIGHUP")
+    sw.install_copy(sw.p1 if want == sw.f1["/index.html"] else sw.p2)
+    sw.hup()
+    t0 = time.time()
     while time.time() - t0 < 5 and int(sw.metrics()["servd_pack_swaps_total"]) == swaps0:
         time.sleep(0.05)
-    eq(int(sw.metrics()["servd_pack_swaps_total"]), swaps0 + 1, "SIGHUP on an unchanged file")
-    eq(sw.index(), want, "still serving after reloading the same file")
+    eq(int(sw.metrics()["servd_pack_swaps_total"]), swaps0 + 1, "SIGHUP on a new copy: loads")
+    eq(sw.index(), want, "the copy serves the same site")
 
 
 class Setup:

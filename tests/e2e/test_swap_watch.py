@@ -137,6 +137,23 @@ def t_sighup_right_after_a_rename_loads_once(s):
         eq(s.m("servd_pack_swaps_total"), swaps0 + 1, "rename + SIGHUP %d: loads" % i)
 
 
+def t_sighup_well_after_a_rename_loads_nothing_more(s):
+    """The deploy recipe renames, then runs systemctl reload: by then the watch has
+    loaded the new file, and the SIGHUP must not validate and swap it again."""
+    for i in range(3):
+        swaps0 = s.m("servd_pack_swaps_total")
+        ver = 1 + i % 2
+        s.live.rename_in(s.v.packs[ver - 1])
+        s.wait_version(ver, "rename %d" % i)
+        time.sleep(0.3)
+        eq(s.m("servd_pack_swaps_total"), swaps0 + 1, "rename %d: the watch loads it" % i)
+        s.servd.proc.send_signal(signal.SIGHUP)
+        time.sleep(0.3)
+        eq(s.m("servd_pack_swaps_total"), swaps0 + 1, "rename %d, then SIGHUP: no second load" % i)
+        eq(s.index(), s.v.index(ver), "rename %d, then SIGHUP: still serving it" % i)
+    ok("nothing to reload" in s.servd.read_log(), "the SIGHUP says why it did nothing")
+
+
 def t_forty_swaps_leave_one_pack_mapped_and_memory_flat(s):
     methods = ("rename", "flip", "target", "sighup")
     rss = []
