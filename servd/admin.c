@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "server.h"
@@ -100,12 +101,13 @@ static const char *reason(int status)
 static void respond(aconn *c, int status, const char *type, const char *body, size_t len,
                     int head_only)
 {
-    char hdr[512];
-    int n =
-        snprintf(hdr, sizeof hdr,
-                 "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
-                 "Cache-Control: no-store\r\n%sConnection: close\r\n\r\n",
-                 status, reason(status), type, len, status == 405 ? "Allow: GET, HEAD\r\n" : "");
+    char hdr[512], date[SV_HTTP_DATE_LEN + 1];
+    sv_http_date_format((int64_t)time(NULL), date); /* RFC 9110 §6.6.1 */
+    int n = snprintf(hdr, sizeof hdr,
+                     "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
+                     "Cache-Control: no-store\r\n%sDate: %s\r\nConnection: close\r\n\r\n",
+                     status, reason(status), type, len, status == 405 ? "Allow: GET, HEAD\r\n" : "",
+                     date);
     size_t blen = head_only ? 0 : len;
     c->answered = 1;
     uv_read_stop((uv_stream_t *)&c->tcp);

@@ -159,7 +159,8 @@ int sv_metrics_render(sv_metrics *m, char **out, size_t *len)
             (unsigned long long)sum(m, &m->ctr[0].status[c]));
 
     head(&o, "servd_responses_by_encoding_total", "counter",
-         "Responses carrying a representation (200, 206, HEAD), by its content coding.");
+         "Responses carrying a stored representation (200, 206, the site's 404 page; HEAD "
+         "too), by its content coding.");
     for (int e = 0; e < SF_ENC_COUNT; e++)
         put(&o, "servd_responses_by_encoding_total{encoding=\"%s\"} %llu\n", sf_encoding_name(e),
             (unsigned long long)sum(m, &m->ctr[0].encoding[e]));

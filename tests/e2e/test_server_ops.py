@@ -95,6 +95,12 @@ def t_metrics_and_healthz_on_the_admin_port_only():
         r = st.get(adm, "/healthz")
         eq((r.status, r.body.decode()), (200, "ok %s\n" % pack_id.group(1)), "/healthz")
         eq(st.get(adm, "/healthz", method="HEAD").status, 200, "HEAD /healthz")
+        # an origin with a clock sends Date on every answer (RFC 9110 6.6.1)
+        for path, code in (("/healthz", 200), ("/metrics", 200), ("/nope", 404)):
+            r = st.get(adm, path)
+            eq(r.status, code, "admin %s" % path)
+            ok(re.fullmatch(r"[A-Z][a-z]{2}, \d\d [A-Z][a-z]{2} \d{4} \d\d:\d\d:\d\d GMT",
+                            r.get("Date") or ""), "admin %s: Date %r" % (path, r.get("Date")))
         r = st.exchange(adm, st.req("POST", "/metrics"))
         eq((r.status, r.get("Allow")), (405, "GET, HEAD"), "POST /metrics")
         eq(st.get(adm, "/").status, 404, "admin /")
