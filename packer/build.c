@@ -282,6 +282,8 @@ static int decide(build *b)
     pk_magic *magic = NULL;
     size_t nh = pk_rules_nheaders(b->rules);
     int rc = 0;
+    size_t future = 0;
+    const pk_file *first_future = NULL;
     for (size_t i = 0; i < b->site.n && rc == 0; i++) {
         pk_file *f = &b->site.files[i];
         const pk_variant *id = &f->var[SF_ENC_IDENTITY];
@@ -311,8 +313,20 @@ static int decide(build *b)
         if (pk_base_last_modified(b->base, f->key, f->key_len, id->digest, &old) == 0 &&
             old <= b->now)
             f->last_modified = old;
+        else if (!b->o->have_epoch && f->mtime > b->now && future++ == 0)
+            first_future = f;
     }
     pk_magic_close(magic);
+    if (rc == 0 && future == 1)
+        pk_err("warning: %s has a modification time in the future; its Last-Modified is the "
+               "time of packing, so two builds of this tree differ (fix the clock or the mtime, "
+               "or set SOURCE_DATE_EPOCH)",
+               first_future->src);
+    else if (rc == 0 && future > 1)
+        pk_err("warning: %zu files have a modification time in the future, the first %s; their "
+               "Last-Modified is the time of packing, so two builds of this tree differ (fix "
+               "the clock or the mtimes, or set SOURCE_DATE_EPOCH)",
+               future, first_future->src);
     return rc;
 }
 

@@ -57,6 +57,16 @@ def main():
         j1 = T.ls_json(os.path.join(work, "a1.lmdb"))
         T.check(all(e["last_modified"] == 1000000000 for e in j1), "Last-Modified = mtime")
 
+        # A file from the future (clock skew) cannot keep its mtime: its Last-Modified
+        # is the time of packing, so builds differ, and servd-pack says so.
+        fut = os.path.join(a, "css", "site.css")
+        os.utime(fut, (4102444800, 4102444800))  # 2100-01-01
+        p = T.run(["build", a, "-o", os.path.join(work, "fut.lmdb"), "-q"])
+        T.eq(p.returncode, 0, "build with a future mtime")
+        T.check("warning: " + fut + " has a modification time in the future" in p.stderr.decode(),
+                "future mtime warning: %r" % p.stderr.decode())
+        os.utime(fut, (1000000000, 1000000000))
+
         # A changed byte changes that file's ETags and the pack id, nothing else.
         with open(os.path.join(b, "css", "site.css"), "ab") as f:
             f.write(b"/* changed */\n")
