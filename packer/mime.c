@@ -346,6 +346,93 @@ void pk_magic_close(pk_magic *m)
 /* The charset parameter added to text types. */
 #define CHARSET_UTF8 "; charset=utf-8"
 
+/* How many bytes of an HTML file browsers prescan for <meta charset>
+ * (HTML Living Standard, "prescan a byte stream"). */
+#define META_PRESCAN 1024
+
+/* Case-insensitive search for the ASCII word w in p[0, n). */
+static const char *find_ci(const char *p, size_t n, const char *w)
+{
+    size_t l = strlen(w);
+    for (size_t i = 0; i + l <= n; i++)
+        if (strncasecmp(p + i, w, l) == 0)
+            return p + i;
+    return NULL;
+}
+
+/* The value after "charset" / "encoding" at p (within end): optional
+ * spaces, '=', optional spaces and quote, then up to a quote, space, ';',
+ * '?' or '>'. @return 1 with out filled (NUL-terminated). */
+static int attr_value(const char *p, const char *end, char *out, size_t cap)
+{
+    while (p < end && (*p == ' ' || *p == '\t'))
+        p++;
+    if (p >= end || *p != '=')
+        return 0;
+    p++;
+    while (p < end && (*p == ' ' || *p == '\t' || *p == '"' || *p == '\''))
+        p++;
+    size_t n = 0;
+    while (p < end && n + 1 < cap && !strchr("\"' \t;?>/\r\n", *p))
+        out[n++] = *p++;
+    out[n] = '\0';
+    return n > 0;
+}
+
+/* The encoding a text file names for itself, if it names one: an HTML
+ * <meta charset> or http-equiv content in the first META_PRESCAN bytes, a
+ * CSS @charset rule at its start, an XML declaration's encoding. Writes it
+ * into out. @return 1 if one is named. */
+static int declared_charset(const char *base, const char *data, size_t n, char *out, size_t cap)
+{
+    int xml = ends_with(base, "+xml") || strcmp(base, "application/xml") == 0 ||
+              strcmp(base, "text/xml") == 0;
+    if (strcmp(base, "text/css") == 0) {
+        static const char rule[] = "@charset \"";
+        if (n > sizeof rule - 1 && memcmp(data, rule, sizeof rule - 1) == 0) {
+            const char *v = data + sizeof rule - 1, *q = memchr(v, '"', n - (sizeof rule - 1));
+            size_t l = q ? (size_t)(q - v) : 0;
+            if (l > 0 && l < cap) {
+                memcpy(out, v, l);
+                out[l] = '\0';
+                return 1;
+            }
+        }
+        return 0;
+    }
+    if (xml && n >= 5 && memcmp(data, "<?xml", 5) == 0) {
+        const char *end = memchr(data, '>', n);
+        const char *e = end ? find_ci(data, (size_t)(end - data), "encoding") : NULL;
+        if (e && attr_value(e + 8, end, out, cap))
+            return 1;
+    }
+    if (strcmp(base, "text/html") != 0 && strcmp(base, "application/xhtml+xml") != 0)
+        return 0;
+    size_t scan = n < META_PRESCAN ? n : META_PRESCAN;
+    for (const char *p = data, *stop = data + scan;;) {
+        const char *m = find_ci(p, (size_t)(stop - p), "<meta");
+        if (!m)
+            return 0;
+        const char *end = memchr(m, '>', (size_t)(stop - m));
+        if (!end)
+            return 0;
+        const char *c = find_ci(m, (size_t)(end - m), "charset");
+        if (c && attr_value(c + 7, end, out, cap))
+            return 1;
+        p = end;
+    }
+}
+
+/* Whether a declared encoding name is a label of UTF-8 (WHATWG Encoding). */
+static int is_utf8_label(const char *s)
+{
+    static const char *const labels[] = {"utf-8", "utf8", "unicode-1-1-utf-8"};
+    for (size_t i = 0; i < sizeof labels / sizeof labels[0]; i++)
+        if (strcasecmp(s, labels[i]) == 0)
+            return 1;
+    return 0;
+}
+
 char *pk_mime_decide(const char *key, size_t keylen, const char *rule_type, const void *data,
                      size_t n, pk_magic **magic, char *err, size_t errlen)
 {
@@ -364,6 +451,14 @@ char *pk_mime_decide(const char *key, size_t keylen, const char *rule_type, cons
          * U+FFFD for every accented letter. Without it browsers use the
          * file's declaration or sniff. */
         add_charset = pk_mime_is_text(type) && strchr(type, ';') == NULL && pk_utf8_valid(data, n);
+        /* An ASCII page can still name another encoding (<meta
+         * charset=shift_jis>): it decides how its scripts are decoded and
+         * how its forms submit, so the header must not overrule it. */
+        char base[TYPE_MAX], named[64];
+        base_type(type, base, sizeof base);
+        if (add_charset && declared_charset(base, data, n, named, sizeof named) &&
+            !is_utf8_label(named))
+            add_charset = 0;
     }
     size_t len = strlen(type) + (add_charset ? strlen(CHARSET_UTF8) : 0) + 1;
     char *s = malloc(len);

@@ -4,9 +4,11 @@
  * Order: a MIME rule from the rules file (verbatim), else the extension table
  * below (web types; ".js" is text/javascript per RFC 9239), else libmagic on
  * the content. "; charset=utf-8" is appended to text types from the table
- * or libmagic when the bytes are valid UTF-8 (ASCII is): a file in another
- * encoding is sent without a charset, so the browser follows the file's own
- * declaration (<meta charset>, @charset, <?xml encoding?>).
+ * or libmagic when the bytes are valid UTF-8 (ASCII is) and the file does
+ * not name another encoding itself: a file in another encoding, or one that
+ * declares one (<meta charset> in an HTML page's first 1024 bytes, CSS
+ * @charset, <?xml encoding?>), is sent without a charset, so the browser
+ * follows the file's own declaration.
  *
  * The compression class is derived from the type alone, so that a given type
  * is always treated the same way whichever of the three sources named it.
