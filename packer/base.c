@@ -3,6 +3,8 @@
  */
 #include "base.h"
 
+#include "headers.h"
+
 #include "mime.h"
 
 #include <stdio.h>
@@ -143,11 +145,18 @@ void pk_base_close(pk_base *b)
 }
 
 int pk_base_last_modified(const pk_base *b, const char *key, size_t len,
-                          const uint8_t digest[PK_DIGEST_LEN], int64_t *lm)
+                          const uint8_t digest[PK_DIGEST_LEN], const char *mime, const char *extras,
+                          size_t extras_len, int64_t *lm)
 {
     sf_entry e;
+    const char *old_extras;
+    size_t old_len;
     if (!b || !b->reader || sf_lookup(b->reader, key, len, &e) != 0 || e.kind != SF_KIND_FILE ||
-        memcmp(e.variants[0].body_key, digest, PK_DIGEST_LEN) != 0)
+        memcmp(e.variants[0].body_key, digest, PK_DIGEST_LEN) != 0 || e.mime.len != strlen(mime) ||
+        memcmp(e.mime.ptr, mime, e.mime.len) != 0 ||
+        pk_extras_of_200(e.variants[0].h200.ptr, e.variants[0].h200.len, &old_extras, &old_len) !=
+            0 ||
+        old_len != extras_len || (extras_len && memcmp(old_extras, extras, extras_len) != 0))
         return -1;
     *lm = e.last_modified;
     return 0;

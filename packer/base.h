@@ -42,12 +42,16 @@ int pk_base_open(const char *path, const char *profile, pk_base **out, int *usab
 /* The old variants for identity digest and class, or NULL. */
 const pk_base_entry *pk_base_find(const pk_base *b, const uint8_t digest[PK_DIGEST_LEN], int cls);
 
-/* Last-Modified of the old pack's entry at key when its identity bytes have
- * the same SHA-256 (the content did not change), so that a re-pack keeps the
- * validator of unchanged files and `diff` lists only real changes. Works
+/* Last-Modified of the old pack's entry at key when the representation did
+ * not change: its identity bytes have the same SHA-256, and it has the same
+ * type (mime) and the same extra header lines (extras, as rendered), which
+ * the ETag covers too (digest.h). So a re-pack keeps the validators of
+ * unchanged files and `diff` lists only real changes, while a new type
+ * cannot be revalidated to the old one with If-Modified-Since. Works
  * whatever the profile. @return 0 and *lm, or -1 (no such unchanged file). */
 int pk_base_last_modified(const pk_base *b, const char *key, size_t len,
-                          const uint8_t digest[PK_DIGEST_LEN], int64_t *lm);
+                          const uint8_t digest[PK_DIGEST_LEN], const char *mime, const char *extras,
+                          size_t extras_len, int64_t *lm);
 
 /* The profile of the old pack (valid until pk_base_close). */
 const char *pk_base_profile(const pk_base *b);

@@ -284,6 +284,7 @@ static int decide(build *b)
     int rc = 0;
     size_t future = 0;
     const pk_file *first_future = NULL;
+    pk_buf extras = PK_BUF_INIT;
     for (size_t i = 0; i < b->site.n && rc == 0; i++) {
         pk_file *f = &b->site.files[i];
         const pk_variant *id = &f->var[SF_ENC_IDENTITY];
@@ -310,13 +311,21 @@ static int decide(build *b)
          * --base, an unchanged file keeps the one it had. */
         f->last_modified = b->o->have_epoch ? b->o->epoch : f->mtime > b->now ? b->now : f->mtime;
         int64_t old;
-        if (pk_base_last_modified(b->base, f->key, f->key_len, id->digest, &old) == 0 &&
+        pk_rep r = {.extra = f->extra, .nextra = f->nextra};
+        if (pk_render_extras(&extras, &r) != 0) {
+            snprintf(b->err, sizeof b->err, "%s: out of memory", f->src);
+            rc = -1;
+            break;
+        }
+        if (pk_base_last_modified(b->base, f->key, f->key_len, id->digest, f->mime, extras.p,
+                                  extras.len, &old) == 0 &&
             old <= b->now)
             f->last_modified = old;
         else if (!b->o->have_epoch && f->mtime > b->now && future++ == 0)
             first_future = f;
     }
     pk_magic_close(magic);
+    pk_buf_free(&extras);
     if (rc == 0 && future == 1)
         pk_err("warning: %s has a modification time in the future; its Last-Modified is the "
                "time of packing, so two builds of this tree differ (fix the clock or the mtime, "

@@ -93,6 +93,26 @@ def main():
              {e["path"]: e["last_modified"] for e in T.ls_json(lm_new)},
              "--base keeps Last-Modified over SOURCE_DATE_EPOCH")
 
+        # Same bytes, new type or new rule header: a new representation (its ETag
+        # changes), so it must not keep the old Last-Modified either, or a client that
+        # revalidates with If-Modified-Since alone would keep the old type.
+        rules = os.path.join(work, "lm-rules.json")
+        with open(rules, "w") as f:
+            f.write('{"mime": [{"match": "/css/site.css", "type": "text/plain"}], '
+                    '"headers": [{"match": "/index.html", "name": "X-Frame-Options", '
+                    '"value": "DENY"}]}')
+        lm_rules = os.path.join(work, "lm-rules.lmdb")
+        time.sleep(1)
+        T.eq(T.run(["build", lm_root, "-o", lm_rules, "--base", lm_new, "--rules", rules,
+                    "-q"]).returncode, 0, "re-pack with --base and new rules")
+        new_lm = {e["path"]: e["last_modified"] for e in T.ls_json(lm_new)}
+        for e in T.ls_json(lm_rules):
+            if e["path"] in ("/css/site.css", "/index.html"):
+                T.check(e["last_modified"] > new_lm[e["path"]],
+                        "%s: a new type or header gets a new Last-Modified" % e["path"])
+            else:
+                T.eq(e["last_modified"], new_lm[e["path"]], "Last-Modified of unchanged " + e["path"])
+
         # A base made with another compression profile (a library upgrade): nothing
         # is reused, nothing crashes, and unchanged files still keep Last-Modified.
         other = os.path.join(work, "other-profile.lmdb")
