@@ -52,8 +52,8 @@ static int parse_etag(const char *s, size_t n, size_t *i, int *weak, sf_view *op
  *   If-Match = "*" / #entity-tag       (RFC 9110 §13.1.1, §13.1.2)
  * List elements are separated by commas with optional whitespace; empty
  * elements are skipped (§5.6.1.2). A value that is not such a list (a
- * malformed tag anywhere, "*" among tags, two tags without a comma) matches
- * nothing: If-None-Match then gets the 200, If-Range the whole body and
+ * malformed tag anywhere, "*" among tags, two tags without a comma) is
+ * reported as -1 and matches nothing: If-None-Match then gets the 200 and
  * If-Match a 412, the answers that cannot hand out bytes the client did not
  * name. The strong comparison needs both tags strong and equal; the weak
  * one ignores the W/ prefixes. */
@@ -86,14 +86,14 @@ int sv_etag_match(sf_view list, sf_view etag, int weak)
         int w;
         sf_view tag;
         if (parse_etag(s, n, &i, &w, &tag) != 0)
-            return 0;
+            return -1;
         if (tag.len == ours.len && memcmp(tag.ptr, ours.ptr, tag.len) == 0 &&
             (weak || (!w && !our_weak)))
             found = 1;
         while (i < n && is_ows(s[i]))
             i++;
         if (i < n && s[i] != ',')
-            return 0; /* two tags without a comma, or bytes after a tag */
+            return -1; /* two tags without a comma, or bytes after a tag */
     }
     return found;
 }

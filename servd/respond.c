@@ -228,15 +228,21 @@ static int ieq(const char *a, size_t n, const char *lower)
     return 1;
 }
 
-/* Does any If-Match / If-None-Match line match etag? (Lines of a list field
- * form one list, RFC 9110 §5.3.) */
+/* Does any If-Match / If-None-Match line match etag? Lines of a list field
+ * form one list (RFC 9110 §5.3), so one malformed line makes the whole field
+ * match nothing. */
 static int any_etag_match(const sv_request *req, const char *name, sf_view etag, int weak)
 {
-    for (size_t i = 0; i < req->nheaders; i++)
-        if (ieq(req->headers[i].name.ptr, req->headers[i].name.len, name) &&
-            sv_etag_match(req->headers[i].value, etag, weak))
-            return 1;
-    return 0;
+    int found = 0;
+    for (size_t i = 0; i < req->nheaders; i++) {
+        if (!ieq(req->headers[i].name.ptr, req->headers[i].name.len, name))
+            continue;
+        int r = sv_etag_match(req->headers[i].value, etag, weak);
+        if (r < 0)
+            return 0;
+        found |= r;
+    }
+    return found;
 }
 
 static int negotiate(const sv_request *req, const sf_entry *e)
@@ -289,11 +295,15 @@ static int redirect(ctx *c, const char *key, size_t klen, int add_slash, const s
         goto out_too_long;
     s->used += url;
     const sf_view q = c->req->query;
-    if (!sfmt(s, &n, "%s%.*s\r\nCache-Control: %.*s\r\nContent-Length: 0\r\n", add_slash ? "/" : "",
-              (int)q.len, q.ptr, (int)policy.len, policy.ptr))
+    if (!sfmt(s, &n, "%s%.*s\r\nCache-Control: ", add_slash ? "/" : "", (int)q.len, q.ptr))
         goto out_too_long;
+    /* the policy goes out from where it lies (the map, or a literal), so a
+     * long one costs no scratch room */
+    static const char tail[] = "\r\nContent-Length: 0\r\n";
     c->plan->status = 301;
     add(c->plan, s->buf + start, s->used - start);
+    add(c->plan, policy.ptr, policy.len);
+    add(c->plan, tail, sizeof tail - 1);
     add(c->plan, c->date, c->date_len);
     return 0;
 

@@ -229,14 +229,22 @@ def t_directory_redirect_is_cached_like_its_page(S):
     os.makedirs(os.path.join(root, "guide"), exist_ok=True)
     with open(os.path.join(root, "guide", "index.html"), "wb") as f:
         f.write(b"<p>guide</p>\n")
+    os.makedirs(os.path.join(root, "long"), exist_ok=True)
+    with open(os.path.join(root, "long", "index.html"), "wb") as f:
+        f.write(b"<p>long</p>\n")
+    long_cc = "public, max-age=60, x-pad=" + "p" * 4000  # near the rules' value limit
     rules = os.path.join(st.tmpdir(), "redirect-cc.json")
     with open(rules, "w") as f:
-        f.write('{"cache_control": [{"match": "/guide/**", "value": "public, max-age=600"}]}')
+        f.write('{"cache_control": [{"match": "/guide/**", "value": "public, max-age=600"}, '
+                '{"match": "/long/**", "value": "%s"}]}' % long_cc)
     with st.Servd(st.pack(root, extra=["--rules", rules])) as s:
         r = raw_get(s.port, "/guide")
         eq((r.status, r.get("Cache-Control")), (301, "public, max-age=600"),
            "301 to /guide/: the Cache-Control of /guide/index.html")
         eq(st.get(s.port, "/guide/").get("Cache-Control"), "public, max-age=600", "the page")
+        r = raw_get(s.port, "/long?q=1")
+        eq((r.status, r.get("Location"), r.get("Cache-Control")), (301, "/long/?q=1", long_cc),
+           "301 with a 4 KB Cache-Control (not a 414)")
 
 
 if __name__ == "__main__":

@@ -36,19 +36,19 @@ TEST(cond_etag_weak)
 
 TEST(cond_etag_malformed)
 {
-    ASSERT_EQ(sv_etag_match(V("abc123"), V(ETAG), 1), 0);   /* unquoted */
-    ASSERT_EQ(sv_etag_match(V("\"abc123"), V(ETAG), 1), 0); /* unterminated */
-    ASSERT_EQ(sv_etag_match(V("w/" ETAG), V(ETAG), 1), 0);  /* W is case-sensitive */
-    ASSERT_EQ(sv_etag_match(V("\"a\" " ETAG), V(ETAG), 1), 0);
-    ASSERT_EQ(sv_etag_match(V("\"a b\", " ETAG), V(ETAG), 1), 0);
-    ASSERT_EQ(sv_etag_match(V("*, " ETAG), V(ETAG), 1), 0);
+    ASSERT_EQ(sv_etag_match(V("abc123"), V(ETAG), 1), -1);   /* unquoted */
+    ASSERT_EQ(sv_etag_match(V("\"abc123"), V(ETAG), 1), -1); /* unterminated */
+    ASSERT_EQ(sv_etag_match(V("w/" ETAG), V(ETAG), 1), -1);  /* W is case-sensitive */
+    ASSERT_EQ(sv_etag_match(V("\"a\" " ETAG), V(ETAG), 1), -1);
+    ASSERT_EQ(sv_etag_match(V("\"a b\", " ETAG), V(ETAG), 1), -1);
+    ASSERT_EQ(sv_etag_match(V("*, " ETAG), V(ETAG), 1), -1);
     ASSERT_EQ(sv_etag_match(V(""), V(ETAG), 1), 0);
-    /* a value that is not a list of tags matches nothing, even where one of
-     * its tags would (If-None-Match: 200, If-Range: the whole body) */
-    ASSERT_EQ(sv_etag_match(V(ETAG ", junk"), V(ETAG), 1), 0);
-    ASSERT_EQ(sv_etag_match(V(ETAG "x"), V(ETAG), 1), 0);
-    ASSERT_EQ(sv_etag_match(V(ETAG ", *"), V(ETAG), 1), 0);
-    ASSERT_EQ(sv_etag_match(V(ETAG ", \"a"), V(ETAG), 1), 0);
+    /* a value that is not a list of tags is reported (-1: it matches
+     * nothing), even where one of its tags would match */
+    ASSERT_EQ(sv_etag_match(V(ETAG ", junk"), V(ETAG), 1), -1);
+    ASSERT_EQ(sv_etag_match(V(ETAG "x"), V(ETAG), 1), -1);
+    ASSERT_EQ(sv_etag_match(V(ETAG ", *"), V(ETAG), 1), -1);
+    ASSERT_EQ(sv_etag_match(V(ETAG ", \"a"), V(ETAG), 1), -1);
     /* a substring is not a match */
     ASSERT_EQ(sv_etag_match(V("\"xabc123\""), V(ETAG), 1), 0);
     ASSERT_EQ(sv_etag_match(V("\"abc1234\""), V(ETAG), 1), 0);

@@ -593,6 +593,11 @@ TEST(respond_if_none_match)
     ASSERT_EQ(get("/img.png", "If-None-Match: \"nope\"\r\n"), 200);
     snprintf(f, sizeof f, "If-None-Match: \"a\"\r\nIf-None-Match: %s\r\n", etag_of("/img.png", 0));
     ASSERT_EQ(get("/img.png", f), 304);
+    /* the lines form one list: a malformed line makes it match nothing */
+    snprintf(f, sizeof f, "If-None-Match: %s\r\nIf-None-Match: junk\r\n", etag_of("/img.png", 0));
+    ASSERT_EQ(get("/img.png", f), 200);
+    snprintf(f, sizeof f, "If-Match: %s\r\nIf-Match: \"x\" \"y\"\r\n", etag_of("/img.png", 0));
+    ASSERT_EQ(get("/img.png", f), 412);
     /* compared with the variant that WOULD be selected */
     snprintf(f, sizeof f, "If-None-Match: %s\r\nAccept-Encoding: gzip\r\n", etag_of("/app.js", 0));
     ASSERT_EQ(get("/app.js", f), 200);
