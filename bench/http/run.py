@@ -17,7 +17,8 @@ builds the ceiling server (bench/ceiling/ceiling.c) and measures:
 
 Each server runs alone with ONE worker under `taskset -c 1`, the load generator
 with one thread under `taskset -c 0`; both with a raised ulimit -n. Rounds are
-interleaved (every server once per round, in the same order) and a fresh server
+interleaved (every server once per round, the order rotated by one each round, so
+that no server always takes the first slot after another cell) and a fresh server
 is started for every measurement. Reported: req/s median (min-max), p50/p99,
 socket errors (wrk), failed+errored requests (h2load, one run per cell), server
 CPU microseconds per request (utime+stime of the server's process tree from
@@ -551,7 +552,8 @@ def report(a, res, pipe, servers, wls, conns, started, load0, plotfiles):
              "compare ratios within this run)")
     L.append("- Versions: " + "; ".join(f"{k_}: {v}" for k_, v in versions(a.build, servers).items()))
     L.append(f"- Command: `{' '.join(['bench/http/run.py'] + sys.argv[1:])}`: {a.rounds} "
-             f"interleaved round(s) of {a.duration} s per cell, a fresh server per measurement "
+             f"interleaved round(s) of {a.duration} s per cell (server order rotated each "
+             f"round), a fresh server per measurement "
              f"(served files' page cache: {a.page_cache}, see settle_page_cache()), "
              f"server `taskset -c {SERVER_CPU}` with one worker, load generator `taskset -c "
              f"{CLIENT_CPU}`, ulimit -n {resource.getrlimit(resource.RLIMIT_NOFILE)[0]}")
@@ -764,7 +766,10 @@ def main():
         for wl in wls:
             only = WORKLOADS[wl][2]
             for c in conns:
-                for s in servers:
+                # rotated each round: the first slot after a heavy cell is
+                # measurably worse (bench/RESULTS.md, 2026-12-01, p99)
+                k = rnd % len(servers)
+                for s in servers[k:] + servers[:k]:
                     if only and s not in only:
                         continue
                     r = measure(s, wl, c, a, with_h2load=(rnd == 0 and not a.no_h2load))
