@@ -1113,6 +1113,7 @@ int pk_build(const pk_build_opts *o)
         goto out;
     if (pk_walk(o->root, b.rules, &b.site, b.err, sizeof b.err) != 0)
         goto out;
+    pk_rules_warn_unused(b.rules);
     if (b.site.n == 0) {
         snprintf(b.err, sizeof b.err, "%s: no files to pack", o->root);
         goto out;

@@ -3,7 +3,10 @@
  */
 #include "rules.h"
 
+#include "msg.h"
+
 #include "glob.h"
+#include "sf/store.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -15,7 +18,7 @@
 
 typedef struct rule {
     pk_glob *glob;
-    char *a; /* cache_control: value; mime: type; headers: name */
+    char *a; /* cache_control: value; mime: type; headers: name; exclude: the glob */
     char *b; /* headers: value */
 } rule;
 
@@ -26,6 +29,11 @@ typedef struct rule_list {
 
 struct pk_rules {
     rule_list cc, headers, exclude, mime;
+    char *path; /* the rules file, for messages */
+    /* Per exclude, set by the walk: 1 it skipped something; 2 it skipped
+     * nothing so far but names a directory the walk saw ("/drafts" for
+     * "/drafts/ **"), the mistake pk_rules_warn_unused points out. */
+    unsigned char *exclude_seen;
 };
 
 /* Message helper: "FILE: POINTER: cause". */
@@ -159,6 +167,8 @@ void pk_rules_free(pk_rules *r)
     free_list(&r->headers);
     free_list(&r->exclude);
     free_list(&r->mime);
+    free(r->path);
+    free(r->exclude_seen);
     free(r);
 }
 
@@ -237,6 +247,10 @@ static int parse_section(const char *path, json_t *arr, const char *sname, enum 
             if (compile(path, ptr, json_string_value(el), &r->glob, err, errlen) != 0)
                 return -1;
             out->n++;
+            if (!(r->a = strdup(json_string_value(el)))) {
+                snprintf(err, errlen, "%s: out of memory", path);
+                return -1;
+            }
             continue;
         }
         if (!json_is_object(el)) {
@@ -383,6 +397,12 @@ int pk_rules_load(const char *path, pk_rules **out, char *err, size_t errlen)
             parse_section(path, arr, sections[i].name, sections[i].s, sections[i].l, err, errlen))
             goto out_rules;
     }
+    r->path = strdup(path);
+    r->exclude_seen = calloc(r->exclude.n ? r->exclude.n : 1, 1);
+    if (!r->path || !r->exclude_seen) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        goto out_rules;
+    }
     json_decref(root);
     *out = r;
     return 0;
@@ -402,17 +422,50 @@ static const rule *first(const rule_list *l, const char *key, size_t len)
     return NULL;
 }
 
+/* exclude_seen is not part of the rules' value: the walk marks through it
+ * what each exclude did (one thread; see pk_rules_warn_unused). */
 int pk_rules_excluded(const pk_rules *r, const char *key, size_t len)
 {
-    return r && first(&r->exclude, key, len) != NULL;
+    const rule *m = r ? first(&r->exclude, key, len) : NULL;
+    if (m)
+        r->exclude_seen[m - r->exclude.v] = 1;
+    return m != NULL;
 }
 
 int pk_rules_excluded_dir(const pk_rules *r, const char *dirkey, size_t len)
 {
     for (size_t i = 0; r && i < r->exclude.n; i++)
-        if (pk_glob_covers(r->exclude.v[i].glob, dirkey, len))
+        if (pk_glob_covers(r->exclude.v[i].glob, dirkey, len)) {
+            r->exclude_seen[i] = 1;
             return 1;
+        }
+    /* Not skipped: note the excludes that name this directory itself, with
+     * or without a trailing '/', for the warning. */
+    char k[SF_PATH_MAX + 2];
+    if (!r || len + 1 >= sizeof k)
+        return 0;
+    memcpy(k, dirkey, len);
+    k[len] = '/';
+    for (size_t i = 0; i < r->exclude.n; i++)
+        if (r->exclude_seen[i] == 0 && (pk_glob_match(r->exclude.v[i].glob, k, len) ||
+                                        pk_glob_match(r->exclude.v[i].glob, k, len + 1)))
+            r->exclude_seen[i] = 2;
     return 0;
+}
+
+void pk_rules_warn_unused(const pk_rules *r)
+{
+    for (size_t i = 0; r && i < r->exclude.n; i++) {
+        if (r->exclude_seen[i] != 2)
+            continue;
+        const char *g = r->exclude.v[i].a;
+        size_t n = strlen(g);
+        if (n > 0 && g[n - 1] == '/')
+            n--;
+        pk_err("warning: %s: /exclude/%zu \"%s\" names a directory but skips nothing in it; "
+               "to exclude the directory and all it holds, write \"%.*s/**\"",
+               r->path, i, g, (int)n, g);
+    }
 }
 
 const char *pk_rules_mime(const pk_rules *r, const char *key, size_t len)

@@ -54,6 +54,11 @@ int pk_rules_excluded(const pk_rules *r, const char *key, size_t len);
  * (e.g. "/drafts/ **" without the space, or "**"): the walk then skips the
  * directory without reading it. */
 int pk_rules_excluded_dir(const pk_rules *r, const char *dirkey, size_t len);
+/* Warns (stderr) about each exclude that skipped nothing in the walk just
+ * done but names a directory it saw: "/drafts" written for "/drafts/ **"
+ * publishes the drafts. (An exclude like "*.map" that finds nothing is
+ * normal in a shared rules file and is not mentioned.) */
+void pk_rules_warn_unused(const pk_rules *r);
 /* The MIME override for a key, or NULL. */
 const char *pk_rules_mime(const pk_rules *r, const char *key, size_t len);
 /* The Cache-Control value for a key of type mime (never NULL). */

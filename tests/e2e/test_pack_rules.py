@@ -45,6 +45,26 @@ def main():
         m = re.search(r"(\d+) excluded", summary)
         T.eq(m and int(m.group(1)), 2, "excluded count in the summary (dup/ once, app.wasm)")
 
+        T.check("matched nothing" not in summary, "no warning when every exclude is used: " + summary)
+
+        # An exclude that names a directory but skips nothing is pointed out: "/img"
+        # (or "img/") publishes the directory it was meant to hide. One that finds
+        # nothing at all ("*.map" in a shared rules file) is normal and not mentioned.
+        bad_rules = os.path.join(work, "unused.json")
+        with open(bad_rules, "w") as f:
+            json.dump({"exclude": ["/img", "*.nothing-has-this", "*.wasm", "docs/"]}, f)
+        p = T.run(["build", root, "-o", os.path.join(work, "unused.lmdb"), "--rules", bad_rules,
+                   "-q"])
+        T.eq(p.returncode, 0, "build with unused excludes")
+        err = p.stderr.decode()
+        T.check('%s: /exclude/0 "/img" names a directory but skips nothing in it; to exclude the '
+                'directory and all it holds, write "/img/**"' % bad_rules in err,
+                "directory named without /**: " + err)
+        T.check('/exclude/3 "docs/" names a directory' in err and 'write "docs/**"' in err,
+                "directory named with a trailing slash: " + err)
+        T.check("/exclude/1" not in err and "/exclude/2" not in err,
+                "an exclude that found nothing, or that was used, is not named: " + err)
+
         listing = {e["path"]: e for e in T.ls_json(pack)}
         for gone in ("/dup/one.txt", "/dup/two.txt", "/app.wasm"):
             T.check(gone not in listing, "%s excluded" % gone)
