@@ -37,6 +37,7 @@
 
 #include <errno.h>
 #include <netinet/tcp.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -835,6 +836,26 @@ static int request_coming(sv_conn *c)
 
 void sv__conn_stop_all(sv_worker *w, int force)
 {
+    if (force && w->nconns) {
+        /* Say what the graceful stop was still waiting for: the forced
+         * close is the exception, and the reason is gone once it is done. */
+        unsigned queued_n = 0, head = 0, held = 0, paused = 0, body = 0, open = 0;
+        for (sv_link *l = w->conns.next; l != &w->conns; l = l->next) {
+            sv_conn *c = SV__CONTAINER(l, sv_conn, link);
+            if (c->state == SV_CS_CLOSED)
+                continue;
+            open++;
+            queued_n += queued(c) != 0;
+            head += c->t_head != 0;
+            held += c->inlen != 0;
+            paused += c->paused != 0;
+            body += c->drain != 0;
+        }
+        fprintf(stderr,
+                "servd: worker %d: closing %u connections (%u with responses queued, %u with "
+                "a head pending, %u with input held, %u paused, %u with a body to drain)\n",
+                w->id, open, queued_n, head, held, paused, body);
+    }
     for (sv_link *l = w->conns.next; l != &w->conns; l = l->next) {
         sv_conn *c = SV__CONTAINER(l, sv_conn, link);
         if (c->state == SV_CS_CLOSED)

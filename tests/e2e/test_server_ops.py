@@ -375,7 +375,7 @@ def t_access_log_blocked_writer_does_not_block_the_stop():
         rc = s.proc.wait(timeout=st.STOP_TIMEOUT)
         took = time.time() - t0
         eq(rc, 0, "exit status with the log writer blocked")
-        ok(took < 5, "exited %.1f s after SIGTERM" % took)
+        ok(took < 5, "exited %.1f s after SIGTERM; log: %s" % (took, s.read_log()[-1500:]))
         ok("takes no more lines" in s.read_log(), "the stuck log is reported: " + s.read_log())
         s.proc = None
     finally:
