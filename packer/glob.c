@@ -6,6 +6,8 @@
  */
 #include "glob.h"
 
+#include "sf/path.h"
+
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,33 +41,6 @@ struct pk_glob {
     size_t n;
     tok t[];
 };
-
-/* Decodes the UTF-8 character at p[0, n): sets *cp and @returns its length
- * (1-4), or 0 when the bytes are not well-formed UTF-8. Keys are valid
- * UTF-8 (sf_path_check); globs come from JSON strings, also UTF-8. */
-static size_t u8_decode(const unsigned char *p, size_t n, uint32_t *cp)
-{
-    if (n == 0)
-        return 0;
-    if (p[0] < 0x80) {
-        *cp = p[0];
-        return 1;
-    }
-    size_t len = p[0] >= 0xf0 ? 4 : p[0] >= 0xe0 ? 3 : p[0] >= 0xc0 ? 2 : 0;
-    if (len == 0 || n < len || p[0] > 0xf4)
-        return 0;
-    uint32_t v = p[0] & (0x3f >> (len - 1));
-    for (size_t k = 1; k < len; k++) {
-        if ((p[k] & 0xc0) != 0x80)
-            return 0;
-        v = v << 6 | (p[k] & 0x3f);
-    }
-    static const uint32_t min[5] = {0, 0, 0x80, 0x800, 0x10000};
-    if (v < min[len] || v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff))
-        return 0;
-    *cp = v;
-    return len;
-}
 
 static int set_has(const cset *s, uint32_t cp)
 {
@@ -107,7 +82,7 @@ static int set_char(const char *p, size_t *j, uint32_t *cp)
 {
     if (p[*j] == '\\' && p[*j + 1])
         (*j)++;
-    size_t l = u8_decode((const unsigned char *)p + *j, strlen(p + *j), cp);
+    size_t l = sf_utf8_char(p + *j, strlen(p + *j), cp);
     if (l == 0)
         return -1;
     *j += l;
@@ -257,7 +232,7 @@ int pk_glob_match(const pk_glob *g, const char *s, size_t len)
             memset(next + 1, 0, len);
             for (size_t j = 0; j < len;) {
                 uint32_t cp;
-                size_t cl = u8_decode((const unsigned char *)s + j, len - j, &cp);
+                size_t cl = sf_utf8_char(s + j, len - j, &cp);
                 if (cl == 0) { /* not UTF-8: a byte that nothing matches */
                     j++;
                     continue;

@@ -7,6 +7,8 @@
  */
 #include "metrics.h"
 
+#include "sf/path.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,33 +88,14 @@ static void put(struct out *o, const char *fmt, ...)
     }
 }
 
-/* Length of the well-formed UTF-8 character at p (1-4; p is NUL-terminated),
- * or 0 when the bytes there are not one. */
-static size_t utf8_char(const unsigned char *p)
-{
-    if (p[0] < 0x80)
-        return 1;
-    size_t len = p[0] >= 0xf0 ? 4 : p[0] >= 0xe0 ? 3 : p[0] >= 0xc2 ? 2 : 0;
-    if (len == 0 || p[0] > 0xf4)
-        return 0;
-    uint32_t v = p[0] & (0x3f >> (len - 1));
-    for (size_t k = 1; k < len; k++) {
-        if ((p[k] & 0xc0) != 0x80) /* also stops at the NUL */
-            return 0;
-        v = v << 6 | (p[k] & 0x3f);
-    }
-    static const uint32_t min[5] = {0, 0, 0x80, 0x800, 0x10000};
-    return v < min[len] || v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff) ? 0 : len;
-}
-
 /* Writes a label value with \\, \" and \n escaped (format 0.0.4). Label
  * values must be UTF-8, and Prometheus drops the whole scrape over one that
  * is not: a byte that is not part of a UTF-8 character (a pack path is any
  * bytes) is written as U+FFFD. */
 static void put_label(struct out *o, const char *s)
 {
-    while (*s) {
-        size_t n = utf8_char((const unsigned char *)s);
+    for (const char *end = s + strlen(s); s < end;) {
+        size_t n = sf_utf8_char(s, (size_t)(end - s), NULL);
         if (n == 0) {
             put(o, "\xef\xbf\xbd");
             s++;

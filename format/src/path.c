@@ -16,35 +16,43 @@ static int hexval(unsigned char c)
     return -1;
 }
 
-/* Length of the valid UTF-8 sequence at p (at most n bytes), or 0 when the
- * bytes are not well-formed UTF-8 (RFC 3629 §4: no overlong forms, no
- * surrogates, nothing above U+10FFFF). */
-static size_t utf8_len(const unsigned char *p, size_t n)
+size_t sf_utf8_char(const void *s, size_t n, uint32_t *cp)
 {
+    const unsigned char *p = s;
+    if (n == 0)
+        return 0;
     unsigned char c = p[0];
-    if (c < 0x80)
-        return 1;
-    if (c >= 0xc2 && c <= 0xdf)
-        return n >= 2 && (p[1] & 0xc0) == 0x80 ? 2 : 0;
-    if (c >= 0xe0 && c <= 0xef) {
+    size_t len;
+    uint32_t v;
+    if (c < 0x80) {
+        len = 1, v = c;
+    } else if (c >= 0xc2 && c <= 0xdf) {
+        if (n < 2 || (p[1] & 0xc0) != 0x80)
+            return 0;
+        len = 2, v = (uint32_t)(c & 0x1f) << 6 | (p[1] & 0x3f);
+    } else if (c >= 0xe0 && c <= 0xef) {
         if (n < 3 || (p[1] & 0xc0) != 0x80 || (p[2] & 0xc0) != 0x80)
             return 0;
         if (c == 0xe0 && p[1] < 0xa0)
             return 0; /* overlong */
         if (c == 0xed && p[1] > 0x9f)
             return 0; /* surrogate */
-        return 3;
-    }
-    if (c >= 0xf0 && c <= 0xf4) {
+        len = 3, v = (uint32_t)(c & 0x0f) << 12 | (uint32_t)(p[1] & 0x3f) << 6 | (p[2] & 0x3f);
+    } else if (c >= 0xf0 && c <= 0xf4) {
         if (n < 4 || (p[1] & 0xc0) != 0x80 || (p[2] & 0xc0) != 0x80 || (p[3] & 0xc0) != 0x80)
             return 0;
         if (c == 0xf0 && p[1] < 0x90)
             return 0; /* overlong */
         if (c == 0xf4 && p[1] > 0x8f)
             return 0; /* above U+10FFFF */
-        return 4;
+        len = 4, v = (uint32_t)(c & 0x07) << 18 | (uint32_t)(p[1] & 0x3f) << 12 |
+                     (uint32_t)(p[2] & 0x3f) << 6 | (p[3] & 0x3f);
+    } else {
+        return 0; /* continuation byte, 0xc0, 0xc1 or 0xf5.. */
     }
-    return 0; /* continuation byte, 0xc0, 0xc1 or 0xf5.. */
+    if (cp)
+        *cp = v;
+    return len;
 }
 
 /* Validates a decoded segment's bytes: no NUL, no controls, no '\\', UTF-8. */
@@ -54,7 +62,7 @@ static int segment_ok(const unsigned char *s, size_t n)
     while (i < n) {
         if (s[i] < 0x20 || s[i] == 0x7f || s[i] == '\\')
             return 0;
-        size_t l = utf8_len(s + i, n - i);
+        size_t l = sf_utf8_char(s + i, n - i, NULL);
         if (l == 0)
             return 0;
         i += l;

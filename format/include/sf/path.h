@@ -14,6 +14,7 @@
 #define SF_PATH_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -36,6 +37,12 @@ int sf_path_from_target(const char *in, size_t len, char *out, size_t cap, size_
  * percent-encoded form gives it back unchanged.
  * @return 0 or SF_EPATH. */
 int sf_path_check(const char *key, size_t len);
+
+/* The UTF-8 character at s[0, n): @return its length (1-4), with its code
+ * point in *cp (cp may be NULL), or 0 when the bytes there are not
+ * well-formed UTF-8 (RFC 3629 §4: no overlong forms, no surrogates, nothing
+ * above U+10FFFF) or n is 0. */
+size_t sf_utf8_char(const void *s, size_t n, uint32_t *cp);
 
 /* Writes the URL path that names a key: every byte but unreserved,
  * sub-delims, ':', '@' (pchar, RFC 3986 §3.3) and '/' becomes %XX
