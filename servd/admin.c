@@ -21,6 +21,10 @@
 #define SV_ADMIN_MAX_CONNS 64
 /* A request must arrive whole within this time. */
 #define SV_ADMIN_TIMEOUT_MS 10000
+/* After an answer, input is read and dropped for at most this long, so that
+ * the client's unread bytes do not make the close a reset that could destroy
+ * the answer before the client reads it (RFC 9112 §9.6). */
+#define SV_ADMIN_LINGER_MS 2000
 /* Largest admin request head: scrapers send a few hundred bytes. */
 #define SV_ADMIN_HEAD_MAX 4096
 
@@ -40,9 +44,11 @@ typedef struct aconn {
     uv_tcp_t tcp;
     uv_timer_t timer;
     uv_write_t wr;
+    uv_shutdown_t shut;
     sv_admin *a;
     int handles; /* open handles: freed when both are closed */
     int answered;
+    int lingering; /* the answer is sent and the write side shut down */
     char *out;
     size_t len;
     char buf[SV_ADMIN_HEAD_MAX];
@@ -66,9 +72,31 @@ static void aconn_close(aconn *c)
         uv_close((uv_handle_t *)&c->timer, on_aconn_closed);
 }
 
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
+static void on_timeout(uv_timer_t *t);
+
+static void on_shut(uv_shutdown_t *req, int status)
+{
+    aconn *c = req->data;
+    if (status < 0 || uv_is_closing((uv_handle_t *)&c->tcp)) {
+        aconn_close(c);
+        return;
+    }
+    /* Drain until the client closes too (or the linger time is up). */
+    c->lingering = 1;
+    c->len = 0;
+    uv_timer_start(&c->timer, on_timeout, SV_ADMIN_LINGER_MS, 0);
+    if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) != 0)
+        aconn_close(c);
+}
+
 static void on_written(uv_write_t *req, int status)
 {
-    aconn_close(req->data);
+    aconn *c = req->data;
+    c->shut.data = c;
+    if (status < 0 || uv_shutdown(&c->shut, (uv_stream_t *)&c->tcp, on_shut) != 0)
+        aconn_close(c);
 }
 
 static const char *reason(int status)
@@ -170,12 +198,16 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
     aconn *c = s->data;
-    if (nread == 0 || c->answered)
-        return;
     if (nread < 0) {
-        aconn_close(c);
+        aconn_close(c); /* the client closed (or reset): nothing left to do */
         return;
     }
+    if (c->lingering) {
+        c->len = 0; /* input after the answer is dropped */
+        return;
+    }
+    if (nread == 0 || c->answered)
+        return;
     c->len += (size_t)nread;
     sv_request req;
     int r = sv_http1_parse(c->buf, c->len, &req);
@@ -226,7 +258,19 @@ static void on_connection(uv_stream_t *server, int status)
     uv_timer_init(&a->loop, &c->timer);
     c->handles = 2;
     a->nconns++;
-    if (uv_accept(server, (uv_stream_t *)&c->tcp) != 0 || a->nconns > SV_ADMIN_MAX_CONNS) {
+    if (uv_accept(server, (uv_stream_t *)&c->tcp) != 0) {
+        aconn_close(c);
+        return;
+    }
+    if (a->nconns > SV_ADMIN_MAX_CONNS) {
+        /* Say why, in one non-blocking write from static memory, and close:
+         * a flood must not get buffers or timers. */
+        static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; "
+                                   "charset=utf-8\r\nContent-Length: 38\r\nCache-Control: "
+                                   "no-store\r\nRetry-After: 1\r\nConnection: close\r\n\r\n"
+                                   "too many admin connections; try again\n";
+        uv_buf_t b = uv_buf_init((char *)busy, sizeof busy - 1);
+        uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
         aconn_close(c);
         return;
     }

@@ -144,6 +144,55 @@ def t_metrics_and_healthz_on_the_admin_port_only():
         eq(m["servd_workers"], 1.0, "workers")
 
 
+def t_admin_answers_what_it_refuses_before_it_closes():
+    """The admin port's refusals reach the client: an oversized head gets its 431 and a
+    request with a body its 405, then a clean close (FIN, never a reset: input left
+    unread at close makes the kernel send RST, which can destroy the answer still in
+    flight), and a connection over the admin limit gets a 503."""
+    adm = st.free_port()
+
+    def outcome(data):
+        s = socket.create_connection(("127.0.0.1", adm), timeout=5)
+        try:
+            s.sendall(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        time.sleep(0.2)  # the answer is written and the connection closed by now
+        got = b""
+        try:
+            while True:
+                b = s.recv(65536)
+                if not b:
+                    return got, "FIN"
+                got += b
+        except ConnectionResetError:
+            return got, "RST"
+        finally:
+            s.close()
+
+    with st.Servd(pack(), extra=["--admin", "127.0.0.1:%d" % adm]):
+        big = b"GET /metrics HTTP/1.1\r\nHost: a\r\nX-Pad: " + b"p" * 9000 + b"\r\n\r\n"
+        post = st.req("POST", "/metrics", [("Content-Length", "200000")]) + b"x" * 200000
+        for data, status, what in ((big, b"431", "a head over 4 KiB"), (post, b"405", "POST")):
+            got, end = outcome(data)
+            eq((got[9:12], end), (status, "FIN"), "%s: answer and close" % what)
+        held = []
+        try:
+            for _ in range(8):  # in steps: a full accept queue would delay some
+                held += [socket.create_connection(("127.0.0.1", adm)) for _ in range(8)]
+                time.sleep(0.05)
+            time.sleep(1.5)  # a handshake the full queue did drop completes within ~1 s
+            r, closed = st.raw_outcome(adm, st.req("GET", "/healthz"))
+            ok(r is not None, "over the admin connection limit: no answer")
+            eq((r.status, r.get("Retry-After"), closed), (503, "1", True), "over the limit")
+            ok(b"too many admin connections" in r.body, "503 body %r" % r.body)
+        finally:
+            for h in held:
+                h.close()
+        time.sleep(0.3)
+        eq(st.get(adm, "/healthz").status, 200, "served again once the connections closed")
+
+
 LOG_LINE = re.compile(r'^(\S+) - - \[(\d\d/[A-Z][a-z]{2}/\d{4}:\d\d:\d\d:\d\d \+0000)\] '
                       r'"([^"\\]*(?:\\.[^"\\]*)*)" (\d{3}) (\d+|-) "([^"\\]*(?:\\.[^"\\]*)*)" '
                       r'"([^"\\]*(?:\\.[^"\\]*)*)" (identity|gzip|br|zstd|-) (\d+)$')
