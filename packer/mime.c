@@ -5,6 +5,7 @@
 #include "mime.h"
 
 #include "digest.h"
+#include "sf/path.h" /* sf_utf8_char */
 
 #include <magic.h>
 #include <stdio.h>
@@ -266,33 +267,13 @@ int pk_svgz_key(const char *key, size_t len)
 int pk_utf8_valid(const void *data, size_t n)
 {
     const unsigned char *p = data;
-    for (size_t i = 0; i < n;) {
-        unsigned c = p[i];
-        if (c < 0x80) {
-            i++;
+    for (size_t i = 0, l; i < n; i += l) {
+        if (p[i] < 0x80) {
+            l = 1;
             continue;
         }
-        size_t len;
-        unsigned min, cp;
-        if (c >= 0xc2 && c <= 0xdf) {
-            len = 2, min = 0x80, cp = c & 0x1f;
-        } else if (c >= 0xe0 && c <= 0xef) {
-            len = 3, min = 0x800, cp = c & 0x0f;
-        } else if (c >= 0xf0 && c <= 0xf4) {
-            len = 4, min = 0x10000, cp = c & 0x07;
-        } else {
+        if ((l = sf_utf8_char(p + i, n - i, NULL)) == 0)
             return 0;
-        }
-        if (n - i < len)
-            return 0;
-        for (size_t k = 1; k < len; k++) {
-            if ((p[i + k] & 0xc0) != 0x80)
-                return 0;
-            cp = cp << 6 | (p[i + k] & 0x3f);
-        }
-        if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-            return 0;
-        i += len;
     }
     return 1;
 }

@@ -3,34 +3,20 @@
  */
 #include "msg.h"
 
-#include "mime.h" /* pk_utf8_valid */
+#include <string.h>
 
-/* Length of the well-formed UTF-8 character at p (2 to 4), or 0. */
-static size_t utf8_len(const unsigned char *p)
-{
-    size_t n = p[0] >= 0xf0 ? 4 : p[0] >= 0xe0 ? 3 : p[0] >= 0xc0 ? 2 : 0;
-    for (size_t i = 1; i < n; i++)
-        if (p[i] == 0) /* the string ends inside the character */
-            return 0;
-    return n && pk_utf8_valid(p, n) ? n : 0;
-}
+#include "sf/path.h" /* sf_utf8_char */
 
-/* Whether the character at p[0, n) controls the terminal, the lines or the
- * direction of the text: C1 controls (U+0080-U+009F), the line and
- * paragraph separators (U+2028, U+2029) and Unicode's Bidi_Control set
- * (U+061C, U+200E, U+200F, U+202A-U+202E, U+2066-U+2069), which could make
- * a name read as another. */
-static unsigned control_point(const unsigned char *p, size_t n)
+/* Whether code point cp controls the terminal, the lines or the direction
+ * of the text: C1 controls (U+0080-U+009F), the line and paragraph
+ * separators (U+2028, U+2029) and Unicode's Bidi_Control set (U+061C,
+ * U+200E, U+200F, U+202A-U+202E, U+2066-U+2069), which could make a name
+ * read as another. */
+static int is_control_point(uint32_t cp)
 {
-    unsigned cp = n == 2 ? (unsigned)(p[0] & 0x1f) << 6 | (p[1] & 0x3f)
-                  : n == 3
-                      ? (unsigned)(p[0] & 0x0f) << 12 | (unsigned)(p[1] & 0x3f) << 6 | (p[2] & 0x3f)
-                      : 0;
-    if ((cp >= 0x80 && cp <= 0x9f) || cp == 0x061c || cp == 0x200e || cp == 0x200f ||
-        cp == 0x2028 || cp == 0x2029 || (cp >= 0x202a && cp <= 0x202e) ||
-        (cp >= 0x2066 && cp <= 0x2069))
-        return cp;
-    return 0;
+    return (cp >= 0x80 && cp <= 0x9f) || cp == 0x061c || cp == 0x200e || cp == 0x200f ||
+           cp == 0x2028 || cp == 0x2029 || (cp >= 0x202a && cp <= 0x202e) ||
+           (cp >= 0x2066 && cp <= 0x2069);
 }
 
 void pk_esc_fputs(const char *s, FILE *out)
@@ -44,12 +30,12 @@ void pk_esc_fputs(const char *s, FILE *out)
             p++;
             continue;
         }
-        size_t n = utf8_len(p);
-        unsigned cp = n ? control_point(p, n) : 0;
+        uint32_t cp;
+        size_t n = sf_utf8_char(p, strnlen((const char *)p, 4), &cp);
         if (n == 0) {
             fprintf(out, "\\x%02x", *p++); /* not UTF-8: the byte */
-        } else if (cp) {
-            fprintf(out, "\\u%04x", cp);
+        } else if (is_control_point(cp)) {
+            fprintf(out, "\\u%04x", (unsigned)cp);
             p += n;
         } else {
             fwrite(p, 1, n, out);
