@@ -9,6 +9,7 @@
 #include "http.h"
 
 #include <string.h>
+#include <time.h>
 
 static int is_ows(char c)
 {
@@ -191,6 +192,24 @@ static int valid_day(int y, int m, int d)
  * 20xx and 70-99 are 19xx - a fixed pivot instead of §5.6.7's "50 years
  * from now", so the function stays pure; the form is obsolete and the two
  * rules differ only for 2070-2076. */
+int sv_http_rfc850_year(int yy, int now)
+{
+    int y = now - now % 100 + yy;
+    if (y > now + 50)
+        y -= 100;
+    else if (y <= now - 50)
+        y += 100;
+    return y;
+}
+
+/* The current year, for rfc850-dates only (rare: no cache). */
+static int this_year(void)
+{
+    time_t now = time(NULL);
+    struct tm tm;
+    return gmtime_r(&now, &tm) ? tm.tm_year + 1900 : 1970;
+}
+
 int sv_http_date_parse(sf_view v, int64_t *t)
 {
     cur c = {v.ptr, v.len, 0};
@@ -206,7 +225,7 @@ int sv_http_date_parse(sf_view v, int64_t *t)
         if (!(digits(&c, 2, &d) && lit(&c, "-") && month_of(&c, &m) && lit(&c, "-") &&
               digits(&c, 2, &y) && lit(&c, " ") && time_of_day(&c, &h, &mi, &s) && lit(&c, " GMT")))
             return -1;
-        y += y < 70 ? 2000 : 1900;
+        y = sv_http_rfc850_year(y, this_year());
     } else if ((c.i = 0, day_name(&c, day_short)) && lit(&c, " ")) {
         /* asctime-date: day = 2DIGIT / ( SP DIGIT ) */
         if (!(month_of(&c, &m) && lit(&c, " ")))

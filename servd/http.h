@@ -155,6 +155,11 @@ int sv_etag_match(sf_view list, sf_view etag, int weak);
  * §5.6.7). @return 0 and *t in Unix seconds, or -1 when invalid. */
 int sv_http_date_parse(sf_view s, int64_t *t);
 
+/* The year an rfc850-date's two digits yy name when the current year is now:
+ * the one with those digits that is at most 50 years in the future (RFC 9110
+ * §5.6.7: a year more than 50 years ahead is the most recent past one). */
+int sv_http_rfc850_year(int yy, int now);
+
 /* Evaluates an If-Range value (RFC 9110 §13.1.5) against the selected
  * representation: an entity-tag must equal etag by the strong comparison (a
  * weak tag never matches); an HTTP-date must equal last_modified exactly.

@@ -3,6 +3,8 @@
 #include "runner.h"
 #include "http.h"
 
+#include <time.h>
+
 static sf_view V(const char *s)
 {
     sf_view v = {s, strlen(s)};
@@ -54,6 +56,21 @@ TEST(cond_etag_malformed)
     ASSERT_EQ(sv_etag_match(V("\"abc1234\""), V(ETAG), 1), 0);
 }
 
+/* Days from 1970-01-01 to y-m-d (timegm, which glibc has). */
+static int64_t days_from(int y, int m, int d)
+{
+    struct tm tm = {.tm_year = y - 1900, .tm_mon = m - 1, .tm_mday = d};
+    return (int64_t)timegm(&tm) / 86400;
+}
+
+static int this_year(void)
+{
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    return tm.tm_year + 1900;
+}
+
 static int64_t date(const char *s)
 {
     int64_t t = 0;
@@ -80,9 +97,27 @@ TEST(cond_date_three_forms)
     ASSERT_EQ(date("Wed, 31 Dec 1969 23:59:59 GMT"), -1);
     ASSERT_EQ(date("Tue, 29 Feb 2000 12:00:00 GMT"), 951825600);
     ASSERT_EQ(date("Fri, 31 Dec 9999 23:59:59 GMT"), 253402300799LL);
-    ASSERT_EQ(date("Thursday, 01-Jan-70 00:00:00 GMT"), 0);
+    ASSERT_EQ(date("Thursday, 01-Jan-70 00:00:00 GMT"),
+              (int64_t)days_from(sv_http_rfc850_year(70, this_year()), 1, 1) * 86400);
     ASSERT_EQ(date("Saturday, 01-Jan-00 00:00:00 GMT"), 946684800);
     ASSERT_EQ(date("Sun, 06 Nov 1994 08:49:60 GMT"), 784111777 + 23); /* leap second */
+}
+
+TEST(cond_date_rfc850_two_digit_years)
+{
+    /* RFC 9110 §5.6.7: a year more than 50 years in the future is the most
+     * recent past year with those digits. */
+    ASSERT_EQ(sv_http_rfc850_year(70, 2026), 2070);
+    ASSERT_EQ(sv_http_rfc850_year(76, 2026), 2076);
+    ASSERT_EQ(sv_http_rfc850_year(77, 2026), 1977);
+    ASSERT_EQ(sv_http_rfc850_year(94, 2026), 1994);
+    ASSERT_EQ(sv_http_rfc850_year(0, 2026), 2000);
+    ASSERT_EQ(sv_http_rfc850_year(26, 2026), 2026);
+    ASSERT_EQ(sv_http_rfc850_year(99, 2048), 1999); /* 51 years ahead */
+    ASSERT_EQ(sv_http_rfc850_year(99, 2049), 2099); /* 50: not more than 50 */
+    ASSERT_EQ(sv_http_rfc850_year(10, 2080), 2110);
+    ASSERT_EQ(sv_http_rfc850_year(31, 2080), 2031);
+    ASSERT_EQ(sv_http_rfc850_year(30, 2080), 2130);
 }
 
 TEST(cond_date_invalid)
