@@ -135,8 +135,34 @@ typedef struct ctx {
     sv_plan *plan;
     const char *date; /* the Date line (+ Connection) + blank line */
     size_t date_len;
-    int head; /* HEAD: no body */
+    int head;      /* HEAD: no body */
+    int64_t now;   /* the time the Date line gives */
+    int64_t lm;    /* the entry's Last-Modified, never later than now */
+    int lm_future; /* the stored Last-Modified is later than now */
 } ctx;
+
+/* Adds a stored header block. A stored Last-Modified later than now (the
+ * pack was built on a machine whose clock runs ahead) is replaced by the
+ * Date, as RFC 9110 §8.8.2.1 requires: the block goes out in two pieces
+ * around the Date line's own date. Rare; otherwise one piece, as stored. */
+static void add_block(ctx *c, const char *p, size_t n)
+{
+    static const char lm[] = "Last-Modified: ";
+    const size_t ll = sizeof lm - 1;
+    if (c->lm_future) {
+        const char *l = n >= ll && memcmp(p, lm, ll) == 0 ? p : NULL;
+        if (!l && (l = memmem(p, n, "\r\nLast-Modified: ", ll + 2)) != NULL)
+            l += 2;
+        if (l && (size_t)(p + n - l) >= ll + SV_HTTP_DATE_LEN) {
+            const char *d = l + ll, *after = d + SV_HTTP_DATE_LEN;
+            add(c->plan, p, (size_t)(d - p));
+            add(c->plan, c->date + 6, SV_HTTP_DATE_LEN); /* past "Date: " */
+            n -= (size_t)(after - p);
+            p = after;
+        }
+    }
+    add(c->plan, p, n);
+}
 
 static void plan_reset(sv_plan *plan, int close)
 {
@@ -317,7 +343,7 @@ out_too_long:
 static int send_304(ctx *c, const sf_variant *v)
 {
     c->plan->status = 304;
-    add(c->plan, v->h304.ptr, v->h304.len);
+    add_block(c, v->h304.ptr, v->h304.len);
     add(c->plan, c->date, c->date_len);
     return 0;
 }
@@ -352,7 +378,7 @@ static int send_206(ctx *c, const sf_variant *v, sf_view body, const sv_range *r
     c->plan->status = 206;
     c->plan->encoding = v->encoding;
     add(c->plan, h, hl);
-    add(c->plan, v->rep.ptr, v->rep.len);
+    add_block(c, v->rep.ptr, v->rep.len);
     add(c->plan, c->date, c->date_len);
     add(c->plan, body.ptr + r->first, (size_t)n);
     c->plan->body_bytes = n;
@@ -441,7 +467,7 @@ static int send_multipart(ctx *c, const sf_entry *e, const sf_variant *v, sf_vie
     c->plan->status = 206;
     c->plan->encoding = v->encoding;
     add(c->plan, h, hl);
-    add(c->plan, v->rep.ptr + skip, v->rep.len - skip);
+    add_block(c, v->rep.ptr + skip, v->rep.len - skip);
     add(c->plan, c->date, c->date_len);
     for (int i = 0; i < nr; i++) {
         add(c->plan, part[i].p, part[i].n);
@@ -456,9 +482,9 @@ out_no_room:
     return 1;
 }
 
-/* Conditionals (RFC 9110 §13.2.2 steps 1-4). @return 1 when a response
- * (304 or 412) was planned, 0 to go on. */
-static int preconditions(ctx *c, const sf_entry *e, const sf_variant *v, int vary)
+/* Conditionals (RFC 9110 §13.2.2 steps 1-4), dates compared with c->lm.
+ * @return 1 when a response (304 or 412) was planned, 0 to go on. */
+static int preconditions(ctx *c, const sf_variant *v, int vary)
 {
     const sv_request *req = c->req;
     int64_t t;
@@ -466,14 +492,14 @@ static int preconditions(ctx *c, const sf_entry *e, const sf_variant *v, int var
         if (!any_etag_match(req, "if-match", v->etag, 0))
             return fail_vary(c, 412, vary), 1;
     } else if (req->n_if_unmodified_since == 1 &&
-               sv_http_date_parse(req->if_unmodified_since, &t) == 0 && e->last_modified > t) {
+               sv_http_date_parse(req->if_unmodified_since, &t) == 0 && c->lm > t) {
         return fail_vary(c, 412, vary), 1;
     }
     if (req->n_if_none_match) {
         if (any_etag_match(req, "if-none-match", v->etag, 1))
             return send_304(c, v), 1;
     } else if (req->n_if_modified_since == 1 &&
-               sv_http_date_parse(req->if_modified_since, &t) == 0 && e->last_modified <= t) {
+               sv_http_date_parse(req->if_modified_since, &t) == 0 && c->lm <= t) {
         return send_304(c, v), 1;
     }
     return 0;
@@ -493,8 +519,12 @@ static int serve(ctx *c, const sf_entry *e, int is404, const sf_view *bodies)
         idx = 0; /* an error page is sent as identity rather than refused */
     }
     const sf_variant *v = &e->variants[idx];
+    c->lm = e->last_modified;
+    c->lm_future = c->lm > c->now;
+    if (c->lm_future)
+        c->lm = c->now;
 
-    if (!is404 && preconditions(c, e, v, vary))
+    if (!is404 && preconditions(c, v, vary))
         return 0;
 
     sf_view body = {NULL, 0};
@@ -505,7 +535,7 @@ static int serve(ctx *c, const sf_entry *e, int is404, const sf_view *bodies)
 
     if (!is404 && req->method == SV_M_GET && req->n_range == 1 &&
         (req->n_if_range == 0 ||
-         (req->n_if_range == 1 && sv_if_range(req->if_range, v->etag, e->last_modified)))) {
+         (req->n_if_range == 1 && sv_if_range(req->if_range, v->etag, c->lm)))) {
         sv_range r[SV_MAX_RANGES];
         int nr = sv_range_parse(req->range, v->body_len, r, SV_MAX_RANGES);
         if (nr == -416)
@@ -518,7 +548,7 @@ static int serve(ctx *c, const sf_entry *e, int is404, const sf_view *bodies)
 
     c->plan->status = is404 ? 404 : 200;
     c->plan->encoding = v->encoding;
-    add(c->plan, v->h200.ptr, v->h200.len);
+    add_block(c, v->h200.ptr, v->h200.len);
     add(c->plan, c->date, c->date_len);
     if (!c->head) {
         add(c->plan, body.ptr, body.len);
@@ -555,7 +585,7 @@ static int entry(ctx *c, const sf_entry *e)
 int sv_respond(const sv_request *req, sf_reader *rd, const sv_site *site, const sv_date *date,
                sv_scratch *scratch, sv_plan *plan)
 {
-    ctx c = {req, rd, scratch, plan, NULL, 0, req->method == SV_M_HEAD};
+    ctx c = {req, rd, scratch, plan, NULL, 0, req->method == SV_M_HEAD, date->now, 0, 0};
     int close = !req->keep_alive || req->body_len > SV_MAX_DRAIN;
     scratch->used = 0;
     plan_reset(plan, close);

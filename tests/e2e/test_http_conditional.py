@@ -248,5 +248,49 @@ def t_www_revalidates(S):
             eq(len(r.all("Vary")), len(full.all("Vary")), "www %s 304 Vary lines as on 200" % path)
 
 
+def t_last_modified_ahead_of_the_clock_is_sent_as_date(S):
+    """A pack built where the clock runs ahead (CI builds, the origin serves) stores a
+    Last-Modified later than servd's clock. RFC 9110 §8.8.2.1: an origin MUST NOT send a
+    Last-Modified later than its Date, and replaces it by the Date; the conditionals
+    compare with that value. Here servd-pack's clock runs 2 h ahead (an LD_PRELOAD shim
+    on servd-pack only) and SOURCE_DATE_EPOCH is 1 h ahead of the real time."""
+    import subprocess
+    import time
+    shim = os.path.join(st.BUILD_DIR, "clock_ahead.so")
+    ok(os.path.exists(shim), "%s is built with the tests" % shim)
+    root = os.path.join(st.tmpdir(), "ahead-site")
+    os.makedirs(root, exist_ok=True)
+    text = b"".join(b"line %d of a text long enough to compress\n" % i for i in range(400))
+    with open(os.path.join(root, "t.txt"), "wb") as f:
+        f.write(text)
+    out = os.path.join(st.tmpdir(), "ahead.lmdb")
+    ahead = int(time.time()) + 3600
+    env = dict(os.environ, LD_PRELOAD=shim, CLOCK_AHEAD="7200", SOURCE_DATE_EPOCH=str(ahead))
+    p = subprocess.run([st.SERVD_PACK, "build", root, "-o", out], env=env,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+    eq(p.returncode, 0, "servd-pack with its clock ahead: %s" % p.stderr.decode())
+    with st.Servd(out) as s:
+        for ae, rng in ((None, None), ("gzip", None), (None, "bytes=0-9"), ("br", "bytes=5-9")):
+            h = [] if ae is None else [("Accept-Encoding", ae)]
+            if rng:
+                h.append(("Range", rng))
+            r = st.get(s.port, "/t.txt", h)
+            eq(r.status, 206 if rng else 200, "status (%r, %r)" % (ae, rng))
+            what = "GET (%r, %r)" % (ae, rng)
+            eq(r.get("Last-Modified"), r.get("Date"), what + ": Last-Modified is the Date")
+            r304 = st.get(s.port, "/t.txt", h + [("If-None-Match", r.need("ETag"))])
+            eq(r304.status, 304, what + ": If-None-Match")
+            eq(r304.get("Last-Modified"), r304.get("Date"), what + ": on the 304")
+        now = int(time.time())
+        r = st.get(s.port, "/t.txt", [("If-Modified-Since", st.fmt_date(ahead))])
+        eq(r.status, 304, "If-Modified-Since the stored (future) date: not modified since")
+        r = st.get(s.port, "/t.txt", [("If-Modified-Since", st.fmt_date(now - 60))])
+        eq(r.status, 200, "If-Modified-Since a minute ago: the Last-Modified is now")
+        r = st.get(s.port, "/t.txt", [("If-Unmodified-Since", st.fmt_date(now - 60))])
+        eq(r.status, 412, "If-Unmodified-Since a minute ago")
+        r = st.get(s.port, "/t.txt", [("Range", "bytes=0-3"), ("If-Range", st.fmt_date(ahead))])
+        eq(r.status, 200, "If-Range with the stored date: not the Last-Modified sent")
+
+
 if __name__ == "__main__":
     st.run(st.collect(globals()), lambda: st.Sites(workers=1))
