@@ -22,7 +22,8 @@
  *     1.2..1.9 are handled as 1.1 (RFC 9110 §2.5: the highest minor
  *     version we implement); another major -> 505; anything else -> 400;
  *   - a request line longer than SV_MAX_REQUEST_LINE -> 414, even before
- *     its end arrives; a head over SV_MAX_HEAD or more than SV_MAX_HEADERS
+ *     its end arrives, or 501 when its method is longer than any servd
+ *     knows; a head over SV_MAX_HEAD or more than SV_MAX_HEADERS
  *     fields -> 431;
  *   - target forms (§3.2): origin-form; absolute-form with an http or https
  *     URI (the path is served, the URI's authority is the host, §3.2.2);
@@ -214,6 +215,16 @@ static int host_check(const char *s, size_t n, int need_host)
 /* Parses the request line p[0, n) (CRLF excluded). When complete is 0 the
  * bytes are only a prefix of the line: @return MORE when they could still
  * start a valid line, or the negated status that they already prove. */
+/* A request line over the limit: 414, or 501 when its method is longer
+ * than any servd knows (the longest are OPTIONS and CONNECT): an unknown
+ * method is 501 whatever the length (RFC 9112 §3). p[0, n) is the line, or
+ * what has arrived of it. */
+static int too_long(const char *p, size_t n)
+{
+    const char *sp = memchr(p, ' ', n);
+    return (sp ? (size_t)(sp - p) : n) > 7 ? -501 : -414;
+}
+
 static int request_line(const char *p, size_t n, int complete, sv_request *req)
 {
     size_t i = 0;
@@ -651,11 +662,11 @@ int sv_http1_parse(const char *buf, size_t len, sv_request *req)
         if (rc < 0)
             return rc;
         if (n + 2 > SV_MAX_REQUEST_LINE)
-            return -414;
+            return too_long(buf + pos, n);
         return len >= SV_MAX_HEAD ? -431 : SV_PARSE_INCOMPLETE;
     }
     if (eol + 1 - start > SV_MAX_REQUEST_LINE)
-        return -414;
+        return too_long(buf + pos, eol - 1 - pos);
     rc = request_line(buf + pos, eol - 1 - pos, 1, req);
     if (rc < 0)
         return rc;

@@ -265,6 +265,17 @@ TEST(http1_request_line_limit)
     ASSERT_EQ(sv_http1_parse(guarded(buf, strlen(buf)), strlen(buf), &req), -414);
     ASSERT_EQ(sv_http1_parse(guarded(buf, SV_MAX_REQUEST_LINE - 3), SV_MAX_REQUEST_LINE - 3, &req),
               0);
+    /* a method longer than any servd knows: 501, whole or still arriving
+     * (RFC 9112 §3), and a long line with a known method stays 414 */
+    memset(buf, 0, sizeof buf);
+    memset(buf, 'A', SV_MAX_REQUEST_LINE + 10);
+    ASSERT_EQ(sv_http1_parse(guarded(buf, strlen(buf)), strlen(buf), &req), -501);
+    app(buf, sizeof buf, " / HTTP/1.1\r\nHost: h\r\n\r\n");
+    ASSERT_EQ(sv_http1_parse(guarded(buf, strlen(buf)), strlen(buf), &req), -501);
+    memset(buf, 0, sizeof buf);
+    memcpy(buf, "OPTIONS /", 9);
+    memset(buf + 9, 'a', SV_MAX_REQUEST_LINE);
+    ASSERT_EQ(sv_http1_parse(guarded(buf, strlen(buf)), strlen(buf), &req), -414);
 }
 
 TEST(http1_head_limit)
