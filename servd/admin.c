@@ -217,8 +217,9 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         r = -431;
     }
     if (r < 0) {
-        static const char msg[] = "bad request\n";
-        respond(c, -r, "text/plain; charset=utf-8", msg, sizeof msg - 1, 0);
+        char msg[64]; /* the reason phrase is the message */
+        int n = snprintf(msg, sizeof msg, "%s\n", reason(-r));
+        respond(c, -r, "text/plain; charset=utf-8", msg, (size_t)n, 0);
         return;
     }
     route(c, &req);
