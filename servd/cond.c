@@ -182,16 +182,6 @@ static int valid_day(int y, int m, int d)
     return d >= 1 && d <= mdays[m - 1] + (m == 2 && leap);
 }
 
-/* Accepts exactly the three forms of RFC 9110 §5.6.7 (case-sensitive, as
- * the grammar's %s strings are):
- *   IMF-fixdate  "Sun, 06 Nov 1994 08:49:37 GMT"
- *   rfc850-date  "Sunday, 06-Nov-94 08:49:37 GMT"
- *   asctime-date "Sun Nov  6 08:49:37 1994"
- * The day name is checked for syntax, not against the date (the RFC asks
- * recipients to be lenient only there). Two-digit rfc850 years: 00-69 are
- * 20xx and 70-99 are 19xx - a fixed pivot instead of §5.6.7's "50 years
- * from now", so the function stays pure; the form is obsolete and the two
- * rules differ only for 2070-2076. */
 int sv_http_rfc850_year(int yy, int now)
 {
     int y = now - now % 100 + yy;
@@ -210,6 +200,14 @@ static int this_year(void)
     return gmtime_r(&now, &tm) ? tm.tm_year + 1900 : 1970;
 }
 
+/* Accepts exactly the three forms of RFC 9110 §5.6.7 (case-sensitive, as
+ * the grammar's %s strings are):
+ *   IMF-fixdate  "Sun, 06 Nov 1994 08:49:37 GMT"
+ *   rfc850-date  "Sunday, 06-Nov-94 08:49:37 GMT"
+ *   asctime-date "Sun Nov  6 08:49:37 1994"
+ * The day name is checked for syntax, not against the date (the RFC asks
+ * recipients to be lenient only there). Two-digit rfc850 years are read
+ * as at most 50 years ahead of the current year (sv_http_rfc850_year). */
 int sv_http_date_parse(sf_view v, int64_t *t)
 {
     cur c = {v.ptr, v.len, 0};

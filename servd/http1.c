@@ -212,9 +212,6 @@ static int host_check(const char *s, size_t n, int need_host)
 
 /* ---- request line ---- */
 
-/* Parses the request line p[0, n) (CRLF excluded). When complete is 0 the
- * bytes are only a prefix of the line: @return MORE when they could still
- * start a valid line, or the negated status that they already prove. */
 /* A request line over the limit: 414, or 501 when its method is longer
  * than any servd knows (the longest are OPTIONS and CONNECT): an unknown
  * method is 501 whatever the length (RFC 9112 §3). p[0, n) is the line, or
@@ -225,6 +222,9 @@ static int too_long(const char *p, size_t n)
     return (sp ? (size_t)(sp - p) : n) > 7 ? -501 : -414;
 }
 
+/* Parses the request line p[0, n) (CRLF excluded). When complete is 0 the
+ * bytes are only a prefix of the line: @return MORE when they could still
+ * start a valid line, or the negated status that they already prove. */
 static int request_line(const char *p, size_t n, int complete, sv_request *req)
 {
     size_t i = 0;
