@@ -38,8 +38,11 @@
 /* Per-connection scratch for formatted header lines (206, 416, 301, errors,
  * multipart boundaries). */
 #define SV_SCRATCH 4096
-/* iovecs one plan may need: status block, Date, body or 2 per range + end. */
-#define SV_PLAN_IOV (4 + 2 * SV_MAX_RANGES + 2)
+/* iovecs one plan may need, at most (multipart 206): its status block, the
+ * representation block (3 pieces when a Last-Modified ahead of the clock is
+ * replaced: respond.c, add_block), Date, 2 per range, the closing boundary;
+ * and 2 to spare. */
+#define SV_PLAN_IOV (1 + 3 + 1 + 2 * SV_MAX_RANGES + 1 + 2)
 /* Empty lines (CRLF) skipped before a request line (RFC 9112 §2.2 asks to
  * ignore "at least one", sent by old clients after a POST body). More -> 400:
  * a stream of empty lines is not a request. */
