@@ -22,9 +22,8 @@
  *     1.2..1.9 are handled as 1.1 (RFC 9110 §2.5: the highest minor
  *     version we implement); another major -> 505; anything else -> 400;
  *   - a request line longer than SV_MAX_REQUEST_LINE -> 414, even before
- *     its end arrives, or 501 when its method is longer than any servd
- *     knows; a head over SV_MAX_HEAD or more than SV_MAX_HEADERS
- *     fields -> 431;
+ *     its end arrives, or 501 when its method is one servd does not know; a head over SV_MAX_HEAD
+ * or more than SV_MAX_HEADERS fields -> 431;
  *   - target forms (§3.2): origin-form; absolute-form with an http or https
  *     URI (the path is served, the URI's authority is the host, §3.2.2);
  *     asterisk-form only for methods that are refused anyway (GET/HEAD ->
@@ -212,14 +211,23 @@ static int host_check(const char *s, size_t n, int need_host)
 
 /* ---- request line ---- */
 
-/* A request line over the limit: 414, or 501 when its method is longer
- * than any servd knows (the longest are OPTIONS and CONNECT): an unknown
- * method is 501 whatever the length (RFC 9112 §3). p[0, n) is the line, or
- * what has arrived of it. */
-static int too_long(const char *p, size_t n)
+/* Longest method servd knows (OPTIONS, CONNECT): a longer token is unknown. */
+#define SV_METHOD_MAX 7
+
+static int request_line(const char *p, size_t n, int complete, sv_request *req);
+
+/* A request line over the limit, p[0, n) (or what has arrived of it): the
+ * status its bytes already prove (400, 505), else 501 for a method servd
+ * does not know, as it would be on a short line (RFC 9112 §3: a method
+ * longer than any implemented), else 414. */
+static int too_long(const char *p, size_t n, sv_request *req)
 {
-    const char *sp = memchr(p, ' ', n);
-    return (sp ? (size_t)(sp - p) : n) > 7 ? -501 : -414;
+    int rc = request_line(p, n, 0, req);
+    if (rc < 0)
+        return rc;
+    if (memchr(p, ' ', n) ? req->method == SV_M_UNKNOWN : n > SV_METHOD_MAX)
+        return -501;
+    return -414;
 }
 
 /* Parses the request line p[0, n) (CRLF excluded). When complete is 0 the
@@ -662,11 +670,11 @@ int sv_http1_parse(const char *buf, size_t len, sv_request *req)
         if (rc < 0)
             return rc;
         if (n + 2 > SV_MAX_REQUEST_LINE)
-            return too_long(buf + pos, n);
+            return too_long(buf + pos, n, req);
         return len >= SV_MAX_HEAD ? -431 : SV_PARSE_INCOMPLETE;
     }
     if (eol + 1 - start > SV_MAX_REQUEST_LINE)
-        return too_long(buf + pos, eol - 1 - pos);
+        return too_long(buf + pos, eol - 1 - pos, req);
     rc = request_line(buf + pos, eol - 1 - pos, 1, req);
     if (rc < 0)
         return rc;

@@ -276,6 +276,17 @@ TEST(http1_request_line_limit)
     memcpy(buf, "OPTIONS /", 9);
     memset(buf + 9, 'a', SV_MAX_REQUEST_LINE);
     ASSERT_EQ(sv_http1_parse(guarded(buf, strlen(buf)), strlen(buf), &req), -414);
+    /* an unknown method of ordinary length: 501 as on a short line */
+    memset(buf, 0, sizeof buf);
+    memcpy(buf, "MKCOL /", 7);
+    memset(buf + 7, 'a', SV_MAX_REQUEST_LINE);
+    ASSERT_EQ(sv_http1_parse(guarded(buf, strlen(buf)), strlen(buf), &req), -501);
+    /* bytes that cannot start a request line: 400, whole or arriving */
+    memset(buf, 0, sizeof buf);
+    memset(buf, 0x01, SV_MAX_REQUEST_LINE + 10);
+    ASSERT_EQ(sv_http1_parse(guarded(buf, strlen(buf)), strlen(buf), &req), -400);
+    app(buf, sizeof buf, "\r\n\r\n");
+    ASSERT_EQ(sv_http1_parse(guarded(buf, strlen(buf)), strlen(buf), &req), -400);
 }
 
 TEST(http1_head_limit)
