@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -94,6 +95,8 @@ static void on_shut(uv_shutdown_t *req, int status)
 static void on_written(uv_write_t *req, int status)
 {
     aconn *c = req->data;
+    free(c->out); /* written: libuv no longer needs it during the linger */
+    c->out = NULL;
     c->shut.data = c;
     if (status < 0 || uv_shutdown(&c->shut, (uv_stream_t *)&c->tcp, on_shut) != 0)
         aconn_close(c);
@@ -235,6 +238,18 @@ static void on_spare_closed(uv_handle_t *h)
     ((sv_admin *)h->data)->spare_busy = 0;
 }
 
+/* Reads and drops what has already arrived, without waiting: closing with
+ * unread input sends RST, which some stacks let destroy the answer. */
+static void drop_input(aconn *c)
+{
+    static char sink[SV_ADMIN_HEAD_MAX]; /* the admin thread's only */
+    uv_os_fd_t fd;
+    if (uv_fileno((uv_handle_t *)&c->tcp, &fd) != 0)
+        return;
+    for (int i = 0; i < 4 && recv(fd, sink, sizeof sink, MSG_DONTWAIT) > 0; i++)
+        ;
+}
+
 static void on_connection(uv_stream_t *server, int status)
 {
     sv_admin *a = server->data;
@@ -272,6 +287,7 @@ static void on_connection(uv_stream_t *server, int status)
                                    "too many admin connections; try again\n";
         uv_buf_t b = uv_buf_init((char *)busy, sizeof busy - 1);
         uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
+        drop_input(c);
         aconn_close(c);
         return;
     }
