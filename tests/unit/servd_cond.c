@@ -90,7 +90,10 @@ TEST(cond_date_three_forms)
 {
     /* RFC 9110 §5.6.7's example, 784111777 */
     ASSERT_EQ(date("Sun, 06 Nov 1994 08:49:37 GMT"), 784111777);
-    ASSERT_EQ(date("Sunday, 06-Nov-94 08:49:37 GMT"), 784111777);
+    ASSERT_EQ(date("Sunday, 06-Nov-94 08:49:37 GMT"),
+              784111777 + (days_from(sv_http_rfc850_year(94, this_year()), 11, 6) -
+                           days_from(1994, 11, 6)) *
+                              86400);
     ASSERT_EQ(date("Sun Nov  6 08:49:37 1994"), 784111777);
     ASSERT_EQ(date("Sun Nov 16 08:49:37 1994"), 784111777 + 10 * 86400);
     ASSERT_EQ(date("Thu, 01 Jan 1970 00:00:00 GMT"), 0);
@@ -99,7 +102,8 @@ TEST(cond_date_three_forms)
     ASSERT_EQ(date("Fri, 31 Dec 9999 23:59:59 GMT"), 253402300799LL);
     ASSERT_EQ(date("Thursday, 01-Jan-70 00:00:00 GMT"),
               (int64_t)days_from(sv_http_rfc850_year(70, this_year()), 1, 1) * 86400);
-    ASSERT_EQ(date("Saturday, 01-Jan-00 00:00:00 GMT"), 946684800);
+    ASSERT_EQ(date("Saturday, 01-Jan-00 00:00:00 GMT"),
+              days_from(sv_http_rfc850_year(0, this_year()), 1, 1) * 86400);
     ASSERT_EQ(date("Sun, 06 Nov 1994 08:49:60 GMT"), 784111777 + 23); /* leap second */
 }
 
