@@ -3,9 +3,9 @@
  */
 #include "msg.h"
 
-#include <string.h>
-
 #include "sf/path.h" /* sf_utf8_char */
+
+#include <string.h>
 
 /* Whether code point cp controls the terminal, the lines or the direction
  * of the text: C1 controls (U+0080-U+009F), the line and paragraph
