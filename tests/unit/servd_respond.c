@@ -750,6 +750,42 @@ TEST(respond_range_merged_and_limited)
     ASSERT_EQ(plan.iovcnt, 3 + 2 * SV_MAX_RANGES + 1);
 }
 
+/* A Last-Modified later than the clock (a pack built where the clock runs
+ * ahead) goes out as the Date in every block that carries it (RFC 9110
+ * §8.8.2.1), and the largest plan still fits: 16 parts of a multipart 206
+ * with the representation block in three pieces. */
+TEST(respond_last_modified_ahead_of_the_clock)
+{
+    open_pack(1);
+    sv_date_update(&date, LM - 3600); /* Tue, 14 Nov 2023 21:13:20 GMT */
+    static const char now_line[] = "Last-Modified: Tue, 14 Nov 2023 21:13:20 GMT\r\n";
+    ASSERT_EQ(get("/app.js", ""), 200);
+    ASSERT_EQ(has_header(now_line), 1);
+    ASSERT_EQ(has_header(LM_DATE), 0);
+    ASSERT_EQ(has_header("Date: Tue, 14 Nov 2023 21:13:20 GMT\r\n"), 1);
+    ASSERT_EQ(content_length(), 100);
+    ASSERT_EQ(run("HEAD /app.js HTTP/1.1\r\nHost: t\r\n\r\n"), 200);
+    ASSERT_EQ(has_header(now_line), 1);
+    char f[1024];
+    snprintf(f, sizeof f, "If-None-Match: %s\r\n", etag_of("/app.js", SF_ENC_IDENTITY));
+    ASSERT_EQ(get("/app.js", f), 304);
+    ASSERT_EQ(has_header(now_line), 1);
+    /* the dates compare with the Date, not with the stored value */
+    ASSERT_EQ(get("/app.js", "If-Modified-Since: " LM_DATE "\r\n"), 304);
+    ASSERT_EQ(get("/app.js", "If-Modified-Since: Tue, 14 Nov 2023 21:13:19 GMT\r\n"), 200);
+    ASSERT_EQ(get("/app.js", "Range: bytes=0-1\r\nIf-Range: " LM_DATE "\r\n"), 200);
+    size_t n = (size_t)snprintf(f, sizeof f, "Range: bytes=0-0");
+    for (int i = 1; i < SV_MAX_RANGES; i++)
+        n += (size_t)snprintf(f + n, sizeof f - n, ",%d-%d", 2 * i, 2 * i);
+    snprintf(f + n, sizeof f - n, "\r\n");
+    ASSERT_EQ(get("/app.js", f), 206);
+    ASSERT_EQ(count(out + head_len, out_len - head_len, "\r\n--servd-"), SV_MAX_RANGES + 1);
+    ASSERT_EQ(content_length(), plan.body_bytes);
+    ASSERT_EQ(has_header(now_line), 1);
+    ASSERT_EQ(plan.iovcnt, 1 + 3 + 1 + 2 * SV_MAX_RANGES + 1);
+    ASSERT(plan.iovcnt <= SV_PLAN_IOV);
+}
+
 TEST(respond_range_416)
 {
     open_pack(1);
