@@ -241,6 +241,11 @@ static void reject(sv_worker *w, int fd)
         sv_log_write(w->log, w->id, &e);
     }
     shutdown(fd, SHUT_WR);
+    /* Drop what has already arrived, without waiting: closing with unread
+     * input sends RST, which some stacks let destroy the 503. The loop's
+     * read buffer is free between reads. */
+    for (int i = 0; i < 4 && recv(fd, w->rbuf, sizeof w->rbuf, MSG_DONTWAIT) > 0; i++)
+        ;
     close(fd);
 }
 
