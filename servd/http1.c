@@ -22,8 +22,8 @@
  *     1.2..1.9 are handled as 1.1 (RFC 9110 §2.5: the highest minor
  *     version we implement); another major -> 505; anything else -> 400;
  *   - a request line longer than SV_MAX_REQUEST_LINE -> 414, even before
- *     its end arrives, or 501 when its method is one servd does not know; a head over SV_MAX_HEAD
- * or more than SV_MAX_HEADERS fields -> 431;
+ *     its end arrives (501 when its method is one servd does not know);
+ *     a head over SV_MAX_HEAD or more than SV_MAX_HEADERS fields -> 431;
  *   - target forms (§3.2): origin-form; absolute-form with an http or https
  *     URI (the path is served, the URI's authority is the host, §3.2.2);
  *     asterisk-form only for methods that are refused anyway (GET/HEAD ->
