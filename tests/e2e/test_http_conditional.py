@@ -6,7 +6,9 @@ If-None-Match). If-None-Match is compared with the ETag of the variant that WOUL
 selected for the request's Accept-Encoding. A 304 carries ETag, Vary, Cache-Control,
 Last-Modified and Date, and no body; a 412 of a negotiable file carries Vary."""
 import os
+import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import servdtest as st  # noqa: E402
@@ -254,8 +256,6 @@ def t_last_modified_ahead_of_the_clock_is_sent_as_date(S):
     Last-Modified later than its Date, and replaces it by the Date; the conditionals
     compare with that value. Here servd-pack's clock runs 2 h ahead (an LD_PRELOAD shim
     on servd-pack only) and SOURCE_DATE_EPOCH is 1 h ahead of the real time."""
-    import subprocess
-    import time
     shim = os.path.join(st.BUILD_DIR, "clock_ahead.so")
     ok(os.path.exists(shim), "%s is built with the tests" % shim)
     root = os.path.join(st.tmpdir(), "ahead-site")
