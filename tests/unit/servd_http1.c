@@ -249,6 +249,19 @@ static void long_line(char *buf, size_t n)
     buf[n] = '\0';
 }
 
+/* Parses start + n bytes of fill + tail from the guard page (at most
+ * SV_MAX_HEAD * 2 bytes; the bytes stay in over_buf). */
+static char over_buf[SV_MAX_HEAD * 2];
+static int over_limit(const char *start, char fill, size_t n, const char *tail)
+{
+    memset(over_buf, 0, sizeof over_buf);
+    size_t s = strlen(start);
+    memcpy(over_buf, start, s);
+    memset(over_buf + s, fill, n);
+    app(over_buf, sizeof over_buf, tail);
+    return sv_http1_parse(guarded(over_buf, strlen(over_buf)), strlen(over_buf), &req);
+}
+
 TEST(http1_request_line_limit)
 {
     static char buf[SV_MAX_HEAD * 2];
@@ -259,34 +272,31 @@ TEST(http1_request_line_limit)
     app(buf, sizeof buf, "Host: h\r\n\r\n");
     ASSERT_EQ(sv_http1_parse(guarded(buf, strlen(buf)), strlen(buf), &req), -414);
     /* incomplete but already too long */
-    memset(buf, 0, sizeof buf);
-    memcpy(buf, "GET /", 5);
-    memset(buf + 5, 'a', SV_MAX_REQUEST_LINE);
-    ASSERT_EQ(sv_http1_parse(guarded(buf, strlen(buf)), strlen(buf), &req), -414);
-    ASSERT_EQ(sv_http1_parse(guarded(buf, SV_MAX_REQUEST_LINE - 3), SV_MAX_REQUEST_LINE - 3, &req),
-              0);
+    ASSERT_EQ(over_limit("GET /", 'a', SV_MAX_REQUEST_LINE, ""), -414);
+    ASSERT_EQ(
+        sv_http1_parse(guarded(over_buf, SV_MAX_REQUEST_LINE - 3), SV_MAX_REQUEST_LINE - 3, &req),
+        0);
     /* a method longer than any servd knows: 501, whole or still arriving
-     * (RFC 9112 §3), and a long line with a known method stays 414 */
-    memset(buf, 0, sizeof buf);
-    memset(buf, 'A', SV_MAX_REQUEST_LINE + 10);
-    ASSERT_EQ(sv_http1_parse(guarded(buf, strlen(buf)), strlen(buf), &req), -501);
-    app(buf, sizeof buf, " / HTTP/1.1\r\nHost: h\r\n\r\n");
-    ASSERT_EQ(sv_http1_parse(guarded(buf, strlen(buf)), strlen(buf), &req), -501);
-    memset(buf, 0, sizeof buf);
-    memcpy(buf, "OPTIONS /", 9);
-    memset(buf + 9, 'a', SV_MAX_REQUEST_LINE);
-    ASSERT_EQ(sv_http1_parse(guarded(buf, strlen(buf)), strlen(buf), &req), -414);
-    /* an unknown method of ordinary length: 501 as on a short line */
-    memset(buf, 0, sizeof buf);
-    memcpy(buf, "MKCOL /", 7);
-    memset(buf + 7, 'a', SV_MAX_REQUEST_LINE);
-    ASSERT_EQ(sv_http1_parse(guarded(buf, strlen(buf)), strlen(buf), &req), -501);
-    /* bytes that cannot start a request line: 400, whole or arriving */
-    memset(buf, 0, sizeof buf);
-    memset(buf, 0x01, SV_MAX_REQUEST_LINE + 10);
-    ASSERT_EQ(sv_http1_parse(guarded(buf, strlen(buf)), strlen(buf), &req), -400);
-    app(buf, sizeof buf, "\r\n\r\n");
-    ASSERT_EQ(sv_http1_parse(guarded(buf, strlen(buf)), strlen(buf), &req), -400);
+     * (RFC 9112 §3), as is an unknown method of ordinary length; a long
+     * line with a known method stays 414, and bytes that cannot start a
+     * request line are 400 */
+    static const struct {
+        const char *start;
+        char fill;
+        size_t n;
+        const char *tail;
+        int want;
+    } cases[] = {
+        {"", 'A', SV_MAX_REQUEST_LINE + 10, "", -501},
+        {"", 'A', SV_MAX_REQUEST_LINE + 10, " / HTTP/1.1\r\nHost: h\r\n\r\n", -501},
+        {"OPTIONS /", 'a', SV_MAX_REQUEST_LINE, "", -414},
+        {"MKCOL /", 'a', SV_MAX_REQUEST_LINE, "", -501},
+        {"", 0x01, SV_MAX_REQUEST_LINE + 10, "", -400},
+        {"", 0x01, SV_MAX_REQUEST_LINE + 10, "\r\n\r\n", -400},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        ASSERT_EQ(over_limit(cases[i].start, cases[i].fill, cases[i].n, cases[i].tail),
+                  cases[i].want);
 }
 
 TEST(http1_head_limit)
