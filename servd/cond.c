@@ -266,5 +266,5 @@ int sv_if_range(sf_view value, sf_view etag, int64_t last_modified)
     }
     sf_view d = {s + i, n - i};
     int64_t t;
-    return sv_http_date_parse(d, &t) == 0 && t == last_modified;
+    return last_modified != SV_NO_DATE && sv_http_date_parse(d, &t) == 0 && t == last_modified;
 }

@@ -163,9 +163,15 @@ int sv_http_date_parse(sf_view s, int64_t *t);
  * §5.6.7: a year more than 50 years ahead is the most recent past one). */
 int sv_http_rfc850_year(int yy, int now);
 
+/* A last_modified for sv_if_range when no date is a strong validator of
+ * the representation: no HTTP-date parses to it. */
+#define SV_NO_DATE INT64_MIN
+
 /* Evaluates an If-Range value (RFC 9110 §13.1.5) against the selected
  * representation: an entity-tag must equal etag by the strong comparison (a
- * weak tag never matches); an HTTP-date must equal last_modified exactly.
+ * weak tag never matches); an HTTP-date must equal last_modified exactly
+ * (never, with SV_NO_DATE: §13.1.5 step 2, a date that is not a strong
+ * validator makes the condition false).
  * @return 1 when the condition is true (send the ranges), 0 otherwise. */
 int sv_if_range(sf_view value, sf_view etag, int64_t last_modified);
 

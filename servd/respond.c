@@ -505,6 +505,17 @@ static int preconditions(ctx *c, const sf_variant *v, int vary)
     return 0;
 }
 
+/* The date an If-Range may name for v (RFC 9110 §13.1.5, §8.8.2.2). Only the
+ * identity representation's: it is the file, whose Last-Modified moves when
+ * its bytes do. A compressed one can change under the same Last-Modified
+ * (another encoder or level at the next pack, with --base keeping the date
+ * of unchanged sources), so a date is no strong validator for it and a
+ * resumed download could splice two encodings; its ETag is one. */
+static int64_t if_range_date(const ctx *c, const sf_variant *v)
+{
+    return v->encoding == SF_ENC_IDENTITY ? c->lm : SV_NO_DATE;
+}
+
 /* Serves a file entry: status 200, or 404 for the site's 404 page.
  * bodies: the variants' bodies when the caller has them (the path cache),
  * else NULL and the selected one is looked up. */
@@ -535,7 +546,7 @@ static int serve(ctx *c, const sf_entry *e, int is404, const sf_view *bodies)
 
     if (!is404 && req->method == SV_M_GET && req->n_range == 1 &&
         (req->n_if_range == 0 ||
-         (req->n_if_range == 1 && sv_if_range(req->if_range, v->etag, c->lm)))) {
+         (req->n_if_range == 1 && sv_if_range(req->if_range, v->etag, if_range_date(c, v))))) {
         sv_range r[SV_MAX_RANGES];
         int nr = sv_range_parse(req->range, v->body_len, r, SV_MAX_RANGES);
         if (nr == -416)

@@ -198,6 +198,9 @@ TEST(cond_if_range)
     ASSERT_EQ(sv_if_range(V("*"), V(ETAG), lm), 0);
     ASSERT_EQ(sv_if_range(V("Sun, 06 Nov 1994 08:49:37 GMT"), V(ETAG), lm), 1);
     ASSERT_EQ(sv_if_range(V("Sun, 06 Nov 1994 08:49:38 GMT"), V(ETAG), lm), 0);
+    /* no date is a strong validator: only the entity-tag can match */
+    ASSERT_EQ(sv_if_range(V("Sun, 06 Nov 1994 08:49:37 GMT"), V(ETAG), SV_NO_DATE), 0);
+    ASSERT_EQ(sv_if_range(V(ETAG), V(ETAG), SV_NO_DATE), 1);
     ASSERT_EQ(sv_if_range(V("Sun, 06 Nov 1994 08:49:36 GMT"), V(ETAG), lm), 0);
     ASSERT_EQ(sv_if_range(V("Wed, 09 Nov 1994 08:49:37 GMT"), V(ETAG), lm + 3 * 86400), 1);
     ASSERT_EQ(sv_if_range(V("garbage"), V(ETAG), lm), 0);
