@@ -132,6 +132,11 @@ static int validate(const char *file, sf_pack *pack, sf_reader *rd, uint64_t *n_
     return 0;
 }
 
+static sv_file_id id_of(const struct stat *st)
+{
+    return (sv_file_id){(uint64_t)st->st_dev, (uint64_t)st->st_ino};
+}
+
 static sv_file_stamp stamp_of(const struct stat *st)
 {
     return (sv_file_stamp){(int64_t)st->st_size,
@@ -142,24 +147,19 @@ static sv_file_stamp stamp_of(const struct stat *st)
 int sv_file_state_get(const char *path, sv_file_id *id, sv_file_stamp *stamp)
 {
     struct stat st;
-    if (stat(path, &st) != 0)
+    if (stat(path, &st) != 0) {
+        *id = (sv_file_id){0, 0};
         return -errno;
-    id->dev = (uint64_t)st.st_dev;
-    id->ino = (uint64_t)st.st_ino;
+    }
+    *id = id_of(&st);
     *stamp = stamp_of(&st);
     return 0;
 }
 
 int sv_file_id_get(const char *path, sv_file_id *id)
 {
-    struct stat st;
-    if (stat(path, &st) != 0) {
-        id->dev = id->ino = 0;
-        return -errno;
-    }
-    id->dev = (uint64_t)st.st_dev;
-    id->ino = (uint64_t)st.st_ino;
-    return 0;
+    sv_file_stamp unused;
+    return sv_file_state_get(path, id, &unused);
 }
 
 /* The path of this program, for spawning the pack check. Resolved from
@@ -216,8 +216,7 @@ int sv_snapshot_open(const char *path, int nreaders, sv_snapshot **out, sv_file_
         snprintf(err, errlen, "%s: %s", path, strerror(-rc));
         return SF_EIO;
     }
-    file.dev = (uint64_t)st.st_dev;
-    file.ino = (uint64_t)st.st_ino;
+    file = id_of(&st);
     sv_file_stamp stamp = stamp_of(&st);
     if (seen)
         *seen = file;

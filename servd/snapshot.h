@@ -49,7 +49,8 @@ typedef struct sv_file_stamp {
     int64_t size, mtime_ns, ctime_ns;
 } sv_file_stamp;
 
-/* Fills id and stamp with what path resolves to now. @return 0 or -errno. */
+/* Fills id and stamp with what path resolves to now. @return 0, or -errno
+ * (id zeroed). */
 int sv_file_state_get(const char *path, sv_file_id *id, sv_file_stamp *stamp);
 
 static inline int sv_file_stamp_eq(const sv_file_stamp *a, const sv_file_stamp *b)
