@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -238,18 +237,6 @@ static void on_spare_closed(uv_handle_t *h)
     ((sv_admin *)h->data)->spare_busy = 0;
 }
 
-/* Reads and drops what has already arrived, without waiting: closing with
- * unread input sends RST, which some stacks let destroy the answer. */
-static void drop_input(aconn *c)
-{
-    static char sink[SV_ADMIN_HEAD_MAX]; /* the admin thread's only */
-    uv_os_fd_t fd;
-    if (uv_fileno((uv_handle_t *)&c->tcp, &fd) != 0)
-        return;
-    for (int i = 0; i < 4 && recv(fd, sink, sizeof sink, MSG_DONTWAIT) > 0; i++)
-        ;
-}
-
 static void on_connection(uv_stream_t *server, int status)
 {
     sv_admin *a = server->data;
@@ -287,7 +274,9 @@ static void on_connection(uv_stream_t *server, int status)
                                    "too many admin connections; try again\n";
         uv_buf_t b = uv_buf_init((char *)busy, sizeof busy - 1);
         uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
-        drop_input(c);
+        uv_os_fd_t fd;
+        if (uv_fileno((uv_handle_t *)&c->tcp, &fd) == 0)
+            sv__drop_arrived(fd, c->buf, sizeof c->buf); /* unused: nothing read yet */
         aconn_close(c);
         return;
     }

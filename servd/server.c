@@ -241,12 +241,15 @@ static void reject(sv_worker *w, int fd)
         sv_log_write(w->log, w->id, &e);
     }
     shutdown(fd, SHUT_WR);
-    /* Drop what has already arrived, without waiting: closing with unread
-     * input sends RST, which some stacks let destroy the 503. The loop's
-     * read buffer is free between reads. */
-    for (int i = 0; i < 4 && recv(fd, w->rbuf, sizeof w->rbuf, MSG_DONTWAIT) > 0; i++)
-        ;
+    sv__drop_arrived(fd, w->rbuf, sizeof w->rbuf); /* free between reads */
     close(fd);
+}
+
+void sv__drop_arrived(int fd, char *buf, size_t len)
+{
+    /* a few reads: a client still sending is not waited for */
+    for (int i = 0; i < 4 && recv(fd, buf, len, MSG_DONTWAIT) > 0; i++)
+        ;
 }
 
 static void on_listen(uv_poll_t *p, int status, int events)

@@ -225,6 +225,12 @@ static inline void sv__clock(sv_worker *w)
 /* Called by conn.c when the last connection of a draining worker closed. */
 void sv__worker_idle(sv_worker *w);
 
+/* Before closing a socket that answered without reading the request (the
+ * 503s over a connection limit): reads what has already arrived into buf
+ * and drops it, without waiting. Closing with unread input sends RST, and
+ * some stacks let a reset destroy the answer before it is read. */
+void sv__drop_arrived(int fd, char *buf, size_t len);
+
 /* ---- The admin endpoint (admin.c) ---- */
 
 typedef struct sv_admin sv_admin;
