@@ -156,7 +156,7 @@ static void add_block(ctx *c, const char *p, size_t n)
         if (l && (size_t)(p + n - l) >= ll + SV_HTTP_DATE_LEN) {
             const char *d = l + ll, *after = d + SV_HTTP_DATE_LEN;
             add(c->plan, p, (size_t)(d - p));
-            add(c->plan, c->date + 6, SV_HTTP_DATE_LEN); /* past "Date: " */
+            add(c->plan, c->date + sizeof "Date: " - 1, SV_HTTP_DATE_LEN); /* (date.c) */
             n -= (size_t)(after - p);
             p = after;
         }
