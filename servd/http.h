@@ -26,8 +26,9 @@
 /* Largest request head (request line + header fields + blank line): -> 431.
  * 16 KiB covers large cookies; it is also the per-connection read buffer. */
 #define SV_MAX_HEAD 16384
-/* Most header fields in one request: more -> 431. */
-#define SV_MAX_HEADERS 64
+/* Most header fields in one request: more -> 431. Apache's default
+ * (LimitRequestFields) and h2o's; a browser behind a CDN sends 20-40. */
+#define SV_MAX_HEADERS 100
 /* Largest request body (Content-Length) drained on a keep-alive connection;
  * a larger one is answered and the connection closed. */
 #define SV_MAX_DRAIN 65536
