@@ -151,13 +151,14 @@ int pk_base_last_modified(const pk_base *b, const char *key, size_t len,
     sf_entry e;
     const char *old_extras;
     size_t old_len;
-    if (!b || !b->reader || sf_lookup(b->reader, key, len, &e) != 0 || e.kind != SF_KIND_FILE ||
-        memcmp(e.variants[0].body_key, digest, PK_DIGEST_LEN) != 0 || e.mime.len != strlen(mime) ||
+    if (!b || !b->reader || sf_lookup(b->reader, key, len, &e) != 0 || e.kind != SF_KIND_FILE)
+        return -1;
+    *lm = e.last_modified;
+    if (memcmp(e.variants[0].body_key, digest, PK_DIGEST_LEN) != 0 || e.mime.len != strlen(mime) ||
         memcmp(e.mime.ptr, mime, e.mime.len) != 0 ||
         pk_extras_of_200(e.variants[0].h200.ptr, e.variants[0].h200.len, &old_extras, &old_len) !=
             0 ||
         old_len != extras_len || (extras_len && memcmp(old_extras, extras, extras_len) != 0))
-        return -1;
-    *lm = e.last_modified;
-    return 0;
+        return 0;
+    return 1;
 }

@@ -42,13 +42,15 @@ int pk_base_open(const char *path, const char *profile, pk_base **out, int *usab
 /* The old variants for identity digest and class, or NULL. */
 const pk_base_entry *pk_base_find(const pk_base *b, const uint8_t digest[PK_DIGEST_LEN], int cls);
 
-/* Last-Modified of the old pack's entry at key when the representation did
- * not change: its identity bytes have the same SHA-256, and it has the same
- * type (mime) and the same extra header lines (extras, as rendered), which
- * the ETag covers too (digest.h). So a re-pack keeps the validators of
- * unchanged files and `diff` lists only real changes, while a new type
- * cannot be revalidated to the old one with If-Modified-Since. Works
- * whatever the profile. @return 0 and *lm, or -1 (no such unchanged file). */
+/* Last-Modified of the old pack's file at key, and whether its
+ * representation is unchanged: the same SHA-256 of the identity bytes, the
+ * same type (mime) and the same extra header lines (extras, as rendered),
+ * which the ETag covers too (digest.h). A re-pack keeps the validators of
+ * unchanged files, so `diff` lists only real changes, and gives a changed
+ * one a later date, so a client that revalidates with If-Modified-Since
+ * alone never gets a 304 for a new representation. Works whatever the
+ * profile. @return 1 (unchanged) or 0 (changed) and *lm, or -1 (the old
+ * pack has no file at key). */
 int pk_base_last_modified(const pk_base *b, const char *key, size_t len,
                           const uint8_t digest[PK_DIGEST_LEN], const char *mime, const char *extras,
                           size_t extras_len, int64_t *lm);

@@ -308,7 +308,10 @@ static int decide(build *b)
             f->nextra = pk_rules_headers(b->rules, f->key, f->key_len, f->extra);
         }
         /* Last-Modified: never later than the pack (servd's Date); with
-         * --base, an unchanged file keeps the one it had. */
+         * --base, an unchanged file keeps the one it had, and a changed one
+         * gets a later one even when its mtime (a file rewritten with its
+         * old mtime, a new type from the rules) or SOURCE_DATE_EPOCH did
+         * not move, unless the clock has not passed the old one. */
         f->last_modified = b->o->have_epoch ? b->o->epoch : f->mtime > b->now ? b->now : f->mtime;
         int64_t old;
         pk_rep r = {.extra = f->extra, .nextra = f->nextra};
@@ -317,11 +320,15 @@ static int decide(build *b)
             rc = -1;
             break;
         }
-        if (pk_base_last_modified(b->base, f->key, f->key_len, id->digest, f->mime, extras.p,
-                                  extras.len, &old) == 0 &&
-            old <= b->now)
+        int in_base = pk_base_last_modified(b->base, f->key, f->key_len, id->digest, f->mime,
+                                            extras.p, extras.len, &old);
+        if (in_base == 1 && old <= b->now) {
             f->last_modified = old;
-        else if (!b->o->have_epoch && f->mtime > b->now && future++ == 0)
+            continue;
+        }
+        if (in_base == 0 && f->last_modified <= old && old < b->now)
+            f->last_modified = old + 1;
+        if (!b->o->have_epoch && f->mtime > b->now && future++ == 0)
             first_future = f;
     }
     pk_magic_close(magic);

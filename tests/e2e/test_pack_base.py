@@ -42,7 +42,13 @@ def main():
         T.check("reused from --base:" in summary, "summary mentions reuse: " + summary)
         n_files = len(T.ls_json(new_base))
         T.eq(T.ls(new_base), T.ls(new_full), "ls of --base pack vs full pack")
-        T.eq(T.run(["diff", new_full, new_base]).stdout, b"", "diff of --base pack vs full pack")
+        # Only the changed file's Last-Modified differs: the base's date + 1 s, not the
+        # fixed SOURCE_DATE_EPOCH (which would answer 304 to If-Modified-Since).
+        T.eq(T.run(["diff", "--content", new_full, new_base]).stdout, b"",
+             "diff --content of --base pack vs full pack")
+        T.eq({e["path"]: e["last_modified"] for e in T.ls_json(new_base)
+              if e["last_modified"] != 1700000000}, {"/css/site.css": 1700000001},
+             "Last-Modified in the --base pack")
         T.eq(T.run(["verify", new_base]).returncode, 0, "verify of the --base pack")
         full = min(full_t, full2_t)
         ratio = base_t / full
@@ -112,6 +118,48 @@ def main():
                         "%s: a new type or header gets a new Last-Modified" % e["path"])
             else:
                 T.eq(e["last_modified"], new_lm[e["path"]], "Last-Modified of unchanged " + e["path"])
+
+        # ... also when nothing moved the mtime: a new type from the rules alone, a file
+        # rewritten with its old mtime (rsync -t, a restore), and a fixed
+        # SOURCE_DATE_EPOCH. The base's date + 1 s, or an If-Modified-Since cache keeps
+        # the old representation (it gets 304 for the base's date).
+        still = os.path.join(work, "still-site")
+        T.make_site(still)
+        still_old = os.path.join(work, "still-old.lmdb")
+        T.eq(T.run(["build", still, "-o", still_old, "-q"]).returncode, 0, "pack, mtimes kept")
+        css = os.path.join(still, "css", "site.css")
+        st_css = os.stat(css)
+        with open(os.path.join(still, "index.html"), "ab") as f:
+            f.write(b"<!-- rewritten -->\n")
+        os.utime(os.path.join(still, "index.html"), (st_css.st_atime, st_css.st_mtime))
+        time.sleep(1.1)  # the base's dates must be in the past for a later one to exist
+        still_new = os.path.join(work, "still-new.lmdb")
+        T.eq(T.run(["build", still, "-o", still_new, "--base", still_old, "--rules", rules,
+                    "-q"]).returncode, 0, "re-pack, new rules, mtimes kept")
+        before = {e["path"]: e["last_modified"] for e in T.ls_json(still_old)}
+        after = {e["path"]: e["last_modified"] for e in T.ls_json(still_new)}
+        for path in ("/css/site.css", "/index.html"):
+            T.check(after[path] > before[path], "%s: changed with the same mtime gets a later "
+                    "Last-Modified (%d, base %d)" % (path, after[path], before[path]))
+        for path in set(before) - {"/css/site.css", "/index.html"}:
+            T.eq(after[path], before[path], "Last-Modified of unchanged " + path)
+
+        epoch = {"SOURCE_DATE_EPOCH": "1600000000"}
+        ep_old = os.path.join(work, "epoch-old.lmdb")
+        T.eq(T.run(["build", still, "-o", ep_old, "-q"], env=epoch).returncode, 0, "epoch pack")
+        with open(css, "ab") as f:
+            f.write(b".again{color:red}\n")
+        ep_new = os.path.join(work, "epoch-new.lmdb")
+        T.eq(T.run(["build", still, "-o", ep_new, "--base", ep_old, "-q"], env=epoch).returncode,
+             0, "epoch re-pack")
+        got = {e["path"]: e["last_modified"] for e in T.ls_json(ep_new)}
+        T.eq(got["/css/site.css"], 1600000001, "changed file under a fixed SOURCE_DATE_EPOCH")
+        T.eq({p: v for p, v in got.items() if p != "/css/site.css"},
+             {p: 1600000000 for p in got if p != "/css/site.css"}, "unchanged files keep the epoch")
+        ep_again = os.path.join(work, "epoch-again.lmdb")
+        T.eq(T.run(["build", still, "-o", ep_again, "--base", ep_new, "-q"], env=epoch).returncode,
+             0, "epoch re-pack of the same tree")
+        T.eq(T.ls(ep_again), T.ls(ep_new), "a re-pack of an unchanged tree keeps every date")
 
         # A base made with another compression profile (a library upgrade): nothing
         # is reused, nothing crashes, and unchanged files still keep Last-Modified.
