@@ -17,7 +17,10 @@
  *      acceptable) or a built-in text 404;
  *   4. variant: sv_negotiate_list(); nothing acceptable -> 406 with
  *      "Vary: Accept-Encoding" (RFC 9110 §12.5.3 allows 406 or identity;
- *      406 keeps "identity;q=0" honest and a cache keyed on Vary correct);
+ *      406 keeps "identity;q=0" honest and a cache keyed on Vary correct).
+ *      A file stored in one representation is not negotiated (§12.1: the
+ *      resource is treated as not subject to negotiation): it is sent as
+ *      it is, like its 200 without Vary, which a cache gives every client;
  *   5. conditionals, RFC 9110 §13.2.2, all against the SELECTED variant:
  *      If-Match (strong, "*" matches; fail -> 412) -> If-Unmodified-Since
  *      (only without If-Match; invalid date ignored; LM > date -> 412) ->
@@ -212,8 +215,7 @@ static int fail(ctx *c, int status)
     return 0;
 }
 
-/* An error about a negotiable resource: carries Vary (406 always does: the
- * refusal depends on Accept-Encoding even for a single variant). */
+/* An error about a resource: carries Vary when it is negotiable. */
 static int fail_vary(ctx *c, int status, int vary)
 {
     error_plan(c->plan, status, vary ? vary_line : NULL, sizeof vary_line - 1, c->date, c->date_len,
@@ -525,9 +527,9 @@ static int serve(ctx *c, const sf_entry *e, int is404, const sf_view *bodies)
     int vary = (e->flags & SF_ENTRY_NEGOTIABLE) != 0;
     int idx = negotiate(req, e);
     if (idx < 0) {
-        if (!is404)
+        if (vary && !is404)
             return fail_vary(c, 406, 1);
-        idx = 0; /* an error page is sent as identity rather than refused */
+        idx = 0; /* one representation, or an error page: sent rather than refused */
     }
     const sf_variant *v = &e->variants[idx];
     c->lm = e->last_modified;

@@ -467,7 +467,7 @@ TEST(respond_spa_fallback)
 TEST(respond_406_not_acceptable)
 {
     open_pack(1);
-    ASSERT_EQ(get("/img.png", "Accept-Encoding: identity;q=0\r\n"), 406);
+    ASSERT_EQ(get("/app.js", "Accept-Encoding: identity;q=0\r\n"), 406);
     OUT_IS("HTTP/1.1 406 Not Acceptable\r\nContent-Type: text/plain; charset=utf-8\r\n"
            "Content-Length: 19\r\nCache-Control: no-cache\r\nVary: Accept-Encoding\r\n" DATE_LINE
            "\r\n406 Not Acceptable\n");
@@ -476,6 +476,10 @@ TEST(respond_406_not_acceptable)
     ASSERT_EQ(get("/app.js", "Accept-Encoding: compress, identity;q=0\r\n"), 406);
     ASSERT_EQ(get("/app.js", "Accept-Encoding: *;q=0, br\r\n"), 200);
     ASSERT_EQ(plan.encoding, SF_ENC_BR);
+    /* One representation: not negotiated, sent as its 200 always is. */
+    ASSERT_EQ(get("/img.png", "Accept-Encoding: identity;q=0\r\n"), 200);
+    ASSERT_EQ(plan.encoding, SF_ENC_IDENTITY);
+    ASSERT_EQ(has_header("Vary:"), 0);
 }
 
 TEST(respond_methods)
