@@ -101,9 +101,20 @@ static int read_all(int fd, uint8_t *p, size_t n)
     }
 }
 
+static int same_time(const struct timespec *a, const struct timespec *b)
+{
+    return a->tv_sec == b->tv_sec && a->tv_nsec == b->tv_nsec;
+}
+
+/* Reads the file the walk found. The tree can change in between (a deploy
+ * step still writing it): what is opened must be that same file, not a
+ * link put in its place (which could lead outside the root) nor a FIFO
+ * (O_NONBLOCK: the open does not wait for a writer), and it must not be
+ * written while it is read, or the pack would hold bytes that never
+ * existed together. */
 static int read_file(pk_file *f, char *err, size_t errlen)
 {
-    int fd = open(f->src, O_RDONLY | O_CLOEXEC);
+    int fd = open(f->src, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd < 0) {
         snprintf(err, errlen, "%s: cannot open: %s", f->src, strerror(errno));
         return -1;
@@ -117,6 +128,11 @@ static int read_file(pk_file *f, char *err, size_t errlen)
         snprintf(err, errlen, "%s: no longer a regular file", f->src);
         goto out_close;
     }
+    if ((uint64_t)st.st_dev != f->dev || (uint64_t)st.st_ino != f->ino) {
+        snprintf(err, errlen, "%s: replaced while being packed (no longer the file the walk found)",
+                 f->src);
+        goto out_close;
+    }
     if ((uint64_t)st.st_size > PK_FILE_MAX) {
         snprintf(err, errlen, "%s: larger than the limit of %llu bytes", f->src,
                  (unsigned long long)PK_FILE_MAX);
@@ -128,7 +144,16 @@ static int read_file(pk_file *f, char *err, size_t errlen)
         snprintf(err, errlen, "%s: out of memory (%zu bytes)", f->src, n);
         goto out_close;
     }
-    if (read_all(fd, p, n) != 0) {
+    int rc = read_all(fd, p, n);
+    struct stat after;
+    if (rc == 0 && fstat(fd, &after) != 0) {
+        rc = -1;
+    } else if (rc == 0 && (!same_time(&after.st_mtim, &st.st_mtim) ||
+                           !same_time(&after.st_ctim, &st.st_ctim))) {
+        errno = EAGAIN; /* written in place, same size */
+        rc = -1;
+    }
+    if (rc != 0) {
         snprintf(err, errlen, "%s: cannot read: %s", f->src,
                  errno == EAGAIN ? "the file changed while being read" : strerror(errno));
         free(p);
@@ -139,7 +164,7 @@ static int read_file(pk_file *f, char *err, size_t errlen)
         uint8_t *svg;
         size_t svgn;
         char why[128];
-        int rc = pk_decompress(SF_ENC_GZIP, p, n, PK_FILE_MAX, &svg, &svgn, why, sizeof why);
+        rc = pk_decompress(SF_ENC_GZIP, p, n, PK_FILE_MAX, &svg, &svgn, why, sizeof why);
         free(p);
         if (rc != 0) {
             snprintf(err, errlen, "%s: an .svgz must be a gzip file of an SVG: %s", f->src,
@@ -1085,7 +1110,6 @@ int pk_build(const pk_build_opts *o)
     memset(&b, 0, sizeof b);
     b.o = o;
     b.manifest_fd = -1;
-    b.now = (int64_t)time(NULL);
     b.nthreads = o->jobs ? o->jobs : 1;
     pk_progress_init(&b.prog, o->quiet);
     double t0 = now_seconds();
@@ -1155,8 +1179,12 @@ int pk_build(const pk_build_opts *o)
     for (size_t i = 0; i < b.site.n; i++)
         b.jobs[i] = (job){i, SF_ENC_IDENTITY};
     b.njobs = b.site.n;
-    if (run_jobs(&b, "reading") != 0 || pk_sidecars_drop(&b.site, b.err, sizeof b.err) != 0 ||
-        decide(&b) != 0 || check_identity_space(&b) != 0)
+    if (run_jobs(&b, "reading") != 0 || pk_sidecars_drop(&b.site, b.err, sizeof b.err) != 0)
+        goto out;
+    /* The time of packing is taken after the reads: a file written during
+     * a long read phase is not "in the future" (nor clamped). */
+    b.now = (int64_t)time(NULL);
+    if (decide(&b) != 0 || check_identity_space(&b) != 0)
         goto out;
 
     if (plan_compression(&b, &st.reused) != 0 || start_compressors(&b) != 0 ||

@@ -277,6 +277,35 @@ def main():
              T.run(["cat", out, "/caf\u00e9/men\u00fc.html"]).stdout, "cat percent-decodes PATH")
         T.eq(T.run(["cat", out, "/docs/index.html?v=2#x"]).stdout,
              T.run(["cat", out, "/docs/index.html"]).stdout, "cat ignores the query, as servd does")
+
+        # The tree changes between the walk and the read (a deploy step still writing
+        # it): a file swapped for a link out of the root, for a FIFO (the open must
+        # not wait for a writer), or rewritten in place at the same size. Each is an
+        # error naming the file; none is packed. swap_open.so does the swap.
+        shim = os.path.join(T.BUILD_DIR, "swap_open.so")
+        T.check(os.path.exists(shim), "%s is built with the tests" % shim)
+        secret = os.path.join(work, "secret.txt")
+        with open(secret, "wb") as f:
+            f.write(b"outside the root\n")
+        for kind, needle in (("link:" + secret, "replaced while being packed"),
+                             ("fifo", "no longer a regular file"),
+                             ("rewrite", "the file changed while being read")):
+            race = os.path.join(work, "race-site")
+            os.makedirs(race, exist_ok=True)
+            for name in os.listdir(race):
+                os.remove(os.path.join(race, name))
+            with open(os.path.join(race, "index.html"), "wb") as f:
+                f.write(b"<p>index</p>\n")
+            with open(os.path.join(race, "b.txt"), "wb") as f:
+                f.write(b"the walked file\n" * 100)
+            env = {"SWAP_SUFFIX": "/b.txt", "SWAP_KIND": kind,
+                   "LD_PRELOAD": " ".join(x for x in (os.environ.get("LD_PRELOAD"), shim) if x),
+                   "ASAN_OPTIONS": ":".join(x for x in (os.environ.get("ASAN_OPTIONS"),
+                                                        "verify_asan_link_order=0") if x)}
+            race_out = os.path.join(outdir, "race.lmdb")
+            expect_failure(["build", race, "-o", race_out, "-q"], 1,
+                           [os.path.join(race, "b.txt"), needle], "build, b.txt " + kind,
+                           outdir=outdir, out=race_out, env=env)
     T.finish("test_pack_cli")
 
 
