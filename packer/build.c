@@ -787,18 +787,22 @@ static int write_pack(build *b, pk_stats *st)
      * and nothing may remove it. If the pack then fails to appear, the
      * previous manifest is put back. */
     if (o->manifest && !b->manifest_stream &&
-        (pk_manifest_write_tmp(o->manifest, s, &meta, has_404, b->err, sizeof b->err) != 0 ||
-         pk_manifest_commit(o->manifest, b->err, sizeof b->err) != 0))
+        pk_manifest_write_tmp(o->manifest, s, &meta, has_404, b->err, sizeof b->err) != 0)
         goto out_abort;
-    sig_tmp_manifest[0] = '\0';
-    struct stat tst;
-    int have_tmp = stat(sig_tmp_pack, &tst) == 0;
-    /* A stop signal waits from here until the outcome is noted: the rename
-     * inside the commit and what the handler would say and undo must agree
-     * (the compressors have finished: this thread is the only one). */
+    /* A stop signal waits from here until the outcome is noted: the renames
+     * inside the two commits and what the handler would say and undo must
+     * agree (the compressors have finished: this thread is the only one). */
     sigset_t stops, old;
     stop_signals(&stops);
     sigprocmask(SIG_BLOCK, &stops, &old);
+    if (o->manifest && !b->manifest_stream &&
+        pk_manifest_commit(o->manifest, b->err, sizeof b->err) != 0) {
+        sigprocmask(SIG_SETMASK, &old, NULL);
+        goto out_abort;
+    }
+    sig_tmp_manifest[0] = '\0';
+    struct stat tst;
+    int have_tmp = stat(sig_tmp_pack, &tst) == 0;
     if (sf_writer_commit(w, &meta, b->err, sizeof b->err) != 0) {
         /* A failure after the rename (syncing the directory) leaves the new
          * pack in place: then the new manifest stays with it. */

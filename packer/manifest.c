@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 void pk_manifest_tmp_name(const char *path, char *out, size_t cap)
@@ -147,6 +148,52 @@ enum { NOT_COMMITTED = 0, COMMITTED_PREVIOUS = 1, COMMITTED_FRESH = 2 };
 static volatile sig_atomic_t state;
 static char final_name[PATH_MAX], old_name[PATH_MAX];
 
+/* Copies the file at from to a new file at to, with its permission bits.
+ * @return 0, or -1 with errno set (nothing is left at to). */
+static int copy_file(const char *from, const char *to)
+{
+    int in = open(from, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    struct stat st;
+    if (in < 0)
+        return -1;
+    int out = -1, saved = 0;
+    if (fstat(in, &st) != 0 || !S_ISREG(st.st_mode) ||
+        (out = open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, st.st_mode & 07777)) < 0) {
+        saved = S_ISREG(st.st_mode) ? errno : EINVAL;
+        close(in);
+        errno = saved;
+        return -1;
+    }
+    char buf[65536];
+    for (;;) {
+        ssize_t n = read(in, buf, sizeof buf);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            saved = n < 0 ? errno : 0;
+            break;
+        }
+        for (ssize_t off = 0; off < n && saved == 0;) {
+            ssize_t w = write(out, buf + off, (size_t)(n - off));
+            if (w < 0 && errno != EINTR)
+                saved = errno;
+            else if (w > 0)
+                off += w;
+        }
+        if (saved)
+            break;
+    }
+    if (close(out) != 0 && saved == 0)
+        saved = errno;
+    close(in);
+    if (saved) {
+        unlink(to);
+        errno = saved;
+        return -1;
+    }
+    return 0;
+}
+
 int pk_manifest_commit(const char *path, char *err, size_t errlen)
 {
     char tmp[PATH_MAX];
@@ -154,9 +201,20 @@ int pk_manifest_commit(const char *path, char *err, size_t errlen)
     snprintf(final_name, sizeof final_name, "%s", path);
     snprintf(old_name, sizeof old_name, "%s.old-%ld", path, (long)getpid());
     unlink(old_name);
-    /* Without a hard link (a file system without them) there is no way back
-     * to the previous manifest; a failed build then removes the new one. */
+    /* The previous manifest is kept beside it until the pack is in place:
+     * a hard link, or a copy where no link can be made (a file system
+     * without them; fs.protected_hardlinks and a file of another user).
+     * Without either, nothing is replaced. */
     int previous = link(path, old_name) == 0;
+    if (!previous && errno != ENOENT) {
+        if (copy_file(path, old_name) != 0) {
+            snprintf(err, errlen, "%s: cannot keep a copy of the previous manifest (%s): %s", path,
+                     old_name, strerror(errno));
+            unlink(tmp);
+            return -1;
+        }
+        previous = 1;
+    }
     if (rename(tmp, path) != 0) {
         snprintf(err, errlen, "%s: %s", path, strerror(errno));
         unlink(tmp);

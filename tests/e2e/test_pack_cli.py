@@ -306,6 +306,30 @@ def main():
             expect_failure(["build", race, "-o", race_out, "-q"], 1,
                            [os.path.join(race, "b.txt"), needle], "build, b.txt " + kind,
                            outdir=outdir, out=race_out, env=env)
+
+        # A failed build changes neither file, also where the previous manifest cannot
+        # be hard-linked aside (it is copied instead): link() fails, then the pack's
+        # rename into place fails, after the manifest's.
+        m_out, m_json = os.path.join(outdir, "m.lmdb"), os.path.join(outdir, "m.json")
+        T.eq(T.run(["build", root, "-o", m_out, "--manifest", m_json, "-q"]).returncode, 0,
+             "build with a manifest")
+        before = (open(m_out, "rb").read(), open(m_json, "rb").read())
+        with open(os.path.join(root, "index.html"), "ab") as f:
+            f.write(b"<!-- changed -->\n")
+        shim_env = {"LD_PRELOAD": env["LD_PRELOAD"], "ASAN_OPTIONS": env["ASAN_OPTIONS"],
+                    "FAIL_LINK": "1"}
+        expect_failure(["build", root, "-o", m_out, "--manifest", m_json, "-q"], 1,
+                       [m_out], "build whose pack cannot be renamed into place",
+                       env=dict(shim_env, FAIL_RENAME_TO="/m.lmdb"))
+        T.eq((open(m_out, "rb").read(), open(m_json, "rb").read()), before,
+             "a failed build without hard links: the pack and the manifest are the previous ones")
+        T.eq([f for f in os.listdir(outdir) if ".old-" in f or ".tmp-" in f], [],
+             "no copy or temporary file left")
+        p = T.run(["build", root, "-o", m_out, "--manifest", m_json, "-q"], env=shim_env)
+        T.eq(p.returncode, 0, "build without hard links: " + p.stderr.decode())
+        T.check(open(m_json, "rb").read() != before[1], "the new manifest is in place")
+        T.eq([f for f in os.listdir(outdir) if ".old-" in f or ".tmp-" in f], [],
+             "no copy or temporary file left after a good build")
     T.finish("test_pack_cli")
 
 
