@@ -59,7 +59,11 @@ const char *pk_key_problem(const char *name, size_t len)
         unsigned char c = (unsigned char)name[i];
         if (c == '\\')
             return "contains a backslash, which cannot be part of a URL path";
-        if (c < 0x20 || c == 0x7f)
+        /* C0 and DEL, and the C1 controls U+0080-U+009F (UTF-8 C2 80-9F:
+         * NEL is a line break to some terminals and log readers) */
+        if (c < 0x20 || c == 0x7f ||
+            (c == 0xc2 && i + 1 < len && (unsigned char)name[i + 1] >= 0x80 &&
+             (unsigned char)name[i + 1] <= 0x9f))
             return "contains a control character, which cannot be part of a URL path";
     }
     if (!pk_utf8_valid(name, len))

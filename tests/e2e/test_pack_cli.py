@@ -93,6 +93,11 @@ def main():
                              "a file name with control bytes", outdir, out)
         T.eq(err.count("\n"), 1, "one line for a name with a newline: %r" % err)
         T.check("\x1b" not in err, "no raw escape byte: %r" % err)
+        os.remove(os.path.join(ctl_root, "a\nb\x1b[31m.txt"))
+        with open(os.path.join(ctl_root, "next\u0085line.txt"), "w") as f:  # NEL, a C1 control
+            f.write("x")
+        expect_failure(["build", ctl_root, "-o", out], 1, ["next", "control character"],
+                       "a file name with a C1 control", outdir, out)
         ctl_rules = os.path.join(work, "ctl.json")
         with open(ctl_rules, "w") as f:
             json.dump({"cache_control": [{"match": "*", "value": "max-age=1\r\nSet-Cookie: x=1"}]}, f)
