@@ -153,13 +153,17 @@ static char final_name[PATH_MAX], old_name[PATH_MAX];
 static int copy_file(const char *from, const char *to)
 {
     int in = open(from, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-    struct stat st;
     if (in < 0)
         return -1;
+    struct stat st;
     int out = -1, saved = 0;
-    if (fstat(in, &st) != 0 || !S_ISREG(st.st_mode) ||
-        (out = open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, st.st_mode & 07777)) < 0) {
-        saved = S_ISREG(st.st_mode) ? errno : EINVAL;
+    if (fstat(in, &st) != 0)
+        saved = errno;
+    else if (!S_ISREG(st.st_mode))
+        saved = EINVAL;
+    else if ((out = open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, st.st_mode & 07777)) < 0)
+        saved = errno;
+    if (saved) {
         close(in);
         errno = saved;
         return -1;
