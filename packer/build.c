@@ -23,7 +23,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <time.h>
@@ -428,42 +427,6 @@ static int plan_compression(build *b, uint64_t *reused)
 
 /* ---- write ---- */
 
-/* Two builds to the same -o (overlapping CI runs) each put a manifest and
- * a pack in place; done in turn, the last build's pair wins, never one
- * file of each. The turn is an exclusive flock(2) on the directory of the
- * output (a lock file would be one more file to leave behind), held from
- * the manifest's rename to the pack's. @return the descriptor to close,
- * or -1 when the directory cannot be opened or locked (the build goes on
- * unlocked: the directory was writable, the lock is a courtesy). */
-static int commit_lock(const char *output, int quiet)
-{
-    char dir[PATH_MAX];
-    snprintf(dir, sizeof dir, "%s", output);
-    char *slash = strrchr(dir, '/');
-    if (!slash)
-        snprintf(dir, sizeof dir, ".");
-    else if (slash == dir)
-        dir[1] = '\0';
-    else
-        *slash = '\0';
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    if (flock(fd, LOCK_EX | LOCK_NB) == 0)
-        return fd;
-    if (errno == EWOULDBLOCK) {
-        if (!quiet)
-            pk_err("%s: waiting for another servd-pack to put its output in place", output);
-        int rc;
-        while ((rc = flock(fd, LOCK_EX)) != 0 && errno == EINTR)
-            ;
-        if (rc == 0)
-            return fd;
-    }
-    close(fd);
-    return -1;
-}
-
 /* Temporary names removed if a signal ends the process mid-write, and the
  * line that says what the signal left (written before and after the pack
  * is in place: all prepared beforehand, as a handler may only write). */
@@ -826,7 +789,6 @@ static int write_pack(build *b, pk_stats *st)
     if (o->manifest && !b->manifest_stream &&
         pk_manifest_write_tmp(o->manifest, s, &meta, has_404, b->err, sizeof b->err) != 0)
         goto out_abort;
-    int lock = commit_lock(o->output, o->quiet);
     /* A stop signal waits from here until the outcome is noted: the renames
      * inside the two commits and what the handler would say and undo must
      * agree (the compressors have finished: this thread is the only one). */
@@ -836,8 +798,6 @@ static int write_pack(build *b, pk_stats *st)
     if (o->manifest && !b->manifest_stream &&
         pk_manifest_commit(o->manifest, b->err, sizeof b->err) != 0) {
         sigprocmask(SIG_SETMASK, &old, NULL);
-        if (lock >= 0)
-            close(lock);
         goto out_abort;
     }
     sig_tmp_manifest[0] = '\0';
@@ -856,8 +816,6 @@ static int write_pack(build *b, pk_stats *st)
         else
             pk_manifest_rollback();
         sigprocmask(SIG_SETMASK, &old, NULL);
-        if (lock >= 0)
-            close(lock);
         note_space(b, 0);
         free(refs);
         return -1;
@@ -866,8 +824,6 @@ static int write_pack(build *b, pk_stats *st)
     sig_in_place = 1;
     pk_manifest_finish();
     sigprocmask(SIG_SETMASK, &old, NULL);
-    if (lock >= 0)
-        close(lock);
     /* A stream has no previous content to restore: it is written once the
      * pack is in place, so it never describes a pack that is not there. */
     if (o->manifest && b->manifest_stream &&

@@ -335,33 +335,6 @@ def main():
         T.check(open(m_json, "rb").read() != before[1], "the new manifest is in place")
         T.eq([f for f in os.listdir(outdir) if ".old-" in f or ".tmp-" in f], [],
              "no copy or temporary file left after a good build")
-
-        # Two builds to the same -o and --manifest (overlapping CI runs): A is slow to
-        # rename its pack into place, B starts then. The pair left is one build's.
-        root_b = os.path.join(work, "site-b")
-        T.make_site(root_b)
-        with open(os.path.join(root_b, "index.html"), "ab") as f:
-            f.write(b"<!-- build B -->\n")
-        c_out, c_json = os.path.join(outdir, "conc.lmdb"), os.path.join(outdir, "conc.json")
-        mark = os.path.join(work, "a-is-renaming")
-        env_a = dict(os.environ, DELAY_RENAME_TO="/conc.lmdb", DELAY_MARK=mark,
-                     LD_PRELOAD=shim_env["LD_PRELOAD"], ASAN_OPTIONS=shim_env["ASAN_OPTIONS"])
-        env_a.pop("SOURCE_DATE_EPOCH", None)
-        a = subprocess.Popen([T.PACK, "build", root, "-o", c_out, "--manifest", c_json, "-q"],
-                             env=env_a, stderr=subprocess.PIPE)
-        deadline = time.time() + 120
-        while not os.path.exists(mark) and a.poll() is None and time.time() < deadline:
-            time.sleep(0.02)
-        T.check(os.path.exists(mark), "build A reached the rename of its pack")
-        p = T.run(["build", root_b, "-o", c_out, "--manifest", c_json, "-q"])
-        T.eq((a.wait(timeout=120), p.returncode), (0, 0),
-             "both builds succeed: %s %s" % (a.stderr.read().decode(), p.stderr.decode()))
-        in_pack = {e["path"]: e["etag"] for e in T.ls_json(c_out)}
-        with open(c_json) as f:
-            in_manifest = {path: e["variants"][0]["etag"]
-                           for path, e in json.load(f)["paths"].items()}
-        T.eq(in_manifest, in_pack, "the manifest describes the pack in place")
-        T.eq(T.cat(c_out, "/index.html")[-17:], b"<!-- build B -->\n", "the last build's pair")
     T.finish("test_pack_cli")
 
 
