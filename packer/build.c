@@ -133,6 +133,13 @@ static int read_file(pk_file *f, char *err, size_t errlen)
                  f->src);
         goto out_close;
     }
+    /* a regular file: reads block as usual (some FUSE file systems honour
+     * O_NONBLOCK, and EAGAIN means a changed file to read_all) */
+    int fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0) {
+        snprintf(err, errlen, "%s: %s", f->src, strerror(errno));
+        goto out_close;
+    }
     if ((uint64_t)st.st_size > PK_FILE_MAX) {
         snprintf(err, errlen, "%s: larger than the limit of %llu bytes", f->src,
                  (unsigned long long)PK_FILE_MAX);

@@ -181,6 +181,8 @@ static int copy_file(const char *from, const char *to)
             ssize_t w = write(out, buf + off, (size_t)(n - off));
             if (w < 0 && errno != EINTR)
                 saved = errno;
+            else if (w == 0)
+                saved = EIO;
             else if (w > 0)
                 off += w;
         }

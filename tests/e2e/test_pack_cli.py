@@ -303,6 +303,8 @@ def main():
                 f.write(b"<p>index</p>\n")
             with open(os.path.join(race, "b.txt"), "wb") as f:
                 f.write(b"the walked file\n" * 100)
+            # an older mtime, so that the rewrite moves it whatever the clock's tick
+            os.utime(os.path.join(race, "b.txt"), (time.time() - 60, time.time() - 60))
             env = {"SWAP_SUFFIX": "/b.txt", "SWAP_KIND": kind,
                    "LD_PRELOAD": " ".join(x for x in (os.environ.get("LD_PRELOAD"), shim) if x),
                    "ASAN_OPTIONS": ":".join(x for x in (os.environ.get("ASAN_OPTIONS"),
