@@ -112,7 +112,23 @@ static int same_time(const struct timespec *a, const struct timespec *b)
  * (O_NONBLOCK: the open does not wait for a writer), and it must not be
  * written while it is read, or the pack would hold bytes that never
  * existed together. */
-static int read_file(pk_file *f, char *err, size_t errlen)
+/* 1 when the open file fd lies inside root (a realpath), by the path the
+ * kernel resolved it through: a directory swapped for a link while the
+ * walk was inside it leads the walk out of the root by path names, and
+ * no check of names can see that. Without /proc, 1 (not checked). */
+static int opened_inside(int fd, const char *root)
+{
+    char proc[32], real[PATH_MAX];
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(proc, real, sizeof real - 1);
+    if (n < 0)
+        return 1;
+    real[n] = '\0';
+    size_t rl = strlen(root);
+    return strncmp(real, root, rl) == 0 && (real[rl] == '/' || (rl == 1 && root[0] == '/'));
+}
+
+static int read_file(pk_file *f, const char *root, char *err, size_t errlen)
 {
     int fd = open(f->src, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd < 0) {
@@ -131,6 +147,13 @@ static int read_file(pk_file *f, char *err, size_t errlen)
     if ((uint64_t)st.st_dev != f->dev || (uint64_t)st.st_ino != f->ino) {
         snprintf(err, errlen, "%s: replaced while being packed (no longer the file the walk found)",
                  f->src);
+        goto out_close;
+    }
+    if (!opened_inside(fd, root)) {
+        snprintf(err, errlen,
+                 "%s: reached outside the root %s (a directory on its path was "
+                 "replaced by a link while being packed)",
+                 f->src, root);
         goto out_close;
     }
     /* a regular file: reads block as usual (some FUSE file systems honour
@@ -255,7 +278,7 @@ static int run_job(void *arg, size_t j, unsigned thread, char *err, size_t errle
     const job *jb = &b->jobs[j];
     pk_file *f = &b->site.files[jb->file];
     if (jb->enc == SF_ENC_IDENTITY)
-        return read_file(f, err, errlen);
+        return read_file(f, b->site.root, err, errlen);
     if (jb->enc == JOB_REUSE)
         return reuse(b, f, err, errlen);
     return compress_one(b, f, jb->enc, thread, err, errlen);

@@ -3,6 +3,7 @@ failures that name the file and the cause and leave no output behind."""
 import gzip
 import json
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -289,29 +290,35 @@ def main():
         # error naming the file; none is packed. swap_open.so does the swap.
         shim = os.path.join(T.BUILD_DIR, "swap_open.so")
         T.check(os.path.exists(shim), "%s is built with the tests" % shim)
-        secret = os.path.join(work, "secret.txt")
+        outside = os.path.join(work, "outside")
+        os.makedirs(outside)
+        secret = os.path.join(outside, "secret.txt")
         with open(secret, "wb") as f:
             f.write(b"outside the root\n")
-        for kind, needle in (("link:" + secret, "replaced while being packed"),
-                             ("fifo", "no longer a regular file"),
-                             ("rewrite", "the file changed while being read")):
-            race = os.path.join(work, "race-site")
-            os.makedirs(race, exist_ok=True)
-            for name in os.listdir(race):
-                os.remove(os.path.join(race, name))
+        race = os.path.join(work, "race-site")
+        for kind, suffix, needle, bad in (
+                ("link:" + secret, "/b.txt", "replaced while being packed", "b.txt"),
+                ("fifo", "/b.txt", "no longer a regular file", "b.txt"),
+                ("rewrite", "/b.txt", "the file changed while being read", "b.txt"),
+                # a directory swapped for a link while the walk is inside it
+                ("dir:" + outside, "/sub", "reached outside the root", "sub/secret.txt")):
+            shutil.rmtree(race, ignore_errors=True)
+            os.makedirs(os.path.join(race, "sub"))
             with open(os.path.join(race, "index.html"), "wb") as f:
                 f.write(b"<p>index</p>\n")
+            with open(os.path.join(race, "sub", "secret.txt"), "wb") as f:
+                f.write(b"inside\n")
             with open(os.path.join(race, "b.txt"), "wb") as f:
                 f.write(b"the walked file\n" * 100)
             # an older mtime, so that the rewrite moves it whatever the clock's tick
             os.utime(os.path.join(race, "b.txt"), (time.time() - 60, time.time() - 60))
-            env = {"SWAP_SUFFIX": "/b.txt", "SWAP_KIND": kind,
+            env = {"SWAP_SUFFIX": suffix, "SWAP_KIND": kind,
                    "LD_PRELOAD": " ".join(x for x in (os.environ.get("LD_PRELOAD"), shim) if x),
                    "ASAN_OPTIONS": ":".join(x for x in (os.environ.get("ASAN_OPTIONS"),
                                                         "verify_asan_link_order=0") if x)}
             race_out = os.path.join(outdir, "race.lmdb")
             expect_failure(["build", race, "-o", race_out, "-q"], 1,
-                           [os.path.join(race, "b.txt"), needle], "build, b.txt " + kind,
+                           [os.path.join(race, bad), needle], "build, %s %s" % (bad, kind),
                            outdir=outdir, out=race_out, env=env)
 
         # A failed build changes neither file, also where the previous manifest cannot
