@@ -106,12 +106,6 @@ static int same_time(const struct timespec *a, const struct timespec *b)
     return a->tv_sec == b->tv_sec && a->tv_nsec == b->tv_nsec;
 }
 
-/* Reads the file the walk found. The tree can change in between (a deploy
- * step still writing it): what is opened must be that same file, not a
- * link put in its place (which could lead outside the root) nor a FIFO
- * (O_NONBLOCK: the open does not wait for a writer), and it must not be
- * written while it is read, or the pack would hold bytes that never
- * existed together. */
 /* 1 when the open file fd lies inside root (a realpath), by the path the
  * kernel resolved it through: a directory swapped for a link while the
  * walk was inside it leads the walk out of the root by path names, and
@@ -128,6 +122,12 @@ static int opened_inside(int fd, const char *root)
     return strncmp(real, root, rl) == 0 && (real[rl] == '/' || (rl == 1 && root[0] == '/'));
 }
 
+/* Reads the file the walk found. The tree can change in between (a deploy
+ * step still writing it): what is opened must be that same file, not a
+ * link put in its place (which could lead outside the root) nor a FIFO
+ * (O_NONBLOCK: the open does not wait for a writer), and it must not be
+ * written while it is read, or the pack would hold bytes that never
+ * existed together. */
 static int read_file(pk_file *f, const char *root, char *err, size_t errlen)
 {
     int fd = open(f->src, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
