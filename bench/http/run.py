@@ -2,7 +2,7 @@
 """HTTP benchmark of servd against its peers and a ceiling server (PERF.md).
 
 One command builds servd (Release), installs what is missing (nginx-light, h2o,
-lighttpd, caddy, apache2, wrk, nghttp2-client for h2load, gnuplot-nox), writes
+lighttpd with lighttpd-mod-deflate, caddy, apache2, wrk, nghttp2-client for h2load, gnuplot-nox), writes
 the peers' configurations from bench/http/peers/ (the exact settings behind the
 numbers in PERF.md: one worker each, no access log, the W2 file under /gz/
 compressed on the fly and under /pre/ served from a precompressed variant),
@@ -71,6 +71,7 @@ WORKLOADS = {  # name -> (path, Accept-Encoding, servers it applies to)
 APT = {"nginx": "nginx-light", "h2o": "h2o", "lighttpd": "lighttpd", "caddy": "caddy",
        "apache2": "apache2", "wrk": "wrk", "h2load": "nghttp2-client", "gnuplot": "gnuplot-nox",
        "npm": "npm"}
+LIGHTTPD_DEFLATE = "/usr/lib/lighttpd/mod_deflate.so"
 
 
 def sh(cmd, **kw):
@@ -95,11 +96,16 @@ def raise_nofile():
 # ---- setup ----------------------------------------------------------------
 
 def ensure_tools(build, servers, no_install, no_build):
-    need = sorted({APT[b] for b in ["wrk", "h2load", "gnuplot", "npm"] +
-                   [{"h2o": "h2o", "lighttpd": "lighttpd", "nginx": "nginx",
-                     "nginx-ofc": "nginx", "caddy": "caddy", "apache": "apache2"}[s]
-                    for s in servers if s not in ("ceiling", "servd", "servd-base")]
-                   if not shutil.which(b) and not os.path.exists("/usr/sbin/" + b)})
+    need = {APT[b] for b in ["wrk", "h2load", "gnuplot", "npm"] +
+            [{"h2o": "h2o", "lighttpd": "lighttpd", "nginx": "nginx",
+              "nginx-ofc": "nginx", "caddy": "caddy", "apache": "apache2"}[s]
+             for s in servers if s not in ("ceiling", "servd", "servd-base")]
+            if not shutil.which(b) and not os.path.exists("/usr/sbin/" + b)}
+    # lighttpd's mod_deflate is a package of its own, only recommended by
+    # lighttpd: without it lighttpd serves W2 uncompressed
+    if "lighttpd" in servers and not os.path.exists(LIGHTTPD_DEFLATE):
+        need.add("lighttpd-mod-deflate")
+    need = sorted(need)
     if need:
         if no_install:
             sys.exit("missing: " + " ".join(need))
