@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <time.h>
@@ -73,6 +74,8 @@ typedef struct build {
     char manifest[PATH_MAX]; /* the file --manifest leads to */
     int manifest_stream;     /* --manifest is not a regular file: written straight into */
     int manifest_fd;         /* ... through this descriptor (/dev/stdout), or -1 */
+    int lock_fd;             /* the lock builds into -o's directory take turns with, or -1 */
+    char lock_name[PATH_MAX];
 } build;
 
 /* ---- read + hash ---- */
@@ -516,6 +519,99 @@ static void note_tmp_names(const build *b)
         pk_manifest_tmp_name(o->manifest, sig_tmp_manifest, sizeof sig_tmp_manifest);
 }
 
+/* Two builds to the same pack, each with a manifest file, must not
+ * interleave their renames: one's manifest would be left beside the
+ * other's pack, and both would say they succeeded. Builds into one
+ * directory take turns through a lock file there, ".servd-pack-lock":
+ * hidden, so a walk of a root that holds the output never packs it, one
+ * per directory however many releases it holds, and named for servd-pack
+ * alone, so that no deploy script serialising itself with flock(1) holds
+ * it while it waits for the build it started (a lock on the directory
+ * itself did that: the build waited for its own script). The file stays:
+ * removing a lock file races with the next build opening it.
+ *
+ * Made before the compression; the turn is held only while the files go
+ * into place (sf_writer_commit: the pack's last write, sync and rename).
+ * A build without a manifest takes no turn: it leaves any manifest there
+ * stale whenever it lands, and landing between another build's two
+ * renames only lets that build's pair win. A lock
+ * that cannot be had (a link or a FIFO put there, a file system without
+ * locks) is warned about, and the build goes on without a turn, as builds
+ * did before there were turns. */
+static void lock_warn(build *b, const char *why)
+{
+    pk_err("warning: %s: cannot take a turn with other builds into this directory (%s); going "
+           "on without one",
+           b->lock_name, why);
+    if (b->lock_fd >= 0)
+        close(b->lock_fd);
+    b->lock_fd = -1;
+}
+
+static void open_commit_lock(build *b)
+{
+    const char *out = b->o->output;
+    const char *slash = strrchr(out, '/');
+    int dirlen = slash ? (int)(slash - out + 1) : 0;
+    int n = snprintf(b->lock_name, sizeof b->lock_name, "%.*s.servd-pack-lock", dirlen, out);
+    if (n < 0 || (size_t)n >= sizeof b->lock_name) {
+        snprintf(b->lock_name, sizeof b->lock_name, "the lock file beside %s", out);
+        lock_warn(b, "its name is too long");
+        return;
+    }
+    /* O_NOFOLLOW: a link put there would make a file elsewhere; O_NONBLOCK:
+     * a FIFO put there would hang the open. Read-write where possible (NFS
+     * emulates flock with write locks); read-only is enough elsewhere. A
+     * file of another user in a sticky directory refuses O_CREAT
+     * (fs.protected_regular) even when it exists: then open it as it is. */
+    int fl = O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY;
+    static const int modes[][2] = {
+        {O_RDWR, O_CREAT}, {O_RDONLY, O_CREAT}, {O_RDWR, 0}, {O_RDONLY, 0}};
+    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
+        b->lock_fd = open(b->lock_name, modes[i][0] | modes[i][1] | fl, 0644);
+        if (b->lock_fd >= 0 || errno != EACCES)
+            break;
+    }
+    struct stat st;
+    if (b->lock_fd < 0 || fstat(b->lock_fd, &st) != 0) {
+        lock_warn(b, errno == ELOOP ? "a symbolic link" : strerror(errno));
+        return;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        lock_warn(b, "not a regular file");
+        return;
+    }
+    /* every builder may open it, whatever the umask of the first */
+    if (st.st_uid == geteuid() && (st.st_mode & 0444) != 0444)
+        fchmod(b->lock_fd, (st.st_mode & 07777) | 0444);
+}
+
+/* Waits until no other build is putting its pack and manifest in place
+ * (stop signals still end the wait). */
+static void take_turn(build *b)
+{
+    if (b->lock_fd < 0 || flock(b->lock_fd, LOCK_EX | LOCK_NB) == 0)
+        return;
+    if (errno == EWOULDBLOCK) {
+        if (!b->o->quiet)
+            pk_err("waiting for another build to put its pack in place (%s)", b->lock_name);
+        int rc;
+        while ((rc = flock(b->lock_fd, LOCK_EX)) != 0 && errno == EINTR)
+            ;
+        if (rc == 0)
+            return;
+    }
+    lock_warn(b, strerror(errno));
+}
+
+/* The files are in place (or not, for good): the next build's turn. */
+static void end_turn(build *b)
+{
+    if (b->lock_fd >= 0)
+        close(b->lock_fd);
+    b->lock_fd = -1;
+}
+
 typedef struct body_ref {
     uint8_t key[PK_DIGEST_LEN];
     uint64_t len;
@@ -819,6 +915,7 @@ static int write_pack(build *b, pk_stats *st)
     if (o->manifest && !b->manifest_stream &&
         pk_manifest_write_tmp(o->manifest, s, &meta, has_404, b->err, sizeof b->err) != 0)
         goto out_abort;
+    take_turn(b);
     /* A stop signal waits from here until the outcome is noted: the renames
      * inside the two commits and what the handler would say and undo must
      * agree (the compressors have finished: this thread is the only one). */
@@ -828,6 +925,7 @@ static int write_pack(build *b, pk_stats *st)
     if (o->manifest && !b->manifest_stream &&
         pk_manifest_commit(o->manifest, b->err, sizeof b->err) != 0) {
         sigprocmask(SIG_SETMASK, &old, NULL);
+        end_turn(b);
         goto out_abort;
     }
     sig_tmp_manifest[0] = '\0';
@@ -846,6 +944,7 @@ static int write_pack(build *b, pk_stats *st)
         else
             pk_manifest_rollback();
         sigprocmask(SIG_SETMASK, &old, NULL);
+        end_turn(b);
         note_space(b, 0);
         free(refs);
         return -1;
@@ -854,6 +953,7 @@ static int write_pack(build *b, pk_stats *st)
     sig_in_place = 1;
     pk_manifest_finish();
     sigprocmask(SIG_SETMASK, &old, NULL);
+    end_turn(b);
     /* A stream has no previous content to restore: it is written once the
      * pack is in place, so it never describes a pack that is not there. */
     if (o->manifest && b->manifest_stream &&
@@ -1144,6 +1244,7 @@ int pk_build(const pk_build_opts *o)
     memset(&b, 0, sizeof b);
     b.o = o;
     b.manifest_fd = -1;
+    b.lock_fd = -1;
     b.nthreads = o->jobs ? o->jobs : 1;
     pk_progress_init(&b.prog, o->quiet);
     double t0 = now_seconds();
@@ -1189,6 +1290,8 @@ int pk_build(const pk_build_opts *o)
         code = PK_EXIT_USAGE;
         goto out;
     }
+    if (o->manifest && !b.manifest_stream)
+        open_commit_lock(&b);
     if (o->base) {
         char profile[PK_PROFILE_SIZE];
         int usable = 0;
@@ -1240,6 +1343,7 @@ out:
     pk_progress_clear(&b.prog);
     if (!ok)
         pk_err("%s", b.err[0] ? b.err : "build failed");
+    end_turn(&b);
     for (unsigned i = 0; b.comp && i < b.nthreads; i++)
         pk_compressor_free(b.comp[i]);
     free(b.comp);

@@ -222,7 +222,98 @@ def main():
             T.eq(read(pack), old, "%s mid-build: the old pack is intact" % sig.name)
             T.eq([f for f in os.listdir(work) if ".tmp-" in f], [],
                  "%s mid-build: no temporary file" % sig.name)
+        overlapping_builds(work)
     T.finish("test_pack_outputs")
+
+
+def etags(entries):
+    return {e["path"]: [v["etag"] for v in e["variants"]] for e in entries}
+
+
+def overlapping_builds(work):
+    """Two builds to the same -o and --manifest that overlap: the manifest left in
+    place describes the pack left in place. Build A is held (swap_open.so) just
+    before its pack's rename, after its manifest's; build B runs meanwhile. Without
+    a turn each, B put both its files in place and A's pack then replaced B's."""
+    shim = os.path.join(T.BUILD_DIR, "swap_open.so")
+    T.check(os.path.exists(shim), "%s is built with the tests" % shim)
+    outdir = os.path.join(work, "overlap")
+    os.mkdir(outdir)
+    pack, manifest = os.path.join(outdir, "site.lmdb"), os.path.join(outdir, "site.json")
+    roots = []
+    for name in ("a", "b"):
+        root = os.path.join(work, "root-" + name)
+        os.mkdir(root)
+        write(os.path.join(root, "index.html"), ("<p>site %s</p>\n" % name).encode() * 40)
+        roots.append(root)
+    pause = os.path.join(work, "pause")
+    os.mkdir(pause)
+    env = dict(os.environ, LD_PRELOAD=" ".join(x for x in (os.environ.get("LD_PRELOAD"), shim) if x),
+               ASAN_OPTIONS=":".join(x for x in (os.environ.get("ASAN_OPTIONS"),
+                                                 "verify_asan_link_order=0") if x),
+               PAUSE_RENAME_TO="/site.lmdb", PAUSE_DIR=pause)
+    env.pop("SOURCE_DATE_EPOCH", None)
+    a = subprocess.Popen([T.PACK, "build", roots[0], "-o", pack, "--manifest", manifest, "-q"],
+                         env=env, stderr=subprocess.PIPE)
+    deadline = time.time() + 60
+    while not os.path.exists(os.path.join(pause, "here")) and time.time() < deadline:
+        time.sleep(0.01)
+    T.check(os.path.exists(os.path.join(pause, "here")), "build A reached its pack's rename")
+    b_err = os.path.join(work, "b.stderr")
+    with open(b_err, "wb") as f:
+        b = subprocess.Popen([T.PACK, "build", roots[1], "-o", pack, "--manifest", manifest],
+                             stderr=f, env={k: v for k, v in os.environ.items()
+                                            if k != "SOURCE_DATE_EPOCH"})
+    deadline = time.time() + 60
+    while b.poll() is None and time.time() < deadline and b"waiting for another build" not in read(b_err):
+        time.sleep(0.01)
+    T.check(b.poll() is None, "build B waits while A puts its files in place (%s)" %
+            read(b_err).decode(errors="replace"))
+    T.check(("waiting for another build to put its pack in place (%s)" %
+             os.path.join(outdir, ".servd-pack-lock")).encode() in read(b_err),
+            "build B says what it waits for: %r" % read(b_err))
+    write(os.path.join(pause, "go"), b"")
+    T.eq(a.wait(timeout=60), 0, "build A: exit status (%s)" % a.stderr.read().decode())
+    T.eq(b.wait(timeout=60), 0, "build B: exit status (%s)" % read(b_err).decode())
+    with open(manifest) as f:
+        described = {p: [v["etag"] for v in e["variants"]] for p, e in json.load(f)["paths"].items()}
+    T.eq(described, etags(T.ls_json(pack)), "the manifest describes the pack in place")
+    T.check(b"site b" in T.cat(pack, "/index.html"), "the later build's pack is in place")
+    T.eq(sorted(f for f in os.listdir(outdir)),
+         [".servd-pack-lock", "site.json", "site.lmdb"],
+         "beside the outputs: only the lock file the builds take turns with")
+    # A lock file that cannot be used (put there by someone else) is warned about,
+    # and the build goes on without a turn, as builds did before there were turns.
+    lock = os.path.join(outdir, ".servd-pack-lock")
+    os.unlink(lock)
+    os.mkfifo(lock)
+    p = T.run(["build", roots[0], "-o", pack, "--manifest", manifest, "-q"])
+    err = p.stderr.decode(errors="replace")
+    T.eq(p.returncode, 0, "a FIFO as the lock file: exit status (%s)" % err)
+    T.check(lock in err and "not a regular file" in err and "going on without one" in err,
+            "a FIFO as the lock file: warning %r" % err)
+    T.check(b"site a" in T.cat(pack, "/index.html"), "a FIFO as the lock file: the pack is built")
+    os.unlink(lock)
+    os.symlink(os.path.join(work, "elsewhere"), lock)
+    p = T.run(["build", roots[1], "-o", pack, "--manifest", manifest, "-q"])
+    err = p.stderr.decode(errors="replace")
+    T.eq(p.returncode, 0, "a symbolic link as the lock file: exit status (%s)" % err)
+    T.check(lock in err and "going on without one" in err,
+            "a symbolic link as the lock file: warning %r" % err)
+    T.check(not os.path.lexists(os.path.join(work, "elsewhere")), "no file made through the link")
+    os.unlink(lock)
+    # Made under a umask that keeps others out, the lock file is still readable by
+    # every builder (each needs to open it to take a turn).
+    old_umask = os.umask(0o077)
+    try:
+        T.build(roots[0], pack, "--manifest", manifest)
+    finally:
+        os.umask(old_umask)
+    T.eq(stat.S_IMODE(os.stat(lock).st_mode) & 0o444, 0o444, "the lock file is readable by all")
+    os.unlink(lock)
+    # Without --manifest there is nothing to pair, and no lock file.
+    T.build(roots[0], pack)
+    T.check(not os.path.exists(lock), "a build without a manifest makes no lock file")
 
 
 if __name__ == "__main__":
