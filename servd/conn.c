@@ -103,10 +103,29 @@ static void inbuf_put(sv_worker *w, char *b)
 static void release_input(sv_conn *c)
 {
     if (c->in) {
-        inbuf_put(c->w, c->in);
+        if (c->incap == SV_MAX_HEAD)
+            inbuf_put(c->w, c->in);
+        else
+            free(c->in);
         c->in = NULL;
     }
-    c->inlen = 0;
+    c->inlen = c->incap = 0;
+}
+
+/* Before reading more after held input: the input buffer must have room
+ * for a whole head. @return 0, or -1 when out of memory. */
+static int grow_input(sv_conn *c)
+{
+    if (c->incap == SV_MAX_HEAD)
+        return 0;
+    char *b = inbuf_get(c->w);
+    if (!b)
+        return -1;
+    memcpy(b, c->in, c->inlen);
+    free(c->in);
+    c->in = b;
+    c->incap = SV_MAX_HEAD;
+    return 0;
 }
 
 /* ---- State changes ---- */
@@ -386,12 +405,18 @@ static size_t process(sv_conn *c, const char *buf, size_t len)
     return pos;
 }
 
-/* Keeps n unconsumed bytes of the loop buffer in an input buffer. */
+/* Keeps n unconsumed bytes of the loop buffer in an input buffer. An
+ * incomplete head gets a whole SV_MAX_HEAD buffer, to be read into; input
+ * held back by a pause (requests already complete, a few hundred bytes
+ * each) gets a buffer of its own size, grown only if more must be read
+ * after it: under a burst, every connection past its share of a loop turn
+ * holds its next request, and 16 KiB each would add up. */
 static void keep(sv_conn *c, const char *p, size_t n)
 {
     if (n == 0 || c->state != SV_CS_OPEN)
         return;
-    c->in = inbuf_get(c->w);
+    c->incap = c->paused ? (uint32_t)n : SV_MAX_HEAD;
+    c->in = c->paused ? malloc(n) : inbuf_get(c->w);
     if (!c->in) {
         sv__count(&c->w->ctr->errors[SV_ERR_NOMEM], 1);
         conn_close(c);
@@ -659,6 +684,11 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
     sv_conn *c = (sv_conn *)h;
     if (c->in && c->state == SV_CS_OPEN) {
+        if (grow_input(c) != 0) {
+            buf->base = NULL; /* on_read gets UV_ENOBUFS and closes */
+            buf->len = 0;
+            return;
+        }
         buf->base = c->in + c->inlen;
         buf->len = SV_MAX_HEAD - c->inlen;
     } else {
@@ -683,7 +713,9 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         return;
     if (nread < 0) {
         if (nread != UV_EOF) {
-            if (nread != UV_ECONNRESET)
+            if (nread == UV_ENOBUFS) /* on_alloc had no buffer */
+                sv__count(&w->ctr->errors[SV_ERR_NOMEM], 1);
+            else if (nread != UV_ECONNRESET)
                 sv__count(&w->ctr->errors[SV_ERR_READ], 1);
             conn_close(c);
             return;

@@ -4,8 +4,9 @@
  * writing with back-pressure, timeouts and closing.
  *
  * Memory per connection is this struct (~400 bytes) plus, only while a
- * request head is incomplete at the end of a read or input is held back by
- * the per-turn cap, one SV_MAX_HEAD input buffer from the loop's free list.
+ * request head is incomplete at the end of a read, one SV_MAX_HEAD input
+ * buffer from the loop's free list, or, while complete requests are held
+ * back by the per-turn cap, a buffer of their size.
  * Requests are parsed straight from the loop's shared read buffer.
  */
 #ifndef SV_CONN_H
@@ -29,8 +30,9 @@ typedef struct sv_conn {
     sv_worker *w;
     sv_link link;  /* in w->conns */
     sv_link ready; /* in w->ready while deferred to the next loop turn */
-    char *in;      /* held input (SV_MAX_HEAD bytes) or NULL */
+    char *in;      /* held input or NULL */
     uint32_t inlen;
+    uint32_t incap; /* bytes at in: SV_MAX_HEAD, or inlen when held by a pause */
     uint8_t state;  /* enum sv_conn_state */
     uint8_t paused; /* reading stopped by the per-turn cap */
     uint8_t reading;

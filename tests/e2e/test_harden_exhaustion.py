@@ -19,6 +19,7 @@ that eventually close; test_server_connections.py covers each timeout alone."""
 import os
 import resource
 import shutil
+import signal
 import socket
 import statistics
 import subprocess
@@ -262,6 +263,66 @@ def t_memory_per_connection():
             kind, per_rss, limit))
         ok(per_data <= limit, "%s: %.0f bytes of VmData per connection (limit %d)" % (
             kind, per_data, limit))
+
+
+def t_burst_of_paused_connections():
+    """A burst: many connections ready at once, each asking for more than its share of
+    one loop turn (SV_CONN_TURN_BYTES, 256 KiB: here two GETs of the 200 KB file, then
+    two small GETs, pipelined). servd answers each connection's share, pauses it and
+    holds its remaining requests until the next turn, all at the same moment. Held
+    requests cost a buffer of their own size; they cost a 16 KiB input buffer each
+    (4 KiB of it resident) before, which a CDN's burst of thousands of connections
+    multiplied. The peak (VmHWM) is measured across the burst: servd is stopped while
+    the requests are sent, so that they are all waiting when it goes on."""
+    ht.raise_nofile(8192)
+    n = 300
+    scale = 1.5 if ht.sanitized() else 1.0
+    burst = st.req("GET", ht.BIG) * 2 + st.req("GET", ht.TINY) * 2
+    with ht.Proc(ht.site_pack(), admin=True,
+                 extra=["--header-timeout", "60", "--idle-timeout", "60"]) as s:
+        for _ in range(20):
+            ht.normal_get(s.port)
+        socks = open_conns(s.port, n, "silent")
+        try:
+            ok(ht.wait_until(lambda: s.metrics()["servd_connections_open"] >= n, 10),
+               "servd holds %d of %d connections" % (s.metrics()["servd_connections_open"], n))
+            answered = s.metrics()['servd_requests_total{code="2xx"}']
+            hwm0 = ht.status_kib(s.proc.pid, "VmHWM")
+            os.kill(s.proc.pid, signal.SIGSTOP)
+            try:
+                for sock in socks:
+                    sock.sendall(burst)
+            finally:
+                os.kill(s.proc.pid, signal.SIGCONT)
+            ok(ht.wait_until(lambda: s.metrics()['servd_requests_total{code="2xx"}'] >=
+                             answered + 4 * n, 20),
+               "every request of the burst is answered (%d of %d)" % (
+                   s.metrics()['servd_requests_total{code="2xx"}'] - answered, 4 * n))
+            hwm1 = ht.status_kib(s.proc.pid, "VmHWM")
+        finally:
+            close_all(socks)
+        per = (hwm1 - hwm0) * 1024.0 / n
+        print("  MEASURE burst of %d paused connections: VmHWM %d -> %d KiB, %.0f B per "
+              "connection" % (n, hwm0, hwm1, per), flush=True)
+        limit = int(1024 * scale)
+        ok(per <= limit, "a burst of paused connections: %.0f bytes of peak RSS per "
+           "connection (limit %d)" % (per, limit))
+
+
+def t_held_requests_then_the_rest_of_a_head():
+    """Requests held back by the per-turn cap end in half a head; the rest of it comes
+    later. The held bytes sit in a buffer of their own size, which must become a whole
+    input buffer before servd reads after them: every response arrives, in order."""
+    tail = st.req("GET", ht.TINY)
+    first = st.req("GET", ht.BIG) * 2 + st.req("GET", "/index.html") + tail[:20]
+    with ht.Proc(ht.site_pack()) as s:
+        with st.Conn(s.port) as c:
+            c.send(first)
+            time.sleep(0.3)
+            c.send(tail[20:])
+            for path in (ht.BIG, ht.BIG, "/index.html", ht.TINY):
+                r = c.read_response()
+                eq((r.status, r.body), (200, ht.FILES[path]), "held requests: GET " + path)
 
 
 def t_3000_idle_connections():
