@@ -264,14 +264,15 @@ def overlapping_builds(work):
         b = subprocess.Popen([T.PACK, "build", roots[1], "-o", pack, "--manifest", manifest],
                              stderr=f, env={k: v for k, v in os.environ.items()
                                             if k != "SOURCE_DATE_EPOCH"})
+    waiting = ("servd-pack: waiting for another build to put its pack in place (%s)\n" %
+               os.path.join(outdir, ".servd-pack-lock")).encode()
     deadline = time.time() + 60
     while b.poll() is None and time.time() < deadline and b"waiting for another build" not in read(b_err):
         time.sleep(0.01)
     T.check(b.poll() is None, "build B waits while A puts its files in place (%s)" %
             read(b_err).decode(errors="replace"))
-    T.check(("waiting for another build to put its pack in place (%s)" %
-             os.path.join(outdir, ".servd-pack-lock")).encode() in read(b_err),
-            "build B says what it waits for: %r" % read(b_err))
+    # one line, written at once (a reader never sees half of it)
+    T.check(waiting in read(b_err), "build B says what it waits for: %r" % read(b_err))
     write(os.path.join(pause, "go"), b"")
     T.eq(a.wait(timeout=60), 0, "build A: exit status (%s)" % a.stderr.read().decode())
     T.eq(b.wait(timeout=60), 0, "build B: exit status (%s)" % read(b_err).decode())
