@@ -32,7 +32,7 @@ typedef struct sv_conn {
     sv_link ready; /* in w->ready while deferred to the next loop turn */
     char *in;      /* held input or NULL */
     uint32_t inlen;
-    uint32_t incap; /* bytes at in: SV_MAX_HEAD, or inlen when held by a pause */
+    uint32_t incap; /* bytes at in: SV_MAX_HEAD, or the held bytes a pause kept */
     uint8_t state;  /* enum sv_conn_state */
     uint8_t paused; /* reading stopped by the per-turn cap */
     uint8_t reading;
