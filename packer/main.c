@@ -266,6 +266,12 @@ static int want_args(int argc, int n, const char *cmd, const char *names)
 
 int main(int argc, char **argv)
 {
+    /* stderr is unbuffered: escaped text (pk_esc_fputs) would go out a byte
+     * at a time, and a reader - a log, a script waiting for a message,
+     * another build's lines in the same file - could see half a line. Line
+     * buffering writes each line with one write(2); the progress bar, which
+     * ends no line, flushes itself. */
+    setvbuf(stderr, NULL, _IOLBF, 0);
     if (argc < 2) {
         fputs(usage_text, stderr);
         return PK_EXIT_USAGE;

@@ -44,29 +44,17 @@ void pk_esc_fputs(const char *s, FILE *out)
     }
 }
 
-/* The line is escaped into a buffer and written with one write(2): stderr
- * is unbuffered, so escaping straight to it would write a byte at a time,
- * and a reader (a log, a script waiting for a message, another build's
- * messages in the same file) could see half a line. */
+/* One line per message: main() makes stderr line-buffered, and the lock
+ * keeps another thread's output out of the middle of the line. */
 void pk_verr(const char *fmt, va_list ap)
 {
     char buf[PK_MSG_MAX];
-    char line[sizeof "servd-pack: \n" + 4 * PK_MSG_MAX]; /* at most \xNN per byte */
     vsnprintf(buf, sizeof buf, fmt, ap);
-    FILE *m = fmemopen(line, sizeof line, "w");
-    if (!m) {
-        fputs("servd-pack: ", stderr);
-        pk_esc_fputs(buf, stderr);
-        fputc('\n', stderr);
-        return;
-    }
-    fputs("servd-pack: ", m);
-    pk_esc_fputs(buf, m);
-    fputc('\n', m);
-    long n = ftell(m);
-    fclose(m);
-    if (n > 0)
-        fwrite(line, 1, (size_t)n, stderr);
+    flockfile(stderr);
+    fputs("servd-pack: ", stderr);
+    pk_esc_fputs(buf, stderr);
+    fputc('\n', stderr);
+    funlockfile(stderr);
 }
 
 void pk_err(const char *fmt, ...)
