@@ -567,15 +567,11 @@ static void open_commit_lock(build *b)
     int fl = O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY;
     static const int modes[][2] = {
         {O_RDWR, O_CREAT}, {O_RDONLY, O_CREAT}, {O_RDWR, 0}, {O_RDONLY, 0}};
-    int create_err = 0; /* why it could not be made, if it then was not there */
     for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
         b->lock_fd = open(b->lock_name, modes[i][0] | modes[i][1] | fl, 0644);
         if (b->lock_fd >= 0 || errno != EACCES)
             break;
-        create_err = modes[i][1] ? errno : create_err;
     }
-    if (b->lock_fd < 0 && errno == ENOENT && create_err)
-        errno = create_err;
     struct stat st;
     if (b->lock_fd < 0 || fstat(b->lock_fd, &st) != 0) {
         lock_warn(b, errno == ELOOP ? "a symbolic link" : strerror(errno));
