@@ -274,8 +274,8 @@ def t_swaps_under_keepalive_load(ctx):
     while served() != last and time.time() < deadline:
         time.sleep(0.03)
     eq(served(), last, "version served after the last swap")
-    time.sleep(0.1)  # the counter is raised just after the workers are handed the pack
-    swaps = sw.metrics(adm)["servd_pack_swaps_total"] - swaps0
+    # the counter is raised just after the workers are handed the pack
+    swaps = sw.wait_metric(adm, "servd_pack_swaps_total", swaps0 + separate // 2, 2) - swaps0
     m = sw.metrics(adm)
     mapped = live.wait_one_mapped(d.proc.pid)
     log = d.read_log()[log0:] if len(d.read_log()) > log0 else ""
