@@ -188,12 +188,17 @@ class Servd:
             while time.time() < deadline:
                 if self.proc.poll() is not None:
                     break
-                try:
-                    socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
-                    self.cmd = cmd
-                    return self
-                except OSError:
-                    time.sleep(0.05)
+                # The startup line comes after every socket (the admin one too, which is
+                # bound after the listeners: connecting to --listen alone was seen to
+                # race a first /metrics in CI) and after the workers have started.
+                if "servd: listening on" in self.read_log():
+                    try:
+                        socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                        self.cmd = cmd
+                        return self
+                    except OSError:
+                        pass
+                time.sleep(0.02)
             if self.proc.poll() is None:
                 self.proc.kill()
                 self.proc.wait()
