@@ -586,22 +586,43 @@ static void open_commit_lock(build *b)
         fchmod(b->lock_fd, (st.st_mode & 07777) | 0444);
 }
 
+/* Whether the locked descriptor is still the file at the lock's name: one
+ * removed or replaced while this build waited is a lock no later build
+ * takes. */
+static int lock_is_current(build *b)
+{
+    struct stat a, n;
+    return fstat(b->lock_fd, &a) == 0 && lstat(b->lock_name, &n) == 0 && a.st_dev == n.st_dev &&
+           a.st_ino == n.st_ino;
+}
+
 /* Waits until no other build is putting its pack and manifest in place
  * (stop signals still end the wait). */
 static void take_turn(build *b)
 {
-    if (b->lock_fd < 0 || flock(b->lock_fd, LOCK_EX | LOCK_NB) == 0)
-        return;
-    if (errno == EWOULDBLOCK) {
-        if (!b->o->quiet)
-            pk_err("waiting for another build to put its pack in place (%s)", b->lock_name);
-        int rc;
-        while ((rc = flock(b->lock_fd, LOCK_EX)) != 0 && errno == EINTR)
-            ;
-        if (rc == 0)
+    int said = 0;
+    for (int tries = 0; b->lock_fd >= 0; tries++) {
+        int rc = flock(b->lock_fd, LOCK_EX | LOCK_NB);
+        if (rc != 0 && errno == EWOULDBLOCK) {
+            if (!b->o->quiet && !said++)
+                pk_err("waiting for another build to put its pack in place (%s)", b->lock_name);
+            while ((rc = flock(b->lock_fd, LOCK_EX)) != 0 && errno == EINTR)
+                ;
+        }
+        if (rc != 0) {
+            lock_warn(b, strerror(errno));
             return;
+        }
+        if (lock_is_current(b))
+            return;
+        if (tries == 8) {
+            lock_warn(b, "it keeps being replaced");
+            return;
+        }
+        close(b->lock_fd); /* the file at that name now is the one to lock */
+        b->lock_fd = -1;
+        open_commit_lock(b);
     }
-    lock_warn(b, strerror(errno));
 }
 
 /* The files are in place (or not, for good): the next build's turn. */
@@ -1063,6 +1084,54 @@ static int descriptor_name(const char *path)
     return -1;
 }
 
+/* Whether the existing regular file at path is one servd-pack may replace:
+ * empty, or what a build writes there - a pack (LMDB's meta page magic,
+ * 0xBEEFC0DE little-endian at offset 16: see docs/format.md; a damaged
+ * pack is still replaced) or a manifest (a JSON object whose first member
+ * is "servd_manifest"). Anything else was put there by someone else: a
+ * mistyped -o must not destroy it. @return 0, or -1 with b->err. */
+static int replaceable(build *b, const char *opt, const char *path, int manifest)
+{
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0)
+        return 0; /* a new file (resolve_output refused the other kinds) */
+    unsigned char h[64];
+    ssize_t n = -1;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd >= 0) {
+        n = pread(fd, h, sizeof h, 0);
+        int e = errno;
+        close(fd);
+        errno = e;
+    }
+    if (n < 0) {
+        snprintf(b->err, sizeof b->err,
+                 "%s: cannot read it to see whether it is a %s servd-pack may replace (%s)", path,
+                 manifest ? "manifest" : "pack", strerror(errno));
+        return -1;
+    }
+    if (!manifest && n >= 20 && h[16] == 0xDE && h[17] == 0xC0 && h[18] == 0xEF && h[19] == 0xBE)
+        return 0;
+    if (manifest) {
+        ssize_t i = 0;
+        while (i < n && (h[i] == ' ' || h[i] == '\t' || h[i] == '\r' || h[i] == '\n'))
+            i++;
+        if (i < n && h[i] == '{') {
+            i++;
+            while (i < n && (h[i] == ' ' || h[i] == '\t' || h[i] == '\r' || h[i] == '\n'))
+                i++;
+            static const char key[] = "\"servd_manifest\"";
+            if (n - i >= (ssize_t)sizeof key - 1 && memcmp(h + i, key, sizeof key - 1) == 0)
+                return 0;
+        }
+    }
+    snprintf(b->err, sizeof b->err,
+             "%s: exists and is not a %s; %s replaces only what servd-pack wrote "
+             "(remove the file first, or name another)",
+             path, manifest ? "servd-pack manifest" : "servd pack", opt);
+    return -1;
+}
+
 /* Resolves the name given to -o or --manifest (opt) into out: through a
  * symbolic link to the file it leads to (the file a reader of that name
  * sees, as with a shell redirection), and refuses what servd-pack must not
@@ -1290,6 +1359,9 @@ int pk_build(const pk_build_opts *o)
         code = PK_EXIT_USAGE;
         goto out;
     }
+    if (replaceable(&b, "-o", o->output, 0) != 0 ||
+        (o->manifest && !b.manifest_stream && replaceable(&b, "--manifest", o->manifest, 1) != 0))
+        goto out;
     if (o->manifest && !b.manifest_stream)
         open_commit_lock(&b);
     if (o->base) {

@@ -221,6 +221,7 @@ int pk_manifest_commit(const char *path, char *err, size_t errlen)
         }
         previous = 1;
     }
+    sf_keep_attributes(tmp, path);
     if (rename(tmp, path) != 0) {
         snprintf(err, errlen, "%s: %s", path, strerror(errno));
         unlink(tmp);

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 struct sf_writer {
@@ -40,6 +41,18 @@ int sf_tmp_name(const char *final_path, char *out, size_t cap)
 {
     int n = snprintf(out, cap, "%s.tmp-%ld", final_path, (long)getpid());
     return n < 0 || (size_t)n >= cap ? SF_ETOOLONG : SF_OK;
+}
+
+void sf_keep_attributes(const char *tmp, const char *final_path)
+{
+    struct stat old, now;
+    if (stat(final_path, &old) != 0 || !S_ISREG(old.st_mode))
+        return;
+    /* root can give both; another user only a group it is in */
+    if (chown(tmp, old.st_uid, old.st_gid) != 0)
+        (void)chown(tmp, (uid_t)-1, old.st_gid);
+    if (stat(tmp, &now) == 0 && now.st_uid == old.st_uid && now.st_gid == old.st_gid)
+        (void)chmod(tmp, old.st_mode & 0777);
 }
 
 int sf_writer_open(const char *final_path, uint64_t capacity, sf_writer **out, char *err,
@@ -174,6 +187,7 @@ int sf_writer_commit(sf_writer *w, const sf_meta *meta, char *err, size_t errlen
         rc = SF_EIO;
         goto out_abort;
     }
+    sf_keep_attributes(w->tmp, w->final);
     if (rename(w->tmp, w->final) != 0) {
         if (errlen)
             snprintf(err, errlen, "%s: cannot put the new pack in place (renaming %s over it): %s",

@@ -63,7 +63,7 @@ def main():
         os.unlink(os.path.join(man, "keep"))
         os.rmdir(man)
         with open(man, "w") as f:
-            f.write("{}")
+            f.write('{"servd_manifest": 1, "pack_id": "an earlier build"}\n')
         T.build(root, out, "--manifest", man)
         with open(man) as f:
             m = json.load(f)

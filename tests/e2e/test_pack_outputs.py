@@ -4,6 +4,7 @@ A deploy pipeline may point the outputs at a link, a pipe or /dev/stdout, or mis
 onto an input. servd-pack writes through links (the link stays), writes a manifest into a
 pipe or device, and refuses to replace a device, a FIFO, a file of the web root or the
 rules file: the input is never lost. And servd-pack diff prints URLs, percent-encoded."""
+import fcntl
 import json
 import os
 import random
@@ -84,6 +85,46 @@ def main():
         T.build(root, inside)
         os.unlink(inside)
 
+        # A file that servd-pack did not write is never replaced: a mistyped -o or
+        # --manifest loses nothing. A pack (even a damaged one: LMDB's magic is enough)
+        # and a manifest are replaced.
+        notes = os.path.join(work, "notes.txt")
+        write(notes, b"two years of notes\n")
+        refused(["build", root, "-o", notes, "-q"], 1, [notes, "is not a servd pack", "remove"],
+                "-o a file that is not a pack")
+        refused(["build", root, "-o", pack + ".m", "--manifest", notes, "-q"], 1,
+                [notes, "is not a servd-pack manifest"], "--manifest a file that is not one")
+        T.eq(read(notes), b"two years of notes\n", "the file named as an output is intact")
+        T.check(not os.path.exists(pack + ".m"), "no pack written when the manifest is refused")
+        conf = os.path.join(work, "site.json")
+        write(conf, b'{"name": "site", "servd_manifest": 1}\n')  # the key, but not first
+        refused(["build", root, "-o", pack + ".m", "--manifest", conf, "-q"], 1,
+                ["is not a servd-pack manifest"], "--manifest another JSON file")
+        damaged = os.path.join(work, "damaged.lmdb")
+        write(damaged, read(pack)[:4096])
+        T.build(root, damaged, "--manifest", conf + ".new")
+        T.eq(T.ls(damaged), packed, "a damaged pack is replaced")
+        T.build(root, damaged, "--manifest", conf + ".new")
+        T.eq(json.loads(read(conf + ".new"))["servd_manifest"], 1, "a manifest is replaced")
+
+        # A replaced pack or manifest keeps its mode, owner and group (a deploy that made
+        # the pack 0640 root:www-data for servd --user www-data must not lose that on the
+        # next build); as root, to another owner too.
+        kept = os.path.join(work, "kept.lmdb")
+        kept_m = os.path.join(work, "kept.json")
+        T.build(root, kept, "--manifest", kept_m)
+        owner = (os.getuid(), os.getgid())
+        if os.getuid() == 0:
+            owner = (65534, 65534)  # nobody, nogroup
+        for f in (kept, kept_m):
+            os.chmod(f, 0o640)
+            os.chown(f, *owner)
+        T.build(root, kept, "--manifest", kept_m)
+        for f in (kept, kept_m):
+            st_ = os.stat(f)
+            T.eq((stat.S_IMODE(st_.st_mode), st_.st_uid, st_.st_gid), (0o640,) + owner,
+                 "mode and owner of a replaced %s" % os.path.basename(f))
+
         # Names refused before any work.
         refused(["build", root, "-o", ""], 2, ["-o: an empty file name"], "-o ''")
         refused(["build", root, "-o", pack, "--manifest", ""], 2, ["--manifest: an empty file name"],
@@ -100,11 +141,11 @@ def main():
         releases = os.path.join(work, "releases")
         os.mkdir(releases)
         target = os.path.join(releases, "site-1.lmdb")
-        write(target, b"old")
+        write(target, b"")  # empty (as mktemp leaves it): replaceable
         link = os.path.join(work, "live.lmdb")
         os.symlink(os.path.join("releases", "site-1.lmdb"), link)
         mtarget = os.path.join(releases, "site-1.json")
-        write(mtarget, b"old")
+        write(mtarget, b"")
         mlink = os.path.join(work, "live.json")
         os.symlink(os.path.join("releases", "site-1.json"), mlink)
         T.build(root, link, "--manifest", mlink)
@@ -311,6 +352,34 @@ def overlapping_builds(work):
     finally:
         os.umask(old_umask)
     T.eq(stat.S_IMODE(os.stat(lock).st_mode) & 0o444, 0o444, "the lock file is readable by all")
+    os.unlink(lock)
+    # A lock file replaced while a build waits for it: the build locks the file now at
+    # that name before going on, and waits for whoever holds that one. Here the test
+    # holds both: the old file's lock until after the replacement, the new one's longer.
+    T.build(roots[0], pack, "--manifest", manifest)  # makes the lock file
+    old_fd = os.open(lock, os.O_RDWR)
+    fcntl.flock(old_fd, fcntl.LOCK_EX)
+    c_err = os.path.join(work, "c.stderr")
+    with open(c_err, "wb") as f:
+        c = subprocess.Popen([T.PACK, "build", roots[1], "-o", pack, "--manifest", manifest],
+                             stderr=f)
+    deadline = time.time() + 60
+    while c.poll() is None and time.time() < deadline and b"waiting for another" not in read(c_err):
+        time.sleep(0.01)
+    T.check(c.poll() is None, "build C waits for the held lock (%s)" % read(c_err).decode())
+    write(lock + ".new", b"")
+    os.rename(lock + ".new", lock)
+    new_fd = os.open(lock, os.O_RDWR)
+    fcntl.flock(new_fd, fcntl.LOCK_EX)
+    os.close(old_fd)
+    time.sleep(1.0)
+    T.check(c.poll() is None, "build C waits for the lock of the file now at the name (%s)" %
+            read(c_err).decode())
+    T.check(b"site a" in T.cat(pack, "/index.html"), "build C has not put its pack in place")
+    os.close(new_fd)
+    T.eq(c.wait(timeout=60), 0, "build C: exit status (%s)" % read(c_err).decode())
+    T.check(b"site b" in T.cat(pack, "/index.html"), "build C's pack is in place")
+    T.eq(read(c_err).count(b"waiting for another build"), 1, "build C says it waits once")
     os.unlink(lock)
     # Without --manifest there is nothing to pair, and no lock file.
     T.build(roots[0], pack)

@@ -325,6 +325,14 @@ typedef struct sf_writer sf_writer;
  * does not fit in cap bytes. */
 int sf_tmp_name(const char *final_path, char *out, size_t cap);
 
+/* Gives tmp, about to be renamed over final_path, the owner, group and
+ * permission bits of the file there (as an editor saving a file does), so
+ * that a rebuilt pack stays readable by whoever could read the last one.
+ * The bits are copied only when the owner and group could be: else a mode
+ * such as 0640 would lock the old owner out. Nothing is done when there is
+ * no regular file at final_path; failures leave tmp as it was. */
+void sf_keep_attributes(const char *tmp, const char *final_path);
+
 /* Starts a pack that will appear at final_path only when committed. Builds
  * into sf_tmp_name(final_path) in the same directory.
  * @param[in] capacity  an upper bound of the bytes that will be stored
