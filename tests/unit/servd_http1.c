@@ -393,6 +393,85 @@ TEST(http1_field_value_every_position)
     }
 }
 
+/* tchar (RFC 9110 §5.6.2), written out here rather than taken from the parser. */
+static int rfc_tchar(unsigned char c)
+{
+    return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+           (c != 0 && strchr("!#$%&'*+-.^_`|~", c) != NULL);
+}
+
+/* Field names and request targets are scanned 16 bytes at a time where the
+ * CPU allows it, then byte by byte: every one of the 256 bytes, at every
+ * position of a long name or target (inside the wide blocks and in the
+ * tail), must be taken or refused as the RFC's grammar says. */
+TEST(http1_field_name_every_byte)
+{
+    enum { NLEN = 40 };
+    const char *pre = "GET / HTTP/1.1\r\nHost: h\r\n";
+    size_t plen = strlen(pre);
+    char buf[128];
+    for (size_t pos = 1; pos < NLEN; pos++) {
+        for (unsigned b = 0; b < 256; b++) {
+            memcpy(buf, pre, plen);
+            memset(buf + plen, 'n', NLEN);
+            buf[plen + pos] = (char)b;
+            static const char end[] = ": v\r\n\r\n";
+            memcpy(buf + plen + NLEN, end, sizeof end - 1);
+            size_t n = plen + NLEN + sizeof end - 1;
+            int r = sv_http1_parse(guarded(buf, n), n, &req);
+            /* a colon inside ends the name early; the rest is a valid value */
+            int want = rfc_tchar((unsigned char)b) || b == ':' ? (int)n : -400;
+            if (r != want)
+                t__fail(__FILE__, __LINE__, "byte 0x%02x at name position %zu: got %d, want %d", b,
+                        pos, r, want);
+            if (r > 0)
+                ASSERT_EQ(req.headers[1].name.len, b == ':' ? pos : (size_t)NLEN);
+        }
+    }
+}
+
+TEST(http1_target_every_byte)
+{
+    enum { TLEN = 40 };
+    char buf[128];
+    for (size_t pos = 1; pos < TLEN; pos++) {
+        for (unsigned b = 0; b < 256; b++) {
+            memcpy(buf, "GET /", 5);
+            memset(buf + 5, 't', TLEN - 1);
+            buf[4 + pos] = (char)b;
+            static const char end[] = " HTTP/1.1\r\nHost: h\r\n\r\n";
+            memcpy(buf + 4 + TLEN, end, sizeof end - 1);
+            size_t n = 4 + TLEN + sizeof end - 1;
+            int r = sv_http1_parse(guarded(buf, n), n, &req);
+            /* a VCHAR other than '#'; a SP inside ends the target early and
+             * leaves a bad version; a CR or LF breaks the line */
+            int want = b > 0x20 && b < 0x7f && b != '#' ? (int)n : -400;
+            if (r != want)
+                t__fail(__FILE__, __LINE__, "byte 0x%02x at target position %zu: got %d, want %d",
+                        b, pos, r, want);
+            if (r > 0)
+                ASSERT_EQ(req.target.len, (size_t)TLEN);
+        }
+    }
+}
+
+/* The fields servd acts on are matched in any case, and only by their
+ * whole name: a near miss is an unknown field. */
+TEST(http1_field_names_any_case)
+{
+    GOOD("GET / HTTP/1.1\r\nhOsT: h\r\nACCEPT-encoding: gzip\r\nIf-None-MATCH: \"e\"\r\n\r\n");
+    VIEW_IS(req.host, "h");
+    VIEW_IS(req.accept_encoding, "gzip");
+    VIEW_IS(req.if_none_match, "\"e\"");
+    GOOD("GET / HTTP/1.1\r\nHost: h\r\nAccept_Encoding: gzip\r\nIf-None-Matc^: x\r\n\r\n");
+    ASSERT_EQ(req.accept_encoding.len, 0);
+    ASSERT_EQ(req.if_none_match.len, 0);
+    /* '_' and '-' differ only in bit 5 in neither direction: never the same */
+    GOOD("GET / HTTP/1.1\r\nHost: h\r\nContent_Length: 5\r\n\r\n");
+    ASSERT_EQ(req.body_len, 0);
+    BAD("GET / HTTP/1.1\r\nHost: h\r\nCONTENT-LENGTH: x\r\n\r\n", 400);
+}
+
 TEST(http1_host)
 {
     BAD("GET / HTTP/1.1\r\n\r\n", 400);
@@ -414,6 +493,13 @@ TEST(http1_host)
     GOOD("GET / HTTP/1.1\r\nHost: a:\r\n\r\n");
     GOOD("GET / HTTP/1.1\r\nHost:\r\n\r\n"); /* empty: RFC 9112 §3.2 */
     GOOD("GET / HTTP/1.1\r\nHost: xn--caf-dma.example\r\n\r\n");
+    /* a valid Host is remembered (http1.c, host_field_check): a value of the
+     * same length that differs must still be checked */
+    GOOD("GET / HTTP/1.1\r\nHost: a:80\r\n\r\n");
+    GOOD("GET / HTTP/1.1\r\nHost: a:80\r\n\r\n");
+    BAD("GET / HTTP/1.1\r\nHost: a:8x\r\n\r\n", 400);
+    BAD("GET / HTTP/1.1\r\nHost: a/80\r\n\r\n", 400);
+    GOOD("GET / HTTP/1.1\r\nHost: a:80\r\n\r\n");
 }
 
 TEST(http1_content_length)
