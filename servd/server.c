@@ -220,9 +220,11 @@ static void reject(sv_worker *w, int fd)
 {
     sv__clock(w);
     sv_respond_error(503, 1, &w->date, &w->plan);
-    ssize_t r = writev(fd, w->plan.iov, w->plan.iovcnt); /* the socket is new: it takes it */
+    /* counted before it is sent, as every response is (add_plan): a client
+     * that reads the 503 and then asks /metrics must find it there */
     sv__count(&w->ctr->conns_rejected, 1);
     sv__count(&w->ctr->status[5], 1);
+    ssize_t r = writev(fd, w->plan.iov, w->plan.iovcnt); /* the socket is new: it takes it */
     if (r > 0)
         sv__count(&w->ctr->bytes_sent, (uint64_t)r);
     if (w->log) {
