@@ -46,8 +46,8 @@ int sf_tmp_name(const char *final_path, char *out, size_t cap)
 void sf_keep_attributes(const char *tmp, const char *final_path)
 {
     struct stat old, now;
-    if (stat(final_path, &old) != 0 || !S_ISREG(old.st_mode))
-        return;
+    if (stat(final_path, &old) != 0 || !S_ISREG(old.st_mode) || old.st_size == 0)
+        return; /* an empty file is a placeholder (mktemp's is 0600): a new file */
     /* root can give both; another user only a group it is in */
     if (chown(tmp, old.st_uid, old.st_gid) != 0)
         (void)chown(tmp, (uid_t)-1, old.st_gid);
@@ -182,12 +182,12 @@ int sf_writer_commit(sf_writer *w, const sf_meta *meta, char *err, size_t errlen
     }
     mdb_env_close(w->env);
     w->env = NULL;
+    sf_keep_attributes(w->tmp, w->final); /* before the sync, which makes it durable too */
     if (fsync_path(w->tmp, 0) != 0) {
         say(err, errlen, w->tmp, strerror(errno));
         rc = SF_EIO;
         goto out_abort;
     }
-    sf_keep_attributes(w->tmp, w->final);
     if (rename(w->tmp, w->final) != 0) {
         if (errlen)
             snprintf(err, errlen, "%s: cannot put the new pack in place (renaming %s over it): %s",

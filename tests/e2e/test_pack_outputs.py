@@ -110,20 +110,32 @@ def main():
         # A replaced pack or manifest keeps its mode, owner and group (a deploy that made
         # the pack 0640 root:www-data for servd --user www-data must not lose that on the
         # next build); as root, to another owner too.
-        kept = os.path.join(work, "kept.lmdb")
-        kept_m = os.path.join(work, "kept.json")
-        T.build(root, kept, "--manifest", kept_m)
-        owner = (os.getuid(), os.getgid())
-        if os.getuid() == 0:
-            owner = (65534, 65534)  # nobody, nogroup
-        for f in (kept, kept_m):
-            os.chmod(f, 0o640)
-            os.chown(f, *owner)
-        T.build(root, kept, "--manifest", kept_m)
-        for f in (kept, kept_m):
-            st_ = os.stat(f)
-            T.eq((stat.S_IMODE(st_.st_mode), st_.st_uid, st_.st_gid), (0o640,) + owner,
-                 "mode and owner of a replaced %s" % os.path.basename(f))
+        # Under umask 022, so that 0640 is not what a new file gets anyway. An empty
+        # placeholder (mktemp makes it 0600) is a new file: its mode is not copied.
+        old_umask = os.umask(0o022)
+        try:
+            kept = os.path.join(work, "kept.lmdb")
+            kept_m = os.path.join(work, "kept.json")
+            T.build(root, kept, "--manifest", kept_m)
+            owner = (os.getuid(), os.getgid())
+            if os.getuid() == 0:
+                owner = (65534, 65534)  # nobody, nogroup
+            for f in (kept, kept_m):
+                os.chmod(f, 0o640)
+                os.chown(f, *owner)
+            T.build(root, kept, "--manifest", kept_m)
+            for f in (kept, kept_m):
+                st_ = os.stat(f)
+                T.eq((stat.S_IMODE(st_.st_mode), st_.st_uid, st_.st_gid), (0o640,) + owner,
+                     "mode and owner of a replaced %s" % os.path.basename(f))
+            placeholder = os.path.join(work, "placeholder.lmdb")
+            write(placeholder, b"")
+            os.chmod(placeholder, 0o600)
+            T.build(root, placeholder)
+            T.eq(stat.S_IMODE(os.stat(placeholder).st_mode), 0o644,
+                 "a pack built into an empty 0600 placeholder has a new file's mode")
+        finally:
+            os.umask(old_umask)
 
         # Names refused before any work.
         refused(["build", root, "-o", ""], 2, ["-o: an empty file name"], "-o ''")

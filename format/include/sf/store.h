@@ -328,9 +328,11 @@ int sf_tmp_name(const char *final_path, char *out, size_t cap);
 /* Gives tmp, about to be renamed over final_path, the owner, group and
  * permission bits of the file there (as an editor saving a file does), so
  * that a rebuilt pack stays readable by whoever could read the last one.
- * The bits are copied only when the owner and group could be: else a mode
- * such as 0640 would lock the old owner out. Nothing is done when there is
- * no regular file at final_path; failures leave tmp as it was. */
+ * Without the right to give the owner (not root), the group alone is given
+ * when this user is in it. The bits are copied only when both owner and
+ * group were: else a mode such as 0640 would lock the old owner out, and
+ * tmp keeps its own. Nothing is done when final_path is not a regular file
+ * or is empty (a placeholder, such as mktemp(1) leaves, not a pack). */
 void sf_keep_attributes(const char *tmp, const char *final_path);
 
 /* Starts a pack that will appear at final_path only when committed. Builds
