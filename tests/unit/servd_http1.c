@@ -444,8 +444,8 @@ TEST(http1_target_every_byte)
         size_t tlen = lens[k];
         for (size_t pos = 1; pos < tlen; pos++) {
             for (unsigned b = 0; b < 256; b++) {
+                memset(buf, 't', sizeof buf);
                 memcpy(buf, "GET /", 5);
-                memset(buf + 5, 't', tlen - 1);
                 buf[4 + pos] = (char)b;
                 memcpy(buf + 4 + tlen, end, sizeof end - 1);
                 size_t n = 4 + tlen + sizeof end - 1;
