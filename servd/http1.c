@@ -111,8 +111,12 @@ static int is_target_char(unsigned char c)
     return cclass[c] & C_TARGET;
 }
 
-/* SSE2 helpers for the spans below: the lanes of x that are in [lo, hi]
- * (signed compares: bytes 0x80-0xff are negative, below any lo here). */
+/* The spans below scan sixteen bytes per step with SSE2 (every x86-64),
+ * then finish byte by byte with the class table, which is also what other
+ * CPUs use. A lane classifier returns the lanes of x holding a byte that
+ * ends the span; it and the table must agree on every byte (the unit tests
+ * check all 256 at every position). Signed compares: bytes 0x80-0xff are
+ * negative, below every bound used here. */
 #if defined(__SSE2__)
 static inline __m128i in_range(__m128i x, char lo, char hi)
 {
@@ -125,55 +129,83 @@ static inline __m128i is_byte(__m128i x, char c)
     return _mm_cmpeq_epi8(x, _mm_set1_epi8(c));
 }
 
-/* The lanes of x that are not VCHAR (0x21-0x7e): controls, SP, DEL and
- * 0x80-0xff (negative, so below 0x21 too). */
+/* not VCHAR (0x21-0x7e): controls, SP, DEL and 0x80-0xff */
 static inline __m128i not_vchar(__m128i x)
 {
     return _mm_or_si128(_mm_cmplt_epi8(x, _mm_set1_epi8(0x21)), is_byte(x, 0x7f));
 }
+
+/* not a token character: not a VCHAR, or one of the delimiters
+ * DQUOTE (),/:;<=>?@[\]{} (RFC 9110 §5.6.2) - three ranges, five bytes */
+static inline __m128i not_tchar(__m128i x)
+{
+    __m128i bad = _mm_or_si128(not_vchar(x), in_range(x, 0x28, 0x29));       /* ( ) */
+    bad = _mm_or_si128(bad, in_range(x, 0x3a, 0x40));                        /* :;<=>?@ */
+    bad = _mm_or_si128(bad, in_range(x, 0x5b, 0x5d));                        /* [ \ ] */
+    bad = _mm_or_si128(bad, _mm_or_si128(is_byte(x, '"'), is_byte(x, ','))); /* " , */
+    bad = _mm_or_si128(bad, _mm_or_si128(is_byte(x, '/'), is_byte(x, '{'))); /* / { */
+    return _mm_or_si128(bad, is_byte(x, '}'));
+}
+
+/* not a request-target byte: not a VCHAR, or '#' */
+static inline __m128i not_target(__m128i x)
+{
+    return _mm_or_si128(not_vchar(x), is_byte(x, '#'));
+}
+
+/* not field content: a control other than HTAB (0x00-0x08, 0x0a-0x1f:
+ * below SP and not negative), or DEL; SP and obs-text are content */
+static inline __m128i not_field(__m128i x)
+{
+    __m128i ctl = _mm_andnot_si128(_mm_cmplt_epi8(x, _mm_setzero_si128()),
+                                   _mm_cmplt_epi8(x, _mm_set1_epi8(0x20)));
+    return _mm_or_si128(_mm_andnot_si128(is_byte(x, '\t'), ctl), is_byte(x, 0x7f));
+}
 #endif
 
-/* Index of the first byte of p[0, n) that is not a token character, or n.
- * In a field line that byte is the colon. Sixteen bytes per step with SSE2:
- * a token character is a VCHAR other than the delimiters
- * DQUOTE (),/:;<=>?@[\]{} (RFC 9110 §5.6.2), which are three ranges and
- * five single bytes. Never reads at or past p + n. */
-static size_t tchar_span(const char *p, size_t n)
+/* Scans p[0, n) sixteen bytes at a time for a byte that ends the span.
+ * @return 1 with its index in *at, or 0 with *at where the last part,
+ * shorter than sixteen bytes, starts (for the byte-by-byte scan). Never
+ * reads at or past p + n. Inlined with a constant classifier. */
+#if defined(__SSE2__)
+static inline int wide_span(const char *p, size_t n, __m128i (*ends)(__m128i), size_t *at)
 {
     size_t i = 0;
-#if defined(__SSE2__)
     for (; n - i >= 16; i += 16) {
-        __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(p + i));
-        __m128i bad = _mm_or_si128(not_vchar(x), in_range(x, 0x28, 0x29));       /* ( ) */
-        bad = _mm_or_si128(bad, in_range(x, 0x3a, 0x40));                        /* :;<=>?@ */
-        bad = _mm_or_si128(bad, in_range(x, 0x5b, 0x5d));                        /* [ \ ] */
-        bad = _mm_or_si128(bad, _mm_or_si128(is_byte(x, '"'), is_byte(x, ','))); /* " , */
-        bad = _mm_or_si128(bad, _mm_or_si128(is_byte(x, '/'), is_byte(x, '{'))); /* / { */
-        bad = _mm_or_si128(bad, is_byte(x, '}'));
-        unsigned m = (unsigned)_mm_movemask_epi8(bad);
-        if (m)
-            return i + (size_t)__builtin_ctz(m);
+        unsigned m = (unsigned)_mm_movemask_epi8(
+            ends(_mm_loadu_si128((const __m128i *)(const void *)(p + i))));
+        if (m) {
+            *at = i + (size_t)__builtin_ctz(m);
+            return 1;
+        }
     }
+    *at = i;
+    return 0;
+}
+#define WIDE_SPAN(p, n, ends, at) wide_span((p), (n), (ends), (at))
+#else
+#define WIDE_SPAN(p, n, ends, at) (*(at) = 0, 0)
 #endif
+
+/* Index of the first byte of p[0, n) that is not a token character, or n:
+ * in a field line, the colon. */
+static size_t tchar_span(const char *p, size_t n)
+{
+    size_t i;
+    if (WIDE_SPAN(p, n, not_tchar, &i))
+        return i;
     while (i < n && is_tchar((unsigned char)p[i]))
         i++;
     return i;
 }
 
-/* Index of the first byte of p[0, n) that a request-target may not hold
- * (a VCHAR other than '#'), or n: in a request line, the SP before the
- * version. Sixteen bytes per step with SSE2; never reads at or past p + n. */
+/* Index of the first byte of p[0, n) that a request-target may not hold,
+ * or n: in a request line, the SP before the version. */
 static size_t target_span(const char *p, size_t n)
 {
-    size_t i = 0;
-#if defined(__SSE2__)
-    for (; n - i >= 16; i += 16) {
-        __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(p + i));
-        unsigned m = (unsigned)_mm_movemask_epi8(_mm_or_si128(not_vchar(x), is_byte(x, '#')));
-        if (m)
-            return i + (size_t)__builtin_ctz(m);
-    }
-#endif
+    size_t i;
+    if (WIDE_SPAN(p, n, not_target, &i))
+        return i;
     while (i < n && is_target_char((unsigned char)p[i]))
         i++;
     return i;
@@ -462,29 +494,14 @@ static int target_form(sv_request *req)
 /* Index of the first byte of p[0, n) that may not be in a field value
  * (field-vchar, obs-text, SP, HTAB: RFC 9110 §5.5), or n. In a well-formed
  * line that byte is the CR of its CRLF, so one pass both checks the value
- * and finds the line's end. Sixteen bytes per step with SSE2 (every
- * x86-64); the tail, and other targets, use the class table. Never reads at
- * or past p + n. This, the length switch in field() and the HTTP/1.1 fast
- * path in request_line() took the parser from about 1290 to about 930
- * instructions per request (h2load's four-field head; bench/RESULTS.md). */
+ * and finds the line's end. The wide scans, the length switch in field()
+ * and the fast paths of request_line() are measured in bench/RESULTS.md
+ * ("Changes kept"). */
 static size_t value_span(const char *p, size_t n)
 {
-    size_t i = 0;
-#if defined(__SSE2__)
-    const __m128i zero = _mm_setzero_si128(), sp = _mm_set1_epi8(0x20);
-    const __m128i tab = _mm_set1_epi8(0x09), del = _mm_set1_epi8(0x7f);
-    for (; n - i >= 16; i += 16) {
-        __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(p + i));
-        /* signed compares: obs-text (0x80-0xff) is negative, so "below SP
-         * and not negative" is exactly the controls 0x00-0x1f */
-        __m128i ctl = _mm_andnot_si128(_mm_cmplt_epi8(x, zero), _mm_cmplt_epi8(x, sp));
-        __m128i bad =
-            _mm_or_si128(_mm_andnot_si128(_mm_cmpeq_epi8(x, tab), ctl), _mm_cmpeq_epi8(x, del));
-        unsigned m = (unsigned)_mm_movemask_epi8(bad);
-        if (m)
-            return i + (size_t)__builtin_ctz(m);
-    }
-#endif
+    size_t i;
+    if (WIDE_SPAN(p, n, not_field, &i))
+        return i;
     while (i < n && is_field_char((unsigned char)p[i]))
         i++;
     return i;
