@@ -99,18 +99,6 @@ static int is_ows(char c)
     return c == ' ' || c == '\t';
 }
 
-/* field-vchar / SP / HTAB (RFC 9110 §5.5): VCHAR, obs-text, SP, HTAB. */
-static int is_field_char(unsigned char c)
-{
-    return cclass[c] & C_FIELD;
-}
-
-/* A byte a request-target may hold (see the head comment). */
-static int is_target_char(unsigned char c)
-{
-    return cclass[c] & C_TARGET;
-}
-
 /* The spans below scan sixteen bytes per step with SSE2 (every x86-64),
  * then finish byte by byte with the class table, which is also what other
  * CPUs use. A lane classifier returns the lanes of x holding a byte that
@@ -187,16 +175,21 @@ static inline int wide_span(const char *p, size_t n, __m128i (*ends)(__m128i), s
 #define WIDE_SPAN(p, n, ends, at) (*(at) = 0, 0)
 #endif
 
+/* The byte-by-byte end of a span: from i, the first byte of p[0, n)
+ * outside the class cls (a C_ bit), or n. */
+static inline size_t table_span(const char *p, size_t n, size_t i, unsigned cls)
+{
+    while (i < n && (cclass[(unsigned char)p[i]] & cls))
+        i++;
+    return i;
+}
+
 /* Index of the first byte of p[0, n) that is not a token character, or n:
  * in a field line, the colon. */
 static size_t tchar_span(const char *p, size_t n)
 {
     size_t i;
-    if (WIDE_SPAN(p, n, not_tchar, &i))
-        return i;
-    while (i < n && is_tchar((unsigned char)p[i]))
-        i++;
-    return i;
+    return WIDE_SPAN(p, n, not_tchar, &i) ? i : table_span(p, n, i, C_TCHAR);
 }
 
 /* Index of the first byte of p[0, n) that a request-target may not hold,
@@ -204,11 +197,7 @@ static size_t tchar_span(const char *p, size_t n)
 static size_t target_span(const char *p, size_t n)
 {
     size_t i;
-    if (WIDE_SPAN(p, n, not_target, &i))
-        return i;
-    while (i < n && is_target_char((unsigned char)p[i]))
-        i++;
-    return i;
+    return WIDE_SPAN(p, n, not_target, &i) ? i : table_span(p, n, i, C_TARGET);
 }
 
 static int ieq(const char *a, size_t n, const char *lower)
@@ -500,11 +489,7 @@ static int target_form(sv_request *req)
 static size_t value_span(const char *p, size_t n)
 {
     size_t i;
-    if (WIDE_SPAN(p, n, not_field, &i))
-        return i;
-    while (i < n && is_field_char((unsigned char)p[i]))
-        i++;
-    return i;
+    return WIDE_SPAN(p, n, not_field, &i) ? i : table_span(p, n, i, C_FIELD);
 }
 
 /* Parses the field line that starts at p, with n bytes available: sets
