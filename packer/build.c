@@ -1085,11 +1085,10 @@ static int descriptor_name(const char *path)
 }
 
 /* Whether the existing regular file at path is one servd-pack may replace:
- * empty, or what a build writes there - a pack (LMDB's meta page magic,
- * 0xBEEFC0DE little-endian at offset 16: see docs/format.md; a damaged
- * pack is still replaced) or a manifest (a JSON object whose first member
- * is "servd_manifest"). Anything else was put there by someone else: a
- * mistyped -o must not destroy it. @return 0, or -1 with b->err. */
+ * empty, or what a build writes there - a pack (sf_lmdb_magic, so that a
+ * damaged pack is still replaced) or a manifest (a JSON object whose first
+ * member is "servd_manifest"). Anything else was put there by someone
+ * else: a mistyped -o must not destroy it. @return 0, or -1 with b->err. */
 static int replaceable(build *b, const char *opt, const char *path, int manifest)
 {
     struct stat st;
@@ -1110,7 +1109,7 @@ static int replaceable(build *b, const char *opt, const char *path, int manifest
                  manifest ? "manifest" : "pack", strerror(errno));
         return -1;
     }
-    if (!manifest && n >= 20 && h[16] == 0xDE && h[17] == 0xC0 && h[18] == 0xEF && h[19] == 0xBE)
+    if (!manifest && sf_lmdb_magic(h, (size_t)n))
         return 0;
     if (manifest) {
         ssize_t i = 0;

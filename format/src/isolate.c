@@ -370,9 +370,7 @@ static void preload(const char *path)
         const unsigned char *map = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
         if (map != MAP_FAILED) {
             (void)madvise((void *)map, len, MADV_HUGEPAGE);
-            /* LMDB's magic 0xBEEFC0DE, little-endian, at offset 16 of page 0 */
-            static const unsigned char magic[4] = {0xde, 0xc0, 0xef, 0xbe};
-            if (memcmp(map + 16, magic, sizeof magic) == 0)
+            if (sf_lmdb_magic(map, len))
                 (void)madvise((void *)map, len, MADV_POPULATE_READ);
             munmap((void *)map, len);
         }

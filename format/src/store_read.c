@@ -52,6 +52,11 @@ static uint32_t ld32(const unsigned char *p)
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
+int sf_lmdb_magic(const void *page, size_t len)
+{
+    return len >= 20 && ld32((const unsigned char *)page + 16) == LMDB_META_MAGIC;
+}
+
 static const char *lmdb_header_problem(const char *path)
 {
     unsigned char h[LMDB_HEAD_LEN], h1[LMDB_HEAD_LEN];
@@ -64,7 +69,7 @@ static const char *lmdb_header_problem(const char *path)
         close(fd);
         return "not a servd pack (too short for an LMDB header)";
     }
-    if (ld32(h + 16) != LMDB_META_MAGIC) {
+    if (!sf_lmdb_magic(h, sizeof h)) {
         close(fd);
         return "not a servd pack (no LMDB magic)";
     }
@@ -79,7 +84,7 @@ static const char *lmdb_header_problem(const char *path)
     close(fd);
     if (n != (ssize_t)sizeof h1)
         return "corrupt pack (truncated: the second LMDB meta page is missing)";
-    if (ld32(h1 + 16) != LMDB_META_MAGIC || ld32(h1 + 40) != psize)
+    if (!sf_lmdb_magic(h1, sizeof h1) || ld32(h1 + 40) != psize)
         return "corrupt pack (the second LMDB meta page is damaged)";
     return NULL;
 }

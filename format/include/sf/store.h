@@ -190,6 +190,12 @@ void sf_meta_encode(const sf_meta *m, uint8_t buf[SF_META_RECORD_LEN]);
 
 /* ---- Reading (store_read.c) ---- */
 
+/* Whether page, the first len bytes of a file or of one of its LMDB meta
+ * pages, holds LMDB's meta page magic: 0xBEEFC0DE, little-endian, at offset
+ * 16 (docs/format.md). The one test of it, for the reader's header check,
+ * the preload and servd-pack's "is this a pack it may replace". */
+int sf_lmdb_magic(const void *page, size_t len);
+
 typedef struct sf_pack sf_pack;
 typedef struct sf_reader sf_reader;
 
