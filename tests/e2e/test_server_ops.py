@@ -74,12 +74,20 @@ def t_metrics_and_healthz_on_the_admin_port_only():
     adm = st.free_port()
     with st.Servd(pack(), extra=["--admin", "127.0.0.1:%d" % adm]) as s:
         # Never on the public port: those paths are the site's (here: 404).
+        got404 = 0
         for path in ("/metrics", "/healthz"):
             r = st.get(s.port, path)
             eq(r.status, 404, "public %s" % path)
             ok(b"servd_" not in r.body and b"ok " not in r.body[:3], "public %s body" % path)
+            got404 += len(r.head_raw) + len(r.body)
 
+        # A response's bytes are counted once its write returns, which can be just after
+        # the client has read them: let the 404s' bytes land before the baseline.
+        deadline = time.time() + 5
+        while metrics(adm)["servd_bytes_sent_total"] < got404 and time.time() < deadline:
+            time.sleep(0.02)
         m0 = metrics(adm)
+        eq(m0["servd_bytes_sent_total"], float(got404), "bytes sent for the two 404s")
         for key in ('servd_requests_total{code="2xx"}', "servd_bytes_sent_total",
                     "servd_connections_open", "servd_pack_loaded_timestamp_seconds",
                     "servd_pack_swaps_total", "servd_pack_swap_failures_total",
