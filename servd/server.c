@@ -637,6 +637,22 @@ int sv_server_run(const sv_config *cfg, sv_snapshot *snap)
     size_t wlen = 0;
     char admin_where[sizeof cfg->admin.text];
     snprintf(admin_where, sizeof admin_where, "%s", cfg->admin.text);
+    /* The admin socket before the listeners: once --listen accepts a
+     * connection, /metrics and /healthz accept one too. */
+    if (cfg->has_admin) {
+        srv->admin_fd = cfg->admin_inherited >= 0 ? cfg->admin_inherited
+                                                  : listen_socket(&cfg->admin, 0, err, sizeof err);
+        if (srv->admin_fd < 0) {
+            fprintf(stderr, "servd: admin: %s\n", err);
+            goto out_free;
+        }
+        if (cfg->admin_inherited < 0 && addr_port(&cfg->admin) == 0) {
+            sv_addr bound = cfg->admin; /* port 0: say which port it took */
+            socklen_t len = bound.len;
+            if (getsockname(srv->admin_fd, (struct sockaddr *)&bound.ss, &len) == 0)
+                addr_format(&bound, admin_where, sizeof admin_where);
+        }
+    }
     for (int a = 0; a < cfg->nlisten; a++) {
         sv_addr addr = cfg->listen[a];
         for (int i = 0; i < cfg->workers; i++) {
@@ -679,20 +695,6 @@ int sv_server_run(const sv_config *cfg, sv_snapshot *snap)
             snprintf(where + wlen, sizeof where - wlen, "%s%s (passed in)", wlen ? ", " : "", text);
         if (n > 0 && (size_t)n < sizeof where - wlen)
             wlen += (size_t)n;
-    }
-    if (cfg->has_admin) {
-        srv->admin_fd = cfg->admin_inherited >= 0 ? cfg->admin_inherited
-                                                  : listen_socket(&cfg->admin, 0, err, sizeof err);
-        if (srv->admin_fd < 0) {
-            fprintf(stderr, "servd: admin: %s\n", err);
-            goto out_free;
-        }
-        if (cfg->admin_inherited < 0 && addr_port(&cfg->admin) == 0) {
-            sv_addr bound = cfg->admin; /* port 0: say which port it took */
-            socklen_t len = bound.len;
-            if (getsockname(srv->admin_fd, (struct sockaddr *)&bound.ss, &len) == 0)
-                addr_format(&bound, admin_where, sizeof admin_where);
-        }
     }
     /* Every socket is bound: root (for ports below 1024) is not needed any
      * more. Before the log is opened and before any thread starts. */

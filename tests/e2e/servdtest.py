@@ -188,9 +188,9 @@ class Servd:
             while time.time() < deadline:
                 if self.proc.poll() is not None:
                     break
-                # The startup line comes after every socket (the admin one too, which is
-                # bound after the listeners: connecting to --listen alone was seen to
-                # race a first /metrics in CI) and after the workers have started.
+                # The startup line comes after every socket and after the workers have
+                # started. (Connecting to --listen alone once raced a first /metrics in
+                # CI, when the admin socket was bound after the listeners.)
                 if "servd: listening on" in self.read_log():
                     try:
                         socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
