@@ -414,6 +414,13 @@ static int is_utf8_label(const char *s)
     return 0;
 }
 
+/* JSON is UTF-8 by definition and its types define no charset parameter
+ * (RFC 8259 §11, and RFC 6839 §3.1 for the +json suffix). */
+static int is_json(const char *base)
+{
+    return strcmp(base, "application/json") == 0 || ends_with(base, "+json");
+}
+
 char *pk_mime_decide(const char *key, size_t keylen, const char *rule_type, const void *data,
                      size_t n, pk_magic **magic, char *err, size_t errlen)
 {
@@ -431,12 +438,13 @@ char *pk_mime_decide(const char *key, size_t keylen, const char *rule_type, cons
          * XML declaration, so a Latin-1 page labelled utf-8 would show
          * U+FFFD for every accented letter. Without it browsers use the
          * file's declaration or sniff. */
-        add_charset = pk_mime_is_text(type) && strchr(type, ';') == NULL && pk_utf8_valid(data, n);
+        char base[TYPE_MAX], named[64];
+        base_type(type, base, sizeof base);
+        add_charset = pk_mime_is_text(type) && strchr(type, ';') == NULL && !is_json(base) &&
+                      pk_utf8_valid(data, n);
         /* An ASCII page can still name another encoding (<meta
          * charset=shift_jis>): it decides how its scripts are decoded and
          * how its forms submit, so the header must not overrule it. */
-        char base[TYPE_MAX], named[64];
-        base_type(type, base, sizeof base);
         if (add_charset && declared_charset(base, data, n, named, sizeof named) &&
             !is_utf8_label(named))
             add_charset = 0;

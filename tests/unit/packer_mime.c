@@ -193,9 +193,22 @@ TEST(mime_decide_charset_by_type)
     char *t = decide("/a.m3u8", NULL, "#EXTM3U\n", 8);
     ASSERT_STR_EQ(t, "application/vnd.apple.mpegurl");
     free(t);
-    t = decide("/a.gltf", NULL, "{}", 2);
-    ASSERT_STR_EQ(t, "model/gltf+json; charset=utf-8");
-    free(t);
+    /* JSON types define no charset parameter (RFC 8259 §11). */
+    static const struct {
+        const char *key, *want;
+    } json[] = {
+        {"/a.gltf", "model/gltf+json"},       {"/a.json", "application/json"},
+        {"/a.js.map", "application/json"},    {"/site.webmanifest", "application/manifest+json"},
+        {"/a.jsonld", "application/ld+json"}, {"/a.geojson", "application/geo+json"},
+    };
+    for (size_t i = 0; i < sizeof json / sizeof json[0]; i++) {
+        t = decide(json[i].key, NULL, "{}", 2);
+        if (strcmp(t, json[i].want) != 0)
+            t__fail(__FILE__, __LINE__, "%s: %s, want %s", json[i].key, t, json[i].want);
+        free(t);
+    }
+    /* ... but libmagic's JSON still compresses as text. */
+    ASSERT_EQ(pk_mime_class("application/json"), PK_CLASS_TEXT);
     t = decide("/a.jsx", NULL, "x", 1);
     ASSERT_STR_EQ(t, "text/javascript; charset=utf-8");
     free(t);
