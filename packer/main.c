@@ -128,6 +128,18 @@ static int source_date_epoch(int64_t *out)
     return 1;
 }
 
+/* Sets *slot to the value of an option that may be given once: a second
+ * -o, --rules, --manifest or --base would silently win over the first, and
+ * a pipeline that adds its own would lose rules or write elsewhere.
+ * @return 0, or PK_EXIT_USAGE (reported). */
+static int once(const char **slot, const char *name)
+{
+    if (*slot)
+        return usage_error("%s is given twice", name);
+    *slot = optarg;
+    return 0;
+}
+
 enum { OPT_RULES = 256, OPT_MANIFEST, OPT_BASE, OPT_JSON, OPT_ENCODING, OPT_HEADERS, OPT_CONTENT };
 
 static int cmd_build(int argc, char **argv)
@@ -147,16 +159,20 @@ static int cmd_build(int argc, char **argv)
     while ((c = getopt_long(argc, argv, ":o:j:qh", opts, NULL)) != -1) {
         switch (c) {
         case 'o':
-            o.output = optarg;
+            if (once(&o.output, "-o") != 0)
+                return PK_EXIT_USAGE;
             break;
         case OPT_RULES:
-            o.rules = optarg;
+            if (once(&o.rules, "--rules") != 0)
+                return PK_EXIT_USAGE;
             break;
         case OPT_MANIFEST:
-            o.manifest = optarg;
+            if (once(&o.manifest, "--manifest") != 0)
+                return PK_EXIT_USAGE;
             break;
         case OPT_BASE:
-            o.base = optarg;
+            if (once(&o.base, "--base") != 0)
+                return PK_EXIT_USAGE;
             break;
         case 'q':
             o.quiet = 1;
@@ -182,6 +198,8 @@ static int cmd_build(int argc, char **argv)
         return usage_error("build: %s",
                            optind >= argc ? "WEBROOT is missing" : "exactly one WEBROOT expected");
     o.root = argv[optind];
+    if (!o.root[0])
+        return usage_error("build: %s", "WEBROOT: an empty file name");
     if (!o.output)
         return usage_error("build: %s", "-o SITE.lmdb is required");
     int e = source_date_epoch(&o.epoch);

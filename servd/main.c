@@ -78,6 +78,15 @@ static void usage_error(const char *fmt, const char *arg)
     exit(EXIT_USAGE);
 }
 
+/* Sets *slot to the value of an option that may be given once: a second
+ * --pack, --admin, --access-log or --user would silently win. */
+static void once(const char **slot, const char *name)
+{
+    if (*slot)
+        usage_error("%s is given twice", name);
+    *slot = optarg;
+}
+
 /* Seconds as a decimal number ("30", "0.25"): digits with at most one
  * point. strtod alone would also take "0x10", "1e3" and " 5". With
  * zero_off, "0" is allowed and @returns 0 (the option's "off"). */
@@ -221,7 +230,7 @@ int main(int argc, char **argv)
     while ((c = getopt_long(argc, argv, ":p:l:w:a:u:hV", opts, NULL)) != -1) {
         switch (c) {
         case 'p':
-            cfg.pack_path = optarg;
+            once(&cfg.pack_path, "--pack");
             break;
         case 'l':
             if (cfg.nlisten == SV_MAX_LISTEN)
@@ -240,12 +249,14 @@ int main(int argc, char **argv)
             cfg.workers = (int)parse_count("--workers", optarg, SV_MAX_WORKERS);
             break;
         case 'a':
+            if (cfg.has_admin)
+                usage_error("%s is given twice", "--admin");
             if (sv_addr_parse(optarg, &cfg.admin, err, sizeof err) != 0)
                 usage_error("--admin %s", err);
             cfg.has_admin = 1;
             break;
         case OPT_ACCESS_LOG:
-            cfg.access_log = optarg;
+            once(&cfg.access_log, "--access-log");
             break;
         case OPT_SPA:
             cfg.site.spa = 1;
@@ -272,7 +283,7 @@ int main(int argc, char **argv)
             cfg.watch_poll_ms = parse_seconds_or_off("--watch-interval", optarg, 1);
             break;
         case 'u':
-            user_name = optarg;
+            once(&user_name, "--user");
             break;
         case 'h':
             fputs(usage_text, stdout);

@@ -60,6 +60,17 @@ def main():
         expect_failure(["build", root], 2, ["-o"], "build without -o")
         expect_failure(["build", "-o", out], 2, ["WEBROOT"], "build without a root")
         expect_failure(["build", root, "-o", out, "--bogus"], 2, [], "unknown option", outdir, out)
+        # An option that names a file is given once: a second one must not
+        # silently replace the first (a pipeline adding its own --rules).
+        for opt, val in (("-o", out), ("--output", out), ("--rules", os.path.join(work, "r.json")),
+                         ("--manifest", os.path.join(outdir, "m.json")),
+                         ("--base", os.path.join(outdir, "old.lmdb"))):
+            args = ["build", root] + ([] if opt in ("-o", "--output") else ["-o", out])
+            name = "-o" if opt == "--output" else opt
+            expect_failure(args + [opt, val, opt, val], 2, [name + " is given twice"],
+                           "%s twice" % opt, outdir, out)
+        expect_failure(["build", "", "-o", out], 2, ["WEBROOT: an empty file name"],
+                       "an empty WEBROOT", outdir, out)
         expect_failure(["build", root, "-o", out, "--jobs", "0"], 2, ["--jobs"], "--jobs 0", outdir, out)
         expect_failure(["build", root, "-o", out, "--jobs", "x"], 2, ["--jobs"], "--jobs x", outdir, out)
         expect_failure(["build", root, "-o", out], 2, ["SOURCE_DATE_EPOCH"], "bad SOURCE_DATE_EPOCH",

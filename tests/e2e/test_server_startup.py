@@ -193,6 +193,12 @@ def t_usage_errors():
         (["--pack", pack, "--listen", "127.0.0.1:8089", "--admin", "0.0.0.0:8089"],
          "--admin on the wildcard of a --listen port"),
         (["--pack", pack, "--watch-interval", "-1"], "--watch-interval -1"),
+        (["--pack", pack, "--pack", pack], "--pack twice"),
+        (["--pack", pack, "--admin", "127.0.0.1:8091", "--admin", "127.0.0.1:8092"],
+         "--admin twice"),
+        (["--pack", pack, "--access-log", "/dev/null", "--access-log", "/dev/null"],
+         "--access-log twice"),
+        (["--pack", pack, "--user", "root", "--user", "root"], "--user twice"),
     ]
     for args, what in cases:
         rc, out, err = run_servd(args)
