@@ -767,8 +767,6 @@ static int64_t free_bytes(const char *output)
     return (int64_t)((uint64_t)sv.f_bavail * sv.f_frsize);
 }
 
-#define MIB (1024.0 * 1024.0)
-
 /* Refuses to start writing when the output's file system clearly cannot hold
  * need bytes (the bodies and records alone, before LMDB's page overhead):
  * better a message now than "Input/output error" halfway through. */
@@ -777,11 +775,16 @@ static int check_space(build *b, uint64_t need)
     int64_t have = free_bytes(b->o->output);
     if (have < 0 || need <= (uint64_t)have)
         return 0;
-    char d[PATH_MAX];
+    char d[PATH_MAX], hn[32], hh[32];
     dir_of(b->o->output, d, sizeof d);
-    snprintf(b->err, sizeof b->err,
-             "%s: not enough space in %.1024s: need about %.1f MiB, have %.1f MiB", b->o->output, d,
-             (double)need / MIB, (double)have / MIB);
+    pk_human_bytes(need, hn, sizeof hn);
+    pk_human_bytes((uint64_t)have, hh, sizeof hh);
+    if (strcmp(hn, hh) == 0) { /* rounded alike: "need 0.2 MiB, have 0.2 MiB" says nothing */
+        snprintf(hn, sizeof hn, "%llu bytes", (unsigned long long)need);
+        snprintf(hh, sizeof hh, "%llu bytes", (unsigned long long)have);
+    }
+    snprintf(b->err, sizeof b->err, "%s: not enough space in %.1024s: need about %s, have %s",
+             b->o->output, d, hn, hh);
     return -1;
 }
 
@@ -798,11 +801,13 @@ static void note_space(build *b, int io_error)
         related |= strstr(b->err, strerror(space_errors[i])) != NULL;
     int64_t have = free_bytes(b->o->output);
     size_t n = strlen(b->err);
+    char h[32];
+    pk_human_bytes(have >= 0 ? (uint64_t)have : 0, h, sizeof h);
     if (related && have >= 0 && n < sizeof b->err)
         snprintf(b->err + n, sizeof b->err - n,
-                 " (disk full? %.1f MiB free on the output's file system once the partial pack "
+                 " (disk full? %s free on the output's file system once the partial pack "
                  "is removed)",
-                 (double)have / MIB);
+                 h);
 }
 
 /* The bytes of distinct bodies in refs (sorted by key). */
