@@ -149,6 +149,109 @@ int pk_mime_type_ok(const char *s)
     return *p == ';' && pk_header_value_ok(s);
 }
 
+/* Response directives of RFC 9111 §5.2.2 and RFC 8246 / RFC 5861. */
+static const char *const cc_seconds[] = {"max-age", "s-maxage", "stale-while-revalidate",
+                                         "stale-if-error", NULL};
+static const char *const cc_bare[] = {
+    "must-revalidate",  "must-understand", "no-store",  "no-transform",
+    "proxy-revalidate", "public",          "immutable", NULL};
+
+static int in_list(const char *const *l, const char *s, size_t n)
+{
+    for (; *l; l++)
+        if (strlen(*l) == n && strncasecmp(*l, s, n) == 0)
+            return 1;
+    return 0;
+}
+
+/* A byte for a message: 'c' when printable ASCII, else its value. */
+static const char *show_byte(char c, char *buf, size_t cap)
+{
+    unsigned char u = (unsigned char)c;
+    if (u > 0x20 && u < 0x7f)
+        snprintf(buf, cap, "'%c'", c);
+    else
+        snprintf(buf, cap, "byte 0x%02X", u);
+    return buf;
+}
+
+const char *pk_cache_control_problem(const char *s, char *why, size_t cap)
+{
+    char b[16];
+    const char *names[64];
+    size_t lens[64], count = 0;
+    const char *p = s;
+    for (;;) {
+        while (*p == ' ' || *p == '\t' || *p == ',')
+            p++;
+        if (!*p)
+            break;
+        const char *name = p;
+        while (is_tchar((unsigned char)*p))
+            p++;
+        size_t n = (size_t)(p - name);
+        if (n == 0) {
+            snprintf(why, cap, "has %s where a directive name should start",
+                     show_byte(*p, b, sizeof b));
+            return why;
+        }
+        const char *arg = NULL;
+        size_t alen = 0;
+        int quoted = 0;
+        if (*p == '=') {
+            arg = ++p;
+            if (*p == '"') {
+                quoted = 1;
+                for (p++; *p && *p != '"'; p++)
+                    if (*p == '\\' && p[1])
+                        p++;
+                if (*p != '"') {
+                    snprintf(why, cap, "has an unterminated quoted string");
+                    return why;
+                }
+                p++;
+            } else {
+                while (is_tchar((unsigned char)*p))
+                    p++;
+            }
+            alen = (size_t)(p - arg);
+            if (alen == 0) {
+                snprintf(why, cap, "has %.*s= without a value", (int)n, name);
+                return why;
+            }
+        }
+        while (*p == ' ' || *p == '\t')
+            p++;
+        if (*p && *p != ',') {
+            snprintf(why, cap, "has %s after %.*s where ',' or the end should be",
+                     show_byte(*p, b, sizeof b), (int)n, name);
+            return why;
+        }
+        if (in_list(cc_seconds, name, n) && (!arg || quoted || strspn(arg, "0123456789") != alen)) {
+            snprintf(why, cap, "needs a number of seconds in %.*s=N", (int)n, name);
+            return why;
+        }
+        if (in_list(cc_bare, name, n) && arg) {
+            snprintf(why, cap, "gives %.*s a value; it takes none", (int)n, name);
+            return why;
+        }
+        for (size_t i = 0; i < count; i++)
+            if (lens[i] == n && strncasecmp(names[i], name, n) == 0) {
+                snprintf(why, cap, "names %.*s twice", (int)n, name);
+                return why;
+            }
+        if (count < sizeof names / sizeof names[0]) {
+            names[count] = name;
+            lens[count++] = n;
+        }
+    }
+    if (count == 0) {
+        snprintf(why, cap, "has no directive");
+        return why;
+    }
+    return NULL;
+}
+
 static void free_list(rule_list *l)
 {
     for (size_t i = 0; i < l->n; i++) {
@@ -212,6 +315,12 @@ static int only(const char *path, const char *ptr, json_t *obj, const char *cons
             ok |= strcmp(k, allowed[i]) == 0;
         if (!ok) {
             RULE_ERR(path, ptr, "unknown member \"%s\"", k);
+            return -1;
+        }
+        /* free text, but text: the schema says so, and a number here is
+         * more likely a misplaced value than a comment */
+        if ((strcmp(k, "comment") == 0 || strcmp(k, "$schema") == 0) && !json_is_string(v)) {
+            RULE_ERR(path, ptr, "\"%s\" must be a string", k);
             return -1;
         }
     }
@@ -282,7 +391,9 @@ static int parse_section(const char *path, json_t *arr, const char *sname, enum 
         const char *why;
         char vptr[sizeof ptr + 8]; /* the JSON pointer of the value */
         snprintf(vptr, sizeof vptr, "%s/value", ptr);
-        if (s == S_CC && (why = pk_header_value_problem(a)) != NULL) {
+        char ccwhy[160];
+        if (s == S_CC && ((why = pk_header_value_problem(a)) != NULL ||
+                          (why = pk_cache_control_problem(a, ccwhy, sizeof ccwhy)) != NULL)) {
             RULE_ERR(path, vptr, "the Cache-Control value \"%s\" %s", a, why);
             return -1;
         }
@@ -326,6 +437,27 @@ static int parse_section(const char *path, json_t *arr, const char *sname, enum 
     return 0;
 }
 
+/* The offset of the first NUL byte in the file (at most
+ * PK_RULES_MAX_BYTES, checked by the caller), or -1: a NUL is never in JSON
+ * text, and a binary file (a pack passed as --rules) has them early. */
+static long first_nul(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return -1;
+    long off = 0, at = -1;
+    char buf[4096];
+    size_t n;
+    while (at < 0 && (n = fread(buf, 1, sizeof buf, f)) > 0) {
+        const char *z = memchr(buf, 0, n);
+        if (z)
+            at = off + (long)(z - buf);
+        off += (long)n;
+    }
+    fclose(f);
+    return at;
+}
+
 /* Whether the file starts with a UTF-8 byte order mark (RFC 8259 §8.1:
  * JSON text must not). */
 static int has_bom(const char *path)
@@ -364,6 +496,12 @@ int pk_rules_load(const char *path, pk_rules **out, char *err, size_t errlen)
             text = "starts with a UTF-8 byte order mark (EF BB BF); save it without one";
         else if (strstr(je.text, "JSON_ALLOW_NUL"))
             text = "\\u0000 (NUL) is not allowed in a string";
+        long nul = first_nul(path);
+        if (nul >= 0) {
+            /* jansson stops at a NUL byte and calls it the end of the file */
+            snprintf(err, errlen, "%s: not a JSON text file (a NUL byte at offset %ld)", path, nul);
+            return -1;
+        }
         if (je.line > 0)
             snprintf(err, errlen, "%s:%d:%d: %s", path, je.line, je.column, text);
         else

@@ -95,5 +95,10 @@ int pk_header_value_ok(const char *s);      /* field-value, no CR/LF/NUL/CTL, tr
 /* Why s cannot be a header value ("is empty", ...), or NULL when it can. */
 const char *pk_header_value_problem(const char *s);
 int pk_mime_type_ok(const char *s); /* type "/" subtype [";" parameters] */
+/* NULL when s is a Cache-Control value (RFC 9111 §5.2: a list of token
+ * ["=" (token / quoted-string)]) whose delta-seconds directives have digits,
+ * whose argument-less directives have none and that names no directive
+ * twice; otherwise why not, written into why. */
+const char *pk_cache_control_problem(const char *s, char *why, size_t cap);
 
 #endif

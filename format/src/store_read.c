@@ -193,6 +193,7 @@ int sf_pack_open(const char *path, sf_pack **out, char *err, size_t errlen)
     }
     MDB_val k = {4, "meta"}, v;
     rc = mdb_get(txn, p->meta_db, &k, &v);
+    int have_meta = rc == 0;
     if (rc == 0) {
         rc = sf_meta_decode(v.mv_data, v.mv_size, &p->meta);
         p->map = map_start(v.mv_data);
@@ -210,7 +211,9 @@ int sf_pack_open(const char *path, sf_pack **out, char *err, size_t errlen)
     }
     if (rc != 0) {
         fail(err, errlen, rc, "%s: %s", path,
-             rc == SF_EMAGIC ? "not a servd pack (no meta record)" : "corrupt meta record");
+             rc != SF_EMAGIC ? "corrupt meta record"
+             : have_meta     ? "not a servd pack (the meta record lacks the SERVDPK1 magic)"
+                             : "not a servd pack (no meta record)");
         goto out_env;
     }
     *out = p;

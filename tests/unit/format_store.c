@@ -534,4 +534,7 @@ TEST(pack_open_refuses_wrong_version_and_magic)
     write_pack(path);
     patch_meta(path, 0, 'Z');
     refused(path, SF_EMAGIC);
+    /* the record is there: the message says its magic is wrong */
+    ASSERT_EQ(sf_pack_open(path, &p, err, sizeof err), SF_EMAGIC);
+    ASSERT(strstr(err, "lacks the SERVDPK1 magic") != NULL);
 }

@@ -222,8 +222,63 @@ TEST(rules_reject_bad_header_names_and_values)
             "media type");
 }
 
+TEST(rules_reject_bad_cache_control)
+{
+#define CC(v) "{\"cache_control\": [{\"match\": \"*\", \"value\": \"" v "\"}]}"
+    rejects(CC("max-age=abc"), "/cache_control/0/value", "number of seconds in max-age=N");
+    rejects(CC("public, s-maxage=-1"), "/cache_control/0/value", "s-maxage=N");
+    rejects(CC("max-age"), "/cache_control/0/value", "max-age=N");
+    rejects(CC("max-age=\\\"60\\\""), "/cache_control/0/value", "max-age=N");
+    rejects(CC("no-store=1"), "/cache_control/0/value", "takes none");
+    rejects(CC("Immutable=yes, max-age=60"), "/cache_control/0/value", "takes none");
+    rejects(CC("max-age=60, MAX-AGE=120"), "/cache_control/0/value", "twice");
+    rejects(CC("max-age=60; public"), "/cache_control/0/value", "';' after max-age");
+    rejects(CC("public max-age=60"), "/cache_control/0/value", "after public");
+    rejects(CC("caf\u00e9"), "/cache_control/0/value", "byte 0xC3 after caf");
+    rejects(CC("=60"), "/cache_control/0/value", "'=' where a directive name should start");
+    rejects(CC(", ,"), "/cache_control/0/value", "no directive");
+    rejects(CC("private=\\\"Set-Cookie"), "/cache_control/0/value", "unterminated");
+    rejects(CC("max-age="), "/cache_control/0/value", "without a value");
+#undef CC
+    /* comments and $schema are free text, but text */
+    rejects("{\"comment\": 5}", "/", "\"comment\" must be a string");
+    rejects("{\"$schema\": {}}", "/", "\"$schema\" must be a string");
+    rejects("{\"cache_control\": [{\"match\": \"*\", \"value\": \"no-cache\", \"comment\": 5}]}",
+            "/cache_control/0", "\"comment\" must be a string");
+    /* a binary file: jansson's "near end of file" at byte 0 of 3 told nothing */
+    rejects("{\"x\"\0\0", NULL, NULL);
+}
+
+TEST(rules_binary_file_is_named)
+{
+    const char *path = write_rules("bin.json", "");
+    FILE *f = fopen(path, "wb");
+    ASSERT(f != NULL);
+    static const char bytes[] = {'{', ' ', 0, 0, 0, '}'};
+    fwrite(bytes, 1, sizeof bytes, f);
+    fclose(f);
+    pk_rules *r = NULL;
+    char err[1024] = "";
+    ASSERT(pk_rules_load(path, &r, err, sizeof err) != 0);
+    if (!strstr(err, "not a JSON text file (a NUL byte at offset 2)"))
+        t__fail(__FILE__, __LINE__, "message: %s", err);
+}
+
 TEST(rules_validators)
 {
+    char why[160];
+    static const char *const good_cc[] = {
+        "no-cache",
+        "public, max-age=31536000, immutable",
+        "max-age=0, must-revalidate",
+        "private=\"Set-Cookie, X-A\", max-age=60",
+        "no-cache=\"Set-Cookie\"",
+        "public,max-age=60 , stale-while-revalidate=30,stale-if-error=86400",
+        "s-maxage=600, x-ext=\"a \\\" b\", x-token=abc",
+    };
+    for (size_t i = 0; i < sizeof good_cc / sizeof good_cc[0]; i++)
+        if (pk_cache_control_problem(good_cc[i], why, sizeof why))
+            t__fail(__FILE__, __LINE__, "%s: %s", good_cc[i], why);
     ASSERT_EQ(pk_header_name_ok("X-Frame-Options"), 1);
     ASSERT_EQ(pk_header_name_ok("x_y!#$%&'*+-.^`|~1"), 1);
     ASSERT_EQ(pk_header_name_ok("a b"), 0);
