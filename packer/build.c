@@ -1354,7 +1354,17 @@ int pk_build(const pk_build_opts *o)
         goto out;
     pk_rules_warn_unused(b.rules);
     if (b.site.n == 0) {
-        snprintf(b.err, sizeof b.err, "%s: no files to pack", o->root);
+        /* say where the files went, when the walk saw some */
+        const pk_site *ws = &b.site;
+        if (ws->skipped_dot + ws->skipped_excluded + ws->skipped_sidecar == 0)
+            snprintf(b.err, sizeof b.err, "%s: no files to pack", o->root);
+        else
+            snprintf(b.err, sizeof b.err,
+                     "%s: no files to pack (skipped: %llu dotfiles, %llu sidecars, %llu excluded "
+                     "by rules)",
+                     o->root, (unsigned long long)ws->skipped_dot,
+                     (unsigned long long)ws->skipped_sidecar,
+                     (unsigned long long)ws->skipped_excluded);
         goto out;
     }
     if (check_not_input(&b, "-o", o->output) != 0 ||

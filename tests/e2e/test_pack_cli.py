@@ -71,6 +71,22 @@ def main():
                            "%s twice" % opt, outdir, out)
         expect_failure(["build", "", "-o", out], 2, ["WEBROOT: an empty file name"],
                        "an empty WEBROOT", outdir, out)
+        # Nothing left to pack: the message says where the files went.
+        empty = os.path.join(work, "empty-site")
+        os.mkdir(empty)
+        err = expect_failure(["build", empty, "-o", out], 1, ["no files to pack"], "an empty root",
+                             outdir, out)
+        T.check("skipped" not in err, "an empty root: nothing was skipped: %r" % err)
+        with open(os.path.join(empty, ".env"), "w") as f:
+            f.write("x")
+        with open(os.path.join(empty, "a.txt"), "w") as f:
+            f.write("x")
+        rules = os.path.join(work, "exclude-all.json")
+        with open(rules, "w") as f:
+            f.write('{"exclude": ["*.txt"]}')
+        expect_failure(["build", empty, "-o", out, "--rules", rules], 1,
+                       ["no files to pack (skipped: 1 dotfiles, 0 sidecars, 1 excluded by rules)"],
+                       "a root whose files are all skipped", outdir, out)
         expect_failure(["build", root, "-o", out, "--jobs", "0"], 2, ["--jobs"], "--jobs 0", outdir, out)
         expect_failure(["build", root, "-o", out, "--jobs", "x"], 2, ["--jobs"], "--jobs x", outdir, out)
         expect_failure(["build", root, "-o", out], 2, ["SOURCE_DATE_EPOCH"], "bad SOURCE_DATE_EPOCH",
