@@ -178,7 +178,7 @@ static const char *show_byte(char c, char *buf, size_t cap)
 const char *pk_cache_control_problem(const char *s, char *why, size_t cap)
 {
     char b[16];
-    const char *names[64];
+    const char *names[64]; /* the directives seen, for "twice"; a real value has a handful */
     size_t lens[64], count = 0;
     const char *p = s;
     for (;;) {
