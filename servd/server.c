@@ -474,7 +474,7 @@ static void reload(sv_server *srv, const char *why)
 {
     char err[1024];
     sv_snapshot *s;
-    sv_file_id seen;
+    sv_file_seen seen;
     if (atomic_load(&srv->stopping))
         return;
     if (srv->cfg->builtin) {
@@ -742,7 +742,8 @@ int sv_server_run(const sv_config *cfg, sv_snapshot *snap)
     srv->stop_timer.data = srv;
     uv_async_init(&srv->loop, &srv->done, on_worker_done);
     srv->done.data = srv;
-    if (cfg->watch && sv_watch_start(&srv->loop, cfg->pack_path, &snap->file, cfg->watch_poll_ms,
+    sv_file_seen serving = {snap->file, snap->stamp};
+    if (cfg->watch && sv_watch_start(&srv->loop, cfg->pack_path, &serving, cfg->watch_poll_ms,
                                      on_pack_changed, srv, &srv->watch) != 0)
         fprintf(stderr, "servd: out of memory for the pack watch; only SIGHUP reloads\n");
 

@@ -189,8 +189,8 @@ static void name_file(char *err, size_t errlen, const char *fdpath, const char *
     snprintf(err, errlen, "%s", tmp);
 }
 
-int sv_snapshot_open(const char *path, int nreaders, sv_snapshot **out, sv_file_id *seen, char *err,
-                     size_t errlen)
+int sv_snapshot_open(const char *path, int nreaders, sv_snapshot **out, sv_file_seen *seen,
+                     char *err, size_t errlen)
 {
     sv_file_id file;
     sf_pack *pack;
@@ -212,14 +212,14 @@ int sv_snapshot_open(const char *path, int nreaders, sv_snapshot **out, sv_file_
             close(fd);
         file.dev = file.ino = 0;
         if (seen)
-            *seen = file;
+            *seen = (sv_file_seen){file, {0, 0, 0}};
         snprintf(err, errlen, "%s: %s", path, strerror(-rc));
         return SF_EIO;
     }
     file = id_of(&st);
     sv_file_stamp stamp = stamp_of(&st);
     if (seen)
-        *seen = file;
+        *seen = (sv_file_seen){file, stamp};
     if (!S_ISREG(st.st_mode)) {
         close(fd);
         snprintf(err, errlen, "%s: not a regular file (a %s)", path,

@@ -58,6 +58,23 @@ static inline int sv_file_stamp_eq(const sv_file_stamp *a, const sv_file_stamp *
     return a->size == b->size && a->mtime_ns == b->mtime_ns && a->ctime_ns == b->ctime_ns;
 }
 
+/* A file as a reload saw it: which file, and its state then. */
+typedef struct sv_file_seen {
+    sv_file_id id;
+    sv_file_stamp stamp;
+} sv_file_seen;
+
+/* Whether two looks at a path found the same pack: the same file with the
+ * same size and contents' time. An inode number alone is not enough: a file
+ * system hands a freed one to the next file (rm bad.lmdb; cp good.lmdb;
+ * mv -T - the good pack can get the refused one's number). The ctime is left
+ * out: a hard link or a chmod of the pack served does not make a new pack. */
+static inline int sv_file_seen_same(const sv_file_seen *a, const sv_file_seen *b)
+{
+    return sv_file_id_eq(&a->id, &b->id) && a->stamp.size == b->stamp.size &&
+           a->stamp.mtime_ns == b->stamp.mtime_ns;
+}
+
 typedef struct sv_snapshot {
     atomic_long refs;
     sf_pack *pack;
@@ -88,8 +105,8 @@ typedef struct sv_snapshot {
  *                   path resolved to (zeroed when the stat failed), so a
  *                   refused file is not retried until the path changes again
  * @return 0 or a negative SF_E* code. */
-int sv_snapshot_open(const char *path, int nreaders, sv_snapshot **out, sv_file_id *seen, char *err,
-                     size_t errlen);
+int sv_snapshot_open(const char *path, int nreaders, sv_snapshot **out, sv_file_seen *seen,
+                     char *err, size_t errlen);
 
 /* Takes one more reference. The caller must already hold one (or own the
  * pointer through a published slot it is responsible for). */

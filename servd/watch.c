@@ -44,8 +44,8 @@ struct sv_watch {
     uv_loop_t *loop;
     uint64_t burst_start; /* uv_now() of the first change of a burst; 0: none */
     char *path;
-    sv_file_id noted; /* the file last opened or refused by a reload */
-    int missing;      /* the last look found no file: logged once */
+    sv_file_seen noted; /* the file last opened or refused by a reload */
+    int missing;        /* the last look found no file: logged once */
     uint64_t poll_ms;
     sv_watch_cb cb;
     void *arg;
@@ -192,8 +192,8 @@ static void aim_all(sv_watch *w)
  * poll found it: a SIGHUP may be on its way, see changed()). */
 static void look(sv_watch *w, int load)
 {
-    sv_file_id now;
-    int rc = sv_file_id_get(w->path, &now);
+    sv_file_seen now;
+    int rc = sv_file_state_get(w->path, &now.id, &now.stamp);
     if (rc != 0) {
         if (!w->missing)
             fprintf(stderr, "servd: watch: %s: %s; still serving the current pack\n", w->path,
@@ -201,9 +201,9 @@ static void look(sv_watch *w, int load)
         w->missing = 1;
     } else {
         w->missing = 0;
-        if (!sv_file_id_eq(&now, &w->noted) && !load) {
+        if (!sv_file_seen_same(&now, &w->noted) && !load) {
             changed(w);
-        } else if (!sv_file_id_eq(&now, &w->noted)) {
+        } else if (!sv_file_seen_same(&now, &w->noted)) {
             /* Noted before the call, so that a callback that declines to
              * reload (during a stop) is not asked again for this file. The
              * reload notes the exact file it opened afterwards. */
@@ -229,7 +229,7 @@ static void on_poll(uv_timer_t *t)
         look(w, 0);
 }
 
-int sv_watch_start(uv_loop_t *loop, const char *path, const sv_file_id *current, uint64_t poll_ms,
+int sv_watch_start(uv_loop_t *loop, const char *path, const sv_file_seen *current, uint64_t poll_ms,
                    sv_watch_cb cb, void *arg, sv_watch **out)
 {
     sv_watch *w = calloc(1, sizeof *w);
@@ -262,9 +262,9 @@ int sv_watch_start(uv_loop_t *loop, const char *path, const sv_file_id *current,
     return 0;
 }
 
-void sv_watch_note(sv_watch *w, const sv_file_id *id)
+void sv_watch_note(sv_watch *w, const sv_file_seen *seen)
 {
-    w->noted = *id;
+    w->noted = *seen;
 }
 
 static void on_closed(uv_handle_t *h)

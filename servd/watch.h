@@ -5,8 +5,8 @@
  * without a SIGHUP.
  *
  * The watch compares identities, never contents: what the path resolves to
- * (device and inode, sv_file_id) against the identity of the last file a
- * reload opened or refused. A change is seen
+ * (device and inode, with its size and mtime: sv_file_seen_same) against
+ * the last file a reload opened or refused. A change is seen
  *
  *   - by inotify (libuv uv_fs_event): the path's name, or the symlink
  *     target's name, moved, created or deleted in its directory;
@@ -56,14 +56,14 @@ typedef void (*sv_watch_cb)(void *arg);
  * Directories that cannot be watched with inotify are logged once and left
  * to the poll.
  * @return 0, or -1 when out of memory (nothing was started). */
-int sv_watch_start(uv_loop_t *loop, const char *path, const sv_file_id *current, uint64_t poll_ms,
+int sv_watch_start(uv_loop_t *loop, const char *path, const sv_file_seen *current, uint64_t poll_ms,
                    sv_watch_cb cb, void *arg, sv_watch **out);
 
 /* Records what a reload (from the watch or from SIGHUP) just opened or
  * refused: the watch calls back only when the path changes again. A
  * SIGHUP that already loaded the file thus cancels the watch's reload of
  * the same file. */
-void sv_watch_note(sv_watch *w, const sv_file_id *id);
+void sv_watch_note(sv_watch *w, const sv_file_seen *seen);
 
 /* Stops the watch and closes its handles; the memory is freed once the loop
  * has run their close callbacks. */

@@ -126,6 +126,30 @@ def t_bad_pack_by_watch_is_refused_once(s):
     s.wait_version(3, "a good pack after the bad ones")
 
 
+def t_a_refused_file_that_changes_is_looked_at_again(s):
+    # The watch once remembered a refused file by its inode number alone, so a good pack
+    # that got the same number (ext4 hands a freed one to the next file: rm bad; cp good
+    # n; mv -T n site.lmdb) was never loaded. Rewriting the refused file in place keeps
+    # its number for certain, whatever the file system.
+    live = sw.Live("refused-live")
+    live.rename_in(s.v.packs[0])
+    adm = st.free_port()
+    with st.Servd(live.path, workers=1, extra=["--watch-interval", "0.2",
+                                               "--admin", "127.0.0.1:%d" % adm]) as d:
+        live.write_bytes(os.urandom(40000))
+        eq(sw.wait_metric(adm, "servd_pack_swap_failures_total", 1), 1, "garbage refused")
+        ino = os.stat(live.path).st_ino
+        with open(s.v.packs[1], "rb") as f, open(live.path, "r+b") as g:
+            g.truncate(0)
+            g.write(f.read())
+        eq(os.stat(live.path).st_ino, ino, "the same file")
+        t0 = time.time()
+        while time.time() - t0 < RELOAD_LIMIT and st.get(d.port, "/").body != s.v.index(2):
+            time.sleep(0.05)
+        eq(st.get(d.port, "/").body, s.v.index(2), "the refused file, now a good pack, loaded")
+        eq(sw.metrics(adm).get("servd_pack_swap_failures_total"), 1, "refusals")
+
+
 def t_sighup_right_after_a_rename_loads_once(s):
     for i in range(5):
         swaps0 = s.m("servd_pack_swaps_total")
