@@ -372,6 +372,9 @@ void sv_log_write(sv_log *log, int worker, const sv_log_entry *e)
     if (!lw->active || SV_LOG_BUF - lw->active->len < SV_LOG_LINE_MAX) {
         hand_over(log, lw);
         if (!lw->active) {
+            /* made and lost, as a line a failed write loses is: dropped
+             * is always a part of lines */
+            count(lw->lines);
             count(lw->dropped);
             return;
         }

@@ -172,7 +172,8 @@ int sv_metrics_render(sv_metrics *m, char **out, size_t *len)
         put(&o, "servd_errors_total{kind=\"%s\"} %llu\n", errors[e],
             (unsigned long long)sum(m, &m->ctr[0].errors[e]));
 
-    head(&o, "servd_access_log_lines_total", "counter", "Access-log lines written or queued.");
+    head(&o, "servd_access_log_lines_total", "counter",
+         "Access-log lines made, one per response, including those dropped.");
     put(&o, "servd_access_log_lines_total %llu\n",
         (unsigned long long)sum(m, &m->ctr[0].log_lines));
     head(&o, "servd_access_log_dropped_total", "counter",

@@ -418,8 +418,10 @@ def t_access_log_blocked_writer_does_not_block_the_stop():
         os.unlink(fifo)
     os.mkfifo(fifo)
     reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # open, never read
+    adm = st.free_port()
     try:
-        s = st.Servd(pack(), extra=["--access-log", fifo]).start()
+        s = st.Servd(pack(), extra=["--access-log", fifo, "--admin",
+                                    "127.0.0.1:%d" % adm]).start()
         body = b"".join(st.req("GET", "/index.html?" + "q" * 500,
                                [("User-Agent", "a" * 700)]) for _ in range(200))
         for _ in range(10):  # ~ 3 MB of log lines: far more than a pipe holds
@@ -428,6 +430,10 @@ def t_access_log_blocked_writer_does_not_block_the_stop():
                 for _ in range(200):
                     eq(c.read_response().status, 200, "served while the log is blocked")
         time.sleep(1.5)  # the lines reach the log thread, which blocks in write
+        m = metrics(adm)
+        made, lost = m["servd_access_log_lines_total"], m["servd_access_log_dropped_total"]
+        ok(0 < lost < made, "some of the lines were dropped: %r of %r" % (lost, made))
+        eq(made, 2000.0, "one line made per response, dropped ones included")
         t0 = time.time()
         s.proc.send_signal(signal.SIGTERM)
         rc = s.proc.wait(timeout=st.STOP_TIMEOUT)
