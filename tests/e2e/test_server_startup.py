@@ -3,15 +3,18 @@
 wrong-version or not-a-pack file is refused with a message naming the file and exit 1;
 usage errors exit 2; --help lists every option and exits 0; --version; a listen address
 already taken is exit 1 with the address in the message; IPv6 and several --listen
-addresses serve; --workers N serves from N loops."""
+addresses serve; --workers N serves from N loops; closed standard descriptors are not
+reused for files."""
 import hashlib
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import struct
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import servdtest as st  # noqa: E402
@@ -234,6 +237,41 @@ def t_address_in_use():
            "listen address taken: message %r" % err)
     finally:
         holder.close()
+
+
+def t_closed_standard_descriptors():
+    """Started as `servd <&- >&- 2>&-`, servd must not let the access log (or the pack, or
+    a socket) take descriptor 2: its own messages would be written into the log."""
+    port = st.free_port()
+    log = os.path.join(st.tmpdir(), "closed-fds.log")
+    if os.path.exists(log):
+        os.unlink(log)
+
+    def close_std():
+        for fd in (0, 1, 2):
+            os.close(fd)
+
+    p = subprocess.Popen([st.SERVD, "--pack", good_pack(), "--listen", "127.0.0.1:%d" % port,
+                          "--access-log", log], preexec_fn=close_std)
+    try:
+        deadline = time.time() + REFUSE_TIMEOUT
+        while time.time() < deadline:
+            try:
+                eq(st.get(port, "/").status, 200, "served")
+                break
+            except OSError:
+                time.sleep(0.05)
+        for fd in (0, 1, 2):
+            eq(os.readlink("/proc/%d/fd/%d" % (p.pid, fd)), "/dev/null", "descriptor %d" % fd)
+        p.send_signal(signal.SIGHUP)  # says "nothing to reload" on stderr
+        time.sleep(0.5)
+    finally:
+        p.send_signal(signal.SIGTERM)
+        eq(p.wait(timeout=20), 0, "exit status")
+    with open(log, "rb") as f:
+        lines = f.read().splitlines()
+    eq(len(lines), 1, "the access log holds the one request's line: %r" % lines)
+    ok(b"servd:" not in b"".join(lines), "no message in the access log: %r" % lines)
 
 
 def ipv6_loopback():
