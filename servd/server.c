@@ -583,18 +583,37 @@ static void on_worker_done(uv_async_t *a)
 
 /* Raises the soft descriptor limit towards what --max-conns needs (never
  * above the hard limit: an operator's ulimit -Hn stays the bound). */
+/* Descriptors servd needs besides connections: the pack, the log, the
+ * admin socket and its clients, and each worker's loop and listeners. */
+#define SV_FD_SLACK(workers) (64 + (rlim_t)(workers)*8)
+
+/* Raises the soft descriptor limit toward what --max-conns allows, and says
+ * so when the hard limit leaves far less: beyond it, connections wait in
+ * the backlog (counted as servd_errors_total{kind="emfile"}). */
 static void raise_fd_limit(const sv_config *cfg)
 {
     struct rlimit rl;
     if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
         return;
-    rlim_t want = (rlim_t)cfg->workers * cfg->max_conns + 64 + (rlim_t)cfg->workers * 8;
+    rlim_t conns = (rlim_t)cfg->workers * cfg->max_conns;
+    rlim_t want = conns + SV_FD_SLACK(cfg->workers);
     if (rl.rlim_max != RLIM_INFINITY && want > rl.rlim_max)
         want = rl.rlim_max;
     if (want > rl.rlim_cur) {
         rl.rlim_cur = want;
-        setrlimit(RLIMIT_NOFILE, &rl);
+        if (setrlimit(RLIMIT_NOFILE, &rl) != 0 && getrlimit(RLIMIT_NOFILE, &rl) != 0)
+            return;
     }
+    rlim_t room =
+        rl.rlim_cur > SV_FD_SLACK(cfg->workers) ? rl.rlim_cur - SV_FD_SLACK(cfg->workers) : 0;
+    if (rl.rlim_cur != RLIM_INFINITY && room < conns - conns / 10) /* more than 10% short */
+        fprintf(stderr,
+                "servd: warning: the descriptor limit (%llu) leaves room for about %llu "
+                "connections, not the %llu that --max-conns %u and %d worker%s allow; raise "
+                "it (ulimit -n, LimitNOFILE=) or lower --max-conns\n",
+                (unsigned long long)rl.rlim_cur, (unsigned long long)room,
+                (unsigned long long)conns, cfg->max_conns, cfg->workers,
+                cfg->workers == 1 ? "" : "s");
 }
 
 int sv_server_run(const sv_config *cfg, sv_snapshot *snap)

@@ -274,6 +274,38 @@ def t_closed_standard_descriptors():
     ok(b"servd:" not in b"".join(lines), "no message in the access log: %r" % lines)
 
 
+def t_descriptor_limit_far_below_max_conns_is_warned():
+    """A hard RLIMIT_NOFILE that leaves room for much less than --max-conns x workers is
+    said at startup (servd(1) --max-conns), and servd still serves."""
+    import resource
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (200, 200))
+
+    for max_conns, warned in (("100", True), ("50", False)):
+        port = st.free_port()
+        errpath = os.path.join(st.tmpdir(), "fdlimit.err")
+        with open(errpath, "wb") as errf:
+            p = subprocess.Popen([st.SERVD, "--pack", good_pack(), "--listen",
+                                  "127.0.0.1:%d" % port, "--workers", "2", "--max-conns",
+                                  max_conns], stdin=subprocess.DEVNULL, stdout=errf, stderr=errf,
+                                 preexec_fn=limit)
+        try:
+            deadline = time.time() + REFUSE_TIMEOUT
+            while time.time() < deadline and b"listening on" not in open(errpath, "rb").read():
+                time.sleep(0.05)
+            eq(st.get(port, "/").status, 200, "--max-conns %s: served" % max_conns)
+        finally:
+            p.send_signal(signal.SIGTERM)
+            eq(p.wait(timeout=20), 0, "exit status")
+        err = open(errpath, "rb").read().decode()
+        if warned:
+            ok("the descriptor limit (200) leaves room for about 120 connections, not the 200"
+               in err, "--max-conns 100, 2 workers, limit 200: warned: %r" % err)
+        else:
+            ok("descriptor limit" not in err, "--max-conns 50: room for all: %r" % err)
+
+
 def ipv6_loopback():
     try:
         s = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
