@@ -179,6 +179,32 @@ out_err:
     return -1;
 }
 
+/* Whether another process already listens on a: a trial bind without
+ * SO_REUSEPORT fails then. The workers' own bind would not, when that
+ * process is a second servd of the same user, and the two would silently
+ * share the connections (one of them perhaps with an old pack). Other
+ * failures are left to listen_socket to report. @return 1 (with a
+ * sentence in err) or 0. */
+static int port_taken(const sv_addr *a, char *err, size_t errlen)
+{
+    int one = 1, taken = 0;
+    int fd = socket(a->ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return 0;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (a->ss.ss_family == AF_INET6)
+        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+    if (bind(fd, (const struct sockaddr *)&a->ss, a->len) != 0 && errno == EADDRINUSE) {
+        snprintf(err, errlen,
+                 "cannot listen on %s: %s (another process listens on it; a second servd "
+                 "would share its connections)",
+                 a->text, strerror(EADDRINUSE));
+        taken = 1;
+    }
+    close(fd);
+    return taken;
+}
+
 /* ---- Worker loop ---- */
 
 void sv__clock_update(sv_worker *w)
@@ -656,6 +682,13 @@ int sv_server_run(const sv_config *cfg, sv_snapshot *snap)
     size_t wlen = 0;
     char admin_where[sizeof cfg->admin.text];
     snprintf(admin_where, sizeof admin_where, "%s", cfg->admin.text);
+    /* Every address checked before any is bound, so that two overlapping
+     * --listen addresses of this servd do not see each other. */
+    for (int a = 0; a < cfg->nlisten; a++)
+        if (addr_port(&cfg->listen[a]) != 0 && port_taken(&cfg->listen[a], err, sizeof err)) {
+            fprintf(stderr, "servd: %s\n", err);
+            goto out_free;
+        }
     /* The admin socket before the listeners: once --listen accepts a
      * connection, /metrics and /healthz accept one too. */
     if (cfg->has_admin) {

@@ -306,6 +306,18 @@ def t_descriptor_limit_far_below_max_conns_is_warned():
             ok("descriptor limit" not in err, "--max-conns 50: room for all: %r" % err)
 
 
+def t_a_second_servd_on_the_same_port_is_refused():
+    """SO_REUSEPORT would let a second servd of the same user share the port (and the
+    connections); it must be refused like any other taken address."""
+    with st.Servd(good_pack(), workers=2) as first:
+        for host in ("127.0.0.1", "0.0.0.0"):
+            rc, out, err = run_servd(["--pack", good_pack(), "--listen",
+                                      "%s:%d" % (host, first.port)])
+            eq(rc, 1, "second servd on %s:%d: exit status (stderr %r)" % (host, first.port, err))
+            ok("another process listens on it" in err, "the message says why: %r" % err)
+        eq(st.get(first.port, "/").status, 200, "the first servd still serves")
+
+
 def ipv6_loopback():
     try:
         s = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
