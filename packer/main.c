@@ -90,11 +90,21 @@ static int option_error(int c, char **argv)
     return usage_error("unknown option %s", opt);
 }
 
+/* Whether what went to stdout got out: `servd-pack --help >/dev/full`
+ * must not exit 0. */
+static int stdout_done(void)
+{
+    if (fflush(stdout) == 0 && !ferror(stdout))
+        return PK_EXIT_OK;
+    pk_err("writing to standard output: %s", strerror(errno));
+    return PK_EXIT_FAIL;
+}
+
 static int print_help(void)
 {
     fputs(usage_text, stdout);
     fputs(help_text, stdout);
-    return PK_EXIT_OK;
+    return stdout_done();
 }
 
 static int print_version(void)
@@ -103,7 +113,7 @@ static int print_version(void)
     pk_profile(profile);
     printf("servd-pack %s\npack format %d.%d\nprofile %s\n", SERVD_VERSION, SF_FORMAT_MAJOR,
            SF_FORMAT_MINOR, profile);
-    return PK_EXIT_OK;
+    return stdout_done();
 }
 
 /* The largest SOURCE_DATE_EPOCH: 9999-12-31T23:59:59Z, the last second an

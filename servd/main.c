@@ -79,6 +79,16 @@ static void usage_error(const char *fmt, const char *arg)
     exit(EXIT_USAGE);
 }
 
+/* Whether --help or --version got out: `servd --help >/dev/full` must
+ * not exit 0. */
+static int stdout_done(void)
+{
+    if (fflush(stdout) == 0 && !ferror(stdout))
+        return 0;
+    fprintf(stderr, "servd: writing to standard output: %s\n", strerror(errno));
+    return 1;
+}
+
 /* Sets *slot to the value of an option that may be given once: a second
  * --pack, --admin, --access-log or --user would silently win. */
 static void once(const char **slot, const char *name)
@@ -308,11 +318,11 @@ int main(int argc, char **argv)
             break;
         case 'h':
             fputs(usage_text, stdout);
-            return 0;
+            return stdout_done();
         case 'V':
             printf("servd %s (pack format %d.%d)\n", SERVD_VERSION, SF_FORMAT_MAJOR,
                    SF_FORMAT_MINOR);
-            return 0;
+            return stdout_done();
         case ':':
             usage_error("option '%s' needs a value", argv[optind - 1]);
             break;

@@ -46,6 +46,12 @@ def main():
     T.eq(p.returncode, 0, "--version exit status")
     T.check(p.stdout.decode().startswith("servd-pack "), "--version output: %r" % p.stdout)
     T.eq(T.run(["build", "--help"]).returncode, 0, "build --help")
+    if os.path.exists("/dev/full"):  # output that cannot be written is a failure
+        for opt in ("--help", "--version"):
+            with open("/dev/full", "wb") as full:
+                p = subprocess.run([T.PACK, opt], stdout=full, stderr=subprocess.PIPE)
+            T.eq(p.returncode, 1, "%s >/dev/full: exit status" % opt)
+            T.check(b"writing to standard output" in p.stderr, "%s: %r" % (opt, p.stderr))
 
     with T.TempDir() as work:
         root = os.path.join(work, "site")

@@ -223,6 +223,13 @@ def t_help_and_version():
     rc, out, err = run_servd(["--version"])
     eq(rc, 0, "--version exit status")
     ok(out.startswith("servd ") and any(ch.isdigit() for ch in out), "--version: %r" % out)
+    if os.path.exists("/dev/full"):  # output that cannot be written is a failure
+        for opt in ("--help", "--version"):
+            with open("/dev/full", "wb") as full:
+                p = subprocess.run([st.SERVD, opt], stdout=full, stderr=subprocess.PIPE,
+                                   timeout=REFUSE_TIMEOUT)
+            eq(p.returncode, 1, "%s >/dev/full: exit status" % opt)
+            ok(b"writing to standard output" in p.stderr, "%s >/dev/full: %r" % (opt, p.stderr))
 
 
 def t_address_in_use():
