@@ -22,6 +22,7 @@
 #include "activation.h"
 #include "sf/isolate.h"
 #include "embedded.h"
+#include "mapguard.h"
 #include "privdrop.h"
 #include "server.h"
 #include "snapshot.h"
@@ -373,8 +374,11 @@ int main(int argc, char **argv)
     if (cfg.workers == 0)
         cfg.workers = cpus() > SV_MAX_WORKERS ? SV_MAX_WORKERS : cpus();
 
-    /* A client that goes away must cost an EPIPE, not the process. */
+    /* A client that goes away must cost an EPIPE, not the process; nor must
+     * a pack file cut short under its map (mapguard.h). */
     signal(SIGPIPE, SIG_IGN);
+    if (sv_mapguard_install() != 0)
+        fprintf(stderr, "servd: warning: no SIGBUS guard for the pack map: %s\n", strerror(errno));
 
     sv_snapshot *snap;
     if (!cfg.pack_path) {

@@ -34,6 +34,7 @@
 #include "activation.h"
 #include "conn.h"
 #include "log.h"
+#include "mapguard.h"
 #include "privdrop.h"
 #include "watch.h"
 
@@ -62,7 +63,8 @@ struct sv_server {
     uv_timer_t stop_timer;
     uv_async_t done;
     atomic_int nfinished;
-    atomic_int stopping; /* read by the admin thread (/healthz) */
+    atomic_int stopping;        /* read by the admin thread (/healthz) */
+    unsigned long guard_faults; /* sv_mapguard_faults() at the last reload */
     int forced;
     sv_watch *watch; /* the --pack watch (watch.c), or NULL */
 };
@@ -503,6 +505,14 @@ static void reload(sv_server *srv, const char *why)
     sv_file_seen seen;
     if (atomic_load(&srv->stopping))
         return;
+    unsigned long faults = sv_mapguard_faults();
+    if (faults != srv->guard_faults) {
+        fprintf(stderr,
+                "servd: %lu page(s) of a pack in use were cut from its file (written in place?) "
+                "and read as zeros; requests for them failed\n",
+                faults - srv->guard_faults);
+        srv->guard_faults = faults;
+    }
     if (srv->cfg->builtin) {
         fprintf(stderr, "servd: %s: serving the built-in site; there is no pack file to load\n",
                 why);

@@ -11,6 +11,8 @@
  */
 #include "snapshot.h"
 
+#include "mapguard.h"
+
 #include "sf/isolate.h"
 
 #include <errno.h>
@@ -262,6 +264,13 @@ int sv_snapshot_open(const char *path, int nreaders, sv_snapshot **out, sv_file_
     s->pack = pack;
     s->file = file;
     s->stamp = stamp;
+    /* Guarded before the validation walk reads every page. */
+    int map_fd;
+    const char *map;
+    s->guard = sf_pack_file(pack, &map_fd, &map) == 0
+                   ? sv_mapguard_add(map, (size_t)sf_pack_size(pack))
+                   : -1;
+    s->cut = sv_mapguard_flag(s->guard);
     for (int i = 0; i < nreaders; i++) {
         if ((rc = sf_reader_begin(pack, &s->readers[i])) != 0) {
             snprintf(err, errlen, "%s: cannot start a reader: %s", path, sf_strerror(rc));
@@ -288,6 +297,7 @@ int sv_snapshot_open(const char *path, int nreaders, sv_snapshot **out, sv_file_
 out_end_readers:
     for (int i = 0; i < s->nreaders; i++)
         sf_reader_end(s->readers[i]);
+    sv_mapguard_remove(s->guard);
     free(s);
 out_close_pack:
     sf_pack_close(pack);
@@ -302,6 +312,7 @@ void sv_snapshot_unref(sv_snapshot *s)
         return;
     for (int i = 0; i < s->nreaders; i++)
         sf_reader_end(s->readers[i]);
+    sv_mapguard_remove(s->guard); /* no read of the map from here on */
     sf_pack_close(s->pack);
     free(s);
     atomic_fetch_sub(&live_snapshots, 1);

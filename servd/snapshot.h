@@ -78,11 +78,13 @@ static inline int sv_file_seen_same(const sv_file_seen *a, const sv_file_seen *b
 typedef struct sv_snapshot {
     atomic_long refs;
     sf_pack *pack;
-    int64_t loaded_at;   /* Unix seconds when it was opened */
-    uint64_t n_paths;    /* paths walked during validation */
-    char id_hex[33];     /* pack id as 32 lowercase hex digits, NUL-terminated */
-    sv_file_id file;     /* the file that was checked and opened */
-    sv_file_stamp stamp; /* its size and times then */
+    int64_t loaded_at;     /* Unix seconds when it was opened */
+    uint64_t n_paths;      /* paths walked during validation */
+    char id_hex[33];       /* pack id as 32 lowercase hex digits, NUL-terminated */
+    sv_file_id file;       /* the file that was checked and opened */
+    sv_file_stamp stamp;   /* its size and times then */
+    int guard;             /* its map's slot in mapguard.h, or -1 */
+    const atomic_int *cut; /* set when a read of its map found the file cut short */
     int nreaders;
     sf_reader *readers[]; /* one per worker; readers[i] is used by worker i only */
 } sv_snapshot;

@@ -150,6 +150,42 @@ def t_a_refused_file_that_changes_is_looked_at_again(s):
         eq(sw.metrics(adm).get("servd_pack_swap_failures_total"), 1, "refusals")
 
 
+def t_a_pack_cut_short_in_place_does_not_kill_servd(s):
+    # Writing into the live pack (cp onto the path) is not supported, but it must not take
+    # the server down: cp truncates first, and reading a page past the new end of a map
+    # raises SIGBUS (mapguard.h). servd answers those requests with errors, keeps running,
+    # and loads the file once it holds a whole pack again.
+    live = sw.Live("cut-live")
+    live.rename_in(s.v.packs[0])
+
+    def fetch(path):
+        try:
+            return st.get(d.port, path)
+        except (OSError, st.Fail):
+            return None  # a cut connection is acceptable; a dead server is not
+
+    with st.Servd(live.path, workers=2, extra=["--watch-interval", "0.3"]) as d:
+        eq(st.get(d.port, "/").status, 200, "before")
+        os.truncate(live.path, 0)
+        got = [fetch("/not-cached-%d" % i) for i in range(8)]  # lookups read the map
+        ok(d.proc.poll() is None, "servd is alive after reads of a cut map; log: %s"
+           % d.read_log()[-800:])
+        statuses = {r.status for r in got if r}
+        ok(statuses <= {500, 503}, "answers from the cut map are errors: %r" % statuses)
+        ok(503 in statuses, "once a read found the map cut, servd answers 503: %r" % statuses)
+        with open(s.v.packs[1], "rb") as f, open(live.path, "r+b") as g:
+            g.write(f.read())
+        t0 = time.time()
+        while time.time() - t0 < RELOAD_LIMIT:
+            r = fetch("/")
+            if r and r.body == s.v.index(2):
+                break
+            ok(not r or r.status in (503, 200), "while waiting: %r" % (r and r.status))
+            time.sleep(0.05)
+        eq(st.get(d.port, "/").body, s.v.index(2), "the rewritten file, complete again, loaded")
+        ok("cut from its file" in d.read_log(), "the cut is logged: %s" % d.read_log()[-800:])
+
+
 def t_sighup_right_after_a_rename_loads_once(s):
     for i in range(5):
         swaps0 = s.m("servd_pack_swaps_total")

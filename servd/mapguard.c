@@ -1,0 +1,90 @@
+/*
+ * mapguard.c - the SIGBUS handler for pack maps cut short (mapguard.h).
+ */
+#include "mapguard.h"
+
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+static struct {
+    atomic_int used;
+    atomic_int hit;
+    _Atomic uintptr_t lo, hi; /* lo 0: not (yet) a range */
+} slots[SV_MAPGUARD_SLOTS];
+
+static atomic_ulong faults;
+static struct sigaction previous;
+static uintptr_t page_mask;
+
+static void on_sigbus(int sig, siginfo_t *si, void *ctx)
+{
+    (void)sig;
+    (void)ctx;
+    uintptr_t a = (uintptr_t)si->si_addr;
+    for (int i = 0; i < SV_MAPGUARD_SLOTS; i++) {
+        uintptr_t lo = atomic_load_explicit(&slots[i].lo, memory_order_acquire);
+        if (!lo || a < lo || a >= atomic_load_explicit(&slots[i].hi, memory_order_relaxed))
+            continue;
+        /* mmap is a plain system call: safe here in practice. */
+        void *page = (void *)(a & page_mask);
+        if (mmap(page, ~page_mask + 1, PROT_READ, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) !=
+            MAP_FAILED) {
+            atomic_store_explicit(&slots[i].hit, 1, memory_order_relaxed);
+            atomic_fetch_add_explicit(&faults, 1, memory_order_relaxed);
+            return; /* the read is retried and finds zeros */
+        }
+        break;
+    }
+    /* Not a guarded map: as if there were no guard. */
+    sigaction(SIGBUS, &previous, NULL);
+}
+
+int sv_mapguard_install(void)
+{
+    long ps = sysconf(_SC_PAGESIZE);
+    page_mask = ~(uintptr_t)((ps > 0 ? ps : 4096) - 1);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_sigbus;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    return sigaction(SIGBUS, &sa, &previous);
+}
+
+int sv_mapguard_add(const void *start, size_t len)
+{
+    for (int i = 0; i < SV_MAPGUARD_SLOTS; i++) {
+        int free_slot = 0;
+        if (!atomic_compare_exchange_strong(&slots[i].used, &free_slot, 1))
+            continue;
+        atomic_store_explicit(&slots[i].hi, (uintptr_t)start + len, memory_order_relaxed);
+        atomic_store_explicit(&slots[i].lo, (uintptr_t)start, memory_order_release);
+        return i;
+    }
+    return -1;
+}
+
+void sv_mapguard_remove(int slot)
+{
+    if (slot < 0 || slot >= SV_MAPGUARD_SLOTS)
+        return;
+    atomic_store_explicit(&slots[slot].lo, 0, memory_order_release);
+    atomic_store_explicit(&slots[slot].hi, 0, memory_order_relaxed);
+    atomic_store_explicit(&slots[slot].hit, 0, memory_order_relaxed);
+    atomic_store(&slots[slot].used, 0);
+}
+
+const atomic_int *sv_mapguard_flag(int slot)
+{
+    static const atomic_int never;
+    return slot >= 0 && slot < SV_MAPGUARD_SLOTS ? &slots[slot].hit : &never;
+}
+
+unsigned long sv_mapguard_faults(void)
+{
+    return atomic_load_explicit(&faults, memory_order_relaxed);
+}
