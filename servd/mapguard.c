@@ -3,6 +3,7 @@
  */
 #include "mapguard.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -13,6 +14,7 @@
 static struct {
     atomic_int used;
     atomic_int hit;
+    atomic_uint gen;          /* odd while a thread changes lo and hi */
     _Atomic uintptr_t lo, hi; /* lo 0: not (yet) a range */
 } slots[SV_MAPGUARD_SLOTS];
 
@@ -24,10 +26,18 @@ static void on_sigbus(int sig, siginfo_t *si, void *ctx)
 {
     (void)sig;
     (void)ctx;
+    int saved = errno;
     uintptr_t a = (uintptr_t)si->si_addr;
-    for (int i = 0; i < SV_MAPGUARD_SLOTS; i++) {
+    /* Only a fault of the process's own reading (not a kill or sigqueue,
+     * si_code <= 0) can be a map cut short. */
+    for (int i = 0; si->si_code > 0 && i < SV_MAPGUARD_SLOTS; i++) {
+        /* A consistent (lo, hi): no change began or ended in between. */
+        unsigned g = atomic_load_explicit(&slots[i].gen, memory_order_acquire);
         uintptr_t lo = atomic_load_explicit(&slots[i].lo, memory_order_acquire);
-        if (!lo || a < lo || a >= atomic_load_explicit(&slots[i].hi, memory_order_relaxed))
+        uintptr_t hi = atomic_load_explicit(&slots[i].hi, memory_order_acquire);
+        if ((g & 1) || g != atomic_load_explicit(&slots[i].gen, memory_order_acquire))
+            continue;
+        if (!lo || a < lo || a >= hi)
             continue;
         /* mmap is a plain system call: safe here in practice. */
         void *page = (void *)(a & page_mask);
@@ -35,12 +45,17 @@ static void on_sigbus(int sig, siginfo_t *si, void *ctx)
             MAP_FAILED) {
             atomic_store_explicit(&slots[i].hit, 1, memory_order_relaxed);
             atomic_fetch_add_explicit(&faults, 1, memory_order_relaxed);
+            errno = saved;
             return; /* the read is retried and finds zeros */
         }
         break;
     }
-    /* Not a guarded map: as if there were no guard. */
+    /* Not a guarded map: as if there were no guard. A fault repeats when
+     * the handler returns; a sent signal is sent again. */
     sigaction(SIGBUS, &previous, NULL);
+    if (si->si_code <= 0)
+        raise(SIGBUS);
+    errno = saved;
 }
 
 int sv_mapguard_install(void)
@@ -61,8 +76,10 @@ int sv_mapguard_add(const void *start, size_t len)
         int free_slot = 0;
         if (!atomic_compare_exchange_strong(&slots[i].used, &free_slot, 1))
             continue;
-        atomic_store_explicit(&slots[i].hi, (uintptr_t)start + len, memory_order_relaxed);
+        atomic_fetch_add_explicit(&slots[i].gen, 1, memory_order_acq_rel);
+        atomic_store_explicit(&slots[i].hi, (uintptr_t)start + len, memory_order_release);
         atomic_store_explicit(&slots[i].lo, (uintptr_t)start, memory_order_release);
+        atomic_fetch_add_explicit(&slots[i].gen, 1, memory_order_acq_rel);
         return i;
     }
     return -1;
@@ -72,10 +89,18 @@ void sv_mapguard_remove(int slot)
 {
     if (slot < 0 || slot >= SV_MAPGUARD_SLOTS)
         return;
+    atomic_fetch_add_explicit(&slots[slot].gen, 1, memory_order_acq_rel);
     atomic_store_explicit(&slots[slot].lo, 0, memory_order_release);
-    atomic_store_explicit(&slots[slot].hi, 0, memory_order_relaxed);
+    atomic_store_explicit(&slots[slot].hi, 0, memory_order_release);
+    atomic_fetch_add_explicit(&slots[slot].gen, 1, memory_order_acq_rel);
     atomic_store_explicit(&slots[slot].hit, 0, memory_order_relaxed);
     atomic_store(&slots[slot].used, 0);
+}
+
+void sv_mapguard_mark(int slot)
+{
+    if (slot >= 0 && slot < SV_MAPGUARD_SLOTS)
+        atomic_store_explicit(&slots[slot].hit, 1, memory_order_relaxed);
 }
 
 const atomic_int *sv_mapguard_flag(int slot)

@@ -9,15 +9,23 @@
  * The guard is a SIGBUS handler that knows the address ranges of the packs
  * mapped. A fault inside one is answered by mapping a page of zeros over the
  * missing page, so the read that faulted completes (LMDB then finds a page
- * of zeros and reports the pack corrupt; a writev of such a body fails with
- * EFAULT). The watch sees the file's new size and mtime and loads whatever
- * the path holds once the copy is complete, and the old map goes away with
- * its last response. A fault anywhere else is not the guard's: the previous
- * disposition is restored and the fault repeats, so real bugs still crash.
+ * of zeros and reports the pack corrupt), and servd answers 503 from that
+ * pack from then on. The main thread marks it the same way when it sees the
+ * served file's size or mtime change (the rewrite may not leave a gap to
+ * fault in). The watch loads whatever the path holds once the copy is
+ * complete, and the old map goes away with its last response. A fault
+ * anywhere else is not the guard's: the previous disposition is restored
+ * and the fault repeats, so real bugs still crash.
  *
- * Ranges are added by the thread that opens a snapshot and removed by the
- * thread that drops its last reference, both before the map exists /
- * after it is last used; the handler reads them with atomic loads only.
+ * This narrows what an in-place write does; it cannot make it safe: bytes a
+ * worker reads between the rewrite and the mark are another pack's, which
+ * LMDB may trip over, and a response in flight can carry zeros or the new
+ * file's bytes.
+ *
+ * Ranges are added by the thread that opens a snapshot (after LMDB's first
+ * reads of the map, before the validation walk) and removed by the thread
+ * that drops its last reference, after its last use of the map; the handler
+ * reads them with atomic loads only, under a per-slot generation count.
  */
 #ifndef SV_MAPGUARD_H
 #define SV_MAPGUARD_H
@@ -44,6 +52,10 @@ void sv_mapguard_remove(int slot);
  * map too), and servd answers 503 from it until a swap. A never-set flag
  * for slot -1. */
 const atomic_int *sv_mapguard_flag(int slot);
+
+/* Sets slot's flag from outside the handler: the main thread saw the file
+ * of the pack being served change in place. */
+void sv_mapguard_mark(int slot);
 
 /* Pages replaced by zeros since startup. */
 unsigned long sv_mapguard_faults(void);

@@ -520,15 +520,26 @@ static void reload(sv_server *srv, const char *why)
     }
     /* The file being served, unchanged: a SIGHUP after a deploy whose
      * rename the watch has already loaded (systemctl reload comes well
-     * after the watch's 75 ms) must not validate and swap it again. */
-    sv_file_id now_id;
-    sv_file_stamp now_stamp;
-    if (sv_file_state_get(srv->cfg->pack_path, &now_id, &now_stamp) == 0 &&
-        sv_file_id_eq(&now_id, &srv->current->file) &&
-        sv_file_stamp_eq(&now_stamp, &srv->current->stamp)) {
-        fprintf(stderr, "servd: %s: %s is still the file of pack %s; nothing to reload\n", why,
-                srv->cfg->pack_path, srv->current->id_hex);
-        return;
+     * after the watch's 75 ms) must not validate and swap it again. The
+     * same file changed in place shows its new bytes through the map: no
+     * more answers from it (mapguard.h), whatever the reload finds. */
+    sv_file_seen now, served = {srv->current->file, srv->current->stamp};
+    if (sv_file_state_get(srv->cfg->pack_path, &now.id, &now.stamp) == 0 &&
+        sv_file_id_eq(&now.id, &served.id)) {
+        /* a touch changes the mtime, not the bytes */
+        if (!sv_file_seen_same(&now, &served) &&
+            !sv_snapshot_head_same(srv->current, srv->cfg->pack_path)) {
+            if (!atomic_load(srv->current->cut))
+                fprintf(stderr,
+                        "servd: %s: %s, the file of pack %s, was written in place; answering "
+                        "503 until a whole pack is loaded\n",
+                        why, srv->cfg->pack_path, srv->current->id_hex);
+            sv_mapguard_mark(srv->current->guard);
+        } else if (!atomic_load(srv->current->cut)) {
+            fprintf(stderr, "servd: %s: %s is still the file of pack %s; nothing to reload\n", why,
+                    srv->cfg->pack_path, srv->current->id_hex);
+            return;
+        }
     }
     int rc = sv_snapshot_open(srv->cfg->pack_path, srv->nworkers, &s, &seen, err, sizeof err);
     if (srv->watch)
@@ -617,13 +628,12 @@ static void on_worker_done(uv_async_t *a)
     srv->watch = NULL;
 }
 
-/* Raises the soft descriptor limit towards what --max-conns needs (never
- * above the hard limit: an operator's ulimit -Hn stays the bound). */
 /* Descriptors servd needs besides connections: the pack, the log, the
  * admin socket and its clients, and each worker's loop and listeners. */
 #define SV_FD_SLACK(workers) (64 + (rlim_t)(workers)*8)
 
-/* Raises the soft descriptor limit toward what --max-conns allows, and says
+/* Raises the soft descriptor limit toward what --max-conns allows (never
+ * above the hard limit: an operator's ulimit -Hn stays the bound), and says
  * so when the hard limit leaves far less: beyond it, connections wait in
  * the backlog (counted as servd_errors_total{kind="emfile"}). */
 static void raise_fd_limit(const sv_config *cfg)
@@ -693,8 +703,10 @@ int sv_server_run(const sv_config *cfg, sv_snapshot *snap)
     char admin_where[sizeof cfg->admin.text];
     snprintf(admin_where, sizeof admin_where, "%s", cfg->admin.text);
     /* Every address checked before any is bound, so that two overlapping
-     * --listen addresses of this servd do not see each other. */
-    for (int a = 0; a < cfg->nlisten; a++)
+     * --listen addresses of this servd do not see each other. Not with
+     * passed sockets: that is a hand-over, and the servd it takes over from
+     * may still listen on the same --listen addresses. */
+    for (int a = 0; cfg->ninherited == 0 && a < cfg->nlisten; a++)
         if (addr_port(&cfg->listen[a]) != 0 && port_taken(&cfg->listen[a], err, sizeof err)) {
             fprintf(stderr, "servd: %s\n", err);
             goto out_free;

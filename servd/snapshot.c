@@ -213,7 +213,9 @@ int sv_snapshot_open(const char *path, int nreaders, sv_snapshot **out, sv_file_
         if (fd >= 0)
             close(fd);
         file.dev = file.ino = 0;
-        if (seen)
+        /* a file that exists but cannot be opened (EACCES) is noted as
+         * itself, so that the watch does not retry it every poll */
+        if (seen && sv_file_state_get(path, &seen->id, &seen->stamp) != 0)
             *seen = (sv_file_seen){file, {0, 0, 0}};
         snprintf(err, errlen, "%s: %s", path, strerror(-rc));
         return SF_EIO;
@@ -247,6 +249,9 @@ int sv_snapshot_open(const char *path, int nreaders, sv_snapshot **out, sv_file_
         rc = sf_check_spawn(argv, path, SF_CHECK_TIMEOUT_MS, err, errlen);
     }
     fcntl(fd, F_SETFD, FD_CLOEXEC);
+    unsigned char head[SV_SNAPSHOT_HEAD] = {0};
+    if (rc == 0 && pread(fd, head, sizeof head, 0) < 0)
+        memset(head, 0, sizeof head);
     if (rc == 0)
         rc = sf_pack_open(fdpath, &pack, err, errlen);
     close(fd); /* LMDB holds its own descriptor */
@@ -264,6 +269,7 @@ int sv_snapshot_open(const char *path, int nreaders, sv_snapshot **out, sv_file_
     s->pack = pack;
     s->file = file;
     s->stamp = stamp;
+    memcpy(s->head, head, sizeof head);
     /* Guarded before the validation walk reads every page. */
     int map_fd;
     const char *map;
@@ -316,6 +322,17 @@ void sv_snapshot_unref(sv_snapshot *s)
     sf_pack_close(s->pack);
     free(s);
     atomic_fetch_sub(&live_snapshots, 1);
+}
+
+int sv_snapshot_head_same(const sv_snapshot *s, const char *path)
+{
+    unsigned char now[SV_SNAPSHOT_HEAD] = {0};
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0)
+        return 0;
+    ssize_t n = pread(fd, now, sizeof now, 0);
+    close(fd);
+    return n >= 0 && memcmp(now, s->head, sizeof now) == 0;
 }
 
 long sv_snapshot_live(void)

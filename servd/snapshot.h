@@ -75,16 +75,22 @@ static inline int sv_file_seen_same(const sv_file_seen *a, const sv_file_seen *b
            a->stamp.mtime_ns == b->stamp.mtime_ns;
 }
 
+/* Bytes of a pack's start kept to tell a rewrite from a touch: LMDB's two
+ * meta pages (transaction id, root pages, last page) differ for any other
+ * pack. */
+#define SV_SNAPSHOT_HEAD 8192
+
 typedef struct sv_snapshot {
     atomic_long refs;
     sf_pack *pack;
-    int64_t loaded_at;     /* Unix seconds when it was opened */
-    uint64_t n_paths;      /* paths walked during validation */
-    char id_hex[33];       /* pack id as 32 lowercase hex digits, NUL-terminated */
-    sv_file_id file;       /* the file that was checked and opened */
-    sv_file_stamp stamp;   /* its size and times then */
-    int guard;             /* its map's slot in mapguard.h, or -1 */
-    const atomic_int *cut; /* set when a read of its map found the file cut short */
+    int64_t loaded_at;                    /* Unix seconds when it was opened */
+    uint64_t n_paths;                     /* paths walked during validation */
+    char id_hex[33];                      /* pack id as 32 lowercase hex digits, NUL-terminated */
+    sv_file_id file;                      /* the file that was checked and opened */
+    sv_file_stamp stamp;                  /* its size and times then */
+    int guard;                            /* its map's slot in mapguard.h, or -1 */
+    const atomic_int *cut;                /* set when a read of its map found the file cut short */
+    unsigned char head[SV_SNAPSHOT_HEAD]; /* the file's first bytes when opened */
     int nreaders;
     sf_reader *readers[]; /* one per worker; readers[i] is used by worker i only */
 } sv_snapshot;
@@ -109,6 +115,10 @@ typedef struct sv_snapshot {
  * @return 0 or a negative SF_E* code. */
 int sv_snapshot_open(const char *path, int nreaders, sv_snapshot **out, sv_file_seen *seen,
                      char *err, size_t errlen);
+
+/* Whether the file at path still starts as s's did: 1 yes, 0 no (or it
+ * cannot be read). */
+int sv_snapshot_head_same(const sv_snapshot *s, const char *path);
 
 /* Takes one more reference. The caller must already hold one (or own the
  * pointer through a published slot it is responsible for). */
