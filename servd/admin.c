@@ -182,8 +182,14 @@ static void route(aconn *c, const sv_request *req)
         char id[33], body[64];
         sv_metrics_pack_id(c->a->m, id);
         int stopping = atomic_load(c->a->stopping);
-        int n = snprintf(body, sizeof body, "%s %s\n", stopping ? "stopping" : "ok", id);
-        respond(c, stopping ? 503 : 200, text, body, (size_t)n, head);
+        const atomic_int *cut_flag = atomic_load(&c->a->m->pack_cut);
+        int cut = cut_flag && atomic_load_explicit(cut_flag, memory_order_relaxed);
+        int n = snprintf(body, sizeof body, "%s %s\n",
+                         stopping ? "stopping"
+                         : cut    ? "pack-written-in-place"
+                                  : "ok",
+                         id);
+        respond(c, stopping || cut ? 503 : 200, text, body, (size_t)n, head);
     } else {
         static const char msg[] = "not found: the admin port serves /metrics and /healthz\n";
         respond(c, 404, text, msg, sizeof msg - 1, head);

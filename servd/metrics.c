@@ -7,6 +7,8 @@
  */
 #include "metrics.h"
 
+#include "mapguard.h"
+
 #include "sf/path.h"
 
 #include <stdarg.h>
@@ -210,6 +212,13 @@ int sv_metrics_render(sv_metrics *m, char **out, size_t *len)
          "Replacement packs refused (the previous pack kept serving).");
     put(&o, "servd_pack_swap_failures_total %llu\n",
         (unsigned long long)atomic_load_explicit(&m->swap_failures, memory_order_relaxed));
+    head(&o, "servd_pack_cut_pages_total", "counter",
+         "Pages of a pack in use found cut from its file (written in place) and read as zeros.");
+    put(&o, "servd_pack_cut_pages_total %lu\n", sv_mapguard_faults());
+    const atomic_int *cut = atomic_load(&m->pack_cut);
+    head(&o, "servd_pack_cut", "gauge",
+         "1 while the pack being served was written in place: servd answers 503 from it.");
+    put(&o, "servd_pack_cut %d\n", cut && atomic_load_explicit(cut, memory_order_relaxed));
     head(&o, "servd_workers", "gauge", "Worker threads (one event loop each).");
     put(&o, "servd_workers %d\n", m->nworkers);
     head(&o, "process_start_time_seconds", "gauge", "Start time of the process (Unix time).");

@@ -57,6 +57,9 @@ typedef struct sv_metrics {
     _Atomic uint64_t swaps;
     _Atomic uint64_t swap_failures;
     _Atomic uint64_t log_write_lost; /* access-log lines lost to failed writes (log thread) */
+    /* The cut flag of the pack being served (mapguard.h; the flags live for
+     * the process), set by the main thread at every swap; NULL before. */
+    _Atomic(const atomic_int *) pack_cut;
 } sv_metrics;
 
 /* @return 0 or -1 (out of memory). */

@@ -164,10 +164,18 @@ def t_a_pack_cut_short_in_place_does_not_kill_servd(s):
         except (OSError, st.Fail):
             return None  # a cut connection is acceptable; a dead server is not
 
-    with st.Servd(live.path, workers=2, extra=["--watch-interval", "0.3"]) as d:
+    adm = st.free_port()
+    with st.Servd(live.path, workers=2, extra=["--watch-interval", "0.3",
+                                               "--admin", "127.0.0.1:%d" % adm]) as d:
         eq(st.get(d.port, "/").status, 200, "before")
         os.truncate(live.path, 0)
         got = [fetch("/not-cached-%d" % i) for i in range(8)]  # lookups read the map
+        m = sw.metrics(adm)
+        ok(m["servd_pack_cut_pages_total"] >= 1 and m["servd_pack_cut"] == 1,
+           "the cut in /metrics: %r" % {k: v for k, v in m.items() if "cut" in k})
+        r = st.get(adm, "/healthz")
+        ok(r.status == 503 and r.body.startswith(b"pack-written-in-place"),
+           "/healthz while cut: %r %r" % (r.status, r.body))
         ok(d.proc.poll() is None, "servd is alive after reads of a cut map; log: %s"
            % d.read_log()[-800:])
         statuses = {r.status for r in got if r}
@@ -184,6 +192,8 @@ def t_a_pack_cut_short_in_place_does_not_kill_servd(s):
             time.sleep(0.05)
         eq(st.get(d.port, "/").body, s.v.index(2), "the rewritten file, complete again, loaded")
         ok("cut from its file" in d.read_log(), "the cut is logged: %s" % d.read_log()[-800:])
+        eq(st.get(adm, "/healthz").status, 200, "/healthz once a whole pack is loaded")
+        eq(sw.metrics(adm)["servd_pack_cut"], 0, "servd_pack_cut once loaded")
 
 
 def t_a_touch_or_a_link_of_the_served_pack_loads_nothing(s):
