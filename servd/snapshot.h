@@ -75,7 +75,7 @@ static inline int sv_file_seen_same(const sv_file_seen *a, const sv_file_seen *b
            a->stamp.mtime_ns == b->stamp.mtime_ns;
 }
 
-/* Bytes of a pack's start kept to tell a rewrite from a touch: LMDB's two
+/* Bytes of a pack's start hashed to tell a rewrite from a touch: LMDB's two
  * meta pages (transaction id, root pages, last page) differ for any other
  * pack. */
 #define SV_SNAPSHOT_HEAD 8192
@@ -83,14 +83,14 @@ static inline int sv_file_seen_same(const sv_file_seen *a, const sv_file_seen *b
 typedef struct sv_snapshot {
     atomic_long refs;
     sf_pack *pack;
-    int64_t loaded_at;                    /* Unix seconds when it was opened */
-    uint64_t n_paths;                     /* paths walked during validation */
-    char id_hex[33];                      /* pack id as 32 lowercase hex digits, NUL-terminated */
-    sv_file_id file;                      /* the file that was checked and opened */
-    sv_file_stamp stamp;                  /* its size and times then */
-    int guard;                            /* its map's slot in mapguard.h, or -1 */
-    const atomic_int *cut;                /* set when a read of its map found the file cut short */
-    unsigned char head[SV_SNAPSHOT_HEAD]; /* the file's first bytes when opened */
+    int64_t loaded_at;     /* Unix seconds when it was opened */
+    uint64_t n_paths;      /* paths walked during validation */
+    char id_hex[33];       /* pack id as 32 lowercase hex digits, NUL-terminated */
+    sv_file_id file;       /* the file that was checked and opened */
+    sv_file_stamp stamp;   /* its size and times then */
+    int guard;             /* its map's slot in mapguard.h, or -1 */
+    const atomic_int *cut; /* set when a read of its map found the file cut short */
+    uint64_t head_hash;    /* FNV-1a of the file's first SV_SNAPSHOT_HEAD bytes then */
     int nreaders;
     sf_reader *readers[]; /* one per worker; readers[i] is used by worker i only */
 } sv_snapshot;
