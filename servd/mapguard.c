@@ -28,9 +28,9 @@ static void on_sigbus(int sig, siginfo_t *si, void *ctx)
     (void)ctx;
     int saved = errno;
     uintptr_t a = (uintptr_t)si->si_addr;
-    /* Only a fault of the process's own reading (not a kill or sigqueue,
-     * si_code <= 0) can be a map cut short. */
-    for (int i = 0; si->si_code > 0 && i < SV_MAPGUARD_SLOTS; i++) {
+    /* Only a read past the end of a mapped file (BUS_ADRERR; not a kill or
+     * sigqueue, si_code <= 0, nor a memory error) can be a map cut short. */
+    for (int i = 0; si->si_code == BUS_ADRERR && i < SV_MAPGUARD_SLOTS; i++) {
         /* A consistent (lo, hi): no change began or ended in between. */
         unsigned g = atomic_load_explicit(&slots[i].gen, memory_order_acquire);
         uintptr_t lo = atomic_load_explicit(&slots[i].lo, memory_order_acquire);
