@@ -527,15 +527,18 @@ static void reload(sv_server *srv, const char *why)
     sv_file_seen now, served = {srv->current->file, srv->current->stamp};
     if (sv_file_state_get(srv->cfg->pack_path, &now.id, &now.stamp) == 0 &&
         sv_file_id_eq(&now.id, &served.id)) {
-        /* a touch changes the mtime, not the bytes */
-        if (!sv_file_seen_same(&now, &served) &&
-            !sv_snapshot_head_same(srv->current, srv->cfg->pack_path)) {
-            if (!atomic_load(srv->current->cut))
-                fprintf(stderr,
-                        "servd: %s: %s, the file of pack %s, was written in place; answering "
-                        "503 until a whole pack is loaded\n",
-                        why, srv->cfg->pack_path, srv->current->id_hex);
-            sv_mapguard_mark(srv->current->guard);
+        if (!sv_file_seen_same(&now, &served)) {
+            /* Loaded again in any case; the first bytes (LMDB's meta pages)
+             * tell a rewrite from a touch, which must not cost a 503. Two
+             * packs can share them: then the load itself swaps. */
+            if (!sv_snapshot_head_same(srv->current, srv->cfg->pack_path)) {
+                if (!atomic_load(srv->current->cut))
+                    fprintf(stderr,
+                            "servd: %s: %s, the file of pack %s, was written in place; "
+                            "answering 503 until a whole pack is loaded\n",
+                            why, srv->cfg->pack_path, srv->current->id_hex);
+                sv_mapguard_mark(srv->current->guard);
+            }
         } else if (!atomic_load(srv->current->cut)) {
             fprintf(stderr, "servd: %s: %s is still the file of pack %s; nothing to reload\n", why,
                     srv->cfg->pack_path, srv->current->id_hex);
