@@ -150,8 +150,7 @@ static sv_file_id id_of(const struct stat *st)
 static sv_file_stamp stamp_of(const struct stat *st)
 {
     return (sv_file_stamp){(int64_t)st->st_size,
-                           (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec,
-                           (int64_t)st->st_ctim.tv_sec * 1000000000 + st->st_ctim.tv_nsec};
+                           (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec};
 }
 
 int sv_file_state_get(const char *path, sv_file_id *id, sv_file_stamp *stamp)
@@ -224,7 +223,7 @@ int sv_snapshot_open(const char *path, int nreaders, sv_snapshot **out, sv_file_
         /* a file that exists but cannot be opened (EACCES) is noted as
          * itself, so that the watch does not retry it every poll */
         if (seen && sv_file_state_get(path, &seen->id, &seen->stamp) != 0)
-            *seen = (sv_file_seen){file, {0, 0, 0}};
+            *seen = (sv_file_seen){file, {0, 0}};
         snprintf(err, errlen, "%s: %s", path, strerror(-rc));
         return SF_EIO;
     }

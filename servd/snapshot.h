@@ -43,10 +43,12 @@ static inline int sv_file_id_eq(const sv_file_id *a, const sv_file_id *b)
     return a->dev == b->dev && a->ino == b->ino;
 }
 
-/* What tells one state of a file from another (a rewrite in place, which
- * is not supported, still changes it). */
+/* What tells one state of a file from another: its size and the time of
+ * its contents (a rewrite in place, which is not supported, changes it).
+ * Not the ctime: a hard link kept for a rollback or a chmod changes that,
+ * and neither makes a new pack. */
 typedef struct sv_file_stamp {
-    int64_t size, mtime_ns, ctime_ns;
+    int64_t size, mtime_ns;
 } sv_file_stamp;
 
 /* Fills id and stamp with what path resolves to now. @return 0, or -errno
@@ -55,7 +57,7 @@ int sv_file_state_get(const char *path, sv_file_id *id, sv_file_stamp *stamp);
 
 static inline int sv_file_stamp_eq(const sv_file_stamp *a, const sv_file_stamp *b)
 {
-    return a->size == b->size && a->mtime_ns == b->mtime_ns && a->ctime_ns == b->ctime_ns;
+    return a->size == b->size && a->mtime_ns == b->mtime_ns;
 }
 
 /* A file as a reload saw it: which file, and its state then. */
@@ -64,15 +66,13 @@ typedef struct sv_file_seen {
     sv_file_stamp stamp;
 } sv_file_seen;
 
-/* Whether two looks at a path found the same pack: the same file with the
- * same size and contents' time. An inode number alone is not enough: a file
- * system hands a freed one to the next file (rm bad.lmdb; cp good.lmdb;
- * mv -T - the good pack can get the refused one's number). The ctime is left
- * out: a hard link or a chmod of the pack served does not make a new pack. */
+/* Whether two looks at a path found the same pack: the same file in the
+ * same state. An inode number alone is not enough: a file system hands a
+ * freed one to the next file (rm bad.lmdb; cp good.lmdb; mv -T - the good
+ * pack can get the refused one's number). */
 static inline int sv_file_seen_same(const sv_file_seen *a, const sv_file_seen *b)
 {
-    return sv_file_id_eq(&a->id, &b->id) && a->stamp.size == b->stamp.size &&
-           a->stamp.mtime_ns == b->stamp.mtime_ns;
+    return sv_file_id_eq(&a->id, &b->id) && sv_file_stamp_eq(&a->stamp, &b->stamp);
 }
 
 /* Bytes of a pack's start hashed to tell a rewrite from a touch: LMDB's two

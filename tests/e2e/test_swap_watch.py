@@ -24,6 +24,38 @@ RELOAD_LIMIT = 5.0
 QUIET = 1.5
 
 
+def fetch(port, path="/"):
+    """A response, or None when the connection was cut (acceptable while a pack is cut)."""
+    try:
+        return st.get(port, path)
+    except (OSError, st.Fail):
+        return None
+
+
+def wait_body(port, want, what, each=None):
+    """Polls / until it answers want (RELOAD_LIMIT at most); each(response) checks every
+    other answer on the way."""
+    t0 = time.time()
+    while time.time() - t0 < RELOAD_LIMIT:
+        r = fetch(port)
+        if r and r.body == want:
+            return
+        if each:
+            each(r)
+        time.sleep(0.05)
+    eq(st.get(port, "/").body, want, what)
+
+
+def own_servd(name, pack, workers=1, interval="0.2"):
+    """A servd of its own on a fresh live path holding pack, polled every interval, with
+    an admin port: (live, admin port, the Servd to enter)."""
+    live = sw.Live(name)
+    live.rename_in(pack)
+    adm = st.free_port()
+    return live, adm, st.Servd(live.path, workers=workers, extra=[
+        "--watch-interval", interval, "--admin", "127.0.0.1:%d" % adm])
+
+
 class Site:
     def __init__(self):
         self.v = sw.Versions(3, tag="watch")
@@ -131,11 +163,8 @@ def t_a_refused_file_that_changes_is_looked_at_again(s):
     # that got the same number (ext4 hands a freed one to the next file: rm bad; cp good
     # n; mv -T n site.lmdb) was never loaded. Rewriting the refused file in place keeps
     # its number for certain, whatever the file system.
-    live = sw.Live("refused-live")
-    live.rename_in(s.v.packs[0])
-    adm = st.free_port()
-    with st.Servd(live.path, workers=1, extra=["--watch-interval", "0.2",
-                                               "--admin", "127.0.0.1:%d" % adm]) as d:
+    live, adm, servd = own_servd("refused-live", s.v.packs[0])
+    with servd as d:
         live.write_bytes(os.urandom(40000))
         eq(sw.wait_metric(adm, "servd_pack_swap_failures_total", 1), 1, "garbage refused")
         ino = os.stat(live.path).st_ino
@@ -143,10 +172,7 @@ def t_a_refused_file_that_changes_is_looked_at_again(s):
             g.truncate(0)
             g.write(f.read())
         eq(os.stat(live.path).st_ino, ino, "the same file")
-        t0 = time.time()
-        while time.time() - t0 < RELOAD_LIMIT and st.get(d.port, "/").body != s.v.index(2):
-            time.sleep(0.05)
-        eq(st.get(d.port, "/").body, s.v.index(2), "the refused file, now a good pack, loaded")
+        wait_body(d.port, s.v.index(2), "the refused file, now a good pack, loaded")
         eq(sw.metrics(adm).get("servd_pack_swap_failures_total"), 1, "refusals")
 
 
@@ -155,21 +181,11 @@ def t_a_pack_cut_short_in_place_does_not_kill_servd(s):
     # the server down: cp truncates first, and reading a page past the new end of a map
     # raises SIGBUS (mapguard.h). servd answers those requests with errors, keeps running,
     # and loads the file once it holds a whole pack again.
-    live = sw.Live("cut-live")
-    live.rename_in(s.v.packs[0])
-
-    def fetch(path):
-        try:
-            return st.get(d.port, path)
-        except (OSError, st.Fail):
-            return None  # a cut connection is acceptable; a dead server is not
-
-    adm = st.free_port()
-    with st.Servd(live.path, workers=2, extra=["--watch-interval", "0.3",
-                                               "--admin", "127.0.0.1:%d" % adm]) as d:
+    live, adm, servd = own_servd("cut-live", s.v.packs[0], workers=2, interval="0.3")
+    with servd as d:
         eq(st.get(d.port, "/").status, 200, "before")
         os.truncate(live.path, 0)
-        got = [fetch("/not-cached-%d" % i) for i in range(8)]  # lookups read the map
+        got = [fetch(d.port, "/not-cached-%d" % i) for i in range(8)]  # lookups read the map
         m = sw.metrics(adm)
         ok(m["servd_pack_cut_pages_total"] >= 1 and m["servd_pack_cut"] == 1,
            "the cut in /metrics: %r" % {k: v for k, v in m.items() if "cut" in k})
@@ -183,14 +199,9 @@ def t_a_pack_cut_short_in_place_does_not_kill_servd(s):
         ok(503 in statuses, "once a read found the map cut, servd answers 503: %r" % statuses)
         with open(s.v.packs[1], "rb") as f, open(live.path, "r+b") as g:
             g.write(f.read())
-        t0 = time.time()
-        while time.time() - t0 < RELOAD_LIMIT:
-            r = fetch("/")
-            if r and r.body == s.v.index(2):
-                break
-            ok(not r or r.status in (503, 200), "while waiting: %r" % (r and r.status))
-            time.sleep(0.05)
-        eq(st.get(d.port, "/").body, s.v.index(2), "the rewritten file, complete again, loaded")
+        wait_body(d.port, s.v.index(2), "the rewritten file, complete again, loaded",
+                  lambda r: ok(not r or r.status in (503, 200), "while waiting: %r"
+                               % (r and r.status)))
         ok("cut from its file" in d.read_log(), "the cut is logged: %s" % d.read_log()[-800:])
         eq(st.get(adm, "/healthz").status, 200, "/healthz once a whole pack is loaded")
         eq(sw.metrics(adm)["servd_pack_cut"], 0, "servd_pack_cut once loaded")
@@ -200,11 +211,8 @@ def t_a_touch_or_a_link_of_the_served_pack_costs_no_503(s):
     # A new ctime (a hard link kept for a rollback, a chmod) is not a new pack: a SIGHUP
     # loads nothing. A new mtime (touch) is loaded again, but the first bytes (LMDB's meta
     # pages) are the ones loaded, so it is not taken for a write in place: no 503.
-    live = sw.Live("touch-live")
-    live.rename_in(s.v.packs[0])
-    adm = st.free_port()
-    with st.Servd(live.path, workers=1, extra=["--watch-interval", "0.2",
-                                               "--admin", "127.0.0.1:%d" % adm]) as d:
+    live, adm, servd = own_servd("touch-live", s.v.packs[0])
+    with servd as d:
         swaps0 = sw.metrics(adm).get("servd_pack_swaps_total", 0)
         os.link(live.path, live.path + ".prev")
         d.proc.send_signal(signal.SIGHUP)
@@ -318,10 +326,7 @@ def t_directory_symlink_flip_needs_the_stat_fallback(s):
                       % ((time.time() - t0) * 1000))
             else:
                 d.proc.send_signal(signal.SIGHUP)
-                t0 = time.time()
-                while time.time() - t0 < RELOAD_LIMIT and st.get(d.port, "/").body != s.v.index(2):
-                    time.sleep(0.05)
-                eq(st.get(d.port, "/").body, s.v.index(2), "--watch-interval 0: SIGHUP still loads")
+                wait_body(d.port, s.v.index(2), "--watch-interval 0: SIGHUP still loads")
 
 
 def t_no_watch_leaves_reloads_to_sighup(s):
@@ -332,10 +337,7 @@ def t_no_watch_leaves_reloads_to_sighup(s):
         time.sleep(QUIET)
         eq(st.get(d.port, "/").body, s.v.index(1), "--no-watch: served after a rename")
         d.proc.send_signal(signal.SIGHUP)
-        t0 = time.time()
-        while time.time() - t0 < RELOAD_LIMIT and st.get(d.port, "/").body != s.v.index(2):
-            time.sleep(0.05)
-        eq(st.get(d.port, "/").body, s.v.index(2), "--no-watch: after SIGHUP")
+        wait_body(d.port, s.v.index(2), "--no-watch: after SIGHUP")
 
 
 class Setup:
