@@ -147,12 +147,15 @@ static int unzstd(const uint8_t *in, size_t n, outbuf *o, const char **why)
             rc = -1;
             break;
         }
-        /* All input taken and all output flushed: done, or cut short. */
+        /* 0: a frame ended and all of it is out, even when that filled the
+         * buffer exactly (another call would start a frame that is not
+         * there); input left is another frame, which is valid zstd. */
+        if (r == 0 && ib.pos == ib.size)
+            break;
+        /* All input taken, room left, and the frame not finished. */
         if (ib.pos == ib.size && ob.pos < ob.size) {
-            if (r != 0) {
-                *why = "truncated zstd data";
-                rc = -1;
-            }
+            *why = "truncated zstd data";
+            rc = -1;
             break;
         }
     }

@@ -120,3 +120,46 @@ TEST(decode_bounds_and_errors)
     free(both);
     free(big);
 }
+
+/* A body whose length is exactly the size of the decoder's buffer at some
+ * step (64 KiB, then doubled) ends with the buffer full: that is the end of
+ * the data, not a sign that more is coming. zstd's streaming decoder would
+ * start on a next frame that is not there ("truncated"), and verify
+ * refused every pack with such a file. Lengths around each step too. */
+TEST(decode_bodies_that_fill_the_buffer_exactly)
+{
+    size_t sizes[] = {65535, 65536, 65537, 131072, 262144, 524288};
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        size_t n = sizes[k], cn;
+        char *text = malloc(n);
+        ASSERT(text != NULL);
+        for (size_t i = 0; i < n; i++)
+            text[i] = "/* x */ var a = 1;\n"[i % 19];
+        for (int enc = SF_ENC_GZIP; enc < SF_ENC_COUNT; enc++) {
+            uint8_t *c = squeeze(enc, text, n, &cn);
+            if (!pk_decompresses_to(enc, c, cn, (const uint8_t *)text, n))
+                t__fail(__FILE__, __LINE__, "%s of %zu bytes does not decode to them",
+                        sf_encoding_name(enc), n);
+            free(c);
+        }
+        free(text);
+    }
+    /* Two zstd frames, the first ending exactly at the buffer's end. */
+    size_t n = 65536, c1, c2;
+    char *text = malloc(2 * n);
+    ASSERT(text != NULL);
+    for (size_t i = 0; i < 2 * n; i++)
+        text[i] = (char)('a' + i % 7);
+    uint8_t *a = squeeze(SF_ENC_ZSTD, text, n, &c1);
+    uint8_t *b = squeeze(SF_ENC_ZSTD, text + n, n, &c2);
+    uint8_t *both = malloc(c1 + c2);
+    ASSERT(both != NULL);
+    memcpy(both, a, c1);
+    memcpy(both + c1, b, c2);
+    ASSERT_EQ(pk_decompresses_to(SF_ENC_ZSTD, both, c1 + c2, (const uint8_t *)text, 2 * n), 1);
+    ASSERT_EQ(pk_decompresses_to(SF_ENC_ZSTD, both, c1 + c2 - 1, (const uint8_t *)text, 2 * n), 0);
+    free(a);
+    free(b);
+    free(both);
+    free(text);
+}
