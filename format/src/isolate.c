@@ -1,5 +1,6 @@
 /* isolate.c - run a pack check in a child process (see sf/isolate.h). */
 #include "sf/isolate.h"
+#include "sf/path.h"
 #include "sf/store.h"
 
 #include <errno.h>
@@ -199,9 +200,10 @@ static int check_variants(struct walk *w, sf_view name, const sf_entry *e)
         sf_view body;
         int rc = sf_body(w->rd, &e->variants[i], &body);
         if (rc != 0) {
-            snprintf(w->err, w->errlen, "%s: corrupt pack: the %s body of %.*s is %s", w->path,
-                     sf_encoding_name(e->variants[i].encoding),
-                     (int)(name.len > 200 ? 200 : name.len), name.ptr,
+            char show[256]; /* key bytes are untrusted */
+            sf_escape(name.ptr, name.len, show, sizeof show);
+            snprintf(w->err, w->errlen, "%s: corrupt pack: the %s body of %s is %s", w->path,
+                     sf_encoding_name(e->variants[i].encoding), show,
                      rc == SF_ENOTFOUND ? "missing" : sf_strerror(rc));
             return rc;
         }

@@ -55,6 +55,48 @@ size_t sf_utf8_char(const void *s, size_t n, uint32_t *cp)
     return len;
 }
 
+/* Whether code point cp controls a terminal, the lines or the direction of
+ * the text (see sf_escape). */
+static int is_control_point(uint32_t cp)
+{
+    return (cp >= 0x80 && cp <= 0x9f) || cp == 0x061c || cp == 0x200e || cp == 0x200f ||
+           cp == 0x2028 || cp == 0x2029 || (cp >= 0x202a && cp <= 0x202e) ||
+           (cp >= 0x2066 && cp <= 0x2069);
+}
+
+size_t sf_escape(const void *s, size_t n, char *out, size_t cap)
+{
+    static const char hex[] = "0123456789abcdef";
+    const unsigned char *p = s;
+    size_t i = 0, o = 0;
+    while (i < n) {
+        char t[SF_ESCAPE_CHAR_MAX];
+        size_t tn, used;
+        uint32_t cp = 0;
+        size_t l = p[i] < 0x80 ? 1 : sf_utf8_char(p + i, n - i, &cp);
+        if (l == 0 || (l == 1 && (p[i] < 0x20 || p[i] == 0x7f))) {
+            t[0] = '\\', t[1] = 'x', t[2] = hex[p[i] >> 4], t[3] = hex[p[i] & 15];
+            tn = 4, used = 1;
+        } else if (l > 1 && is_control_point(cp)) {
+            t[0] = '\\', t[1] = 'u';
+            for (int k = 0; k < 4; k++)
+                t[2 + k] = hex[(cp >> (12 - 4 * k)) & 15];
+            tn = 6, used = l;
+        } else {
+            memcpy(t, p + i, l);
+            tn = l, used = l;
+        }
+        if (o + tn >= cap)
+            break;
+        memcpy(out + o, t, tn);
+        o += tn;
+        i += used;
+    }
+    if (cap)
+        out[o] = '\0';
+    return i;
+}
+
 /* Validates a decoded segment's bytes: no NUL, no controls, no '\\', UTF-8. */
 static int segment_ok(const unsigned char *s, size_t n)
 {

@@ -6,6 +6,7 @@
  * needed, and a read transaction is only a snapshot of the meta page.
  * Every view handed out points into LMDB's read-only map.
  */
+#include "sf/path.h"
 #include "sf/store.h"
 
 #include <errno.h>
@@ -383,9 +384,11 @@ static int each_path(void *arg, MDB_val *k, MDB_val *v)
     sf_entry e;
     sf_view path = {k->mv_data, k->mv_size};
     if (sf_entry_decode(v->mv_data, v->mv_size, &e) != 0) {
-        if (c->errlen)
-            snprintf(c->err, c->errlen, "corrupt entry record for path %.*s",
-                     (int)(path.len > 200 ? 200 : path.len), path.ptr);
+        if (c->errlen) {
+            char show[256]; /* key bytes are untrusted */
+            sf_escape(path.ptr, path.len, show, sizeof show);
+            snprintf(c->err, c->errlen, "corrupt entry record for path %s", show);
+        }
         return SF_ECORRUPT;
     }
     return c->fn(c->arg, path, &e);

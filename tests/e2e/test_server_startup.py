@@ -150,6 +150,37 @@ def t_entry_with_a_bad_body_refused():
     ok("/big.txt" in err and "missing" in err, "missing body: message %r" % err)
 
 
+def crafted(name, *keys):
+    """A pack servd-pack would never write (tests/fixtures/craft_pack.c): a file entry
+    under keys[0] and, with two more, a redirect from keys[1] to keys[2]."""
+    path = os.path.join(st.tmpdir(), name)
+    subprocess.run([os.path.join(st.BUILD_DIR, "craft_pack"), path] + list(keys), check=True)
+    return path
+
+
+def t_untrusted_keys_and_targets_are_refused_and_shown_escaped():
+    """A pack is untrusted input: a key that is not a normalised path is refused, and
+    the message shows its bytes escaped, so a crafted key cannot forge a log line or
+    drive a terminal. A redirect whose target is not a normalised path (another host,
+    a header break) is refused at load, not answered with a 500 on every request."""
+    err = refused(crafted("forged-key.lmdb", "/a\nservd: serving pack FORGED\x1b[31m.txt"),
+                  "a key holding a newline and an escape")
+    ok("/a\\x0aservd: serving pack FORGED\\x1b[31m.txt is not a normalised path" in err,
+       "the key is not shown escaped: %r" % err)
+    eq(len(err.strip().split("\n")), 1, "lines of the refusal (%r)" % err)
+    for target in ("//evil.example/x", "/a\r\nSet-Cookie: x=1", "http://evil.example/",
+                   "/../etc", "/a//b"):
+        err = refused(crafted("bad-target.lmdb", "/a.txt", "/r", target), "redirect to %r" % target)
+        ok("/r redirects to something that is not a normalised path" in err,
+           "redirect to %r: message %r" % (target, err))
+    # and a good one is served
+    path = crafted("good-target.lmdb", "/a.txt", "/r", "/a.txt")
+    with st.Servd(path) as s:
+        r = st.get(s.port, "/r")
+        eq(r.status, 301, "redirect status")
+        eq(r.get("location"), "/a.txt", "redirect Location")
+
+
 def t_not_a_servd_lmdb():
     if shutil.which("mdb_load") is None:
         print("  (mdb_load not installed: skipped)")

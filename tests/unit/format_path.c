@@ -128,3 +128,27 @@ TEST(path_to_url)
     ASSERT_EQ(tiny[4], '\0');
     ASSERT_EQ(sf_path_to_url("/", 1, url, sizeof url), 1);
 }
+
+/* Keys in messages: servd prints the key of a record it refuses, and a pack
+ * is untrusted, so a key must not forge a line or drive a terminal. */
+TEST(escape_for_messages)
+{
+    char out[64];
+    const char key[] = "/a\nservd: FORGED\x1b[31m\x7f.txt";
+    ASSERT_EQ(sf_escape(key, sizeof key - 1, out, sizeof out), sizeof key - 1);
+    ASSERT_STR_EQ(out, "/a\\x0aservd: FORGED\\x1b[31m\\x7f.txt");
+    /* NUL is a byte like the others: the length is given */
+    ASSERT_EQ(sf_escape("a\0b", 3, out, sizeof out), 3);
+    ASSERT_STR_EQ(out, "a\\x00b");
+    /* UTF-8 as it is; bytes outside it one by one; controls as code points */
+    const char *mixed = "caf\xc3\xa9 \xff\xc3 \xc2\x85 \xe2\x80\xae";
+    ASSERT_EQ(sf_escape(mixed, strlen(mixed), out, sizeof out), strlen(mixed));
+    ASSERT_STR_EQ(out, "caf\xc3\xa9 \\xff\\xc3 \\u0085 \\u202e");
+    /* cut before the first character that does not fit, never inside one */
+    ASSERT_EQ(sf_escape("ab\ncd", 5, out, 6), 2);
+    ASSERT_STR_EQ(out, "ab");
+    ASSERT_EQ(sf_escape("ab\xc3\xa9", 4, out, 4), 2);
+    ASSERT_STR_EQ(out, "ab");
+    ASSERT_EQ(sf_escape("ab\xc3\xa9", 4, out, 5), 4);
+    ASSERT_STR_EQ(out, "ab\xc3\xa9");
+}

@@ -40,3 +40,20 @@ TEST(msg_escapes_controls_and_bytes_that_are_not_utf8)
     ASSERT_STR_EQ(escaped("\xe2\x81\xa6x\xe2\x81\xa9"), "\\u2066x\\u2069");
     ASSERT_STR_EQ(escaped("\xd8\x9c|\xe2\x80\xa8|\xe2\x80\xa9"), "\\u061c|\\u2028|\\u2029");
 }
+
+/* A message longer than the escaper's buffer comes out whole, and no
+ * character is split where one piece ends. */
+TEST(msg_escapes_long_text_whole)
+{
+    char in[2000] = "", want[4000] = "", got[4000];
+    for (int i = 0; i < 300; i++) {
+        strcat(in, i % 2 ? "\n\xc3\xa9z" : "ab\xe2\x80\xae");
+        strcat(want, i % 2 ? "\\x0a\xc3\xa9z" : "ab\\u202e");
+    }
+    FILE *f = fmemopen(got, sizeof got, "w");
+    ASSERT(f != NULL);
+    pk_esc_fputs(in, f);
+    fputc('\0', f);
+    fclose(f);
+    ASSERT_STR_EQ(got, want);
+}

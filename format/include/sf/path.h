@@ -57,6 +57,23 @@ size_t sf_utf8_char(const void *s, size_t n, uint32_t *cp);
  *         its start (3 * len is always enough). */
 size_t sf_path_to_url(const char *key, size_t len, char *out, size_t cap);
 
+/* The longest text sf_escape() writes for one character, NUL excluded. */
+#define SF_ESCAPE_CHAR_MAX 6
+
+/* Writes s[0, n) into out as text fit for a one-line message, since keys
+ * and file names are untrusted: every byte below 0x20, 0x7f and every byte
+ * that is not part of well-formed UTF-8 becomes \xNN, and the C1 controls
+ * (U+0080-U+009F), the line and paragraph separators (U+2028, U+2029) and
+ * the bidirectional controls (U+061C, U+200E, U+200F, U+202A-U+202E,
+ * U+2066-U+2069) become \uNNNN, so that the text can neither forge a
+ * second line, nor drive a terminal, nor read as another. Everything else,
+ * '\\' included, is copied.
+ * @param[out] out  cap bytes, cap > SF_ESCAPE_CHAR_MAX; always
+ *                  NUL-terminated, and cut before the first character
+ *                  whose text would not fit
+ * @return the bytes of s written out (n when all of them fit). */
+size_t sf_escape(const void *s, size_t n, char *out, size_t cap);
+
 #ifdef __cplusplus
 }
 #endif
