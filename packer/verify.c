@@ -4,11 +4,14 @@
  * Checks, and names what fails:
  *   - the pack opens (magic, version, meta record, no missing pages);
  *   - every path is a normalised key and its record decodes;
+ *   - no key ends in '/', and a redirect's target is a normalised path;
  *   - every variant's body exists with the recorded length, its ETag is the
  *     one derived from the body key, type and rule headers (from the body
- *     key alone before format minor 2), its h200 starts with the right status
- *     line and Content-Length, its h304 with the 304 status line, and the
- *     negotiable flag matches the number of variants;
+ *     key alone before format minor 2), its header blocks are byte for
+ *     byte the ones servd-pack renders from the entry's fields and the
+ *     Cache-Control and rule lines found in its 200 block (each a value a
+ *     rules file could hold), and the negotiable flag matches the number
+ *     of variants;
  *   - every compressed variant decompresses to exactly the identity body of
  *     the same entry (a pack whose hashes all match can still pair a path
  *     with another file's gzip);
@@ -26,6 +29,7 @@
 #include "decode.h"
 #include "digest.h"
 #include "headers.h"
+#include "rules.h"
 #include "sf/isolate.h"
 #include "sf/path.h"
 
@@ -91,8 +95,178 @@ static int add_ref(verify *v, const uint8_t *key, sf_view path, int enc)
     return 0;
 }
 
+/* The extra header lines that end a stored block, parsed back into the
+ * rule headers they were rendered from. */
+typedef struct extras {
+    pk_header *h;
+    size_t n;
+    char *text; /* the lines, copied: each name and value NUL-terminated */
+} extras;
+
+static void extras_free(extras *x)
+{
+    free(x->h);
+    free(x->text);
+}
+
+/* Parses p[0, n) as lines "Name: value\r\n" that a rule could have made: a
+ * name a rule may set, a value a rule may hold. @return NULL with *x set
+ * (extras_free it in any case), or why not. */
+static const char *extras_parse(const char *p, size_t n, extras *x)
+{
+    memset(x, 0, sizeof *x);
+    if (n == 0)
+        return NULL;
+    if (memchr(p, '\0', n))
+        return "holds a NUL byte";
+    x->text = malloc(n + 1);
+    x->h = calloc(n / 4 + 1, sizeof *x->h); /* a line is at least "a: b\r\n" */
+    if (!x->text || !x->h)
+        return "cannot be checked: out of memory";
+    memcpy(x->text, p, n);
+    x->text[n] = '\0';
+    for (char *s = x->text, *end = x->text + n; s < end;) {
+        char *eol = memmem(s, (size_t)(end - s), "\r\n", 2);
+        if (!eol)
+            return "ends in a line without CRLF";
+        *eol = '\0';
+        char *colon = strstr(s, ": ");
+        if (!colon)
+            return "has a line that is not \"Name: value\"";
+        *colon = '\0';
+        if (!pk_header_name_ok(s) || pk_header_name_reserved(s))
+            return "has a line whose name no rule may set";
+        if (pk_header_value_problem(colon + 2))
+            return "has a line whose value no rule may hold";
+        x->h[x->n].name = s;
+        x->h[x->n].value = colon + 2;
+        x->n++;
+        s = eol + 2;
+    }
+    return NULL;
+}
+
+/* Reports the first line where the stored block got differs from the one
+ * want that the entry's fields render. @return 1 when they differ. */
+static int block_differs(verify *v, sf_view path, const char *enc, const char *which, sf_view got,
+                         const pk_buf *want)
+{
+    if (got.len == want->len && memcmp(got.ptr, want->p, got.len) == 0)
+        return 0;
+    size_t i = 0;
+    while (i < got.len && i < want->len && got.ptr[i] == want->p[i])
+        i++;
+    size_t line = i;
+    while (line > 0 && got.ptr[line - 1] != '\n')
+        line--;
+    const char *g = got.ptr + line, *w = want->p + line;
+    const char *ge = memchr(g, '\n', got.len - line), *we = memchr(w, '\n', want->len - line);
+    int gl = (int)((ge ? (size_t)(ge - g) + 1 : got.len - line));
+    int wl = (int)((we ? (size_t)(we - w) + 1 : want->len - line));
+    problem(v,
+            "%.*s: the %s %s header block is not the one its entry renders: at byte %zu it has "
+            "\"%.*s\" where \"%.*s\" belongs",
+            (int)(path.len > SHOW_PATH ? SHOW_PATH : path.len), path.ptr, enc, which, i,
+            gl > 120 ? 120 : gl, g, wl > 120 ? 120 : wl, w);
+    return 1;
+}
+
+/* Checks every byte of the stored header blocks of var: they must be the
+ * ones servd-pack renders (headers.h) from the entry's type, date and
+ * flags, the variant's encoding, length and ETag, the Cache-Control value
+ * of the 200 block and the rule lines at its end, each of which must be
+ * something a rule could hold. servd sends these bytes as they are. */
+static void check_blocks(verify *v, sf_view path, const sf_entry *e, const sf_variant *var,
+                         int special)
+{
+    int sp = (int)(path.len > SHOW_PATH ? SHOW_PATH : path.len);
+    const char *enc = sf_encoding_name(var->encoding);
+    char *mime = strndup(e->mime.ptr, e->mime.len);
+    char *etag = strndup(var->etag.ptr, var->etag.len);
+    char *cc = NULL;
+    pk_buf fixed = PK_BUF_INIT, b = PK_BUF_INIT;
+    extras x = {0};
+    if (!mime || !etag) {
+        v->oom = 1;
+        goto out;
+    }
+    if (memchr(e->mime.ptr, '\0', e->mime.len) || !pk_mime_type_ok(mime)) {
+        problem(v, "%.*s: its type \"%s\" is not a media type", sp, path.ptr, mime);
+        goto out;
+    }
+    if (special && (var->etag.len || var->h304.len)) {
+        problem(v, "%.*s: the %s variant has an ETag or a 304 block", sp, path.ptr, enc);
+        goto out;
+    }
+    if (!special) {
+        const char *cv;
+        size_t cn;
+        char why[256];
+        if (pk_header_find(var->h200.ptr, var->h200.len, "Cache-Control", &cv, &cn) != 0) {
+            problem(v, "%.*s: the %s 200 header block has no Cache-Control line", sp, path.ptr,
+                    enc);
+            goto out;
+        }
+        if (!(cc = strndup(cv, cn))) {
+            v->oom = 1;
+            goto out;
+        }
+        if (memchr(cv, '\0', cn) || pk_cache_control_problem(cc, why, sizeof why)) {
+            problem(v, "%.*s: the %s Cache-Control value \"%s\" is not one: %s", sp, path.ptr, enc,
+                    cc, memchr(cv, '\0', cn) ? "it holds a NUL byte" : why);
+            goto out;
+        }
+    }
+    pk_rep rep = {.mime = mime,
+                  .cache_control = cc,
+                  .last_modified = e->last_modified,
+                  .negotiable = (e->flags & SF_ENTRY_NEGOTIABLE) != 0};
+    size_t rep_off;
+    /* The fixed lines first: what follows them are the rule lines. */
+    int rc = special ? pk_render_404(&fixed, &rep_off, &rep, var->encoding, var->body_len)
+                     : pk_render_200(&fixed, &rep_off, &rep, var->encoding, var->body_len, etag);
+    if (rc != 0) {
+        problem(v, "%.*s: the %s header blocks cannot be rendered again (its date is out of range)",
+                sp, path.ptr, enc);
+        goto out;
+    }
+    const char *which = special ? "404" : "200";
+    sf_view head = {var->h200.ptr, var->h200.len < fixed.len ? var->h200.len : fixed.len};
+    if (block_differs(v, path, enc, which, head, &fixed))
+        goto out;
+    const char *why = extras_parse(var->h200.ptr + fixed.len, var->h200.len - fixed.len, &x);
+    if (why) {
+        problem(v, "%.*s: the %s %s header block %s after its fixed lines", sp, path.ptr, enc,
+                which, why);
+        goto out;
+    }
+    rep.extra = x.h;
+    rep.nextra = x.n;
+    rc = special ? pk_render_404(&b, &rep_off, &rep, var->encoding, var->body_len)
+                 : pk_render_200(&b, &rep_off, &rep, var->encoding, var->body_len, etag);
+    if (rc != 0) {
+        v->oom = 1;
+        goto out;
+    }
+    if (block_differs(v, path, enc, which, var->h200, &b) || special)
+        goto out;
+    if (pk_render_304(&b, &rep, etag) != 0) {
+        v->oom = 1;
+        goto out;
+    }
+    block_differs(v, path, enc, "304", var->h304, &b);
+out:
+    extras_free(&x);
+    pk_buf_free(&fixed);
+    pk_buf_free(&b);
+    free(cc);
+    free(etag);
+    free(mime);
+}
+
 /* Checks one variant of path (or of the special entry). */
-static void check_variant(verify *v, sf_view path, sf_view mime, const sf_variant *var, int special)
+static void check_variant(verify *v, sf_view path, const sf_entry *e, const sf_variant *var,
+                          int special)
 {
     int sp = (int)(path.len > SHOW_PATH ? SHOW_PATH : path.len);
     const char *enc = sf_encoding_name(var->encoding);
@@ -105,37 +279,40 @@ static void check_variant(verify *v, sf_view path, sf_view mime, const sf_varian
                 (unsigned long long)var->body_len);
     else if (rc != 0)
         problem(v, "%.*s: the %s body cannot be read: %s", sp, path.ptr, enc, sf_strerror(rc));
+    if (add_ref(v, var->body_key, path, var->encoding) != 0)
+        v->oom = 1;
 
     char want[64];
     int n = snprintf(want, sizeof want, "HTTP/1.1 %s\r\nContent-Length: %llu\r\n",
                      special ? "404 Not Found" : "200 OK", (unsigned long long)var->body_len);
     if (var->h200.len < (size_t)n || memcmp(var->h200.ptr, want, (size_t)n) != 0 ||
-        var->rep.ptr != var->h200.ptr + n)
+        var->rep.ptr != var->h200.ptr + n) {
         problem(v,
                 "%.*s: the %s header block does not start with the status line and "
                 "Content-Length %llu",
                 sp, path.ptr, enc, (unsigned long long)var->body_len);
-    if (special)
         return;
-    /* Minor 2 on: from the body key, the type and the rule headers; before:
-     * from the body key alone (digest.h). */
-    char etag[PK_ETAG_SIZE] = "";
-    const char *ex;
-    size_t exn;
-    if (v->minor < 2)
-        pk_etag(var->body_key, etag);
-    else if (pk_extras_of_200(var->h200.ptr, var->h200.len, &ex, &exn) != 0)
-        problem(v, "%.*s: the %s header block has no Accept-Ranges line", sp, path.ptr, enc);
-    else if (pk_etag_rep(var->body_key, mime.ptr, mime.len, ex, exn, etag) != 0)
-        problem(v, "%.*s: the %s ETag cannot be derived: SHA-256 failed", sp, path.ptr, enc);
-    if (etag[0] && (var->etag.len != PK_ETAG_LEN || memcmp(var->etag.ptr, etag, PK_ETAG_LEN) != 0))
-        problem(v, "%.*s: the %s ETag %.*s is not derived from its body, type and headers (%s)", sp,
-                path.ptr, enc, (int)var->etag.len, var->etag.ptr, etag);
-    static const char s304[] = "HTTP/1.1 304 Not Modified\r\n";
-    if (var->h304.len < sizeof s304 - 1 || memcmp(var->h304.ptr, s304, sizeof s304 - 1) != 0)
-        problem(v, "%.*s: the %s 304 header block is malformed", sp, path.ptr, enc);
-    if (add_ref(v, var->body_key, path, var->encoding) != 0)
-        v->oom = 1;
+    }
+    if (!special) {
+        /* Minor 2 on: from the body key, the type and the rule headers;
+         * before: from the body key alone (digest.h). */
+        char etag[PK_ETAG_SIZE] = "";
+        const char *ex;
+        size_t exn;
+        if (v->minor < 2)
+            pk_etag(var->body_key, etag);
+        else if (pk_extras_of_200(var->h200.ptr, var->h200.len, &ex, &exn) != 0)
+            problem(v, "%.*s: the %s header block has no Accept-Ranges line", sp, path.ptr, enc);
+        else if (pk_etag_rep(var->body_key, e->mime.ptr, e->mime.len, ex, exn, etag) != 0)
+            problem(v, "%.*s: the %s ETag cannot be derived: SHA-256 failed", sp, path.ptr, enc);
+        if (etag[0] &&
+            (var->etag.len != PK_ETAG_LEN || memcmp(var->etag.ptr, etag, PK_ETAG_LEN) != 0)) {
+            problem(v, "%.*s: the %s ETag %.*s is not derived from its body, type and headers (%s)",
+                    sp, path.ptr, enc, (int)var->etag.len, var->etag.ptr, etag);
+            return;
+        }
+    }
+    check_blocks(v, path, e, var, special);
 }
 
 /* Checks that every compressed variant of e decodes to its identity body. */
@@ -177,13 +354,21 @@ static int check_path(void *arg, sf_view path, const sf_entry *e)
     v->paths++;
     if (sf_path_check(path.ptr, path.len) != 0)
         problem(v, "%.*s: not a normalised path key", sp, path.ptr);
+    else if (path.ptr[path.len - 1] == '/')
+        problem(v,
+                "%.*s: a key that ends in '/', which no request reaches (servd looks up "
+                "index.html there)",
+                sp, path.ptr);
+    if (e->kind == SF_KIND_REDIRECT && sf_path_check(e->target.ptr, e->target.len) != 0)
+        problem(v, "%.*s: redirects to \"%.*s\", which is not a normalised path", sp, path.ptr,
+                (int)(e->target.len > SHOW_PATH ? SHOW_PATH : e->target.len), e->target.ptr);
     if (e->kind == SF_KIND_FILE) {
         v->identity_bytes += e->variants[0].body_len;
         if (((e->flags & SF_ENTRY_NEGOTIABLE) != 0) != (e->nvariants > 1))
             problem(v, "%.*s: the negotiable flag does not match its %u variants", sp, path.ptr,
                     e->nvariants);
         for (unsigned i = 0; i < e->nvariants; i++)
-            check_variant(v, path, e->mime, &e->variants[i], 0);
+            check_variant(v, path, e, &e->variants[i], 0);
         check_decodes(v, path, e);
     }
     return 0;
@@ -259,7 +444,7 @@ int pk_cmd_verify(const char *site, int quiet)
     if (rc == 0) {
         sf_view name = {"status:404", 10};
         for (unsigned i = 0; i < e.nvariants; i++)
-            check_variant(&v, name, e.mime, &e.variants[i], 1);
+            check_variant(&v, name, &e, &e.variants[i], 1);
         check_decodes(&v, name, &e);
     } else if (rc != SF_ENOTFOUND) {
         problem(&v, "status:404: %s", sf_strerror(rc));

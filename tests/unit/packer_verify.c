@@ -18,6 +18,15 @@ static const char text_a[] = "servd packs a static site into one file and serves
 static const char text_b[] = "servd packs a static site into one file and serves IT. "
                              "servd packs a static site into one file and serves IT.\n";
 
+/* What the next write_pack_etags changes; it resets them. */
+static struct {
+    const pk_header *extra; /* rule headers */
+    size_t nextra;
+    void (*edit)(pk_buf *h200, pk_buf *h304); /* applied to each variant's blocks */
+    const char *key;                          /* the file's key instead of /a.txt */
+    const char *redirect;                     /* adds /r, a redirect to this target */
+} tweak;
+
 /* Writes a one-path pack: /a.txt with identity text_a and a gzip variant
  * made of gz_src (text_a for a good pack). Everything else is consistent,
  * with ETags as format minor 2 derives them, or with body_only_etags as
@@ -41,7 +50,11 @@ static void write_pack_etags(const char *path, const char *gz_src, int body_only
     pk_rep rep = {.mime = "text/plain; charset=utf-8",
                   .cache_control = "no-cache",
                   .last_modified = 1700000000,
-                  .negotiable = 1};
+                  .negotiable = 1,
+                  .extra = tweak.extra,
+                  .nextra = tweak.nextra};
+    pk_buf extras = PK_BUF_INIT;
+    ASSERT_EQ(pk_render_extras(&extras, &rep), 0);
     sf_entry_spec spec = {.kind = SF_KIND_FILE,
                           .flags = SF_ENTRY_NEGOTIABLE,
                           .last_modified = 1700000000,
@@ -52,13 +65,17 @@ static void write_pack_etags(const char *path, const char *gz_src, int body_only
         if (body_only_etags)
             pk_etag(keys[i], etags[i]);
         else
-            ASSERT_EQ(pk_etag_rep(keys[i], rep.mime, strlen(rep.mime), "", 0, etags[i]), 0);
+            ASSERT_EQ(pk_etag_rep(keys[i], rep.mime, strlen(rep.mime), extras.p, extras.len,
+                                  etags[i]),
+                      0);
         sf_variant_spec *vs = &spec.variants[i];
         vs->encoding = i == 0 ? SF_ENC_IDENTITY : SF_ENC_GZIP;
         vs->body_len = lens[i];
         memcpy(vs->body_key, keys[i], SF_KEY_LEN);
         ASSERT_EQ(pk_render_200(&h200[i], &vs->rep_off, &rep, vs->encoding, lens[i], etags[i]), 0);
         ASSERT_EQ(pk_render_304(&h304[i], &rep, etags[i]), 0);
+        if (tweak.edit)
+            tweak.edit(&h200[i], &h304[i]);
         vs->etag = (sf_view){etags[i], strlen(etags[i])};
         vs->h200 = (sf_view){h200[i].p, h200[i].len};
         vs->h304 = (sf_view){h304[i].p, h304[i].len};
@@ -66,31 +83,52 @@ static void write_pack_etags(const char *path, const char *gz_src, int body_only
     uint8_t *rec;
     size_t reclen;
     ASSERT_EQ(sf_entry_encode(&spec, &rec, &reclen), 0);
+    /* the paths in key order, as the pack id takes them */
+    const char *keyv[2] = {tweak.key ? tweak.key : "/a.txt", "/r"};
+    uint8_t *recv[2] = {rec, NULL};
+    size_t recn[2] = {reclen, 0}, npaths = tweak.redirect ? 2 : 1;
+    if (tweak.redirect) {
+        sf_entry_spec r = {.kind = SF_KIND_REDIRECT,
+                           .last_modified = 1700000000,
+                           .target = {tweak.redirect, strlen(tweak.redirect)}};
+        ASSERT_EQ(sf_entry_encode(&r, &recv[1], &recn[1]), 0);
+        if (strcmp(keyv[0], keyv[1]) > 0) {
+            keyv[0] = "/r", keyv[1] = tweak.key;
+            recv[0] = recv[1], recv[1] = rec;
+            recn[0] = recn[1], recn[1] = reclen;
+        }
+    }
     sf_writer *w;
     ASSERT_EQ(sf_writer_open(path, 1 << 20, &w, err, sizeof err), 0);
     for (int i = 0; i < 2; i++)
         ASSERT_EQ(sf_writer_put_body(w, keys[i], bytes[i], lens[i]), 0);
-    ASSERT_EQ(sf_writer_put_path(w, "/a.txt", 6, rec, reclen), 0);
+    for (size_t i = 0; i < npaths; i++)
+        ASSERT_EQ(sf_writer_put_path(w, keyv[i], strlen(keyv[i]), recv[i], recn[i]), 0);
     sf_meta m;
     memset(&m, 0, sizeof m);
     m.created = 1700000000;
-    m.n_paths = 1;
+    m.n_paths = npaths;
     m.n_bodies = 2;
     m.identity_bytes = lens[0];
     m.stored_bytes = lens[0] + lens[1];
     pk_sha *id = pk_sha_new();
     uint8_t d[PK_DIGEST_LEN];
     ASSERT(id != NULL);
-    pk_sha_update(id, "/a.txt", 6);
-    pk_sha_update(id, "", 1);
-    pk_sha_update(id, rec, reclen);
+    for (size_t i = 0; i < npaths; i++) {
+        pk_sha_update(id, keyv[i], strlen(keyv[i]));
+        pk_sha_update(id, "", 1);
+        pk_sha_update(id, recv[i], recn[i]);
+    }
     ASSERT_EQ(pk_sha_final(id, d), 0);
     memcpy(m.pack_id, d, sizeof m.pack_id);
     snprintf(m.packer, sizeof m.packer, "test");
     pk_profile(m.profile);
     ASSERT_EQ(sf_writer_commit(w, &m, err, sizeof err), 0);
-    free(rec);
+    free(recv[0]);
+    free(recv[1]);
     free(gz);
+    pk_buf_free(&extras);
+    memset(&tweak, 0, sizeof tweak);
     for (int i = 0; i < 2; i++) {
         pk_buf_free(&h200[i]);
         pk_buf_free(&h304[i]);
@@ -170,4 +208,100 @@ TEST(verify_decompresses_every_variant)
     ASSERT_EQ(verify_quietly(bad, msg, sizeof msg), PK_EXIT_FAIL);
     if (!strstr(msg, "/a.txt: the gzip variant does not decompress to the identity body"))
         t__fail(__FILE__, __LINE__, "verify said: %s", msg);
+}
+
+/* Replaces the first occurrence of from in b by to. */
+static void swap_text(pk_buf *b, const char *from, const char *to)
+{
+    char *at = memmem(b->p, b->len, from, strlen(from));
+    ASSERT(at != NULL);
+    pk_buf out = PK_BUF_INIT;
+    pk_buf_addf(&out, "%.*s%s%.*s", (int)(at - b->p), b->p, to,
+                (int)(b->p + b->len - at - strlen(from)), at + strlen(from));
+    ASSERT(!pk_buf_failed(&out));
+    pk_buf_free(b);
+    *b = out;
+}
+
+static void etag_line_in_200(pk_buf *h200, pk_buf *h304)
+{
+    (void)h304;
+    swap_text(h200, "ETag: \"", "ETag: \"X");
+}
+
+static void bare_lf_in_304(pk_buf *h200, pk_buf *h304)
+{
+    (void)h200;
+    swap_text(h304, "no-cache\r\n", "no-cache\n");
+}
+
+static void type_line_in_200(pk_buf *h200, pk_buf *h304)
+{
+    (void)h304;
+    swap_text(h200, "text/plain", "text/html");
+}
+
+static void framing_line_at_the_end(pk_buf *h200, pk_buf *h304)
+{
+    pk_buf_adds(h200, "Content-Length: 5\r\n");
+    pk_buf_adds(h304, "Content-Length: 5\r\n");
+}
+
+static void check_fails(const char *path, const char *why)
+{
+    char msg[4096];
+    ASSERT_EQ(verify_quietly(path, msg, sizeof msg), PK_EXIT_FAIL);
+    if (!strstr(msg, why))
+        t__fail(__FILE__, __LINE__, "verify said: %s (wanted: %s)", msg, why);
+}
+
+/* servd sends the header blocks as they are: verify holds every byte of
+ * them to what servd-pack renders from the entry, not just the status line
+ * and Content-Length (found by a review that changed an ETag line, which
+ * verify passed and servd then sent, breaking every revalidation). */
+TEST(verify_checks_every_byte_of_the_header_blocks)
+{
+    char path[2048], msg[4096];
+    snprintf(path, sizeof path, "%s/blocks.lmdb", t_tmpdir());
+    static const pk_header xfo = {"X-Frame-Options", "DENY"};
+    tweak.extra = &xfo;
+    tweak.nextra = 1;
+    write_pack(path, text_a);
+    ASSERT_EQ(verify_quietly(path, msg, sizeof msg), PK_EXIT_OK);
+
+    tweak.edit = etag_line_in_200;
+    write_pack(path, text_a);
+    check_fails(path, "/a.txt: the identity 200 header block is not the one its entry renders");
+    tweak.edit = bare_lf_in_304;
+    write_pack(path, text_a);
+    check_fails(path, "/a.txt: the identity 304 header block is not the one its entry renders");
+    tweak.edit = type_line_in_200;
+    write_pack(path, text_a);
+    check_fails(path, "where \"Content-Type: text/plain; charset=utf-8\\x0d\\x0a\" belongs");
+    /* a line no rule could have made: with ETags of the body alone (minor
+     * 1), the ETag check cannot see it */
+    tweak.edit = framing_line_at_the_end;
+    write_pack_etags(path, text_a, 1);
+    set_minor(path, 1);
+    check_fails(path, "the identity 200 header block has a line whose name no rule may set");
+}
+
+TEST(verify_checks_keys_and_redirect_targets)
+{
+    char path[2048], msg[4096];
+    snprintf(path, sizeof path, "%s/redirects.lmdb", t_tmpdir());
+    tweak.redirect = "/a.txt";
+    write_pack(path, text_a);
+    ASSERT_EQ(verify_quietly(path, msg, sizeof msg), PK_EXIT_OK);
+    const char *bad[] = {"//evil.example/x", "/a\r\nSet-Cookie: x=1", "http://evil.example/",
+                         "/../a.txt", ""};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        tweak.redirect = bad[i];
+        write_pack(path, text_a);
+        check_fails(path, "/r: redirects to");
+    }
+    /* servd looks up index.html under such a key, never the key itself */
+    tweak.key = "/dir/";
+    write_pack(path, text_a);
+    check_fails(path, "/dir/: a key that ends in '/'");
 }
