@@ -139,6 +139,12 @@ static void conn_close(sv_conn *c)
 {
     if (c->state == SV_CS_CLOSED)
         return;
+    /* Queued writes are cancelled now and on_write counts none of them; the
+     * kernel took whatever libuv no longer holds (a response cut off by a
+     * client that went away still sent those bytes). */
+    if (c->wr_queued > queued(c))
+        sv__count(&c->w->ctr->bytes_sent, c->wr_queued - queued(c));
+    c->wr_queued = 0;
     c->state = SV_CS_CLOSED;
     if (c->in_ready) {
         sv__list_del(&c->ready);
@@ -545,6 +551,7 @@ static int queue_rest(sv_conn *c, unsigned n, size_t done, size_t rest)
         sv__count(&w->ctr->errors[SV_ERR_WRITE], 1);
         return -1;
     }
+    c->wr_queued += rest;
     return 0;
 }
 
@@ -675,6 +682,7 @@ static void on_write(uv_write_t *req, int status)
         return;
     }
     sv__count(&w->ctr->bytes_sent, bytes);
+    c->wr_queued -= bytes;
     c->t_active = c->t_progress = uv_now(&w->loop);
     c->in_kernel = 1;
     if (c->state == SV_CS_OPEN && c->paused && queued(c) == 0)
