@@ -193,6 +193,9 @@ static int read_file(pk_file *f, const char *root, char *err, size_t errlen)
         goto out_close;
     }
     close(fd);
+    f->read_size = (uint64_t)after.st_size;
+    f->read_mtim = after.st_mtim;
+    f->read_ctim = after.st_ctim;
     if (pk_svgz_key(f->key, f->key_len) && n >= 2 && p[0] == 0x1f && p[1] == 0x8b) {
         uint8_t *svg;
         size_t svgn;
@@ -222,6 +225,34 @@ static int read_file(pk_file *f, const char *root, char *err, size_t errlen)
 out_close:
     close(fd);
     return -1;
+}
+
+/* Whether every file is still what was read: a file written, replaced or
+ * removed after its read (a deploy step still writing the tree while the
+ * others were compressed) would leave the pack a mix of two states of the
+ * tree. Run just before anything is put in place. @return 0, or -1 with
+ * err naming the file. */
+static int tree_unchanged(const pk_site *s, char *err, size_t errlen)
+{
+    for (size_t i = 0; i < s->n; i++) {
+        const pk_file *f = &s->files[i];
+        struct stat st;
+        if (stat(f->src, &st) != 0) {
+            snprintf(err, errlen, "%s: %s while the site was being packed", f->src,
+                     errno == ENOENT ? "removed" : strerror(errno));
+            return -1;
+        }
+        if ((uint64_t)st.st_dev != f->dev || (uint64_t)st.st_ino != f->ino ||
+            (uint64_t)st.st_size != f->read_size || !same_time(&st.st_mtim, &f->read_mtim) ||
+            !same_time(&st.st_ctim, &f->read_ctim)) {
+            snprintf(err, errlen,
+                     "%s: changed while the site was being packed (after it was read); pack "
+                     "the tree once it is complete",
+                     f->src);
+            return -1;
+        }
+    }
+    return 0;
 }
 
 /* ---- compress / reuse ---- */
@@ -933,6 +964,9 @@ static int write_pack(build *b, pk_stats *st)
     memcpy(meta.pack_id, id, sizeof meta.pack_id);
     snprintf(meta.packer, sizeof meta.packer, "servd-pack %s", SERVD_VERSION);
     pk_profile(meta.profile);
+
+    if (tree_unchanged(s, b->err, sizeof b->err) != 0)
+        goto out_abort;
 
     /* The manifest goes into place first: once the pack is renamed over -o
      * (which may be the previous good pack or the --base), nothing may fail

@@ -16,6 +16,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 typedef struct pk_variant {
     int present;          /* this encoding is stored */
@@ -41,6 +42,11 @@ typedef struct pk_file {
     int cls;                      /* enum pk_class */
     int reused;                   /* compressed variants came from --base */
     pk_variant var[SF_ENC_COUNT]; /* indexed by sf_encoding; var[0] = identity */
+
+    /* What the file was when it was read: it must not move until the pack
+     * is committed (build.c, tree_unchanged). */
+    uint64_t read_size;
+    struct timespec read_mtim, read_ctim;
 } pk_file;
 
 /* Sidecar names kept for the summary: a few show what was skipped, the

@@ -319,8 +319,9 @@ def main():
 
         # The tree changes between the walk and the read (a deploy step still writing
         # it): a file swapped for a link out of the root, for a FIFO (the open must
-        # not wait for a writer), or rewritten in place at the same size. Each is an
-        # error naming the file; none is packed. swap_open.so does the swap.
+        # not wait for a writer), or rewritten in place at the same size, during its
+        # read or after it. Each is an error naming the file; none is packed.
+        # swap_open.so does the swap.
         shim = os.path.join(T.BUILD_DIR, "swap_open.so")
         T.check(os.path.exists(shim), "%s is built with the tests" % shim)
         outside = os.path.join(work, "outside")
@@ -333,6 +334,9 @@ def main():
                 ("link:" + secret, "/b.txt", "replaced while being packed", "b.txt"),
                 ("fifo", "/b.txt", "no longer a regular file", "b.txt"),
                 ("rewrite", "/b.txt", "the file changed while being read", "b.txt"),
+                # rewritten once read, while the rest is compressed: the pack would
+                # hold the old bytes beside files of the new tree
+                ("after", "/b.txt", "changed while the site was being packed", "b.txt"),
                 # a directory swapped for a link while the walk is inside it
                 ("dir:" + outside, "/sub", "reached outside the root", "sub/secret.txt")):
             shutil.rmtree(race, ignore_errors=True)
