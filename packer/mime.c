@@ -305,10 +305,32 @@ int pk_magic_open(pk_magic **out, char *err, size_t errlen)
     return 0;
 }
 
+/* Whether p[0, n) opens as an HTML page: after a UTF-8 BOM and whitespace,
+ * "<!doctype html", "<html", "<head" or "<body" (any case) and then
+ * whitespace or '>', the patterns WHATWG MIME Sniffing (§7.1) gives for a
+ * page's first tag. Asked before libmagic, which calls a page whose lines
+ * each hold one comma text/csv, so that browsers download it. */
+static int opens_as_html(const unsigned char *p, size_t n)
+{
+    static const char *const tags[] = {"<!doctype html", "<html", "<head", "<body"};
+    size_t i = n >= 3 && memcmp(p, "\xef\xbb\xbf", 3) == 0 ? 3 : 0;
+    while (i < n && (p[i] == ' ' || p[i] == '\t' || p[i] == '\n' || p[i] == '\r' || p[i] == '\f'))
+        i++;
+    for (size_t k = 0; k < sizeof tags / sizeof tags[0]; k++) {
+        size_t l = strlen(tags[k]);
+        if (n - i > l && strncasecmp((const char *)p + i, tags[k], l) == 0 &&
+            strchr(" \t\n\r\f>", p[i + l]) && p[i + l] != '\0')
+            return 1;
+    }
+    return 0;
+}
+
 const char *pk_magic_type(pk_magic *m, const void *p, size_t n)
 {
     if (n == 0)
         return "application/octet-stream";
+    if (opens_as_html(p, n))
+        return "text/html";
     const char *t = magic_buffer(m->m, p, n > MAGIC_SNIFF_BYTES ? MAGIC_SNIFF_BYTES : n);
     if (!t || strchr(t, '/') == NULL || strncmp(t, "inode/", 6) == 0 ||
         strcmp(t, "application/x-empty") == 0)

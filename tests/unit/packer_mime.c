@@ -267,4 +267,20 @@ TEST(mime_decide_libmagic_fallback)
     t = decide("/empty", NULL, "", 0);
     ASSERT_STR_EQ(t, "application/octet-stream");
     free(t);
+    /* libmagic 5.44 calls this page text/csv (one comma on each line), and a
+     * browser would download it: a page's first tag decides first */
+    const char *page = "<!doctype html><title>Prices, 2026</title>\n<p>One, two</p>\n"
+                       "<p>Three, four</p>\n<p>Five, six</p>\n<p>Seven, eight</p>\n";
+    t = decide("/prices", NULL, page, strlen(page));
+    ASSERT_STR_EQ(t, "text/html; charset=utf-8");
+    free(t);
+    const char *upper = "\xef\xbb\xbf\r\n  <HTML lang=en><p>a, b\n<p>c, d\n<p>e, f\n";
+    t = decide("/UPPER", NULL, upper, strlen(upper));
+    ASSERT_STR_EQ(t, "text/html; charset=utf-8");
+    free(t);
+    /* a tag name only when it ends there: <htmlx> and prose are not pages */
+    const char *csv = "<htmlx>,1\nb,2\nc,3\nd,4\n";
+    t = decide("/table", NULL, csv, strlen(csv));
+    ASSERT_EQ(strncmp(t, "text/html", 9) != 0, 1);
+    free(t);
 }
