@@ -88,13 +88,14 @@ class Deploy:
         self.servd = None
         self.ids = {}
 
-    def sh(self, script, check=True, cwd=None):
+    def sh(self, script, check=True, cwd=None, reload=None):
         env = dict(os.environ)
         env.update({
             "SERVD_HOME": self.home,
             "SERVD_ADMIN": "127.0.0.1:%d" % self.adm,
             "SERVD_PACK_BIN": st.SERVD_PACK,
-            "SERVD_RELOAD": "kill -HUP %d" % self.servd.proc.pid if self.servd else "false",
+            "SERVD_RELOAD": reload or ("kill -HUP %d" % self.servd.proc.pid if self.servd
+                                       else "false"),
             "LC_ALL": "C",
         })
         env.pop("SOURCE_DATE_EPOCH", None)
@@ -248,6 +249,25 @@ def t_recipe(d):
        "releases after keep 1 (v4 and the live v2)")
     eq(d.healthz(), "ok " + id2, "/healthz after keep")
     d.serves(V2, "after keep")
+
+    # A release that passes verify and is then refused by servd (here: cut short
+    # between verify and the reload, by a reload command that needs the shell): the
+    # link points at it, servd still serves v2. keep spares both; rollback goes back
+    # to v2 although the refused file can no longer be compared with anything.
+    p = d.sh("activate v4", check=False,
+             reload='truncate -s 8192 "$SERVD_HOME/releases/site-v4.lmdb"; kill -HUP %d'
+             % d.servd.proc.pid)
+    ok(p.returncode != 0, "activate of a release servd refuses succeeded")
+    ok("servd does not serve pack" in p.stderr.decode(), "activate says why: %r" % p.stderr)
+    eq((d.live(), d.healthz()), ("releases/site-v4.lmdb", "ok " + id2),
+       "link and pack after the refused activation")
+    d.sh("keep 0")
+    eq(d.releases(), ["site-v%d.%s" % (i, e) for i in (2, 4) for e in ("json", "lmdb")],
+       "keep spares the release servd serves and the link's")
+    d.sh("rollback")
+    eq((d.live(), d.healthz()), ("releases/site-v2.lmdb", "ok " + id2),
+       "link and pack after rolling back from the refused release")
+    d.serves(V2, "after the rollback from a refused release")
     st.get(d.servd.port, "/")  # still answering
     ok(d.servd.alive(), "servd died: %s" % d.servd.read_log())
 
