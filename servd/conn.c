@@ -332,6 +332,13 @@ static void answer(sv_conn *c, sv_request *req, int body_waiting)
      * for the body first keeps both sides in step (RFC 9110 §10.1.1). Not
      * when the body is already arriving (the 100 would be noise), nor for a
      * body servd will not drain: the answer closes instead. */
+    /* A method servd refuses (405, 501) is known from the request line: the
+     * final status goes out at once, without a 100 (RFC 9110 §10.1.1), and
+     * the connection closes, since the client then need not send its body
+     * (curl does not) and servd cannot know where the next request starts. */
+    if (req->expect_continue && c->drain && body_waiting && req->method != SV_M_GET &&
+        req->method != SV_M_HEAD)
+        req->keep_alive = 0;
     if (req->expect_continue && c->drain && body_waiting && req->keep_alive) {
         static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
         w->iov[w->niov].base = (char *)cont;
