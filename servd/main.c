@@ -57,7 +57,7 @@ static const char usage_text[] =
     "      --spa                 answer missing extension-less paths with /index.html\n"
     "      --idle-timeout S      close keep-alive connections idle this long (60)\n"
     "      --header-timeout S    a request head must arrive whole within this (10)\n"
-    "      --send-timeout S      close when a client reads nothing for this long (30)\n"
+    "      --send-timeout S      close when a client reads nothing for this long (60)\n"
     "      --shutdown-timeout S  on SIGTERM, wait at most this for responses in\n"
     "                            flight (10)\n"
     "      --max-conns N         connections per worker; more get 503 (10000)\n"

@@ -44,7 +44,7 @@
 #define SV_DEFAULT_HEADER_MS 10000
 /* Default time a response may make no write progress (client stopped
  * reading) before the connection is closed. */
-#define SV_DEFAULT_SEND_MS 30000
+#define SV_DEFAULT_SEND_MS 60000
 /* Default bound on the graceful stop: responses still in flight after it
  * are cut. */
 #define SV_DEFAULT_SHUTDOWN_MS 10000
