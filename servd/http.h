@@ -90,6 +90,10 @@ typedef struct sv_request {
      * If-(Un)Modified-Since lines make that field invalid. */
     unsigned n_accept_encoding, n_range, n_if_range, n_if_modified_since, n_if_unmodified_since;
     unsigned target_form; /* enum sv_target_form */
+    /* The target holds bytes above 0x7E (raw UTF-8, as curl sends a URL
+     * typed with it): not request-target syntax, so it is answered with a
+     * 301 to the same target percent-encoded (RFC 9112 §3.2). */
+    int target_8bit;
 } sv_request;
 
 /* RFC 9112 §3.2 request-target forms the parser accepts (anything else,

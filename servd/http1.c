@@ -16,8 +16,11 @@
  *   - request-line = method SP request-target SP HTTP-version, single SPs;
  *     method is a token (case-sensitive: GET, HEAD; POST PUT DELETE PATCH
  *     OPTIONS CONNECT TRACE -> SV_M_OTHER (405); any other token ->
- *     SV_M_UNKNOWN (501)); the target holds no whitespace, control, byte
- *     above 0x7E or '#';
+ *     SV_M_UNKNOWN (501)); the target holds no whitespace, control, DEL or
+ *     '#'; bytes above 0x7E are not request-target syntax either, but
+ *     clients send them (curl, given a URL with raw UTF-8): such a target
+ *     is parsed, flagged (target_8bit) and answered with a 301 to its
+ *     percent-encoded form, one of the two answers RFC 9112 §3.2 gives;
  *   - HTTP-version = "HTTP/" DIGIT "." DIGIT, case-sensitive: 1.0 and 1.1;
  *     1.2..1.9 are handled as 1.1 (RFC 9110 §2.5: the highest minor
  *     version we implement); another major -> 505; anything else -> 400;
@@ -378,10 +381,15 @@ static int request_line(const char *p, size_t n, int complete, sv_request *req)
     req->method_tok.len = i;
     size_t t = ++i;
     i += target_span(p + i, n - i);
+    while (i < n && (unsigned char)p[i] > 0x7f) {
+        req->target_8bit = 1; /* raw UTF-8: see the head comment */
+        i++;
+        i += target_span(p + i, n - i);
+    }
     if (i == n)
         return complete ? -400 : MORE;
     if (i == t || p[i] != ' ')
-        return -400; /* empty target, a second SP, '#', control or 8-bit byte */
+        return -400; /* empty target, a second SP, '#', a control or DEL */
     req->target.ptr = p + t;
     req->target.len = i - t;
     i++;
@@ -727,6 +735,7 @@ static void reset(sv_request *req)
     req->n_accept_encoding = req->n_range = req->n_if_range = 0;
     req->n_if_modified_since = req->n_if_unmodified_since = 0;
     req->target_form = 0;
+    req->target_8bit = 0;
 }
 
 /* Finds the end of the line starting at pos: sets *eol to the index of its

@@ -340,6 +340,52 @@ out_too_long:
     return fail(c, 414);
 }
 
+/* A target with raw bytes above 0x7E (c->req->target_8bit): a 301 to the
+ * same path and query with each of those bytes percent-encoded, so that
+ * a client that sent raw UTF-8 is led to the URL it meant (RFC 9112 §3.2
+ * offers this or a 400). A path that is not UTF-8 gets the 400: no
+ * encoding of it could name a file. */
+static int redirect_encoded(ctx *c)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    const sv_request *req = c->req;
+    for (size_t i = 0; i < req->path.len;) {
+        size_t l = sf_utf8_char(req->path.ptr + i, req->path.len - i, NULL);
+        if (l == 0)
+            return fail(c, 400);
+        i += l;
+    }
+    sv_scratch *s = c->scratch;
+    size_t start = s->used, n;
+    if (!sfmt(s, &n, "HTTP/1.1 301 Moved Permanently\r\nLocation: "))
+        return fail(c, 414);
+    const sf_view parts[2] = {req->path, req->query};
+    for (int k = 0; k < 2; k++) {
+        for (size_t i = 0; i < parts[k].len; i++) {
+            unsigned char b = (unsigned char)parts[k].ptr[i];
+            if (sizeof s->buf - s->used < 3)
+                goto out_too_long;
+            if (b > 0x7e) {
+                s->buf[s->used++] = '%';
+                s->buf[s->used++] = hex[b >> 4];
+                s->buf[s->used++] = hex[b & 15];
+            } else {
+                s->buf[s->used++] = (char)b;
+            }
+        }
+    }
+    if (!sfmt(s, &n, "\r\nCache-Control: no-cache\r\nContent-Length: 0\r\n"))
+        goto out_too_long;
+    c->plan->status = 301;
+    add(c->plan, s->buf + start, s->used - start);
+    add(c->plan, c->date, c->date_len);
+    return 0;
+
+out_too_long:
+    s->used = start;
+    return fail(c, 414);
+}
+
 /* ---- files ---- */
 
 static int send_304(ctx *c, const sf_variant *v)
@@ -617,6 +663,8 @@ int sv_respond(const sv_request *req, sf_reader *rd, const sv_site *site, const 
         return fail(&c, 405);
     if (req->method != SV_M_GET && req->method != SV_M_HEAD)
         return fail(&c, 501);
+    if (req->target_8bit)
+        return redirect_encoded(&c);
 
     /* A path answered before from this reader: no normalisation, no LMDB. */
     const sv_cached *hit = sv_pathcache_get(rd, req->path.ptr, req->path.len);

@@ -6,6 +6,7 @@ with 400 (never 200), "/a/../b" == "/b", "/dir" -> 301 "/dir/" keeping the query
 404.html and an exact Content-Length, dotfiles never packed, absolute-form targets, and
 --spa (index.html for missing extension-less paths, still 404 for "x.css")."""
 import os
+import subprocess
 import sys
 from urllib.parse import unquote, urlsplit
 
@@ -114,8 +115,26 @@ def t_bad_percent_escapes_never_200(S):
         ok(r.status in (400, 404), "GET %r: status %d (want 400)" % (t, r.status))
 
 
+def t_raw_utf8_target_is_led_to_its_encoding(S):
+    """Bytes above 0x7E are not request-target syntax (RFC 9112 3.2: answer 400, or 301
+    to the target properly encoded). curl sends a URL's raw UTF-8 query, scripts a raw
+    path: servd answers the 301, whose Location serves, and 400 when the bytes are not
+    UTF-8 (no encoding of them names a file)."""
+    raw = "/caf\u00e9.txt?v=\u00e9".encode("utf-8").decode("latin-1")  # bytes as sent
+    r = raw_get(S.port, raw)
+    eq((r.status, r.get("Location")), (301, "/caf%C3%A9.txt?v=%C3%A9"), "GET raw UTF-8")
+    eq(r.body, b"", "the 301 has no body")
+    expect_file(S, r.get("Location"), "/caf\u00e9.txt", "the Location of the 301")
+    expect_400(S, "/caf\u00e9.txt")  # Latin-1 \xe9 alone: not UTF-8
+    url = "http://127.0.0.1:%d/caf\u00e9.txt?v=\u00e9" % S.port
+    p = subprocess.run(["curl", "-sSL", "--http1.1", url], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=30)
+    eq((p.returncode, p.stdout), (0, S.fixture.files["/caf\u00e9.txt"]),
+       "curl -L of a URL with raw UTF-8 (%s)" % p.stderr.decode())
+
+
 def t_backslash_and_controls_never_200(S):
-    # A raw backslash, DEL or byte >= 0x80 in the target is not valid request-target syntax.
+    # A raw backslash or DEL in the target is not valid request-target syntax.
     for t in (b"/docs\\guide.txt", b"/index.html\x7f"):
         with st.Conn(S.port) as c:
             c.send(b"GET " + t + b" HTTP/1.1\r\nHost: x\r\n\r\n")

@@ -177,6 +177,11 @@ static void check_plan(const sv_request *req, const sv_plan *p)
         if (out[i] == '\r' && (i + 1 >= head || out[i + 1] != '\n'))
             die("bare CR in the head");
     }
+    const char *loc = memmem(out, head, "\r\nLocation: ", 12);
+    if (loc)
+        for (const char *q = loc + 12; *q != '\r'; q++)
+            if ((unsigned char)*q > 0x7e || (unsigned char)*q < 0x21)
+                die("a Location that is not a URI reference (raw byte)");
     const char *v = memmem(out, head, "\r\nVary:", 7);
     if (v && memmem(v + 7, head - (size_t)(v + 7 - out), "\r\nVary:", 7))
         die("two Vary lines");
@@ -229,6 +234,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             die("minor");
         if (req.chunked && req.keep_alive)
             die("chunked body on a kept connection");
+        int high = 0;
+        for (size_t i = 0; i < req.target.len; i++)
+            high |= (unsigned char)req.target.ptr[i] > 0x7e;
+        if (high != req.target_8bit)
+            die("target_8bit does not say whether the target has bytes above 0x7E");
         static sv_scratch scratch;
         static sv_plan plan;
         static sv_site site;
