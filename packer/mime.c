@@ -436,11 +436,15 @@ static int is_utf8_label(const char *s)
     return 0;
 }
 
-/* JSON is UTF-8 by definition and its types define no charset parameter
- * (RFC 8259 §11, and RFC 6839 §3.1 for the +json suffix). */
-static int is_json(const char *base)
+/* Types that define no charset parameter: JSON, UTF-8 by definition
+ * (RFC 8259 §11, RFC 6839 §3.1 for +json), YAML (RFC 9512: "Optional
+ * parameters: N/A"; it finds its own encoding) and TOML (UTF-8 by
+ * definition; IANA lists no parameters). */
+static int no_charset_parameter(const char *base)
 {
-    return strcmp(base, "application/json") == 0 || ends_with(base, "+json");
+    return strcmp(base, "application/json") == 0 || ends_with(base, "+json") ||
+           strcmp(base, "application/yaml") == 0 || ends_with(base, "+yaml") ||
+           strcmp(base, "application/toml") == 0;
 }
 
 char *pk_mime_decide(const char *key, size_t keylen, const char *rule_type, const void *data,
@@ -462,8 +466,8 @@ char *pk_mime_decide(const char *key, size_t keylen, const char *rule_type, cons
          * file's declaration or sniff. */
         char base[TYPE_MAX], named[64];
         base_type(type, base, sizeof base);
-        add_charset = pk_mime_is_text(type) && strchr(type, ';') == NULL && !is_json(base) &&
-                      pk_utf8_valid(data, n);
+        add_charset = pk_mime_is_text(type) && strchr(type, ';') == NULL &&
+                      !no_charset_parameter(base) && pk_utf8_valid(data, n);
         /* An ASCII page can still name another encoding (<meta
          * charset=shift_jis>): it decides how its scripts are decoded and
          * how its forms submit, so the header must not overrule it. */

@@ -193,13 +193,16 @@ TEST(mime_decide_charset_by_type)
     char *t = decide("/a.m3u8", NULL, "#EXTM3U\n", 8);
     ASSERT_STR_EQ(t, "application/vnd.apple.mpegurl");
     free(t);
-    /* JSON types define no charset parameter (RFC 8259 §11). */
+    /* JSON, YAML and TOML types define no charset parameter (RFC 8259 §11,
+     * RFC 9512, IANA's application/toml). */
     static const struct {
         const char *key, *want;
     } json[] = {
         {"/a.gltf", "model/gltf+json"},       {"/a.json", "application/json"},
         {"/a.js.map", "application/json"},    {"/site.webmanifest", "application/manifest+json"},
         {"/a.jsonld", "application/ld+json"}, {"/a.geojson", "application/geo+json"},
+        {"/a.yaml", "application/yaml"},      {"/a.yml", "application/yaml"},
+        {"/a.toml", "application/toml"},
     };
     for (size_t i = 0; i < sizeof json / sizeof json[0]; i++) {
         t = decide(json[i].key, NULL, "{}", 2);
