@@ -335,8 +335,9 @@ static int walk_entry(walk *w, const char *dir, const char *dirkey, const char *
             }
         }
         if (depth + 1 >= PK_WALK_MAX_DEPTH) {
-            snprintf(w->err, w->errlen, "%s: directories nested deeper than %d levels", src,
-                     PK_WALK_MAX_DEPTH);
+            snprintf(w->err, w->errlen,
+                     "%s: a directory %d levels below the root (the limit is %d levels)", src,
+                     depth + 1, PK_WALK_MAX_DEPTH - 1);
             return -1;
         }
         w->stack[depth + 1].dev = st.st_dev;

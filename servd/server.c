@@ -198,8 +198,9 @@ static int port_taken(const sv_addr *a, char *err, size_t errlen)
         setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
     if (bind(fd, (const struct sockaddr *)&a->ss, a->len) != 0 && errno == EADDRINUSE) {
         snprintf(err, errlen,
-                 "cannot listen on %s: %s (another process listens on it; a second servd "
-                 "would share its connections)",
+                 "cannot listen on %s: %s (another socket is bound to it: a server "
+                 "listening there, with which a second servd would share its connections, "
+                 "or a connection from that port)",
                  a->text, strerror(EADDRINUSE));
         taken = 1;
     }

@@ -352,7 +352,7 @@ def t_a_second_servd_on_the_same_port_is_refused():
             rc, out, err = run_servd(["--pack", good_pack(), "--listen",
                                       "%s:%d" % (host, first.port)])
             eq(rc, 1, "second servd on %s:%d: exit status (stderr %r)" % (host, first.port, err))
-            ok("another process listens on it" in err, "the message says why: %r" % err)
+            ok("a server listening there" in err, "the message says why: %r" % err)
         eq(st.get(first.port, "/").status, 200, "the first servd still serves")
 
 
