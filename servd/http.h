@@ -225,7 +225,8 @@ typedef struct sv_scratch {
 } sv_scratch;
 
 /* Decides the response to a parsed request, in this order (respond.c has
- * the details): method (405 / 501), path normalisation (400), lookup
+ * the details): method (405 / 501), a target with raw bytes above 0x7E
+ * (301 to its encoded form, or 400), path normalisation (400), lookup
  * (directory index, trailing-slash 301 keeping the query, SPA fallback, the
  * site's 404 page or a built-in 404), variant choice (406 when nothing is
  * acceptable), conditionals in RFC 9110 §13.2.2 order (412 / 304), ranges

@@ -341,37 +341,41 @@ out_too_long:
 }
 
 /* A target with raw bytes above 0x7E (c->req->target_8bit): a 301 to the
- * same path and query with each of those bytes percent-encoded, so that
- * a client that sent raw UTF-8 is led to the URL it meant (RFC 9112 §3.2
- * offers this or a 400). A path that is not UTF-8 gets the 400: no
- * encoding of it could name a file. */
+ * URL it meant, so that a client that sent raw UTF-8 is led to its
+ * percent-encoded form (RFC 9112 §3.2 offers this or a 400). The path is
+ * normalised first and the Location built from the key, as every redirect
+ * of servd's is: a raw path such as "//evil.example/\xc3\xa9" must not come
+ * back as a protocol-relative URL that leads to another host. The query is
+ * carried over with its bytes above 0x7E encoded. A path that is not UTF-8
+ * (or that normalisation refuses) gets the 400. */
 static int redirect_encoded(ctx *c)
 {
     static const char hex[] = "0123456789ABCDEF";
     const sv_request *req = c->req;
-    for (size_t i = 0; i < req->path.len;) {
-        size_t l = sf_utf8_char(req->path.ptr + i, req->path.len - i, NULL);
-        if (l == 0)
-            return fail(c, 400);
-        i += l;
-    }
+    char key[SF_PATH_MAX];
+    size_t klen;
+    int rc = sf_path_from_target(req->path.ptr, req->path.len, key, sizeof key, &klen);
+    if (rc != 0)
+        return fail(c, rc == SF_ETOOLONG ? 414 : 400);
     sv_scratch *s = c->scratch;
     size_t start = s->used, n;
     if (!sfmt(s, &n, "HTTP/1.1 301 Moved Permanently\r\nLocation: "))
         return fail(c, 414);
-    const sf_view parts[2] = {req->path, req->query};
-    for (int k = 0; k < 2; k++) {
-        for (size_t i = 0; i < parts[k].len; i++) {
-            unsigned char b = (unsigned char)parts[k].ptr[i];
-            if (sizeof s->buf - s->used < 3)
-                goto out_too_long;
-            if (b > 0x7e) {
-                s->buf[s->used++] = '%';
-                s->buf[s->used++] = hex[b >> 4];
-                s->buf[s->used++] = hex[b & 15];
-            } else {
-                s->buf[s->used++] = (char)b;
-            }
+    size_t room = sizeof s->buf - s->used;
+    size_t url = sf_path_to_url(key, klen, s->buf + s->used, room);
+    if (url > room)
+        goto out_too_long;
+    s->used += url;
+    for (size_t i = 0; i < req->query.len; i++) {
+        unsigned char b = (unsigned char)req->query.ptr[i];
+        if (sizeof s->buf - s->used < 3)
+            goto out_too_long;
+        if (b > 0x7e) {
+            s->buf[s->used++] = '%';
+            s->buf[s->used++] = hex[b >> 4];
+            s->buf[s->used++] = hex[b & 15];
+        } else {
+            s->buf[s->used++] = (char)b;
         }
     }
     if (!sfmt(s, &n, "\r\nCache-Control: no-cache\r\nContent-Length: 0\r\n"))

@@ -178,10 +178,13 @@ static void check_plan(const sv_request *req, const sv_plan *p)
             die("bare CR in the head");
     }
     const char *loc = memmem(out, head, "\r\nLocation: ", 12);
-    if (loc)
+    if (loc) {
+        if (loc[12] != '/' || loc[13] == '/' || loc[13] == '\\')
+            die("a Location that is not an absolute path on this host");
         for (const char *q = loc + 12; *q != '\r'; q++)
             if ((unsigned char)*q > 0x7e || (unsigned char)*q < 0x21)
                 die("a Location that is not a URI reference (raw byte)");
+    }
     const char *v = memmem(out, head, "\r\nVary:", 7);
     if (v && memmem(v + 7, head - (size_t)(v + 7 - out), "\r\nVary:", 7))
         die("two Vary lines");

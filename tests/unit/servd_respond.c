@@ -410,6 +410,15 @@ TEST(respond_raw_utf8_target_redirects_to_its_encoding)
     ASSERT_EQ(get("/caf\xc3/", ""), 400);     /* cut short */
     ASSERT_EQ(get("/\xed\xa0\x80", ""), 400); /* a surrogate */
     ASSERT_EQ(run("POST /caf\xc3\xa9/ HTTP/1.1\r\nHost: t\r\n\r\n"), 405);
+    /* the Location is built from the normalised path, as every redirect's:
+     * never a protocol-relative URL to another host */
+    ASSERT_EQ(get("//evil.example/x\xc3\xa9?v=\xc3\xa9", ""), 301);
+    ASSERT_EQ(has_header("\r\nLocation: /evil.example/x%C3%A9?v=%C3%A9\r\n"), 1);
+    ASSERT_EQ(get("http://t//evil.example/\xc3\xa9", ""), 301);
+    ASSERT_EQ(has_header("\r\nLocation: /evil.example/%C3%A9\r\n"), 1);
+    ASSERT_EQ(get("/./a/../\xc3\xa9/", ""), 301);
+    ASSERT_EQ(has_header("\r\nLocation: /%C3%A9/\r\n"), 1);
+    ASSERT_EQ(get("/\\evil.example/\xc3\xa9", ""), 400); /* browsers read "/\\" as "//" */
     /* too long to encode in the scratch buffer: 414, as for any redirect */
     static char t[2000];
     t[0] = '/';
