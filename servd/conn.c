@@ -141,7 +141,8 @@ static void conn_close(sv_conn *c)
         return;
     /* Queued writes are cancelled now and on_write counts none of them; the
      * kernel took whatever libuv no longer holds (a response cut off by a
-     * client that went away still sent those bytes). */
+     * client that went away still sent those bytes). Exact when the close
+     * comes from anywhere but a failed write (see on_write). */
     if (c->wr_queued > queued(c))
         sv__count(&c->w->ctr->bytes_sent, c->wr_queued - queued(c));
     c->wr_queued = 0;
@@ -683,13 +684,17 @@ static void on_write(uv_write_t *req, int status)
     if (c->state == SV_CS_CLOSED)
         return;
     sv_worker *w = c->w;
+    c->wr_queued -= bytes;
     if (status < 0) {
+        /* libuv has already dropped the unwritten rest of this write from
+         * write_queue_size, so how much of it went out is unknown: none of
+         * it is counted (conn_close counts the writes queued after it,
+         * which are all still there: none). */
         sv__count(&w->ctr->errors[SV_ERR_WRITE], 1);
         conn_close(c);
         return;
     }
     sv__count(&w->ctr->bytes_sent, bytes);
-    c->wr_queued -= bytes;
     c->t_active = c->t_progress = uv_now(&w->loop);
     c->in_kernel = 1;
     if (c->state == SV_CS_OPEN && c->paused && queued(c) == 0)
