@@ -9,9 +9,11 @@
  *     one derived from the body key, type and rule headers (from the body
  *     key alone before format minor 2), its header blocks are byte for
  *     byte the ones servd-pack renders from the entry's fields and the
- *     Cache-Control and rule lines found in its 200 block (each a value a
- *     rules file could hold), and the negotiable flag matches the number
- *     of variants;
+ *     Cache-Control and rule lines found in its 200 block (valid header
+ *     lines, none of a header servd-pack writes itself; today's policies
+ *     of the rules - the RFC 9111 check, no digests or Age - are not
+ *     applied, so older releases still verify), and the negotiable flag
+ *     matches the number of variants;
  *   - every compressed variant decompresses to exactly the identity body of
  *     the same entry (a pack whose hashes all match can still pair a path
  *     with another file's gzip);
@@ -134,10 +136,13 @@ static const char *extras_parse(const char *p, size_t n, extras *x)
         if (!colon)
             return "has a line that is not \"Name: value\"";
         *colon = '\0';
-        if (!pk_header_name_ok(s) || pk_header_name_reserved(s))
-            return "has a line whose name no rule may set";
+        /* what servd-pack renders itself, or framing (reserved 1); names
+         * today's rules refuse as a policy (digests, Age: 2) are let be,
+         * so that a release packed before that policy still verifies */
+        if (!pk_header_name_ok(s) || pk_header_name_reserved(s) == 1)
+            return "has a line whose name servd-pack writes itself or that is not a token";
         if (pk_header_value_problem(colon + 2))
-            return "has a line whose value no rule may hold";
+            return "has a line whose value no header may hold";
         x->h[x->n].name = s;
         x->h[x->n].value = colon + 2;
         x->n++;
@@ -201,7 +206,6 @@ static void check_blocks(verify *v, sf_view path, const sf_entry *e, const sf_va
     if (!special) {
         const char *cv;
         size_t cn;
-        char why[256];
         if (pk_header_find(var->h200.ptr, var->h200.len, "Cache-Control", &cv, &cn) != 0) {
             problem(v, "%.*s: the %s 200 header block has no Cache-Control line", sp, path.ptr,
                     enc);
@@ -211,9 +215,11 @@ static void check_blocks(verify *v, sf_view path, const sf_entry *e, const sf_va
             v->oom = 1;
             goto out;
         }
-        if (memchr(cv, '\0', cn) || pk_cache_control_problem(cc, why, sizeof why)) {
-            problem(v, "%.*s: the %s Cache-Control value \"%s\" is not one: %s", sp, path.ptr, enc,
-                    cc, memchr(cv, '\0', cn) ? "it holds a NUL byte" : why);
+        /* a header value; not the rules' RFC 9111 check, a policy newer
+         * than some packs that may still be rolled back to */
+        const char *bad = memchr(cv, '\0', cn) ? "holds a NUL byte" : pk_header_value_problem(cc);
+        if (bad) {
+            problem(v, "%.*s: the %s Cache-Control value \"%s\" %s", sp, path.ptr, enc, cc, bad);
             goto out;
         }
     }
@@ -226,7 +232,9 @@ static void check_blocks(verify *v, sf_view path, const sf_entry *e, const sf_va
     int rc = special ? pk_render_404(&fixed, &rep_off, &rep, var->encoding, var->body_len)
                      : pk_render_200(&fixed, &rep_off, &rep, var->encoding, var->body_len, etag);
     if (rc != 0) {
-        problem(v, "%.*s: the %s header blocks cannot be rendered again (its date is out of range)",
+        problem(v,
+                "%.*s: the %s header blocks cannot be rendered again (a date out of range, or "
+                "out of memory)",
                 sp, path.ptr, enc);
         goto out;
     }

@@ -65,9 +65,9 @@ static void write_pack_etags(const char *path, const char *gz_src, int body_only
         if (body_only_etags)
             pk_etag(keys[i], etags[i]);
         else
-            ASSERT_EQ(pk_etag_rep(keys[i], rep.mime, strlen(rep.mime), extras.p, extras.len,
-                                  etags[i]),
-                      0);
+            ASSERT_EQ(
+                pk_etag_rep(keys[i], rep.mime, strlen(rep.mime), extras.p, extras.len, etags[i]),
+                0);
         sf_variant_spec *vs = &spec.variants[i];
         vs->encoding = i == 0 ? SF_ENC_IDENTITY : SF_ENC_GZIP;
         vs->body_len = lens[i];
@@ -283,7 +283,8 @@ TEST(verify_checks_every_byte_of_the_header_blocks)
     tweak.edit = framing_line_at_the_end;
     write_pack_etags(path, text_a, 1);
     set_minor(path, 1);
-    check_fails(path, "the identity 200 header block has a line whose name no rule may set");
+    check_fails(path, "the identity 200 header block has a line whose name servd-pack writes "
+                      "itself");
 }
 
 TEST(verify_checks_keys_and_redirect_targets)

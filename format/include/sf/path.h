@@ -4,11 +4,12 @@
  * function is what guarantees that every packed file is reachable under
  * exactly one key and that nothing else is.
  *
- * A normalised key:
- *   - starts with '/', never contains NUL, '\\', control bytes, an empty
+ * A normalised path:
+ *   - starts with '/', never contains NUL, '\\', C0 controls, DEL, an empty
  *     segment ("//"), a "." or a ".." segment;
  *   - is valid UTF-8 (no overlong forms, no surrogates, nothing above U+10FFFF);
- *   - ends with '/' only when it names a directory ("/", "/docs/").
+ *   - ends with '/' when a request names a directory ("/", "/docs/"); a
+ *     key in a pack never does (servd looks up index.html there).
  */
 #ifndef SF_PATH_H
 #define SF_PATH_H
