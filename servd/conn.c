@@ -332,11 +332,10 @@ static void answer(sv_conn *c, sv_request *req, int body_waiting)
      * sending it: the body servd drains would be the next request. Asking
      * for the body first keeps both sides in step (RFC 9110 §10.1.1). Not
      * when the body is already arriving (the 100 would be noise), nor for a
-     * body servd will not drain: the answer closes instead. */
-    /* A method servd refuses (405, 501) is known from the request line: the
-     * final status goes out at once, without a 100 (RFC 9110 §10.1.1), and
-     * the connection closes, since the client then need not send its body
-     * (curl does not) and servd cannot know where the next request starts. */
+     * body servd will not drain: the answer closes instead. Nor for a method
+     * servd refuses (405, 501): that status is known from the request line,
+     * so it goes out at once (§10.1.1 again) and the connection closes,
+     * since the client then need not send its body (curl does not). */
     if (req->expect_continue && c->drain && body_waiting && req->method != SV_M_GET &&
         req->method != SV_M_HEAD)
         req->keep_alive = 0;

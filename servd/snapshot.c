@@ -29,6 +29,13 @@
 /* Room for a key in a message, escaped (sf_escape): longer ones are cut. */
 #define SV_SHOW_KEY 256
 
+/* name, a key from the pack (untrusted bytes), as text for a message. */
+static const char *shown(sf_view name, char buf[SV_SHOW_KEY])
+{
+    sf_escape(name.ptr, name.len, buf, SV_SHOW_KEY);
+    return buf;
+}
+
 /* Snapshots open right now, over all threads. */
 static atomic_long live_snapshots;
 
@@ -48,13 +55,12 @@ static int check_entry(struct check_ctx *c, const char *what, sf_view name, cons
                        int is404)
 {
     char show[SV_SHOW_KEY];
-    sf_escape(name.ptr, name.len, show, sizeof show); /* key bytes are untrusted */
     if (e->kind == SF_KIND_REDIRECT) {
         if (sf_path_check(e->target.ptr, e->target.len) != 0) {
             snprintf(c->err, c->errlen,
                      "%s: corrupt pack: %s %s redirects to something that is not a normalised "
                      "path",
-                     c->file, what, show);
+                     c->file, what, shown(name, show));
             return SF_ECORRUPT;
         }
         return 0;
@@ -62,7 +68,7 @@ static int check_entry(struct check_ctx *c, const char *what, sf_view name, cons
     if (e->kind != SF_KIND_FILE || e->nvariants < 1 || e->nvariants > SF_ENC_COUNT ||
         e->variants[0].encoding != SF_ENC_IDENTITY) {
         snprintf(c->err, c->errlen, "%s: corrupt pack: %s %s has a malformed entry", c->file, what,
-                 show);
+                 shown(name, show));
         return SF_ECORRUPT;
     }
     for (unsigned i = 0; i < e->nvariants; i++) {
@@ -71,14 +77,14 @@ static int check_entry(struct check_ctx *c, const char *what, sf_view name, cons
         if (!sf_encoding_name(v->encoding) || v->h200.len == 0 ||
             (!is404 && (v->h304.len == 0 || v->etag.len < 2))) {
             snprintf(c->err, c->errlen, "%s: corrupt pack: %s %s has a malformed %s variant",
-                     c->file, what, show,
+                     c->file, what, shown(name, show),
                      sf_encoding_name(v->encoding) ? sf_encoding_name(v->encoding) : "unknown");
             return SF_ECORRUPT;
         }
         int rc = sf_body(c->rd, v, &body);
         if (rc != 0) {
             snprintf(c->err, c->errlen, "%s: corrupt pack: the %s body of %s %s is %s", c->file,
-                     sf_encoding_name(v->encoding), what, show,
+                     sf_encoding_name(v->encoding), what, shown(name, show),
                      rc == SF_ENOTFOUND  ? "missing"
                      : rc == SF_ECORRUPT ? "not of its recorded length"
                                          : "unreadable");
@@ -93,9 +99,8 @@ static int check_path(void *arg, sf_view path, const sf_entry *e)
     struct check_ctx *c = arg;
     if (sf_path_check(path.ptr, path.len) != 0) {
         char show[SV_SHOW_KEY];
-        sf_escape(path.ptr, path.len, show, sizeof show);
         snprintf(c->err, c->errlen, "%s: corrupt pack: key %s is not a normalised path", c->file,
-                 show);
+                 shown(path, show));
         return SF_ECORRUPT;
     }
     c->n++;
