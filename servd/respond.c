@@ -287,6 +287,29 @@ static int negotiate(const sv_request *req, const sf_entry *e)
 
 /* ---- redirects ---- */
 
+/* Appends the query q (from '?' on, or empty) to s, its bytes above 0x7E
+ * percent-encoded: only a raw UTF-8 target has any (redirect_encoded).
+ * @return 0, or -1 when it does not fit (s unchanged then). */
+static int add_query(sv_scratch *s, sf_view q)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t used = s->used;
+    for (size_t i = 0; i < q.len; i++) {
+        unsigned char b = (unsigned char)q.ptr[i];
+        if (sizeof s->buf - used < 3)
+            return -1;
+        if (b > 0x7e) {
+            s->buf[used++] = '%';
+            s->buf[used++] = hex[b >> 4];
+            s->buf[used++] = hex[b & 15];
+        } else {
+            s->buf[used++] = (char)b;
+        }
+    }
+    s->used = used;
+    return 0;
+}
+
 /* 301 to a normalised key (+ "/" when add_slash) followed by the raw query.
  * The Location is built from the key (sf_path_to_url) rather than from
  * the raw target: the raw "//evil.example" normalises to the key
@@ -322,8 +345,8 @@ static int redirect(ctx *c, const char *key, size_t klen, int add_slash, const s
     if (url > room)
         goto out_too_long;
     s->used += url;
-    const sf_view q = c->req->query;
-    if (!sfmt(s, &n, "%s%.*s\r\nCache-Control: ", add_slash ? "/" : "", (int)q.len, q.ptr))
+    if ((add_slash && !sfmt(s, &n, "/")) || add_query(s, c->req->query) != 0 ||
+        !sfmt(s, &n, "\r\nCache-Control: "))
         goto out_too_long;
     /* the policy goes out from where it lies (the map, or a literal), so a
      * long one costs no scratch room */
@@ -342,52 +365,19 @@ out_too_long:
 
 /* A target with raw bytes above 0x7E (c->req->target_8bit): a 301 to the
  * URL it meant, so that a client that sent raw UTF-8 is led to its
- * percent-encoded form (RFC 9112 §3.2 offers this or a 400). The path is
- * normalised first and the Location built from the key, as every redirect
- * of servd's is: a raw path such as "//evil.example/\xc3\xa9" must not come
- * back as a protocol-relative URL that leads to another host. The query is
- * carried over with its bytes above 0x7E encoded. A path that is not UTF-8
- * (or that normalisation refuses) gets the 400. */
+ * percent-encoded form (RFC 9112 §3.2 offers this or a 400). Like every
+ * redirect of servd's, the Location is built from the normalised key: a
+ * raw path such as "//evil.example/\xc3\xa9" must not come back as a
+ * protocol-relative URL that leads to another host. A path that is not
+ * UTF-8 (or that normalisation refuses) gets the 400. */
 static int redirect_encoded(ctx *c)
 {
-    static const char hex[] = "0123456789ABCDEF";
-    const sv_request *req = c->req;
     char key[SF_PATH_MAX];
     size_t klen;
-    int rc = sf_path_from_target(req->path.ptr, req->path.len, key, sizeof key, &klen);
+    int rc = sf_path_from_target(c->req->path.ptr, c->req->path.len, key, sizeof key, &klen);
     if (rc != 0)
         return fail(c, rc == SF_ETOOLONG ? 414 : 400);
-    sv_scratch *s = c->scratch;
-    size_t start = s->used, n;
-    if (!sfmt(s, &n, "HTTP/1.1 301 Moved Permanently\r\nLocation: "))
-        return fail(c, 414);
-    size_t room = sizeof s->buf - s->used;
-    size_t url = sf_path_to_url(key, klen, s->buf + s->used, room);
-    if (url > room)
-        goto out_too_long;
-    s->used += url;
-    for (size_t i = 0; i < req->query.len; i++) {
-        unsigned char b = (unsigned char)req->query.ptr[i];
-        if (sizeof s->buf - s->used < 3)
-            goto out_too_long;
-        if (b > 0x7e) {
-            s->buf[s->used++] = '%';
-            s->buf[s->used++] = hex[b >> 4];
-            s->buf[s->used++] = hex[b & 15];
-        } else {
-            s->buf[s->used++] = (char)b;
-        }
-    }
-    if (!sfmt(s, &n, "\r\nCache-Control: no-cache\r\nContent-Length: 0\r\n"))
-        goto out_too_long;
-    c->plan->status = 301;
-    add(c->plan, s->buf + start, s->used - start);
-    add(c->plan, c->date, c->date_len);
-    return 0;
-
-out_too_long:
-    s->used = start;
-    return fail(c, 414);
+    return redirect(c, key, klen, 0, NULL);
 }
 
 /* ---- files ---- */
