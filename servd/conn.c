@@ -48,6 +48,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "tcpinfo.h"
 
 #define STREAM(c) ((uv_stream_t *)&(c)->tcp)
 
@@ -135,6 +136,13 @@ static size_t queued(sv_conn *c)
     return STREAM(c)->write_queue_size;
 }
 
+/* Counts n response bytes of c as written (servd_bytes_sent_total). */
+static void count_sent(sv_conn *c, uint64_t n)
+{
+    sv__count(&c->w->ctr->bytes_sent, n);
+    c->sent += n;
+}
+
 static void conn_close(sv_conn *c)
 {
     if (c->state == SV_CS_CLOSED)
@@ -144,7 +152,7 @@ static void conn_close(sv_conn *c)
      * client that went away still sent those bytes). Exact when the close
      * comes from anywhere but a failed write (see on_write). */
     if (c->wr_queued > queued(c))
-        sv__count(&c->w->ctr->bytes_sent, c->wr_queued - queued(c));
+        count_sent(c, c->wr_queued - queued(c));
     c->wr_queued = 0;
     c->state = SV_CS_CLOSED;
     if (c->in_ready) {
@@ -659,7 +667,7 @@ static void flush(sv_conn *c)
             done = (size_t)r;
         }
         if (done) {
-            sv__count(&w->ctr->bytes_sent, done);
+            count_sent(c, done);
             c->t_active = uv_now(&w->loop);
             c->in_kernel = 1;
         }
@@ -686,14 +694,21 @@ static void on_write(uv_write_t *req, int status)
     c->wr_queued -= bytes;
     if (status < 0) {
         /* libuv has already dropped the unwritten rest of this write from
-         * write_queue_size, so how much of it went out is unknown: none of
-         * it is counted (conn_close counts the writes queued after it,
-         * which are all still there: none). */
+         * write_queue_size, so it does not say how much of the write went
+         * out. The client's acknowledgements do: what it acknowledged
+         * beyond the bytes counted so far came from this write (the part
+         * the kernel still held unacknowledged when the reset came is not
+         * counted). conn_close then counts nothing of the writes queued
+         * after this one, which are all still there. */
+        uv_os_fd_t fd;
+        uint64_t acked = uv_fileno((uv_handle_t *)&c->tcp, &fd) == 0 ? sv_tcp_bytes_acked(fd) : 0;
+        if (acked > c->sent)
+            count_sent(c, acked - c->sent < bytes ? acked - c->sent : bytes);
         sv__count(&w->ctr->errors[SV_ERR_WRITE], 1);
         conn_close(c);
         return;
     }
-    sv__count(&w->ctr->bytes_sent, bytes);
+    count_sent(c, bytes);
     c->t_active = c->t_progress = uv_now(&w->loop);
     c->in_kernel = 1;
     if (c->state == SV_CS_OPEN && c->paused && queued(c) == 0)

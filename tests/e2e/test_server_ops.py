@@ -200,13 +200,15 @@ def t_bytes_sent_counts_a_response_the_client_cut_off():
         ok(got <= sent <= got + slack,
            "bytes sent %d for a response the client read %d bytes of (slack %d)"
            % (sent, got, slack))
-        # after Connection: close servd reads no more: it learns of it from a failed
-        # write, and must not count the unwritten rest of the response then
-        m0 = metrics(adm)
-        got = cut_download(s.port, 1024 * 1024, [("Connection", "close")])
-        sent = wait_closed(adm)["servd_bytes_sent_total"] - m0["servd_bytes_sent_total"]
-        ok(0 < sent <= got + slack, "bytes sent %d after a failed write, the client read %d "
-           "(slack %d, file %d)" % (sent, got, slack, len(FILES["/big.bin"])))
+        # after Connection: close servd reads no more: it learns of the reset from a
+        # failed write, whose progress libuv does not report; the client's
+        # acknowledgements say how much went out, and the unwritten rest must not count
+        for want in (1024 * 1024, 8 * 1024 * 1024):
+            m0 = metrics(adm)
+            got = cut_download(s.port, want, [("Connection", "close")])
+            sent = wait_closed(adm)["servd_bytes_sent_total"] - m0["servd_bytes_sent_total"]
+            ok(got <= sent <= got + slack, "bytes sent %d after a failed write, the client "
+               "read %d (slack %d, file %d)" % (sent, got, slack, len(FILES["/big.bin"])))
 
 
 def t_admin_answers_what_it_refuses_before_it_closes():
