@@ -111,9 +111,10 @@ static void extras_free(extras *x)
     free(x->text);
 }
 
-/* Parses p[0, n) as lines "Name: value\r\n" that a rule could have made: a
- * name a rule may set, a value a rule may hold. @return NULL with *x set
- * (extras_free it in any case), or why not. */
+/* Parses p[0, n) as header lines "Name: value\r\n": a token name that
+ * servd-pack does not write itself and a value without controls (not
+ * today's stricter rules policies: see check_blocks). @return NULL with *x
+ * set (extras_free it in any case), or why not. */
 static const char *extras_parse(const char *p, size_t n, extras *x)
 {
     memset(x, 0, sizeof *x);
@@ -179,8 +180,8 @@ static int block_differs(verify *v, sf_view path, const char *enc, const char *w
 /* Checks every byte of the stored header blocks of var: they must be the
  * ones servd-pack renders (headers.h) from the entry's type, date and
  * flags, the variant's encoding, length and ETag, the Cache-Control value
- * of the 200 block and the rule lines at its end, each of which must be
- * something a rule could hold. servd sends these bytes as they are. */
+ * of the 200 block and the rule lines at its end, each of which must be a
+ * valid header line (extras_parse). servd sends these bytes as they are. */
 static void check_blocks(verify *v, sf_view path, const sf_entry *e, const sf_variant *var,
                          int special)
 {

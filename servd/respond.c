@@ -5,6 +5,9 @@
  * tests/unit/servd_respond.c):
  *   1. method: SV_M_OTHER -> 405 with "Allow: GET, HEAD" (OPTIONS is not
  *      implemented); SV_M_UNKNOWN -> 501;
+ *   1a. a target with raw bytes above 0x7E (req->target_8bit): the path
+ *      normalised as in 2 (and answered as there when that fails), then a
+ *      301 to its key percent-encoded, the query's raw bytes encoded too;
  *   2. path: sf_path_from_target() (the one normalisation shared with the
  *      packer): SF_EPATH -> 400; SF_ETOOLONG (a decoded path longer than any
  *      key can be) -> 404: the request line was within SV_MAX_REQUEST_LINE,
@@ -369,14 +372,18 @@ out_too_long:
  * redirect of servd's, the Location is built from the normalised key: a
  * raw path such as "//evil.example/\xc3\xa9" must not come back as a
  * protocol-relative URL that leads to another host. A path that is not
- * UTF-8 (or that normalisation refuses) gets the 400. */
+ * UTF-8 (or that normalisation refuses) gets the 400, one longer than any
+ * key the 404, as in sv_respond. */
+static int not_found(ctx *c);
 static int redirect_encoded(ctx *c)
 {
     char key[SF_PATH_MAX];
     size_t klen;
     int rc = sf_path_from_target(c->req->path.ptr, c->req->path.len, key, sizeof key, &klen);
+    if (rc == SF_ETOOLONG || (rc == 0 && klen > SF_KEY_MAX))
+        return not_found(c); /* longer than any key: it names nothing */
     if (rc != 0)
-        return fail(c, rc == SF_ETOOLONG ? 414 : 400);
+        return fail(c, 400);
     return redirect(c, key, klen, 0, NULL);
 }
 
