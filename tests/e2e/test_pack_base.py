@@ -36,8 +36,13 @@ def main():
         full2_t, p = timed(["build", root, "-o", new_full, "-q"], env)
         T.eq(p.returncode, 0, "second full pack: " + p.stderr.decode())
         new_base = os.path.join(work, "new-base.lmdb")
-        base_t, p = timed(["build", root, "-o", new_base, "--base", old], env)
-        T.eq(p.returncode, 0, "pack with --base: " + p.stderr.decode())
+        # the best of three, as the full pack is the better of two: one run on a busy
+        # machine can take a scheduling hiccup that is a large share of 0.6 s
+        base_t = None
+        for _ in range(3):
+            t, p = timed(["build", root, "-o", new_base, "--base", old], env)
+            T.eq(p.returncode, 0, "pack with --base: " + p.stderr.decode())
+            base_t = t if base_t is None else min(base_t, t)
         summary = p.stderr.decode()
         T.check("reused from --base:" in summary, "summary mentions reuse: " + summary)
         n_files = len(T.ls_json(new_base))
