@@ -10,15 +10,14 @@
 #include "commands.h"
 #include "compress.h"
 #include "pool.h"
+#include "sf/stdfds.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 static const char usage_text[] =
     "usage: servd-pack build WEBROOT -o SITE.lmdb [--rules RULES.json] [--manifest OUT.json]\n"
@@ -294,27 +293,9 @@ static int want_args(int argc, int n, const char *cmd, const char *names)
     return PK_EXIT_USAGE;
 }
 
-/* Opens /dev/null on any of descriptors 0-2 that is closed (started as
- * `prog <&- >&- 2>&-`): otherwise the next file opened takes its number,
- * and messages meant for stderr land in it. @return 0, or -1. */
-static int std_fds_open(void)
-{
-    for (int fd = 0; fd <= 2; fd++) {
-        if (fcntl(fd, F_GETFD) != -1 || errno != EBADF)
-            continue;
-        int n = open("/dev/null", O_RDWR);
-        if (n != fd) { /* the lowest free number: fd, unless open failed */
-            if (n >= 0)
-                close(n);
-            return -1;
-        }
-    }
-    return 0;
-}
-
 int main(int argc, char **argv)
 {
-    if (std_fds_open() != 0)
+    if (sf_std_fds_open() != 0)
         return PK_EXIT_FAIL; /* nowhere to say why */
     /* stderr is unbuffered: escaped text (pk_esc_fputs) would go out a byte
      * at a time, and a reader - a log, a script waiting for a message,

@@ -10,7 +10,6 @@
  * error (including an unknown --user).
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <sched.h>
 #include <signal.h>
@@ -21,6 +20,7 @@
 
 #include "activation.h"
 #include "sf/isolate.h"
+#include "sf/stdfds.h"
 #include "embedded.h"
 #include "mapguard.h"
 #include "privdrop.h"
@@ -191,27 +191,9 @@ enum {
     OPT_WATCH_INTERVAL,
 };
 
-/* Opens /dev/null on any of descriptors 0-2 that is closed (started as
- * `prog <&- >&- 2>&-`): otherwise the next file opened takes its number,
- * and messages meant for stderr land in it. @return 0, or -1. */
-static int std_fds_open(void)
-{
-    for (int fd = 0; fd <= 2; fd++) {
-        if (fcntl(fd, F_GETFD) != -1 || errno != EBADF)
-            continue;
-        int n = open("/dev/null", O_RDWR);
-        if (n != fd) { /* the lowest free number: fd, unless open failed */
-            if (n >= 0)
-                close(n);
-            return -1;
-        }
-    }
-    return 0;
-}
-
 int main(int argc, char **argv)
 {
-    if (std_fds_open() != 0)
+    if (sf_std_fds_open() != 0)
         return 1; /* nowhere to say why */
     /* Internal: the child that walks a new pack before the server maps it
      * (snapshot.c, sf/isolate.h). Prints the reason for a refusal. */
