@@ -182,8 +182,7 @@ static void route(aconn *c, const sv_request *req)
         char id[33], body[64];
         sv_metrics_pack_id(c->a->m, id);
         int stopping = atomic_load(c->a->stopping);
-        const atomic_int *cut_flag = atomic_load(&c->a->m->pack_cut);
-        int cut = cut_flag && atomic_load_explicit(cut_flag, memory_order_relaxed);
+        int cut = sv_metrics_pack_cut(c->a->m);
         int n = snprintf(body, sizeof body, "%s %s\n",
                          stopping ? "stopping"
                          : cut    ? "pack-written-in-place"

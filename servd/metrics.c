@@ -39,7 +39,7 @@ void sv_metrics_free(sv_metrics *m)
 }
 
 void sv_metrics_set_pack(sv_metrics *m, const char *id_hex, const char *path, int64_t loaded_at,
-                         uint64_t paths)
+                         uint64_t paths, const atomic_int *cut)
 {
     pthread_mutex_lock(&m->lock);
     snprintf(m->pack_id, sizeof m->pack_id, "%s", id_hex);
@@ -47,6 +47,13 @@ void sv_metrics_set_pack(sv_metrics *m, const char *id_hex, const char *path, in
     m->pack_loaded_at = loaded_at;
     m->pack_paths = paths;
     pthread_mutex_unlock(&m->lock);
+    atomic_store(&m->pack_cut, cut);
+}
+
+int sv_metrics_pack_cut(sv_metrics *m)
+{
+    const atomic_int *cut = atomic_load(&m->pack_cut);
+    return cut && atomic_load_explicit(cut, memory_order_relaxed);
 }
 
 void sv_metrics_pack_id(sv_metrics *m, char out[33])
@@ -215,10 +222,9 @@ int sv_metrics_render(sv_metrics *m, char **out, size_t *len)
     head(&o, "servd_pack_cut_pages_total", "counter",
          "Pages of a pack in use found cut from its file (written in place) and read as zeros.");
     put(&o, "servd_pack_cut_pages_total %lu\n", sv_mapguard_faults());
-    const atomic_int *cut = atomic_load(&m->pack_cut);
     head(&o, "servd_pack_cut", "gauge",
          "1 while the pack being served was written in place: servd answers 503 from it.");
-    put(&o, "servd_pack_cut %d\n", cut && atomic_load_explicit(cut, memory_order_relaxed));
+    put(&o, "servd_pack_cut %d\n", sv_metrics_pack_cut(m));
     head(&o, "servd_workers", "gauge", "Worker threads (one event loop each).");
     put(&o, "servd_workers %d\n", m->nworkers);
     head(&o, "process_start_time_seconds", "gauge", "Start time of the process (Unix time).");

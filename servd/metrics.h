@@ -66,9 +66,12 @@ typedef struct sv_metrics {
 int sv_metrics_init(sv_metrics *m, int nworkers);
 void sv_metrics_free(sv_metrics *m);
 
-/* Records the pack now being served (main thread). */
+/* Records the pack now being served (main thread), with its cut flag. */
 void sv_metrics_set_pack(sv_metrics *m, const char *id_hex, const char *path, int64_t loaded_at,
-                         uint64_t paths);
+                         uint64_t paths, const atomic_int *cut);
+
+/* Whether the pack being served was found written in place (mapguard.h). */
+int sv_metrics_pack_cut(sv_metrics *m);
 
 /* Copies the current pack id (33 bytes with the NUL) - for /healthz. */
 void sv_metrics_pack_id(sv_metrics *m, char out[33]);

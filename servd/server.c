@@ -484,8 +484,8 @@ static void publish(sv_server *srv, sv_snapshot *s)
 {
     sv_snapshot *old = srv->current;
     srv->current = s;
-    sv_metrics_set_pack(&srv->metrics, s->id_hex, srv->cfg->pack_path, s->loaded_at, s->n_paths);
-    atomic_store(&srv->metrics.pack_cut, s->cut);
+    sv_metrics_set_pack(&srv->metrics, s->id_hex, srv->cfg->pack_path, s->loaded_at, s->n_paths,
+                        s->cut);
     for (int i = 0; i < srv->nworkers; i++) {
         sv_snapshot_ref(s);
         sv_snapshot *prev = atomic_exchange(&srv->workers[i]->pending, s);
@@ -684,9 +684,8 @@ int sv_server_run(const sv_config *cfg, sv_snapshot *snap)
     raise_fd_limit(cfg);
     if (sv_metrics_init(&srv->metrics, cfg->workers) != 0)
         goto out_nomem;
-    sv_metrics_set_pack(&srv->metrics, snap->id_hex, cfg->pack_path, snap->loaded_at,
-                        snap->n_paths);
-    atomic_store(&srv->metrics.pack_cut, snap->cut);
+    sv_metrics_set_pack(&srv->metrics, snap->id_hex, cfg->pack_path, snap->loaded_at, snap->n_paths,
+                        snap->cut);
     srv->workers = calloc((size_t)cfg->workers, sizeof *srv->workers);
     srv->slots = calloc((size_t)cfg->workers, sizeof *srv->slots);
     if (!srv->workers || !srv->slots)
