@@ -136,13 +136,6 @@ static size_t queued(sv_conn *c)
     return STREAM(c)->write_queue_size;
 }
 
-/* Counts n response bytes of c as written (servd_bytes_sent_total). */
-static void count_sent(sv_conn *c, uint64_t n)
-{
-    sv__count(&c->w->ctr->bytes_sent, n);
-    c->sent += n;
-}
-
 static void conn_close(sv_conn *c)
 {
     if (c->state == SV_CS_CLOSED)
@@ -152,7 +145,7 @@ static void conn_close(sv_conn *c)
      * client that went away still sent those bytes). Exact when the close
      * comes from anywhere but a failed write (see on_write). */
     if (c->wr_queued > queued(c))
-        count_sent(c, c->wr_queued - queued(c));
+        sv__count(&c->w->ctr->bytes_sent, c->wr_queued - queued(c));
     c->wr_queued = 0;
     c->state = SV_CS_CLOSED;
     if (c->in_ready) {
@@ -667,7 +660,7 @@ static void flush(sv_conn *c)
             done = (size_t)r;
         }
         if (done) {
-            count_sent(c, done);
+            sv__count(&w->ctr->bytes_sent, done);
             c->t_active = uv_now(&w->loop);
             c->in_kernel = 1;
         }
@@ -691,6 +684,7 @@ static void on_write(uv_write_t *req, int status)
     if (c->state == SV_CS_CLOSED)
         return;
     sv_worker *w = c->w;
+    uint64_t counted = c->produced - c->wr_queued; /* before this write's bytes */
     c->wr_queued -= bytes;
     if (status < 0) {
         /* libuv has already dropped the unwritten rest of this write from
@@ -702,13 +696,13 @@ static void on_write(uv_write_t *req, int status)
          * after this one, which are all still there. */
         uv_os_fd_t fd;
         uint64_t acked = uv_fileno((uv_handle_t *)&c->tcp, &fd) == 0 ? sv_tcp_bytes_acked(fd) : 0;
-        if (acked > c->sent)
-            count_sent(c, acked - c->sent < bytes ? acked - c->sent : bytes);
+        if (acked > counted)
+            sv__count(&w->ctr->bytes_sent, acked - counted < bytes ? acked - counted : bytes);
         sv__count(&w->ctr->errors[SV_ERR_WRITE], 1);
         conn_close(c);
         return;
     }
-    count_sent(c, bytes);
+    sv__count(&w->ctr->bytes_sent, bytes);
     c->t_active = c->t_progress = uv_now(&w->loop);
     c->in_kernel = 1;
     if (c->state == SV_CS_OPEN && c->paused && queued(c) == 0)

@@ -47,8 +47,8 @@ typedef struct sv_conn {
                             or of the last sweep that saw bytes in flight */
     uint64_t t_progress; /* uv_now() when the bytes in flight last changed */
     uint64_t produced;   /* response bytes ever written to the socket or queued for it */
-    uint64_t wr_queued;  /* bytes of the queued writes whose callback has not run */
-    uint64_t sent;       /* of the response bytes, those counted as written */
+    uint64_t wr_queued;  /* bytes of the queued writes whose callback has not run; the
+                            rest of produced is counted as written */
     uint64_t acked_seen; /* of those, acknowledged by the client at the last sweep */
     uint64_t turn;       /* the loop turn turn_bytes counts for */
     uint64_t turn_bytes; /* response bytes produced in that turn */
