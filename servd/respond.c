@@ -7,7 +7,8 @@
  *      implemented); SV_M_UNKNOWN -> 501;
  *   1a. a target with raw bytes above 0x7E (req->target_8bit): the path
  *      normalised as in 2 (and answered as there when that fails), then a
- *      301 to its key percent-encoded, the query's raw bytes encoded too;
+ *      301 to its key percent-encoded (to "/dir/" for a directory named
+ *      without its '/', as in 3), the query's raw bytes encoded too;
  *   2. path: sf_path_from_target() (the one normalisation shared with the
  *      packer): SF_EPATH -> 400; SF_ETOOLONG (a decoded path longer than any
  *      key can be) -> 404: the request line was within SV_MAX_REQUEST_LINE,
@@ -375,15 +376,31 @@ out_too_long:
  * UTF-8 (or that normalisation refuses) gets the 400, one longer than any
  * key the 404, as in sv_respond. */
 static int not_found(ctx *c);
+static int stored_redirect(ctx *c, const sf_entry *e);
 static int redirect_encoded(ctx *c)
 {
-    char key[SF_PATH_MAX];
+    char key[SF_PATH_MAX + 16]; /* room for "/index.html" */
     size_t klen;
-    int rc = sf_path_from_target(c->req->path.ptr, c->req->path.len, key, sizeof key, &klen);
+    int rc = sf_path_from_target(c->req->path.ptr, c->req->path.len, key, SF_PATH_MAX, &klen);
     if (rc == SF_ETOOLONG || (rc == 0 && klen > SF_KEY_MAX))
         return not_found(c); /* longer than any key: it names nothing */
     if (rc != 0)
         return fail(c, 400);
+    /* a directory named without its '/' goes to "/dir/" in one step, and a
+     * redirect to a page is cached like the page, as in sv_respond */
+    sf_entry e;
+    if (key[klen - 1] != '/') {
+        rc = sf_lookup(c->rd, key, klen, &e);
+        if (rc == 0 && e.kind == SF_KIND_FILE)
+            return redirect(c, key, klen, 0, &e);
+        if (rc == 0 && e.kind == SF_KIND_REDIRECT)
+            return stored_redirect(c, &e);
+        if (rc == SF_ENOTFOUND) {
+            memcpy(key + klen, "/index.html", 11);
+            if (sf_lookup(c->rd, key, klen + 11, &e) == 0)
+                return redirect(c, key, klen, 1, &e);
+        }
+    }
     return redirect(c, key, klen, 0, NULL);
 }
 

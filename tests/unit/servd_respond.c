@@ -161,6 +161,7 @@ static void open_pack(int with404)
     size_t reclen;
     ASSERT_EQ(sf_entry_encode(&redir, &rec, &reclen), 0);
     ASSERT_EQ(sf_writer_put_path(w, "/old", 4, rec, reclen), 0);
+    ASSERT_EQ(sf_writer_put_path(w, "/\xc3\xa9t\xc3\xa9", 6, rec, reclen), 0);
     free(rec);
     if (with404) {
         tvar nf[] = {TV(SF_ENC_IDENTITY, "<h1>missing</h1>"), TV(SF_ENC_GZIP, "gz404")};
@@ -404,7 +405,16 @@ TEST(respond_raw_utf8_target_redirects_to_its_encoding)
            "Cache-Control: no-cache\r\nContent-Length: 0\r\n" DATE_LINE "\r\n");
     ASSERT_EQ(get("/caf%C3%A9/?q=%C3%A9&a=%20", ""), 200);
     ASSERT_EQ(get("/img.png?v=\xff", ""), 301); /* the query is only carried over */
-    ASSERT_EQ(has_header("\r\nLocation: /img.png?v=%FF\r\n"), 1);
+    OUT_IS("HTTP/1.1 301 Moved Permanently\r\nLocation: /img.png?v=%FF\r\n"
+           "Cache-Control: no-cache\r\nContent-Length: 0\r\n" DATE_LINE "\r\n");
+    /* a directory without its '/' in one step, cached like its page */
+    ASSERT_EQ(get("/caf\xc3\xa9?q=\xc3\xa9", ""), 301);
+    OUT_IS("HTTP/1.1 301 Moved Permanently\r\nLocation: /caf%C3%A9/?q=%C3%A9\r\n"
+           "Cache-Control: public, max-age=60\r\nContent-Length: 0\r\n" DATE_LINE "\r\n");
+    ASSERT_EQ(get("/\xc3\xa9t\xc3\xa9?x", ""), 301); /* a stored redirect: straight to it */
+    ASSERT_EQ(has_header("\r\nLocation: /docs/?x\r\n"), 1);
+    ASSERT_EQ(get("/nope\xc3\xa9", ""), 301); /* nothing there: the 404 follows the 301 */
+    ASSERT_EQ(has_header("\r\nLocation: /nope%C3%A9\r\n"), 1);
     ASSERT_EQ(run("HEAD /caf\xc3\xa9/ HTTP/1.1\r\nHost: t\r\n\r\n"), 301);
     ASSERT_EQ(get("/caf\xe9/", ""), 400);     /* Latin-1 */
     ASSERT_EQ(get("/caf\xc3/", ""), 400);     /* cut short */
