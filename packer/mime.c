@@ -306,13 +306,30 @@ int pk_magic_open(pk_magic **out, char *err, size_t errlen)
 }
 
 /* Whether p[0, n) opens as an HTML page: after a UTF-8 BOM and whitespace,
- * "<!doctype html", "<html", "<head" or "<body" (any case) and then
- * whitespace or '>', the patterns WHATWG MIME Sniffing (§7.1) gives for a
- * page's first tag. Asked before libmagic, which calls a page whose lines
- * each hold one comma text/csv, so that browsers download it. */
+ * one of the patterns WHATWG MIME Sniffing (§7.1, "identifying a resource
+ * with an unknown MIME type") gives for HTML, in any case, followed by a
+ * space or '>' (or, here, other whitespace: "<html\n lang=en>"). Asked
+ * before libmagic, which calls a page whose lines each hold one comma
+ * text/csv, so that browsers download it. */
 static int opens_as_html(const unsigned char *p, size_t n)
 {
-    static const char *const tags[] = {"<!doctype html", "<html", "<head", "<body"};
+    static const char *const tags[] = {"<!doctype html",
+                                       "<html",
+                                       "<head",
+                                       "<script",
+                                       "<iframe",
+                                       "<h1",
+                                       "<div",
+                                       "<font",
+                                       "<table",
+                                       "<a",
+                                       "<style",
+                                       "<title",
+                                       "<b",
+                                       "<body",
+                                       "<br",
+                                       "<p",
+                                       "<!--"};
     size_t i = n >= 3 && memcmp(p, "\xef\xbb\xbf", 3) == 0 ? 3 : 0;
     while (i < n && (p[i] == ' ' || p[i] == '\t' || p[i] == '\n' || p[i] == '\r' || p[i] == '\f'))
         i++;

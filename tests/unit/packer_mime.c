@@ -281,9 +281,21 @@ TEST(mime_decide_libmagic_fallback)
     t = decide("/UPPER", NULL, upper, strlen(upper));
     ASSERT_STR_EQ(t, "text/html; charset=utf-8");
     free(t);
+    /* a fragment opens with any of WHATWG's HTML patterns (<div, <p, <!--...) */
+    const char *frags[] = {"<div>a, b\n<div>c, d\n<div>e, f\n<div>g, h\n",
+                           "<P>a, b\n<P>c, d\n<P>e, f\n<P>g, h\n",
+                           "<!-- menu -->\n<b>a, b</b>\nc, d\ne, f\ng, h\n"};
+    for (size_t k = 0; k < sizeof frags / sizeof frags[0]; k++) {
+        t = decide("/fragment", NULL, frags[k], strlen(frags[k]));
+        ASSERT_STR_EQ(t, "text/html; charset=utf-8");
+        free(t);
+    }
     /* a tag name only when it ends there: <htmlx> and prose are not pages */
-    const char *csv = "<htmlx>,1\nb,2\nc,3\nd,4\n";
-    t = decide("/table", NULL, csv, strlen(csv));
-    ASSERT_EQ(strncmp(t, "text/html", 9) != 0, 1);
-    free(t);
+    const char *csvs[] = {"<htmlx>,1\nb,2\nc,3\nd,4\n", "<abbr>,1\nb,2\nc,3\nd,4\n",
+                          "<pre>,1\nb,2\nc,3\nd,4\n"};
+    for (size_t k = 0; k < sizeof csvs / sizeof csvs[0]; k++) {
+        t = decide("/table", NULL, csvs[k], strlen(csvs[k]));
+        ASSERT_EQ(strncmp(t, "text/html", 9) != 0, 1);
+        free(t);
+    }
 }
