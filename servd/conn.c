@@ -926,10 +926,15 @@ void sv__conn_stop_all(sv_worker *w, int force)
         if (force) {
             conn_close(c);
         } else if (c->state == SV_CS_OPEN) {
+            /* A request on its way is answered (with Connection: close)
+             * even behind queued responses: a pipelined client's held
+             * requests were sent, and dropping them would fail them. */
+            if (request_coming(c))
+                continue;
             if (queued(c)) {
                 close_after_write(c); /* finish the responses in flight, then close */
                 start_shutdown(c);
-            } else if (!request_coming(c)) {
+            } else {
                 conn_close(c); /* an idle keep-alive connection */
             }
         }

@@ -386,6 +386,43 @@ def t_sigterm_graceful():
         s.stop(check=False)
 
 
+def t_sigterm_answers_a_held_pipelined_request_with_close():
+    """A pipelined client whose later requests servd holds (its responses are not read
+    yet) gets, after SIGTERM, the queued responses and then one more answered with
+    Connection: close, which tells it that the rest were not processed (RFC 9112 §9.3.2);
+    not a close after the queued ones that leaves it guessing."""
+    s = st.Servd(pack()).start()
+    try:
+        c = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16384)
+        c.settimeout(st.IO_TIMEOUT)
+        c.connect(("127.0.0.1", s.port))
+        c.sendall(st.req("GET", "/app.js") * 200)
+        time.sleep(0.5)  # servd queues what its per-turn cap allows and holds the rest
+        s.proc.send_signal(signal.SIGTERM)
+        time.sleep(0.3)
+        conn = st.Conn.__new__(st.Conn)
+        conn.sock, conn.buf, conn.eof = c, b"", False
+        got = []
+        while True:
+            try:
+                r = conn.read_response()
+            except st.Closed:
+                break
+            eq(r.body, FILES["/app.js"], "response %d byte-exact" % len(got))
+            got.append(r.get("Connection"))
+            if r.get("Connection") == "close":
+                break
+        ok(2 <= len(got) < 200, "responses before the close: %d" % len(got))
+        eq(got[-1], "close", "the last response says Connection: close (%d responses)"
+           % len(got))
+        ok(conn.closed_after(3.0), "closed after the Connection: close")
+        c.close()
+        eq(s.proc.wait(timeout=st.STOP_TIMEOUT), 0, "exit status after SIGTERM")
+    finally:
+        s.stop(check=False)
+
+
 def t_shutdown_timeout_bounds_the_wait():
     s = st.Servd(pack(), extra=["--shutdown-timeout", "1"]).start()
     try:
