@@ -351,7 +351,9 @@ static void answer(sv_conn *c, sv_request *req, int body_waiting)
     sv_scratch *sc = &w->scratch[w->nscratch];
     sv_plan *plan = &w->plan;
     if (atomic_load_explicit(w->snap->cut, memory_order_relaxed))
-        sv_respond_error(503, 0, &w->date, plan); /* the pack was cut under its map */
+        /* the pack was cut under its map: no body for HEAD, and the
+         * connection closes (the client retries on a new one) */
+        sv_respond_error_method(503, 1, req->method, &w->date, plan);
     else
         sv_respond(req, sv_snapshot_reader(w->snap, w->id), &w->cfg->site, &w->date, sc, plan);
     if (sc->used)

@@ -197,6 +197,13 @@ def t_a_pack_cut_short_in_place_does_not_kill_servd(s):
         statuses = {r.status for r in got if r}
         ok(statuses <= {500, 503}, "answers from the cut map are errors: %r" % statuses)
         ok(503 in statuses, "once a read found the map cut, servd answers 503: %r" % statuses)
+        # The 503 follows the request's framing: no body for HEAD (a pipelined GET behind it
+        # would read that body as its response), and Connection: close, as it closes.
+        with st.Conn(d.port) as c:
+            c.send(st.req("HEAD", "/") + st.req("GET", "/"))
+            r = c.read_response("HEAD")
+            eq((r.status, r.get("Connection")), (503, "close"), "HEAD while cut")
+            c.expect_closed("after the 503 to HEAD")
         with open(s.v.packs[1], "rb") as f, open(live.path, "r+b") as g:
             g.write(f.read())
         wait_body(d.port, s.v.index(2), "the rewritten file, complete again, loaded",
