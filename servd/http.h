@@ -94,6 +94,9 @@ typedef struct sv_request {
      * typed with it): not request-target syntax, so it is answered with a
      * 301 to the same target percent-encoded (RFC 9112 §3.2). */
     int target_8bit;
+    /* absolute-form with the https scheme: servd has no TLS, so the
+     * request did not arrive the way its URI requires (RFC 9110 §7.4) */
+    int target_https;
 } sv_request;
 
 /* RFC 9112 §3.2 request-target forms the parser accepts (anything else,

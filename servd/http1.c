@@ -27,8 +27,9 @@
  *   - a request line longer than SV_MAX_REQUEST_LINE -> 414, even before
  *     its end arrives (501 when its method is one servd does not know);
  *     a head over SV_MAX_HEAD or more than SV_MAX_HEADERS fields -> 431;
- *   - target forms (§3.2): origin-form; absolute-form with an http or https
- *     URI (the path is served, the URI's authority is the host, §3.2.2);
+ *   - target forms (§3.2): origin-form; absolute-form with an http URI
+ *     (the path is served, the URI's authority is the host, §3.2.2) or an
+ *     https one (flagged target_https: answered 421, servd has no TLS);
  *     asterisk-form only for methods that are refused anyway (GET/HEAD ->
  *     400); authority-form only for CONNECT (refused with 405: servd does
  *     not tunnel), with a non-empty port; anything else -> 400;
@@ -470,6 +471,7 @@ static int target_form(sv_request *req)
     if (memchr(t + s, '@', a - s) || host_check(t + s, a - s, 1) != 0)
         return -400; /* userinfo is refused (RFC 9110 §4.2.4) */
     req->target_form = SV_TF_ABSOLUTE;
+    req->target_https = s == 8;
     req->host.ptr = t + s;
     req->host.len = a - s;
     const char *q = memchr(t + a, '?', n - a);
@@ -736,6 +738,7 @@ static void reset(sv_request *req)
     req->n_if_modified_since = req->n_if_unmodified_since = 0;
     req->target_form = 0;
     req->target_8bit = 0;
+    req->target_https = 0;
 }
 
 /* Finds the end of the line starting at pos: sets *eol to the index of its

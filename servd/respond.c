@@ -5,7 +5,10 @@
  * tests/unit/servd_respond.c):
  *   1. method: SV_M_OTHER -> 405 with "Allow: GET, HEAD" (OPTIONS is not
  *      implemented); SV_M_UNKNOWN -> 501;
- *   1a. a target with raw bytes above 0x7E (req->target_8bit): the path
+ *   1a. an https URI in absolute-form (req->target_https) -> 421: it did not
+ *      come over TLS, which servd does not speak (RFC 9110 §7.4: an origin
+ *      MUST reject it);
+ *   1b. a target with raw bytes above 0x7E (req->target_8bit): the path
  *      normalised as in 2 (and answered as there when that fails), then a
  *      301 to its key percent-encoded (to "/dir/" for a directory named
  *      without its '/', as in 3), the query's raw bytes encoded too;
@@ -81,6 +84,7 @@ typedef struct err_text {
                 0 * sizeof(char[sizeof(ERR_BODY(code, reason)) - 1 == len ? 1 : -1])               \
     }
 
+/* clang-format off */
 static const err_text errors[] = {
     ERR(400, "Bad Request", 16),
     ERR(404, "Not Found", 14),
@@ -90,12 +94,14 @@ static const err_text errors[] = {
     ERR(412, "Precondition Failed", 24),
     ERR(413, "Content Too Large", 22),
     ERR(414, "URI Too Long", 17),
+    ERR(421, "Misdirected Request", 24),
     ERR(431, "Request Header Fields Too Large", 36),
     ERR(500, "Internal Server Error", 26),
     ERR(501, "Not Implemented", 20),
     ERR(503, "Service Unavailable", 24),
     ERR(505, "HTTP Version Not Supported", 31),
 };
+/* clang-format on */
 
 static const err_text *find_error(int status)
 {
@@ -681,6 +687,8 @@ int sv_respond(const sv_request *req, sf_reader *rd, const sv_site *site, const 
         return fail(&c, 405);
     if (req->method != SV_M_GET && req->method != SV_M_HEAD)
         return fail(&c, 501);
+    if (req->target_https)
+        return fail(&c, 421);
     if (req->target_8bit)
         return redirect_encoded(&c);
 

@@ -283,18 +283,22 @@ def t_path_tricks(S):
 
 
 def t_absolute_and_asterisk_forms(S):
-    """RFC 9112 §3.2.2: absolute-form is accepted (scheme case-insensitive, http or
-    https, any port, the URI's authority wins over Host); userinfo, other schemes, an
-    empty or malformed authority and fragments are 400. Asterisk-form only makes sense
-    for OPTIONS (405 here, not implemented) and is 400 for GET/HEAD."""
+    """RFC 9112 §3.2.2: absolute-form is accepted (scheme case-insensitive, any port,
+    the URI's authority wins over Host); an https URI over this cleartext connection is
+    421 (RFC 9110 §7.4: an origin MUST reject it); userinfo, other schemes, an empty or
+    malformed authority and fragments are 400. Asterisk-form only makes sense for
+    OPTIONS (405 here, not implemented) and is 400 for GET/HEAD."""
     served = {"http://x/tiny.txt": ht.TINY, "HTTP://X/tiny.txt": ht.TINY,
-              "https://x/tiny.txt": ht.TINY, "http://x:80/tiny.txt": ht.TINY,
+              "http://x:80/tiny.txt": ht.TINY,
               "http://[::1]:8080/tiny.txt": ht.TINY, "http://x": "/index.html",
               "http://x?q=1": "/index.html", "http://x/docs/%2e%2e/tiny.txt": ht.TINY}
     for t, path in served.items():
         r = case(S, H("GET %s HTTP/1.1" % t, "Host: other"), 200, "absolute-form %s" % t,
                  after=ANSWERED)
         eq(r.body, ht.FILES[path], "absolute-form %s: body" % t)
+    for t in ("https://x/tiny.txt", "HTTPS://x:443/", "https://[::1]/nothing-here"):
+        case(S, H("GET %s HTTP/1.1" % t, "Host: x"), 421, "https absolute-form %s" % t,
+             after=ANSWERED)
     for t in ("http://x/../tiny.txt", "http://x/%2e%2e/tiny.txt", "http://x/%2ftiny.txt"):
         case(S, H("GET %s HTTP/1.1" % t, "Host: x"), 400, "absolute-form %s" % t,
              after=ANSWERED)

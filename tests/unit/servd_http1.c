@@ -605,6 +605,7 @@ TEST(http1_absolute_form)
     VIEW_IS(req.path, "/a/b");
     VIEW_IS(req.query, "?c=d");
     VIEW_IS(req.host, "example.com");
+    ASSERT_EQ(req.target_https, 0);
     GOOD("GET HTTP://Example.com:8080 HTTP/1.1\r\nHost: h\r\n\r\n");
     VIEW_IS(req.path, "/");
     VIEW_IS(req.query, "");
@@ -612,6 +613,9 @@ TEST(http1_absolute_form)
     GOOD("GET https://[::1]?q HTTP/1.1\r\nHost: h\r\n\r\n");
     VIEW_IS(req.path, "/");
     VIEW_IS(req.query, "?q");
+    ASSERT_EQ(req.target_https, 1); /* answered 421 (servd_respond.c) */
+    GOOD("GET / HTTP/1.1\r\nHost: h\r\n\r\n");
+    ASSERT_EQ(req.target_https, 0); /* reset for the next request */
     BAD("GET http:///a HTTP/1.1\r\nHost: h\r\n\r\n", 400);
     BAD("GET http://u:p@example.com/ HTTP/1.1\r\nHost: h\r\n\r\n", 400);
     BAD("GET ftp://example.com/ HTTP/1.1\r\nHost: h\r\n\r\n", 400);

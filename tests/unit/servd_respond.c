@@ -983,13 +983,20 @@ TEST(respond_absolute_form)
     ASSERT_EQ(plan.body_bytes, 20);
     ASSERT_EQ(get("http://example.com", ""), 200);
     IOV_IS(2, "<html>home</html>");
+    /* an https URI did not come over TLS (servd has none): RFC 9110 §7.4 */
+    ASSERT_EQ(get("https://example.com/img.png", ""), 421);
+    OUT_IS("HTTP/1.1 421 Misdirected Request\r\nContent-Type: text/plain; charset=utf-8\r\n"
+           "Content-Length: 24\r\nCache-Control: no-cache\r\n" DATE_LINE
+           "\r\n421 Misdirected Request\n");
+    ASSERT_EQ(run("HEAD HTTPS://example.com/ HTTP/1.1\r\nHost: t\r\n\r\n"), 421);
+    ASSERT_EQ(plan.body_bytes, 0);
 }
 
 TEST(respond_error_texts)
 {
     sv_date d;
     sv_date_update(&d, NOW);
-    int st[] = {400, 404, 405, 406, 408, 412, 413, 414, 431, 500, 501, 503, 505};
+    int st[] = {400, 404, 405, 406, 408, 412, 413, 414, 421, 431, 500, 501, 503, 505};
     for (size_t i = 0; i < sizeof st / sizeof st[0]; i++) {
         sv_plan p;
         sv_respond_error(st[i], 1, &d, &p);
