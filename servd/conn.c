@@ -25,9 +25,10 @@
  * the socket took whole needs neither copy nor reference.
  *
  * Fairness and back-pressure: a connection stops answering once it produced
- * SV_CONN_TURN_BYTES in this loop turn or has that much queued, stops
- * reading, and resumes when its queue drains (on_write) or on the next turn
- * (ready list run from an idle handle).
+ * SV_CONN_TURN_BYTES in this loop turn or has that much queued, or once its
+ * queued writes hold SV_CONN_HEAP_BYTES of heap (copies), stops reading,
+ * and resumes when its queue drains (on_write) or on the next turn (ready
+ * list run from an idle handle).
  *
  * Closing: after a response that ends the connection, the write side is shut
  * down once everything is written and the input is drained for up to
@@ -68,6 +69,7 @@ typedef struct sv_wreq {
     uv_write_t req;
     sv_snapshot *snap;
     size_t bytes;
+    size_t heap; /* this request, its copies and libuv's iovec array */
     char data[];
 } sv_wreq;
 
@@ -401,7 +403,8 @@ static size_t process(sv_conn *c, const char *buf, size_t len)
             c->drain -= d;
             continue;
         }
-        if (c->turn_bytes >= SV_CONN_TURN_BYTES || queued(c) >= SV_CONN_TURN_BYTES) {
+        if (c->turn_bytes >= SV_CONN_TURN_BYTES || queued(c) >= SV_CONN_TURN_BYTES ||
+            c->wr_heap >= SV_CONN_HEAP_BYTES) {
             c->paused = 1;
             break;
         }
@@ -552,6 +555,8 @@ static int queue_rest(sv_conn *c, unsigned n, size_t done, size_t rest)
     }
     wr->snap = w->snap;
     wr->bytes = rest;
+    /* libuv copies an iovec array longer than its 4 inline ones */
+    wr->heap = sizeof *wr + copy + (n - i > 4 ? (n - i) * sizeof(uv_buf_t) : 0);
     sv_snapshot_ref(wr->snap);
     if (queued(c) == 0)
         c->t_progress = uv_now(&w->loop);
@@ -562,6 +567,7 @@ static int queue_rest(sv_conn *c, unsigned n, size_t done, size_t rest)
         return -1;
     }
     c->wr_queued += rest;
+    c->wr_heap += wr->heap;
     return 0;
 }
 
@@ -681,6 +687,7 @@ static void on_write(uv_write_t *req, int status)
     sv_wreq *wr = (sv_wreq *)req;
     sv_conn *c = (sv_conn *)req->handle;
     size_t bytes = wr->bytes;
+    c->wr_heap -= wr->heap;
     sv_snapshot_unref(wr->snap); /* the last byte into its map is written */
     free(wr);
     if (c->state == SV_CS_CLOSED)

@@ -49,6 +49,7 @@ typedef struct sv_conn {
     uint64_t produced;   /* response bytes ever written to the socket or queued for it */
     uint64_t wr_queued;  /* bytes of the queued writes whose callback has not run; the
                             rest of produced is counted as written */
+    size_t wr_heap;      /* heap those queued writes hold (SV_CONN_HEAP_BYTES) */
     uint64_t acked_seen; /* of those, acknowledged by the client at the last sweep */
     uint64_t turn;       /* the loop turn turn_bytes counts for */
     uint64_t turn_bytes; /* response bytes produced in that turn */

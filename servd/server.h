@@ -66,6 +66,13 @@
  * same with NET_MAX_WRITES_PER_EVENT). 256 KiB keeps a 1 Gbit/s link busy
  * for 2 ms per turn. */
 #define SV_CONN_TURN_BYTES (256u * 1024u)
+/* The most heap one connection's queued writes may hold (their requests,
+ * the Date and scratch bytes copied into them, libuv's iovec arrays):
+ * beyond it the connection stops reading like at SV_CONN_TURN_BYTES. Bodies
+ * queued from the map cost nothing here, but a client that pipelines small
+ * responses (redirects, HEAD, 304) and reads none would otherwise fill
+ * SV_CONN_TURN_BYTES with copies: 256 KiB of heap per connection. */
+#define SV_CONN_HEAP_BYTES (16u * 1024u)
 /* iovecs gathered into one writev: the kernel's limit. */
 #define SV_BATCH_IOV IOV_MAX
 /* Scratch buffers (formatted lines of 206/301/416/errors) one batch may

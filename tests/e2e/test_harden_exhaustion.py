@@ -309,6 +309,51 @@ def t_burst_of_paused_connections():
            "connection (limit %d)" % (per, limit))
 
 
+def t_unread_small_responses_hold_little_heap():
+    """A client that pipelines requests for small answers (here redirects) and reads
+    none: once the kernel's buffers are full, servd queues the rest, and a queued write
+    holds copies of its formatted lines and Date. servd stops reading such a connection
+    at SV_CONN_HEAP_BYTES (16 KiB) of copies; before, only the 256 KiB of queued
+    response bytes stopped it, nearly all of them copies: ~240 KiB of heap each."""
+    n = 20
+    scale = 1.5 if ht.sanitized() else 1.0
+    burst = st.req("GET", "/docs") * 60000  # 301s: every line but the policy is copied
+    with ht.Proc(ht.site_pack(), admin=True,
+                 extra=["--header-timeout", "60", "--idle-timeout", "60"]) as s:
+        for _ in range(20):
+            ht.normal_get(s.port)
+        time.sleep(0.2)
+        rss0 = ht.rss_kib(s.proc.pid)
+        socks = []
+        try:
+            for _ in range(n):
+                c = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+                c.connect(("127.0.0.1", s.port))
+                c.setblocking(False)
+                socks.append([c, 0])
+            t0 = time.time()
+            while time.time() - t0 < 3:  # send what servd takes, read nothing
+                for e in socks:
+                    try:
+                        e[1] += e[0].send(burst[e[1]:e[1] + 65536])
+                    except BlockingIOError:
+                        pass
+                time.sleep(0.05)
+            time.sleep(0.5)
+            rss1 = ht.rss_kib(s.proc.pid)
+            ok(all(e[1] > 100000 for e in socks), "each client sent its requests "
+               "(%d B at least)" % min(e[1] for e in socks))
+        finally:
+            close_all(e[0] for e in socks)
+        per = (rss1 - rss0) * 1024.0 / n
+        print("  MEASURE %d unread pipelining connections: VmRSS %d -> %d KiB, %.0f B per "
+              "connection" % (n, rss0, rss1, per), flush=True)
+        limit = int(48 * 1024 * scale)
+        ok(per <= limit, "unread small responses: %.0f bytes of RSS per connection (limit %d)"
+           % (per, limit))
+
+
 def t_held_requests_then_the_rest_of_a_head():
     """Requests held back by the per-turn cap end in half a head; the rest of it comes
     later. The held bytes sit in a buffer of their own size, which must become a whole
