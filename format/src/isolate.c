@@ -211,8 +211,24 @@ static int check_variants(struct walk *w, sf_view name, const sf_entry *e)
     return 0;
 }
 
+/* A path the walk found must also be found by a lookup, which servd does
+ * for every request: the walk follows the B-tree's child links but never
+ * compares the keys in its branch pages, and a damaged branch key sends
+ * the binary search of sf_lookup to the wrong child (a 404 for whole
+ * ranges of paths). The same record, at the same place in the map. */
 static int walk_path(void *arg, sf_view name, const sf_entry *e)
 {
+    struct walk *w = arg;
+    sf_entry again;
+    int rc = sf_lookup(w->rd, name.ptr, name.len, &again);
+    if (rc != 0 || again.kind != e->kind || again.mime.ptr != e->mime.ptr ||
+        again.target.ptr != e->target.ptr) {
+        char show[256]; /* key bytes are untrusted */
+        sf_escape(name.ptr, name.len, show, sizeof show);
+        snprintf(w->err, w->errlen, "%s: corrupt pack: %s is in the paths index but a lookup %s",
+                 w->path, show, rc == 0 ? "finds another record" : "does not find it");
+        return SF_ECORRUPT;
+    }
     return check_variants(arg, name, e);
 }
 

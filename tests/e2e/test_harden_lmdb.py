@@ -36,6 +36,7 @@ import collections
 import concurrent.futures
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import time
@@ -157,6 +158,51 @@ def t_sighup_onto_structure_damage(good):
         len(offs), len(died), ", ".join("page %d offset %d (exit %d)" % (
             o // ht.LMDB_PAGE, o % ht.LMDB_PAGE, rc) for o, rc in died[:5])))
     eq(died, [], "running servd killed by SIGHUP onto a damaged pack (offset, exit status)")
+
+
+def t_damaged_branch_key_is_refused(good):
+    """A key in a branch page of the paths B-tree is read only by lookups: a walk with a
+    cursor follows the child links and never compares them. One changed byte there sent
+    every lookup of a whole range of paths to the wrong child (1890 of 3000 paths answered
+    404) while servd's load check and servd-pack verify, both walks, passed the pack.
+    Both now look every walked path up again."""
+    root = os.path.join(st.tmpdir(), "many-paths")
+    if not os.path.isdir(root):
+        os.makedirs(root)
+        for i in range(3000):
+            with open(os.path.join(root, "p%05d.txt" % i), "wb") as f:
+                f.write(b"file %d\n" % i)
+    path = st.pack(root, "many-paths.lmdb")
+    data = bytearray(open(path, "rb").read())
+    node = None
+    for pg in range(2, len(data) // ht.LMDB_PAGE):  # a branch page of the paths tree
+        b = pg * ht.LMDB_PAGE
+        flags, lower = struct.unpack_from("<HH", data, b + 10)
+        n = (lower - 16) // 2
+        if flags & 0x01 and n > 2:
+            ptr = struct.unpack_from("<H", data, b + 16 + 2 * (n // 2))[0]
+            ksize = struct.unpack_from("<H", data, b + ptr + 6)[0]
+            if data[b + ptr + 8:b + ptr + 10] == b"/p":
+                node = (pg, b + ptr + 8, ksize)
+                break
+    ok(node is not None, "the pack of 3000 paths has a branch page of paths")
+    pg, key, ksize = node
+    name = bytes(data[key:key + ksize]).decode()
+    data[key + 1] = ord("~")  # "/p01500.txt" -> "/~01500.txt": sorts after every path
+    bad = os.path.join(st.tmpdir(), "branch-key.lmdb")
+    with open(bad, "wb") as f:
+        f.write(data)
+    res = ht.try_start(bad, timeout=hp.REFUSE_LIMIT)
+    if res[0] != "refused":
+        missing = st.get(res[1].port, "/" + name.lstrip("/")).status
+        res[1].stop(check=False)
+        ok(False, "servd served a pack whose branch key %s (page %d) is damaged: GET %s -> %d"
+           % (name, pg, name, missing))
+    eq(res[1], 1, "servd's exit status for the damaged branch key")
+    v = subprocess.run([st.SERVD_PACK, "verify", bad, "-q"], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=hp.VERIFY_LIMIT)
+    eq(v.returncode, 1, "servd-pack verify of the damaged branch key: %s" % v.stderr[-300:])
+    ok(b"lookup does not find it" in v.stderr, "verify names the problem: %r" % v.stderr[-300:])
 
 
 if __name__ == "__main__":
