@@ -2,6 +2,7 @@
  * base.c - indexing an old pack by identity digest (base.h).
  */
 #include "base.h"
+#include "commands.h"
 
 #include "headers.h"
 
@@ -87,7 +88,8 @@ int pk_base_open(const char *path, const char *profile, pk_base **out, int *usab
     b->path = path;
     b->err = err;
     b->errlen = errlen;
-    if (sf_pack_open(path, &b->pack, err, errlen) != 0)
+    /* an older pack may be damaged: walked in a child first (pk_check_pack) */
+    if (pk_check_pack(path, err, errlen) != 0 || sf_pack_open(path, &b->pack, err, errlen) != 0)
         goto out_free;
     /* The reader is needed whatever the profile (pk_base_last_modified);
      * the bodies are indexed only when they can be reused. */

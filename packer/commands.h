@@ -12,8 +12,14 @@
 #define PK_EXIT_FAIL  1 /* input, output or pack problem: the message names the file */
 #define PK_EXIT_USAGE 2 /* bad command line or environment */
 
-/* Opens a pack and a reader, printing "servd-pack: FILE: cause" on failure.
- * @return 0 or -1. */
+/* Walks the pack's LMDB structure in a child process (sf_check_isolated,
+ * hashing nothing), so that a damaged file is reported instead of crashing
+ * liblmdb in this one: every command that opens a pack does this first.
+ * @return 0, or nonzero with err set. */
+int pk_check_pack(const char *path, char *err, size_t errlen);
+
+/* pk_check_pack, then opens the pack and a reader, printing
+ * "servd-pack: FILE: cause" on failure. @return 0 or -1. */
 int pk_open_pack(const char *path, sf_pack **pack, sf_reader **reader);
 void pk_close_pack(sf_pack *pack, sf_reader *reader);
 

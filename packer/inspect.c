@@ -12,6 +12,7 @@
 #include "msg.h"
 
 #include "headers.h"
+#include "sf/isolate.h"
 #include "sf/path.h"
 
 #include <errno.h>
@@ -23,10 +24,17 @@
 /* Room for messages naming a pack file and a cause. */
 #define MSG_LEN 1024
 
+int pk_check_pack(const char *path, char *err, size_t errlen)
+{
+    return sf_check_isolated(sf_pack_check_structure, SF_CHECK_NO_HASH, path, SF_CHECK_TIMEOUT_MS,
+                             err, errlen);
+}
+
 int pk_open_pack(const char *path, sf_pack **pack, sf_reader **reader)
 {
     char err[MSG_LEN];
-    if (sf_pack_open(path, pack, err, sizeof err) != 0) {
+    if (pk_check_pack(path, err, sizeof err) != 0 ||
+        sf_pack_open(path, pack, err, sizeof err) != 0) {
         pk_err("%s", err);
         return -1;
     }

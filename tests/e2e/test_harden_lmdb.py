@@ -205,5 +205,39 @@ def t_damaged_branch_key_is_refused(good):
     ok(b"lookup does not find it" in v.stderr, "verify names the problem: %r" % v.stderr[-300:])
 
 
+def t_every_command_survives_a_damaged_pack(good):
+    """ls, cat, diff and build --base open packs too, and a node flag F_DUPDATA in the
+    paths tree (a database without MDB_DUPSORT) made liblmdb crash them (SIGSEGV); only
+    verify walked the pack in a child first. Each command now does, and exits 1 naming
+    the file."""
+    data = bytearray(good.data)
+    for pg in range(2, len(data) // ht.LMDB_PAGE):  # the first leaf page of paths
+        b = pg * ht.LMDB_PAGE
+        flags, lower = struct.unpack_from("<HH", data, b + 10)
+        if flags == 0x02 and lower > 16:
+            ptr = struct.unpack_from("<H", data, b + 16)[0]
+            nflags, ksize = struct.unpack_from("<HH", data, b + ptr + 4)
+            if data[b + ptr + 8:b + ptr + 9] == b"/":
+                struct.pack_into("<H", data, b + ptr + 4, nflags | 0x04)  # F_DUPDATA
+                break
+    else:
+        ok(False, "no leaf page of paths in the pack of www/")
+    bad = hp.variant(good, "dupdata", bytes(data))
+    root = os.path.join(st.tmpdir(), "dupdata-root")
+    os.makedirs(root, exist_ok=True)
+    with open(os.path.join(root, "a.txt"), "w") as f:
+        f.write("a\n")
+    out = os.path.join(st.tmpdir(), "dupdata-out.lmdb")
+    for args in (["ls", bad], ["cat", bad, "/index.html"], ["diff", bad, good.path],
+                 ["diff", good.path, bad], ["verify", bad],
+                 ["build", root, "-o", out, "--base", bad, "-q"]):
+        r = subprocess.run([st.SERVD_PACK] + args, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=hp.VERIFY_LIMIT)
+        eq(r.returncode, 1, "servd-pack %s: exit status (stderr %r)" % (args[0], r.stderr[-300:]))
+        ok(b"corrupt pack" in r.stderr and bad.encode() in r.stderr,
+           "servd-pack %s names the damaged file: %r" % (args[0], r.stderr[-300:]))
+    ok(not os.path.exists(out), "build --base of a damaged pack wrote no pack")
+
+
 if __name__ == "__main__":
     st.run(st.collect(globals()), setup=hp.Setup)
