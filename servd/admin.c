@@ -331,11 +331,12 @@ int sv_admin_start(int fd, const char *addr_text, sv_metrics *m, atomic_int *sto
     uv_tcp_init(&a->loop, &a->listener);
     uv_async_init(&a->loop, &a->stop, on_stop);
     a->listener.data = a->stop.data = a;
-    if ((rc = uv_tcp_open(&a->listener, fd)) != 0 ||
-        (rc = uv_listen((uv_stream_t *)&a->listener, 64, on_connection)) != 0 ||
+    if ((rc = uv_tcp_open(&a->listener, fd)) != 0)
+        close(fd); /* the handle did not take it */
+    if (rc != 0 || (rc = uv_listen((uv_stream_t *)&a->listener, 64, on_connection)) != 0 ||
         (rc = uv_thread_create(&a->thread, admin_main, a)) != 0) {
         snprintf(err, errlen, "%s: %s", addr_text, uv_strerror(rc));
-        uv_close((uv_handle_t *)&a->listener, NULL); /* closes fd */
+        uv_close((uv_handle_t *)&a->listener, NULL); /* closes fd, if it took it */
         uv_close((uv_handle_t *)&a->stop, NULL);
         uv_run(&a->loop, UV_RUN_DEFAULT);
         uv_loop_close(&a->loop);

@@ -501,8 +501,10 @@ static int send_multipart(ctx *c, const sf_entry *e, const sf_variant *v, sf_vie
     sv_scratch *s = c->scratch;
     size_t mark = s->used;
     const char *eol = v->rep.len ? memchr(v->rep.ptr, '\n', v->rep.len) : NULL;
+    /* (a type longer than the scratch buffer cannot fit a part header, and
+     * a crafted one past INT_MAX would make the %.*s precision negative) */
     if (v->encoding != SF_ENC_IDENTITY || !eol || v->rep.len < 13 ||
-        !ieq(v->rep.ptr, 13, "content-type:"))
+        !ieq(v->rep.ptr, 13, "content-type:") || e->mime.len > SV_SCRATCH)
         return 1;
     size_t skip = (size_t)(eol - v->rep.ptr) + 1;
     char b[BOUNDARY_MAX];
