@@ -339,8 +339,7 @@ static void answer(sv_conn *c, sv_request *req, int body_waiting)
      * servd refuses (405, 501): that status is known from the request line,
      * so it goes out at once (§10.1.1 again) and the connection closes,
      * since the client then need not send its body (curl does not). */
-    if (req->expect_continue && c->drain && body_waiting && req->method != SV_M_GET &&
-        req->method != SV_M_HEAD)
+    if (req->expect_continue && c->drain && body_waiting && !sv_method_served(req->method))
         req->keep_alive = 0;
     if (req->expect_continue && c->drain && body_waiting && req->keep_alive) {
         static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";

@@ -54,9 +54,16 @@
 enum sv_method {
     SV_M_GET = 1,
     SV_M_HEAD,
-    SV_M_OTHER,   /* POST PUT DELETE PATCH OPTIONS CONNECT TRACE: 405 */
+    SV_M_OTHER,   /* POST PUT DELETE PATCH CONNECT TRACE: 405 */
     SV_M_UNKNOWN, /* an unrecognised method token: 501 */
+    SV_M_OPTIONS, /* the methods and CORS headers of a path, or of "*" */
 };
+
+/* The methods servd answers (the others get 405 or 501). */
+static inline int sv_method_served(int m)
+{
+    return m == SV_M_GET || m == SV_M_HEAD || m == SV_M_OPTIONS;
+}
 
 typedef struct sv_header {
     sf_view name;

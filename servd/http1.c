@@ -14,8 +14,8 @@
  *     skipped (§2.2); every line must end in CRLF: a bare LF or bare CR
  *     anywhere -> 400;
  *   - request-line = method SP request-target SP HTTP-version, single SPs;
- *     method is a token (case-sensitive: GET, HEAD; POST PUT DELETE PATCH
- *     OPTIONS CONNECT TRACE -> SV_M_OTHER (405); any other token ->
+ *     method is a token (case-sensitive: GET, HEAD, OPTIONS; POST PUT DELETE
+ *     PATCH CONNECT TRACE -> SV_M_OTHER (405); any other token ->
  *     SV_M_UNKNOWN (501)); the target holds no whitespace, control, DEL or
  *     '#'; bytes above 0x7E are not request-target syntax either, but
  *     clients send them (curl, given a URL with raw UTF-8): such a target
@@ -239,12 +239,13 @@ static int eq(const char *a, size_t n, const char *s)
 
 static int classify_method(const char *m, size_t n)
 {
-    static const char *const other[] = {"POST",    "PUT",     "DELETE", "PATCH",
-                                        "OPTIONS", "CONNECT", "TRACE"};
+    static const char *const other[] = {"POST", "PUT", "DELETE", "PATCH", "CONNECT", "TRACE"};
     if (eq(m, n, "GET"))
         return SV_M_GET;
     if (eq(m, n, "HEAD"))
         return SV_M_HEAD;
+    if (eq(m, n, "OPTIONS"))
+        return SV_M_OPTIONS;
     for (size_t i = 0; i < sizeof other / sizeof other[0]; i++)
         if (eq(m, n, other[i]))
             return SV_M_OTHER;

@@ -3,8 +3,8 @@
  *
  * sv_respond() decides, in this order (each step a test in
  * tests/unit/servd_respond.c):
- *   1. method: SV_M_OTHER -> 405 with "Allow: GET, HEAD" (OPTIONS is not
- *      implemented); SV_M_UNKNOWN -> 501;
+ *   1. method: SV_M_OTHER -> 405 with "Allow: GET, HEAD, OPTIONS";
+ *      SV_M_UNKNOWN -> 501;
  *   1a. an https URI in absolute-form (req->target_https) -> 421: it did not
  *      come over TLS, which servd does not speak (RFC 9110 §7.4: an origin
  *      MUST reject it);
@@ -37,6 +37,10 @@
  *      entity-tag or exact Last-Modified date; false -> 200): one range ->
  *      206, several -> 206 multipart/byteranges, none satisfiable -> 416,
  *      malformed or too many -> ignored (200).
+ *   OPTIONS (after 1b): "*" -> 200 with Allow; a path is resolved as in 2
+ *      and 3 (400, 404, 301 alike) and answered 200 with Allow and the
+ *      Access-Control-* lines of its stored 200 block, so that a CORS
+ *      preflight gets the CORS headers a rules file gave the path.
  * Every response of a negotiable entry (200, 206, 304, 406, 412, 416, HEAD)
  * carries exactly one "Vary: Accept-Encoding": the pre-rendered blocks have
  * it, and the formatted ones add it.
@@ -53,7 +57,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char allow_line[] = "Allow: GET, HEAD\r\n";
+static const char allow_line[] = "Allow: GET, HEAD, OPTIONS\r\n";
 static const char vary_line[] = "Vary: Accept-Encoding\r\n";
 
 /* ---- status texts ---- */
@@ -152,6 +156,7 @@ typedef struct ctx {
     int64_t now;   /* the time the Date line gives */
     int64_t lm;    /* the entry's Last-Modified, never later than now */
     int lm_future; /* the stored Last-Modified is later than now */
+    const sv_site *site;
 } ctx;
 
 /* Adds a stored header block. A stored Last-Modified later than now (the
@@ -667,10 +672,131 @@ static int entry(ctx *c, const sf_entry *e)
     return fail(c, 500);
 }
 
+/* What resolve() found. */
+enum resolved {
+    R_DONE,    /* the plan is set: a redirect to "/dir/", 400, 500 */
+    R_FOUND,   /* the entry of the path, or of its directory index */
+    R_SPA,     /* the SPA fallback's /index.html */
+    R_MISSING, /* nothing: the caller answers 404 */
+};
+
+/* The entry the request's path names (steps 2 and 3 of the head comment). */
+static enum resolved resolve(ctx *c, sf_entry *e)
+{
+    const sv_request *req = c->req;
+    /* room for the key plus "/index.html" */
+    char key[SF_PATH_MAX + 16];
+    size_t klen;
+    int rc = sf_path_from_target(req->path.ptr, req->path.len, key, SF_PATH_MAX, &klen);
+    if (rc == SF_ETOOLONG)
+        return R_MISSING;
+    if (rc != 0) {
+        fail(c, 400);
+        return R_DONE;
+    }
+    if (key[klen - 1] == '/') {
+        memcpy(key + klen, "index.html", 10);
+        rc = sf_lookup(c->rd, key, klen + 10, e);
+    } else {
+        rc = sf_lookup(c->rd, key, klen, e);
+        if (rc == SF_ENOTFOUND) {
+            memcpy(key + klen, "/index.html", 11);
+            int rc2 = sf_lookup(c->rd, key, klen + 11, e);
+            if (rc2 == 0) {
+                redirect(c, key, klen, 1, e);
+                return R_DONE;
+            }
+            if (rc2 != SF_ENOTFOUND) {
+                fail(c, 500);
+                return R_DONE;
+            }
+        }
+    }
+    if (rc == 0)
+        return R_FOUND;
+    if (rc != SF_ENOTFOUND) {
+        fail(c, 500);
+        return R_DONE;
+    }
+    if (c->site && c->site->spa) {
+        /* the last segment of the request's key (before any index.html) */
+        size_t i = klen;
+        while (i > 0 && key[i - 1] != '/')
+            i--;
+        if (!memchr(key + i, '.', klen - i)) {
+            rc = sf_lookup(c->rd, "/index.html", 11, e);
+            if (rc == 0)
+                return R_SPA;
+            if (rc != SF_ENOTFOUND) {
+                fail(c, 500);
+                return R_DONE;
+            }
+        }
+    }
+    return R_MISSING;
+}
+
+/* OPTIONS (RFC 9110 §9.3.7): 200 with Allow and Content-Length: 0. For a
+ * path, also the Access-Control-* lines a rules file stored in its 200
+ * block (copied from the map into scratch), which is what a browser's CORS
+ * preflight looks for: without them a cross-origin request with a custom
+ * header could never be made, however the rules set up CORS. Nothing is
+ * added that the rules did not give the path. */
+static int options(ctx *c)
+{
+    static const char head[] = "HTTP/1.1 200 OK\r\n";
+    static const char tail[] = "Content-Length: 0\r\n";
+    static const char ac[] = "access-control-";
+    sv_scratch *s = c->scratch;
+    size_t start = s->used;
+    sf_entry e;
+    if (c->req->target_form != SV_TF_ASTERISK) {
+        switch (resolve(c, &e)) {
+        case R_DONE:
+            return 0;
+        case R_MISSING:
+            return fail(c, 404);
+        case R_FOUND:
+        case R_SPA:
+            break;
+        }
+        if (e.kind == SF_KIND_REDIRECT)
+            return stored_redirect(c, &e);
+        if (e.kind != SF_KIND_FILE || e.nvariants == 0)
+            return fail(c, 500);
+        const sf_view h = e.variants[0].h200;
+        for (const char *p = h.ptr, *end = h.ptr + h.len; p < end;) {
+            const char *eol = memchr(p, '\n', (size_t)(end - p));
+            size_t n = eol ? (size_t)(eol - p) + 1 : (size_t)(end - p);
+            if (n > sizeof ac - 1) {
+                char name[sizeof ac - 1];
+                for (size_t k = 0; k < sizeof name; k++)
+                    name[k] = (char)(p[k] >= 'A' && p[k] <= 'Z' ? p[k] - 'A' + 'a' : p[k]);
+                if (memcmp(name, ac, sizeof name) == 0) {
+                    if (sizeof s->buf - s->used < n) {
+                        s->used = start;
+                        return fail(c, 500);
+                    }
+                    memcpy(s->buf + s->used, p, n);
+                    s->used += n;
+                }
+            }
+            p += n;
+        }
+    }
+    c->plan->status = 200;
+    add(c->plan, head, sizeof head - 1);
+    add(c->plan, allow_line, sizeof allow_line - 1);
+    add(c->plan, s->buf + start, s->used - start);
+    add(c->plan, tail, sizeof tail - 1);
+    add(c->plan, c->date, c->date_len);
+    return 0;
+}
+
 int sv_respond(const sv_request *req, sf_reader *rd, const sv_site *site, const sv_date *date,
                sv_scratch *scratch, sv_plan *plan)
 {
-    ctx c = {req, rd, scratch, plan, NULL, 0, req->method == SV_M_HEAD, date->now, 0, 0};
+    ctx c = {req, rd, scratch, plan, NULL, 0, req->method == SV_M_HEAD, date->now, 0, 0, site};
     int close = !req->keep_alive || req->body_len > SV_MAX_DRAIN;
     scratch->used = 0;
     plan_reset(plan, close);
@@ -687,64 +813,34 @@ int sv_respond(const sv_request *req, sf_reader *rd, const sv_site *site, const 
 
     if (req->method == SV_M_OTHER)
         return fail(&c, 405);
-    if (req->method != SV_M_GET && req->method != SV_M_HEAD)
+    if (!sv_method_served(req->method))
         return fail(&c, 501);
     if (req->target_https)
         return fail(&c, 421);
     if (req->target_8bit)
         return redirect_encoded(&c);
+    if (req->method == SV_M_OPTIONS)
+        return options(&c);
 
     /* A path answered before from this reader: no normalisation, no LMDB. */
     const sv_cached *hit = sv_pathcache_get(rd, req->path.ptr, req->path.len);
     if (hit)
         return serve(&c, &hit->e, 0, hit->body);
 
-    /* room for the key plus "/index.html" */
-    char key[SF_PATH_MAX + 16];
-    size_t klen;
-    int rc = sf_path_from_target(req->path.ptr, req->path.len, key, SF_PATH_MAX, &klen);
-    if (rc == SF_ETOOLONG)
-        return not_found(&c);
-    if (rc != 0)
-        return fail(&c, 400);
-
     sf_entry e;
-    if (key[klen - 1] == '/') {
-        memcpy(key + klen, "index.html", 10);
-        rc = sf_lookup(rd, key, klen + 10, &e);
-    } else {
-        rc = sf_lookup(rd, key, klen, &e);
-        if (rc == SF_ENOTFOUND) {
-            memcpy(key + klen, "/index.html", 11);
-            int rc2 = sf_lookup(rd, key, klen + 11, &e);
-            if (rc2 == 0)
-                return redirect(&c, key, klen, 1, &e);
-            if (rc2 != SF_ENOTFOUND)
-                return fail(&c, 500);
-        }
-    }
-    if (rc == 0) {
-        /* the file (or directory index) of this raw path: remember it */
-        if (e.kind == SF_KIND_FILE &&
-            (hit = sv_pathcache_put(rd, req->path.ptr, req->path.len, &e)) != NULL)
-            return serve(&c, &hit->e, 0, hit->body);
+    switch (resolve(&c, &e)) {
+    case R_DONE:
+        return 0;
+    case R_MISSING:
+        return not_found(&c);
+    case R_SPA:
         return entry(&c, &e);
+    case R_FOUND:
+        break;
     }
-    if (rc != SF_ENOTFOUND)
-        return fail(&c, 500);
-
-    if (site && site->spa) {
-        /* the last segment of the request's key (before any index.html) */
-        size_t i = klen;
-        while (i > 0 && key[i - 1] != '/')
-            i--;
-        if (!memchr(key + i, '.', klen - i)) {
-            rc = sf_lookup(rd, "/index.html", 11, &e);
-            if (rc == 0)
-                return entry(&c, &e);
-            if (rc != SF_ENOTFOUND)
-                return fail(&c, 500);
-        }
-    }
-    return not_found(&c);
+    /* the file (or directory index) of this raw path: remember it */
+    if (e.kind == SF_KIND_FILE &&
+        (hit = sv_pathcache_put(rd, req->path.ptr, req->path.len, &e)) != NULL)
+        return serve(&c, &hit->e, 0, hit->body);
+    return entry(&c, &e);
 }

@@ -3,11 +3,13 @@
 tests/e2e/browser/run.mjs, which drives Debian's headless Chromium with playwright-core
 (executablePath /usr/bin/chromium; no browser is ever downloaded). It checks that every
 resource arrives 200/304 with an encoding Chromium offered, decodes to the packed bytes,
-and that the page's script ran and rendered /data/site.json.
+that the page's script ran and rendered /data/site.json, and that a cross-origin fetch
+with a custom header passes its CORS preflight (OPTIONS) where rules allow it.
 
 Installs nothing itself except the pinned npm dependency (`npm ci`, when node_modules is
 missing); tests/deps.sh test installs chromium and nodejs. A missing chromium, node or
 npm is a failure, never a skip."""
+import json
 import os
 import shutil
 import subprocess
@@ -39,7 +41,15 @@ def main():
         if p.returncode != 0:
             print("FAIL npm ci in %s:\n%s" % (BROWSER_DIR, p.stdout.decode(errors="replace")))
             return 1
-    pack = st.pack(st.WWW, "www-browser.lmdb")
+    # CORS for /data/site.json, as a rules file sets it up: run.mjs fetches it from the
+    # other origin with a custom header, which takes a preflight (OPTIONS) first.
+    rules = os.path.join(st.tmpdir(), "browser-rules.json")
+    with open(rules, "w") as f:
+        json.dump({"headers": [
+            {"match": "/data/site.json", "name": "Access-Control-Allow-Origin", "value": "*"},
+            {"match": "/data/site.json", "name": "Access-Control-Allow-Headers",
+             "value": "X-Client"}]}, f)
+    pack = st.pack(st.WWW, "www-browser.lmdb", extra=["--rules", rules])
     with st.Servd(pack, workers=2) as srv:
         cmd = ["node", os.path.join(BROWSER_DIR, "run.mjs"), "--base",
                "http://127.0.0.1:%d" % srv.port, "--root", st.WWW, "--chromium", CHROMIUM]

@@ -4,7 +4,7 @@
 non-chunked Transfer-Encoding -> 400 and close; missing or duplicate Host, whitespace
 before the colon, obs-fold, bare CR/LF, NUL and control bytes -> 400; 414 for a long
 request line, 431 for a large head or too many fields, 505 for HTTP/2.0, 501 for unknown
-methods, 405 with "Allow: GET, HEAD"; a request pipelined after a framing error is never
+methods, 405 with "Allow: GET, HEAD, OPTIONS"; OPTIONS answered 200; a request pipelined after a framing error is never
 answered; a small body on GET is drained and the next request answered; pipelined
 requests answered in order, however the bytes are split."""
 import os
@@ -395,7 +395,8 @@ def t_disallowed_methods_405(S):
         ok(r is not None, what + ": no response")
         eq(r.status, 405, what + ": status")
         allow = r.need("Allow")
-        eq(sorted(t.strip() for t in allow.split(",")), ["GET", "HEAD"], what + ": Allow")
+        eq(sorted(t.strip() for t in allow.split(",")), ["GET", "HEAD", "OPTIONS"],
+           what + ": Allow")
         eq(int(r.need("Content-Length")), len(r.body), what + ": Content-Length")
         if after == "answered":
             eq((r2.status, r2.body), (200, S.fixture.files[TINY]), what + ": next response")
@@ -409,10 +410,16 @@ def t_disallowed_methods_405(S):
            "after POST with a body, the next response (must be the pipelined GET /tiny.txt)")
 
 
-def t_options_405(S):
+def t_options_200(S):
+    """RFC 9110 §9.3.7: 200 with Allow and Content-Length: 0, and the connection goes on."""
     r, after, r2 = read_quick(S, H("OPTIONS /tiny.txt HTTP/1.1", "Host: x"))
-    eq(r.status, 405, "OPTIONS: status")
-    eq(sorted(t.strip() for t in r.need("Allow").split(",")), ["GET", "HEAD"], "OPTIONS Allow")
+    eq(r.status, 200, "OPTIONS: status")
+    eq(sorted(t.strip() for t in r.need("Allow").split(",")), ["GET", "HEAD", "OPTIONS"],
+       "OPTIONS Allow")
+    eq((r.need("Content-Length"), r.body), ("0", b""), "OPTIONS: no content")
+    if after == "answered":
+        eq((r2.status, r2.body), (200, S.fixture.files[TINY]), "OPTIONS: next response")
+    eq(read_quick(S, H("OPTIONS /nope HTTP/1.1", "Host: x"))[0].status, 404, "OPTIONS /nope")
 
 
 # ---- pipelining ----

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Findings of the RFC 9110 / 9112 review of servd's HTTP layer, against a real servd:
 - CONNECT with its authority-form target (RFC 9112 §3.2.3) is a known method servd does
-  not allow: 405 with "Allow: GET, HEAD", not 400;
+  not allow: 405 with "Allow: GET, HEAD, OPTIONS", not 400;
 - the parts of a multipart/byteranges 206 follow the order of the range-specs
   (RFC 9110 §15.3.7.2), a coalesced range standing where its first spec was;
 - a HEAD request that fails to parse gets its error head without the error body
@@ -24,7 +24,7 @@ def t_connect_is_405(S):
                + st.req("GET", TINY))
         r = c.read_response()
         eq(r.status, 405, "CONNECT example.com:443: status")
-        eq(r.get("Allow"), "GET, HEAD", "CONNECT: Allow")
+        eq(r.get("Allow"), "GET, HEAD, OPTIONS", "CONNECT: Allow")
         eq(int(r.need("Content-Length")), len(r.body), "CONNECT: Content-Length")
         st.http_date(r.get("Date"), "CONNECT: Date")
         r2 = c.read_response()

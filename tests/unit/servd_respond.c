@@ -85,6 +85,10 @@ static void put_file(sf_writer *w, const char *path, const char *mime, const tva
         if (!is404)
             hl = cat(h200, 1024, hl, "ETag: %s\r\nLast-Modified: " LM_DATE "\r\n", etag);
         hl = cat(h200, 1024, hl, "Cache-Control: %s\r\n", cc);
+        if (path && strncmp(path, "/cors", 5) == 0) /* lines a rules file gives */
+            hl = cat(h200, 1024, hl,
+                     "Access-Control-Allow-Origin: *\r\nX-Frame-Options: DENY\r\n"
+                     "access-control-allow-headers: X-Client\r\n");
         if (n > 1)
             hl = cat(h200, 1024, hl, "Vary: Accept-Encoding\r\n");
         if (!is404)
@@ -150,6 +154,7 @@ static void open_pack(int with404)
     put_file(w, "/app.js", "text/javascript; charset=utf-8", app, 4, 0);
     tvar png[] = {{SF_ENC_IDENTITY, img, 20}};
     put_file(w, "/img.png", "image/png", png, 1, 0);
+    put_file(w, "/cors.json", "application/json", png, 1, 0);
     tvar empty[] = {{SF_ENC_IDENTITY, "", 0}};
     put_file(w, "/empty.txt", "text/plain; charset=utf-8", empty, 1, 0);
     sf_entry_spec redir;
@@ -537,23 +542,50 @@ TEST(respond_methods)
 {
     open_pack(1);
     ASSERT_EQ(run("POST /img.png HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n\r\n"), 405);
-    OUT_IS("HTTP/1.1 405 Method Not Allowed\r\nContent-Type: text/plain; charset=utf-8\r\n"
-           "Content-Length: 23\r\nCache-Control: no-cache\r\nAllow: GET, HEAD\r\n" DATE_LINE
-           "\r\n405 Method Not Allowed\n");
+    OUT_IS(
+        "HTTP/1.1 405 Method Not Allowed\r\nContent-Type: text/plain; charset=utf-8\r\n"
+        "Content-Length: 23\r\nCache-Control: no-cache\r\nAllow: GET, HEAD, OPTIONS\r\n" DATE_LINE
+        "\r\n405 Method Not Allowed\n");
     ASSERT_EQ(plan.close, 0);
-    const char *m[] = {"PUT", "DELETE", "PATCH", "OPTIONS", "TRACE", "CONNECT"};
-    for (int i = 0; i < 6; i++) {
+    const char *m[] = {"PUT", "DELETE", "PATCH", "TRACE", "CONNECT"};
+    for (int i = 0; i < 5; i++) {
         char raw[128];
         snprintf(raw, sizeof raw, "%s /x HTTP/1.1\r\nHost: t\r\n\r\n", m[i]);
         ASSERT_EQ(run(raw), 405);
-        ASSERT_EQ(has_header("\r\nAllow: GET, HEAD\r\n"), 1);
+        ASSERT_EQ(has_header("\r\nAllow: GET, HEAD, OPTIONS\r\n"), 1);
     }
-    ASSERT_EQ(run("OPTIONS * HTTP/1.1\r\nHost: t\r\n\r\n"), 405);
     ASSERT_EQ(run("get / HTTP/1.1\r\nHost: t\r\n\r\n"), 501);
     OUT_IS("HTTP/1.1 501 Not Implemented\r\nContent-Type: text/plain; charset=utf-8\r\n"
            "Content-Length: 20\r\nCache-Control: no-cache\r\n" DATE_LINE
            "\r\n501 Not Implemented\n");
     ASSERT_EQ(run("BREW /pot HTTP/1.1\r\nHost: t\r\n\r\n"), 501);
+}
+
+/* OPTIONS: Allow, and for a path the Access-Control-* lines its rules gave
+ * it, which a browser's CORS preflight needs (RFC 9110 §9.3.7: 200 with
+ * Content-Length: 0). A path resolves as for GET. */
+TEST(respond_options)
+{
+    open_pack(1);
+    ASSERT_EQ(run("OPTIONS * HTTP/1.1\r\nHost: t\r\n\r\n"), 200);
+    OUT_IS("HTTP/1.1 200 OK\r\nAllow: GET, HEAD, OPTIONS\r\nContent-Length: 0\r\n" DATE_LINE
+           "\r\n");
+    ASSERT_EQ(run("OPTIONS /cors.json HTTP/1.1\r\nHost: t\r\nOrigin: https://a.example\r\n"
+                  "Access-Control-Request-Method: GET\r\n"
+                  "Access-Control-Request-Headers: x-client\r\n\r\n"),
+              200);
+    OUT_IS("HTTP/1.1 200 OK\r\nAllow: GET, HEAD, OPTIONS\r\nAccess-Control-Allow-Origin: *\r\n"
+           "access-control-allow-headers: X-Client\r\nContent-Length: 0\r\n" DATE_LINE "\r\n");
+    ASSERT_EQ(run("OPTIONS /img.png HTTP/1.1\r\nHost: t\r\n\r\n"), 200);
+    OUT_IS("HTTP/1.1 200 OK\r\nAllow: GET, HEAD, OPTIONS\r\nContent-Length: 0\r\n" DATE_LINE
+           "\r\n");
+    ASSERT_EQ(run("OPTIONS /docs/ HTTP/1.1\r\nHost: t\r\n\r\n"), 200);
+    ASSERT_EQ(run("OPTIONS /docs?x HTTP/1.1\r\nHost: t\r\n\r\n"), 301);
+    ASSERT_EQ(has_header("\r\nLocation: /docs/?x\r\n"), 1);
+    ASSERT_EQ(run("OPTIONS /old HTTP/1.1\r\nHost: t\r\n\r\n"), 301);
+    ASSERT_EQ(run("OPTIONS /nope HTTP/1.1\r\nHost: t\r\n\r\n"), 404);
+    ASSERT_EQ(run("OPTIONS /%2e%2e/x HTTP/1.1\r\nHost: t\r\n\r\n"), 400);
+    ASSERT_EQ(run("OPTIONS https://t/img.png HTTP/1.1\r\nHost: t\r\n\r\n"), 421);
 }
 
 TEST(respond_bad_paths)
@@ -1021,7 +1053,7 @@ TEST(respond_error_texts)
         ASSERT(strstr(buf, want) != NULL);
         ASSERT(strstr(buf, "\r\nContent-Type: text/plain; charset=utf-8\r\n") != NULL);
         ASSERT(strstr(buf, DATE_LINE "Connection: close\r\n\r\n") != NULL);
-        ASSERT_EQ(strstr(buf, "Allow: GET, HEAD\r\n") != NULL, st[i] == 405);
+        ASSERT_EQ(strstr(buf, "Allow: GET, HEAD, OPTIONS\r\n") != NULL, st[i] == 405);
     }
     sv_plan p;
     sv_respond_error(431, 0, &d, &p);

@@ -38,7 +38,7 @@ TEST(review_connect_authority_form_is_405)
     ASSERT_EQ(plan.status, 405);
     int allow = 0;
     for (int i = 0; i < plan.iovcnt; i++)
-        if (memmem(plan.iov[i].iov_base, plan.iov[i].iov_len, "Allow: GET, HEAD\r\n", 18))
+        if (memmem(plan.iov[i].iov_base, plan.iov[i].iov_len, "Allow: GET, HEAD, OPTIONS\r\n", 27))
             allow = 1;
     ASSERT_EQ(allow, 1);
 

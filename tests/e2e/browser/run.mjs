@@ -11,7 +11,8 @@
 //     Accept-Encoding (Chromium offers zstd only over HTTPS, so br or gzip here);
 //   - the body Chromium decoded is byte-identical to the file in the web root;
 // and that the page's script ran: body[data-ready=yes], the vendor script was found,
-// /data/site.json was fetched and rendered (every feature title appears in #features).
+// /data/site.json was fetched and rendered (every feature title appears in #features),
+// and that a cross-origin fetch with a custom header passes its CORS preflight.
 // Exits 0 when everything holds; otherwise prints each failure and exits 1.
 import { chromium } from "playwright-core";
 import fs from "node:fs";
@@ -259,6 +260,28 @@ async function main() {
       fail(`reload /: the revalidated page got ${doc ? doc.wireStatus : "no request"} (want 304)`);
     if ((await page.evaluate(() => document.body.dataset.ready)) !== "yes")
       fail("reload /: the page script did not run after the 304");
+
+    // CORS: the same servd under another origin (localhost instead of 127.0.0.1). A fetch
+    // with a header that is not CORS-safelisted makes Chromium send a preflight OPTIONS
+    // first; the rules gave /data/site.json Access-Control-Allow-Origin and -Headers, and
+    // the preflight must carry them too, or the fetch fails. /robots.txt has no CORS
+    // headers: that fetch must fail.
+    const other = base.replace("://127.0.0.1", "://localhost");
+    const crossFetch = (url) => page.evaluate(async (u) => {
+      try {
+        const r = await fetch(u, { headers: { "X-Client": "1" } });
+        return { status: r.status, text: await r.text() };
+      } catch (e) {
+        return { error: String(e) };
+      }
+    }, url);
+    const cors = await crossFetch(other + "/data/site.json");
+    const want = fs.readFileSync(path.join(root, "data", "site.json"), "utf8");
+    if (cors.error || cors.status !== 200 || cors.text !== want)
+      fail(`cross-origin fetch of /data/site.json with X-Client: ${JSON.stringify(cors).slice(0, 200)}`);
+    const denied = await crossFetch(other + "/robots.txt");
+    if (!denied.error)
+      fail(`cross-origin fetch of /robots.txt (no CORS rules) succeeded: ${denied.status}`);
 
     const compressed = (encodingsSeen.get("br") || 0) + (encodingsSeen.get("gzip") || 0) +
                        (encodingsSeen.get("zstd") || 0);
