@@ -111,7 +111,7 @@ typedef struct sv_request {
 enum sv_target_form {
     SV_TF_ORIGIN = 1,    /* "/path?q" */
     SV_TF_ABSOLUTE = 2,  /* "http://host[:port]/path?q": host is the URI's authority */
-    SV_TF_ASTERISK = 3,  /* "*": only for methods answered 405/501 (GET/HEAD -> 400) */
+    SV_TF_ASTERISK = 3,  /* "*": OPTIONS, or methods answered 405/501 (GET/HEAD -> 400) */
     SV_TF_AUTHORITY = 4, /* "host:port": only for CONNECT (§3.2.3), answered 405; path
                             and query are empty, host is the target */
 };

@@ -30,8 +30,8 @@
  *   - target forms (§3.2): origin-form; absolute-form with an http URI
  *     (the path is served, the URI's authority is the host, §3.2.2) or an
  *     https one (flagged target_https: answered 421, servd has no TLS);
- *     asterisk-form only for methods that are refused anyway (GET/HEAD ->
- *     400); authority-form only for CONNECT (refused with 405: servd does
+ *     asterisk-form for any method but GET/HEAD (400; OPTIONS * is served,
+ *     the others are refused anyway); authority-form only for CONNECT (refused with 405: servd does
  *     not tunnel), with a non-empty port; anything else -> 400;
  *   - field-name is a token followed directly by ':' (whitespace before
  *     the colon -> 400, §5.1); a line starting with SP/HTAB (obs-fold, or
