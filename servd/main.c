@@ -359,6 +359,12 @@ int main(int argc, char **argv)
     /* A client that goes away must cost an EPIPE, not the process; nor must
      * a pack file cut short under its map (mapguard.h). */
     signal(SIGPIPE, SIG_IGN);
+    /* Until the main loop takes them (server.c), a reload or a log reopen
+     * sent while servd starts (systemd's ExecReload, a logrotate script
+     * during a restart) must not kill it by the default action: the pack
+     * and the log it is opening are the current ones anyway. */
+    signal(SIGHUP, SIG_IGN);
+    signal(SIGUSR1, SIG_IGN);
     if (sv_mapguard_install() != 0)
         fprintf(stderr, "servd: warning: no SIGBUS guard for the pack map: %s\n", strerror(errno));
 

@@ -423,6 +423,56 @@ def t_sigterm_answers_a_held_pipelined_request_with_close():
         s.stop(check=False)
 
 
+def big_pack():
+    """A pack whose load check takes a while (it hashes a 64 MB body: 0.16 s here)."""
+    root = os.path.join(st.tmpdir(), "ops-big-site")
+    if not os.path.isdir(root):
+        os.makedirs(root)
+        with open(os.path.join(root, "index.html"), "wb") as f:
+            f.write(FILES["/index.html"])
+        with open(os.path.join(root, "big.bin"), "wb") as f:
+            f.write(random.Random(7).randbytes(64 * 1024 * 1024))
+    p = os.path.join(st.tmpdir(), "ops-big.lmdb")
+    if not os.path.exists(p):
+        st.pack(root, "ops-big.lmdb")
+    return p
+
+
+def t_reload_and_reopen_signals_during_startup_are_harmless():
+    """systemd's ExecReload (kill -HUP) or a logrotate postrotate (kill -USR1) can reach
+    servd while it starts, here during its load check of the pack. Before the main loop
+    took those signals their default action killed servd, and systemd counts a death by
+    SIGHUP as a clean exit: it stayed down."""
+    for sig in (signal.SIGHUP, signal.SIGUSR1):
+        for delay in (0.06, 0.1):
+            port = st.free_port()
+            log = os.path.join(st.tmpdir(), "startup-signal-%d.log" % port)
+            with open(log, "wb") as logf:
+                proc = subprocess.Popen([st.SERVD, "--pack", big_pack(), "--listen",
+                                         "127.0.0.1:%d" % port, "--workers", "1"],
+                                        stdout=logf, stderr=subprocess.STDOUT,
+                                        stdin=subprocess.DEVNULL)
+            try:
+                time.sleep(delay)
+                proc.send_signal(sig)
+                deadline = time.time() + st.START_TIMEOUT
+                while time.time() < deadline and proc.poll() is None:
+                    with open(log, "rb") as f:
+                        if b"listening on" in f.read():
+                            break
+                    time.sleep(0.02)
+                ok(proc.poll() is None, "%s %.2f s after exec: servd exited %s" % (
+                    signal.Signals(sig).name, delay, proc.returncode))
+                eq(st.get(port, "/index.html").body, FILES["/index.html"],
+                   "served after an early %s" % signal.Signals(sig).name)
+                proc.send_signal(signal.SIGTERM)
+                eq(proc.wait(timeout=st.STOP_TIMEOUT), 0, "exit status after SIGTERM")
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+
+
 def t_shutdown_timeout_bounds_the_wait():
     s = st.Servd(pack(), extra=["--shutdown-timeout", "1"]).start()
     try:
