@@ -234,8 +234,10 @@ int sv_snapshot_open(const char *path, int nreaders, sv_snapshot **out, sv_file_
             close(fd);
         file.dev = file.ino = 0;
         /* a file that exists but cannot be opened (EACCES) is noted as
-         * itself, so that the watch does not retry it every poll */
-        if (seen && sv_file_state_get(path, &seen->id, &seen->stamp) != 0)
+         * itself, so that the watch does not retry it every poll; one that
+         * servd had no descriptor or memory for is tried again */
+        if (seen && (rc == -EMFILE || rc == -ENFILE || rc == -ENOMEM ||
+                     sv_file_state_get(path, &seen->id, &seen->stamp) != 0))
             *seen = (sv_file_seen){file, {0, 0}};
         snprintf(err, errlen, "%s: %s", path, strerror(-rc));
         return SF_EIO;
@@ -277,12 +279,20 @@ int sv_snapshot_open(const char *path, int nreaders, sv_snapshot **out, sv_file_
     close(fd); /* LMDB holds its own descriptor */
     if (rc != 0) {
         name_file(err, errlen, fdpath, path);
+        /* No verdict on the file - the check could not run or was stopped
+         * (SF_EIO), or it passed and servd could not then open the pack
+         * (descriptors, memory) - is not remembered: the watch tries the
+         * file again at its next look. Only what the file holds sticks. */
+        if (seen && (rc == SF_EIO || rc == SF_ENOMEM || rc == SF_ELMDB))
+            seen->id.dev = seen->id.ino = 0;
         return rc;
     }
 
     sv_snapshot *s = calloc(1, sizeof *s + (size_t)nreaders * sizeof s->readers[0]);
     if (!s) {
         snprintf(err, errlen, "%s: out of memory", path);
+        if (seen)
+            seen->id.dev = seen->id.ino = 0; /* tried again, as above */
         rc = SF_ENOMEM;
         goto out_close_pack;
     }

@@ -95,6 +95,15 @@ static size_t collect(int fd, pid_t pid, void *buf, size_t cap, int timeout_ms, 
     return got;
 }
 
+/* A signal someone else sends to stop a process (kill, a service manager,
+ * the OOM killer, a terminal) rather than one a bad read raises (SIGSEGV,
+ * SIGBUS, SIGABRT, SIGFPE...): a child that died of it said nothing about
+ * the pack. */
+static int stopped_from_outside(int sig)
+{
+    return sig == SIGKILL || sig == SIGTERM || sig == SIGINT || sig == SIGHUP || sig == SIGQUIT;
+}
+
 int sf_check_isolated(sf_check_fn check, void *arg, const char *path, int timeout_ms, char *err,
                       size_t errlen)
 {
@@ -125,6 +134,11 @@ int sf_check_isolated(sf_check_fn check, void *arg, const char *path, int timeou
         snprintf(err, errlen, "%s: corrupt pack: reading it did not finish in %d ms", path,
                  timeout_ms);
         return SF_ECORRUPT;
+    }
+    if (WIFSIGNALED(st) && stopped_from_outside(WTERMSIG(st))) {
+        snprintf(err, errlen, "%s: the check of the pack was stopped (signal %s); not a verdict",
+                 path, strsignal(WTERMSIG(st)));
+        return SF_EIO;
     }
     if (WIFSIGNALED(st) || !WIFEXITED(st) || WEXITSTATUS(st) != 0 ||
         got < offsetof(struct report, msg)) {
@@ -181,6 +195,11 @@ int sf_check_spawn(char *const argv[], const char *path, int timeout_ms, char *e
         return SF_ECORRUPT;
     }
     int sig = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
+    if (stopped_from_outside(sig)) {
+        snprintf(err, errlen, "%s: the check of the pack was stopped (signal %s); not a verdict",
+                 path, strsignal(sig));
+        return SF_EIO;
+    }
     snprintf(err, errlen, "%s: corrupt pack: reading it crashed (%s%s)", path,
              sig ? "signal " : "exit status without a report", sig ? strsignal(sig) : "");
     return SF_ECORRUPT;

@@ -176,6 +176,62 @@ def t_a_refused_file_that_changes_is_looked_at_again(s):
         eq(sw.metrics(adm).get("servd_pack_swap_failures_total"), 1, "refusals")
 
 
+def check_children(ppid):
+    """Pids of the `servd --check-pack` children of ppid."""
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % d) as f:
+                parent = int(f.read().rsplit(")", 1)[1].split()[1])
+            with open("/proc/%s/cmdline" % d, "rb") as f:
+                cmd = f.read()
+        except (OSError, ValueError, IndexError):
+            continue
+        if parent == ppid and b"--check-pack" in cmd:
+            out.append(int(d))
+    return out
+
+
+def t_a_check_stopped_from_outside_is_tried_again(s):
+    # The load check of a new pack runs in a child. When something else kills that child
+    # (the OOM killer, a `kill` or `timeout` aimed at the process group), the check said
+    # nothing about the file, yet the watch remembered it as refused "corrupt pack:
+    # reading it crashed (signal Killed)" and kept the old release for good. Now the
+    # refusal says the check was stopped, and the watch looks at the file again.
+    root = os.path.join(st.tmpdir(), "watch-big")
+    if not os.path.isdir(root):
+        os.makedirs(root)
+        with open(os.path.join(root, "index.html"), "wb") as f:
+            f.write(b"<p>the big release</p>\n")
+        with open(os.path.join(root, "big.bin"), "wb") as f:
+            f.write(os.urandom(64 * 1024 * 1024))  # a check of ~0.2 s to catch
+    big = st.pack(root, "watch-big.lmdb")
+    live, adm, servd = own_servd("killed-check-live", s.v.packs[0], interval="0.3")
+    with servd as d:
+        live.rename_in(big)
+        killed = []
+        t0 = time.time()
+        while time.time() - t0 < (1.5 if killed else RELOAD_LIMIT):  # every check for 1.5 s
+            for pid in check_children(d.proc.pid):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                    killed.append(pid)
+                except OSError:
+                    pass
+            time.sleep(0.002)
+        ok(killed, "caught the check child of the new pack")
+        eq(st.get(d.port, "/").body, s.v.index(1), "still the old pack while every check is "
+           "killed (%d killed)" % len(killed))
+        wait_body(d.port, b"<p>the big release</p>\n", "the pack whose check was killed, "
+                  "loaded at the watch's next look")
+        log = d.read_log()
+        ok("the check of the pack was stopped (signal Killed)" in log,
+           "the refusal says the check was stopped: %s" % log[-800:])
+        ok("corrupt" not in log, "no pack called corrupt: %s" % log[-800:])
+
+
 def t_a_pack_cut_short_in_place_does_not_kill_servd(s):
     # Writing into the live pack (cp onto the path) is not supported, but it must not take
     # the server down: cp truncates first, and reading a page past the new end of a map

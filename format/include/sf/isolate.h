@@ -30,7 +30,9 @@ typedef int (*sf_check_fn)(void *arg, const char *path, char *err, size_t errlen
  * @return 0 when the check passed; the check's own code and message when it
  *         failed; SF_ECORRUPT with "PATH: corrupt pack: reading it crashed
  *         (...)" when the child died by a signal or did not finish in time;
- *         SF_EIO when the child could not be started. */
+ *         SF_EIO when the child could not be started, or was stopped by a
+ *         signal sent from outside (SIGKILL, SIGTERM, SIGINT, SIGHUP,
+ *         SIGQUIT): no verdict on the pack, worth trying again. */
 int sf_check_isolated(sf_check_fn check, void *arg, const char *path, int timeout_ms, char *err,
                       size_t errlen);
 
