@@ -171,6 +171,10 @@ int sf_pack_open(const char *path, sf_pack **out, char *err, size_t errlen)
     mdb_env_stat(p->env, &est);
     mdb_filehandle_t fh;
     p->fd = mdb_env_get_fd(p->env, &fh) == 0 ? fh : -1;
+    /* liblmdb 0.9 opens it without O_CLOEXEC: a program that spawns
+     * (servd's check of the next pack) would hand every open pack to it */
+    if (p->fd >= 0)
+        fcntl(p->fd, F_SETFD, FD_CLOEXEC);
     if ((uint64_t)(info.me_last_pgno + 1) * est.ms_psize > p->size) {
         fail(err, errlen, SF_ECORRUPT, "%s: %s", path, "truncated pack (pages missing at the end)");
         rc = SF_ECORRUPT;

@@ -210,11 +210,18 @@ def t_a_check_stopped_from_outside_is_tried_again(s):
     big = st.pack(root, "watch-big.lmdb")
     live, adm, servd = own_servd("killed-check-live", s.v.packs[0], interval="0.3")
     with servd as d:
+        served = os.stat(live.path).st_ino
         live.rename_in(big)
-        killed = []
+        killed, leaked = [], []
         t0 = time.time()
         while time.time() - t0 < (1.5 if killed else RELOAD_LIMIT):  # every check for 1.5 s
             for pid in check_children(d.proc.pid):
+                try:
+                    for fd in os.listdir("/proc/%d/fd" % pid):  # the served pack's stays
+                        if os.stat("/proc/%d/fd/%s" % (pid, fd)).st_ino == served:
+                            leaked.append(fd)
+                except OSError:
+                    pass
                 try:
                     os.kill(pid, signal.SIGKILL)
                     killed.append(pid)
@@ -222,6 +229,7 @@ def t_a_check_stopped_from_outside_is_tried_again(s):
                     pass
             time.sleep(0.002)
         ok(killed, "caught the check child of the new pack")
+        eq(leaked, [], "descriptors of the served pack in the check child")
         eq(st.get(d.port, "/").body, s.v.index(1), "still the old pack while every check is "
            "killed (%d killed)" % len(killed))
         wait_body(d.port, b"<p>the big release</p>\n", "the pack whose check was killed, "
