@@ -738,17 +738,22 @@ static enum resolved resolve(ctx *c, sf_entry *e)
 
 /* OPTIONS (RFC 9110 §9.3.7): 200 with Allow and Content-Length: 0. For a
  * path, also the Access-Control-* lines a rules file stored in its 200
- * block (copied from the map into scratch), which is what a browser's CORS
- * preflight looks for: without them a cross-origin request with a custom
- * header could never be made, however the rules set up CORS. Nothing is
- * added that the rules did not give the path. */
+ * block, which is what a browser's CORS preflight looks for: without them a
+ * cross-origin request with a custom header could never be made, however
+ * the rules set up CORS. Nothing is added that the rules did not give the
+ * path. The lines go out from the map, adjacent ones as one piece (rules
+ * lines are stored together, so nearly always one); more separate runs than
+ * the plan has room for -> 500. */
 static int options(ctx *c)
 {
     static const char head[] = "HTTP/1.1 200 OK\r\n";
     static const char tail[] = "Content-Length: 0\r\n";
     static const char ac[] = "access-control-";
-    sv_scratch *s = c->scratch;
-    size_t start = s->used;
+    struct {
+        const char *p;
+        size_t n;
+    } runs[SV_PLAN_IOV - 4]; /* the plan's room beside head, Allow, tail and Date */
+    size_t nruns = 0;
     sf_entry e;
     if (c->req->target_form != SV_TF_ASTERISK) {
         switch (resolve(c, &e)) {
@@ -765,20 +770,22 @@ static int options(ctx *c)
         if (e.kind != SF_KIND_FILE || e.nvariants == 0)
             return fail(c, 500);
         const sf_view h = e.variants[0].h200;
-        for (const char *p = h.ptr, *end = h.ptr + h.len; p < end;) {
+        const char *end = h.ptr + h.len;
+        for (const char *p = h.ptr; p < end;) {
             const char *eol = memchr(p, '\n', (size_t)(end - p));
             size_t n = eol ? (size_t)(eol - p) + 1 : (size_t)(end - p);
-            if (n > sizeof ac - 1) {
-                char name[sizeof ac - 1];
-                for (size_t k = 0; k < sizeof name; k++)
-                    name[k] = (char)(p[k] >= 'A' && p[k] <= 'Z' ? p[k] - 'A' + 'a' : p[k]);
-                if (memcmp(name, ac, sizeof name) == 0) {
-                    if (sizeof s->buf - s->used < n) {
-                        s->used = start;
+            int match = n > sizeof ac - 1;
+            for (size_t k = 0; match && k < sizeof ac - 1; k++)
+                match = (p[k] >= 'A' && p[k] <= 'Z' ? p[k] - 'A' + 'a' : p[k]) == ac[k];
+            if (match) {
+                if (nruns > 0 && runs[nruns - 1].p + runs[nruns - 1].n == p) {
+                    runs[nruns - 1].n += n; /* adjacent: one piece */
+                } else {
+                    if (nruns == sizeof runs / sizeof runs[0])
                         return fail(c, 500);
-                    }
-                    memcpy(s->buf + s->used, p, n);
-                    s->used += n;
+                    runs[nruns].p = p;
+                    runs[nruns].n = n;
+                    nruns++;
                 }
             }
             p += n;
@@ -787,7 +794,8 @@ static int options(ctx *c)
     c->plan->status = 200;
     add(c->plan, head, sizeof head - 1);
     add(c->plan, allow_line, sizeof allow_line - 1);
-    add(c->plan, s->buf + start, s->used - start);
+    for (size_t i = 0; i < nruns; i++)
+        add(c->plan, runs[i].p, runs[i].n);
     add(c->plan, tail, sizeof tail - 1);
     add(c->plan, c->date, c->date_len);
     return 0;

@@ -76,5 +76,36 @@ def t_multipart_parts_in_request_order(S):
             ok(data[a:b + 1] in r.body, "Range %r: part %d-%d bytes" % (rng, a, b))
 
 
+def t_options_carries_long_cors_lines(S):
+    """The Access-Control-* lines of a path reach its OPTIONS answer whole, however long:
+    a rules value may be 4096 bytes, and copying them into servd's 4 KiB scratch buffer
+    answered 500 to two 3000-byte lines that every GET carried."""
+    import json
+    import os
+    root = os.path.join(st.tmpdir(), "cors-site")
+    os.makedirs(root, exist_ok=True)
+    with open(os.path.join(root, "api.json"), "w") as f:
+        f.write('{"ok": true}\n')
+    allow = ", ".join("X-H%04d" % i for i in range(380))[:3000]
+    expose = ", ".join("X-E%04d" % i for i in range(380))[:3000]
+    rules = os.path.join(st.tmpdir(), "cors-rules.json")
+    with open(rules, "w") as f:
+        json.dump({"headers": [
+            {"match": "/api.json", "name": "Access-Control-Allow-Origin", "value": "*"},
+            {"match": "/api.json", "name": "X-Between", "value": "1"},
+            {"match": "/api.json", "name": "Access-Control-Allow-Headers", "value": allow},
+            {"match": "/api.json", "name": "Access-Control-Expose-Headers",
+             "value": expose}]}, f)
+    with st.Servd(st.pack(root, "cors.lmdb", extra=["--rules", rules])) as s:
+        r = st.get(s.port, "/api.json", method="OPTIONS")
+        eq(r.status, 200, "OPTIONS with 6 KB of CORS lines: status")
+        eq((r.get("Access-Control-Allow-Origin"), r.get("Access-Control-Allow-Headers"),
+            r.get("Access-Control-Expose-Headers"), r.get("X-Between")),
+           ("*", allow, expose, None), "OPTIONS: the Access-Control-* lines, only those")
+        eq((r.need("Content-Length"), r.body), ("0", b""), "OPTIONS: no content")
+        g = st.get(s.port, "/api.json")
+        eq(g.get("Access-Control-Allow-Headers"), allow, "GET carries the same line")
+
+
 if __name__ == "__main__":
     st.run(st.collect(globals()), lambda: st.Sites(workers=1, with_www=False))

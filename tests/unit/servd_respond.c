@@ -581,10 +581,14 @@ TEST(respond_options)
            "\r\n");
     ASSERT_EQ(run("OPTIONS /docs/ HTTP/1.1\r\nHost: t\r\n\r\n"), 200);
     ASSERT_EQ(run("OPTIONS /docs?x HTTP/1.1\r\nHost: t\r\n\r\n"), 301);
-    ASSERT_EQ(has_header("\r\nLocation: /docs/?x\r\n"), 1);
+    OUT_IS("HTTP/1.1 301 Moved Permanently\r\nLocation: /docs/?x\r\nCache-Control: no-cache\r\n"
+           "Content-Length: 0\r\n" DATE_LINE "\r\n");
     ASSERT_EQ(run("OPTIONS /old HTTP/1.1\r\nHost: t\r\n\r\n"), 301);
+    ASSERT_EQ(memcmp(out, "HTTP/1.1 301 ", 13), 0);
     ASSERT_EQ(run("OPTIONS /nope HTTP/1.1\r\nHost: t\r\n\r\n"), 404);
+    ASSERT_EQ(memcmp(out, "HTTP/1.1 404 ", 13), 0);
     ASSERT_EQ(run("OPTIONS /%2e%2e/x HTTP/1.1\r\nHost: t\r\n\r\n"), 400);
+    ASSERT_EQ(memcmp(out, "HTTP/1.1 400 ", 13), 0);
     ASSERT_EQ(run("OPTIONS https://t/img.png HTTP/1.1\r\nHost: t\r\n\r\n"), 421);
 }
 
