@@ -202,6 +202,8 @@ int main(int argc, char **argv)
         int rc = sf_pack_check_structure(NULL, argv[2], err, sizeof err);
         if (rc != 0)
             printf("%s\n", err[0] ? err : sf_strerror(rc));
+        if (rc == SF_ENOMEM || rc == SF_EIO)
+            return SF_CHECK_EXIT_NO_VERDICT; /* out of memory or descriptors */
         return rc != 0;
     }
     static sv_config cfg;

@@ -61,6 +61,8 @@ struct sv_server {
     uv_loop_t loop; /* the main thread's: signals and the stop timer */
     uv_signal_t sig[4];
     uv_timer_t stop_timer;
+    uv_timer_t retry_timer; /* a reload again after a refusal that was no verdict */
+    uint64_t retry_ms;      /* its last wait: 0, or doubling up to SV_RETRY_MAX_MS */
     uv_async_t done;
     atomic_int nfinished;
     atomic_int stopping;        /* read by the admin thread (/healthz) */
@@ -497,6 +499,21 @@ static void publish(sv_server *srv, sv_snapshot *s)
     atomic_fetch_add(&srv->metrics.swaps, 1);
 }
 
+/* After a refusal that says nothing about the file (sv_file_seen.retry: no
+ * descriptor or memory, a check that could not run or was stopped), the
+ * file is loaded again after this wait, doubled at each such refusal up to
+ * the most: the watch has noted the file and would not look at it again,
+ * and a condition that lasts (a memory limit) must not cost a check of the
+ * whole pack every poll. */
+#define SV_RETRY_FIRST_MS 2000
+#define SV_RETRY_MAX_MS   300000
+
+static void reload(sv_server *srv, const char *why);
+static void on_retry(uv_timer_t *t)
+{
+    reload(t->data, "retry");
+}
+
 /* Loads the pack path again; why ("SIGHUP", "pack changed") starts the log
  * line. Whatever file was opened or refused is noted by the watch, so a
  * SIGHUP and the watch never load the same file twice. */
@@ -504,7 +521,7 @@ static void reload(sv_server *srv, const char *why)
 {
     char err[1024];
     sv_snapshot *s;
-    sv_file_seen seen;
+    sv_file_seen seen = {0};
     if (atomic_load(&srv->stopping))
         return;
     unsigned long faults = sv_mapguard_faults();
@@ -525,7 +542,7 @@ static void reload(sv_server *srv, const char *why)
      * after the watch's 75 ms) must not validate and swap it again. The
      * same file changed in place shows its new bytes through the map: no
      * more answers from it (mapguard.h), whatever the reload finds. */
-    sv_file_seen now, served = {srv->current->file, srv->current->stamp};
+    sv_file_seen now, served = {srv->current->file, srv->current->stamp, 0};
     if (sv_file_state_get(srv->cfg->pack_path, &now.id, &now.stamp) == 0 &&
         sv_file_id_eq(&now.id, &served.id)) {
         if (!sv_file_seen_same(&now, &served)) {
@@ -549,6 +566,18 @@ static void reload(sv_server *srv, const char *why)
     int rc = sv_snapshot_open(srv->cfg->pack_path, srv->nworkers, &s, &seen, err, sizeof err);
     if (srv->watch)
         sv_watch_note(srv->watch, &seen);
+    if (rc != 0 && seen.retry) {
+        atomic_fetch_add(&srv->metrics.swap_failures, 1);
+        srv->retry_ms = !srv->retry_ms                         ? SV_RETRY_FIRST_MS
+                        : srv->retry_ms >= SV_RETRY_MAX_MS / 2 ? SV_RETRY_MAX_MS
+                                                               : 2 * srv->retry_ms;
+        uv_timer_start(&srv->retry_timer, on_retry, srv->retry_ms, 0);
+        fprintf(stderr, "servd: %s: refused %s; still serving pack %s; trying again in %llu s\n",
+                why, err, srv->current->id_hex, (unsigned long long)(srv->retry_ms / 1000));
+        return;
+    }
+    srv->retry_ms = 0; /* a verdict: the file was judged */
+    uv_timer_stop(&srv->retry_timer);
     if (rc != 0) {
         atomic_fetch_add(&srv->metrics.swap_failures, 1);
         fprintf(stderr, "servd: %s: refused %s; still serving pack %s\n", why, err,
@@ -627,6 +656,7 @@ static void on_worker_done(uv_async_t *a)
     for (int i = 0; i < 4; i++)
         uv_close((uv_handle_t *)&srv->sig[i], NULL);
     uv_close((uv_handle_t *)&srv->stop_timer, NULL);
+    uv_close((uv_handle_t *)&srv->retry_timer, NULL);
     uv_close((uv_handle_t *)&srv->done, NULL);
     if (srv->watch)
         sv_watch_stop(srv->watch);
@@ -819,9 +849,11 @@ int sv_server_run(const sv_config *cfg, sv_snapshot *snap)
     }
     uv_timer_init(&srv->loop, &srv->stop_timer);
     srv->stop_timer.data = srv;
+    uv_timer_init(&srv->loop, &srv->retry_timer);
+    srv->retry_timer.data = srv;
     uv_async_init(&srv->loop, &srv->done, on_worker_done);
     srv->done.data = srv;
-    sv_file_seen serving = {snap->file, snap->stamp};
+    sv_file_seen serving = {snap->file, snap->stamp, 0};
     if (cfg->watch && sv_watch_start(&srv->loop, cfg->pack_path, &serving, cfg->watch_poll_ms,
                                      on_pack_changed, srv, &srv->watch) != 0)
         fprintf(stderr, "servd: out of memory for the pack watch; only SIGHUP reloads\n");

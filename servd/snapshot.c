@@ -235,17 +235,18 @@ int sv_snapshot_open(const char *path, int nreaders, sv_snapshot **out, sv_file_
         file.dev = file.ino = 0;
         /* a file that exists but cannot be opened (EACCES) is noted as
          * itself, so that the watch does not retry it every poll; one that
-         * servd had no descriptor or memory for is tried again */
-        if (seen && (rc == -EMFILE || rc == -ENFILE || rc == -ENOMEM ||
-                     sv_file_state_get(path, &seen->id, &seen->stamp) != 0))
-            *seen = (sv_file_seen){file, {0, 0}};
+         * servd had no descriptor or memory for is worth trying again */
+        if (seen && sv_file_state_get(path, &seen->id, &seen->stamp) != 0)
+            *seen = (sv_file_seen){file, {0, 0}, 0};
+        if (seen)
+            seen->retry = rc == -EMFILE || rc == -ENFILE || rc == -ENOMEM;
         snprintf(err, errlen, "%s: %s", path, strerror(-rc));
         return SF_EIO;
     }
     file = id_of(&st);
     sv_file_stamp stamp = stamp_of(&st);
     if (seen)
-        *seen = (sv_file_seen){file, stamp};
+        *seen = (sv_file_seen){file, stamp, 0};
     if (!S_ISREG(st.st_mode)) {
         close(fd);
         snprintf(err, errlen, "%s: not a regular file (a %s)", path,
@@ -279,12 +280,11 @@ int sv_snapshot_open(const char *path, int nreaders, sv_snapshot **out, sv_file_
     close(fd); /* LMDB holds its own descriptor */
     if (rc != 0) {
         name_file(err, errlen, fdpath, path);
-        /* No verdict on the file - the check could not run or was stopped
-         * (SF_EIO), or it passed and servd could not then open the pack
-         * (descriptors, memory) - is not remembered: the watch tries the
-         * file again at its next look. Only what the file holds sticks. */
-        if (seen && (rc == SF_EIO || rc == SF_ENOMEM || rc == SF_ELMDB))
-            seen->id.dev = seen->id.ino = 0;
+        /* No verdict on the file: the check could not run, ran out of
+         * something or was stopped (SF_EIO), or it passed and servd could
+         * not then open the pack (SF_EIO, SF_ENOMEM from the system). */
+        if (seen)
+            seen->retry = rc == SF_EIO || rc == SF_ENOMEM;
         return rc;
     }
 
@@ -292,7 +292,7 @@ int sv_snapshot_open(const char *path, int nreaders, sv_snapshot **out, sv_file_
     if (!s) {
         snprintf(err, errlen, "%s: out of memory", path);
         if (seen)
-            seen->id.dev = seen->id.ino = 0; /* tried again, as above */
+            seen->retry = 1; /* no verdict, as above */
         rc = SF_ENOMEM;
         goto out_close_pack;
     }

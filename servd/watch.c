@@ -192,7 +192,7 @@ static void aim_all(sv_watch *w)
  * poll found it: a SIGHUP may be on its way, see changed()). */
 static void look(sv_watch *w, int load)
 {
-    sv_file_seen now;
+    sv_file_seen now = {0};
     int rc = sv_file_state_get(w->path, &now.id, &now.stamp);
     if (rc != 0) {
         if (!w->missing)

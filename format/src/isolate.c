@@ -192,7 +192,8 @@ int sf_check_spawn(char *const argv[], const char *path, int timeout_ms, char *e
         return SF_OK;
     if (WIFEXITED(st) && got > 0) {
         snprintf(err, errlen, "%s", msg);
-        return SF_ECORRUPT;
+        /* SF_CHECK_EXIT_NO_VERDICT: the child ran out of something */
+        return WEXITSTATUS(st) == SF_CHECK_EXIT_NO_VERDICT ? SF_EIO : SF_ECORRUPT;
     }
     int sig = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
     if (stopped_from_outside(sig)) {

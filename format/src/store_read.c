@@ -226,7 +226,8 @@ int sf_pack_open(const char *path, sf_pack **out, char *err, size_t errlen)
 
 out_lmdb:
     fail(err, errlen, SF_ELMDB, "%s: %s", path, mdb_strerror(rc));
-    rc = SF_ELMDB;
+    /* an errno (the open or the map failed) is about the system, not the file */
+    rc = rc == ENOMEM ? SF_ENOMEM : rc > 0 ? SF_EIO : SF_ELMDB;
 out_env:
     if (p->env)
         mdb_env_close(p->env);

@@ -44,6 +44,11 @@ int sf_check_isolated(sf_check_fn check, void *arg, const char *path, int timeou
  * only used in messages. Same return values as sf_check_isolated. */
 int sf_check_spawn(char *const argv[], const char *path, int timeout_ms, char *err, size_t errlen);
 
+/* The exit status of an sf_check_spawn child that could not judge the pack
+ * (it ran out of memory or descriptors: SF_ENOMEM, SF_EIO): reported as
+ * SF_EIO, no verdict, where any other failure is SF_ECORRUPT. */
+#define SF_CHECK_EXIT_NO_VERDICT 3
+
 /* A check for sf_check_isolated (arg NULL): first brings the pack into the
  * page cache as large folios when it fits in memory (see preload() in
  * isolate.c), then opens it and walks every structure a reader will ever
