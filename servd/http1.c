@@ -477,7 +477,11 @@ static int target_form(sv_request *req)
     req->host.len = a - s;
     const char *q = memchr(t + a, '?', n - a);
     size_t qoff = q ? (size_t)(q - t) : n;
-    if (qoff == a) {
+    if (qoff == n && a == n && req->method == SV_M_OPTIONS) {
+        req->target_form = SV_TF_ASTERISK; /* the server as a whole (§3.2.4) */
+        req->path.ptr = t + n;
+        req->path.len = 0;
+    } else if (qoff == a) {
         req->path.ptr = "/"; /* empty path-abempty means "/" (§3.2.1) */
         req->path.len = 1;
     } else {

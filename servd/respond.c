@@ -400,7 +400,11 @@ static int redirect_encoded(ctx *c)
     /* a directory named without its '/' goes to "/dir/" in one step, and a
      * redirect to a page is cached like the page, as in sv_respond */
     sf_entry e;
-    if (key[klen - 1] != '/') {
+    if (key[klen - 1] == '/') {
+        memcpy(key + klen, "index.html", 10);
+        if (sf_lookup(c->rd, key, klen + 10, &e) == 0 && e.kind == SF_KIND_FILE)
+            return redirect(c, key, klen, 0, &e);
+    } else {
         rc = sf_lookup(c->rd, key, klen, &e);
         if (rc == 0 && e.kind == SF_KIND_FILE)
             return redirect(c, key, klen, 0, &e);

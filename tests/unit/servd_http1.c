@@ -616,6 +616,11 @@ TEST(http1_absolute_form)
     VIEW_IS(req.path, "/");
     VIEW_IS(req.query, "?q");
     ASSERT_EQ(req.target_https, 1); /* answered 421 (servd_respond.c) */
+    /* OPTIONS of an absolute URI without a path asks about the server (§3.2.4) */
+    GOOD("OPTIONS http://example.com:8001 HTTP/1.1\r\nHost: h\r\n\r\n");
+    ASSERT_EQ(req.target_form, SV_TF_ASTERISK);
+    GOOD("OPTIONS http://example.com/ HTTP/1.1\r\nHost: h\r\n\r\n");
+    ASSERT_EQ(req.target_form, SV_TF_ABSOLUTE);
     GOOD("GET / HTTP/1.1\r\nHost: h\r\n\r\n");
     ASSERT_EQ(req.target_https, 0); /* reset for the next request */
     BAD("GET http:///a HTTP/1.1\r\nHost: h\r\n\r\n", 400);

@@ -407,7 +407,7 @@ TEST(respond_raw_utf8_target_redirects_to_its_encoding)
     open_pack(1);
     ASSERT_EQ(get("/caf\xc3\xa9/?q=\xc3\xa9&a=%20", ""), 301);
     OUT_IS("HTTP/1.1 301 Moved Permanently\r\nLocation: /caf%C3%A9/?q=%C3%A9&a=%20\r\n"
-           "Cache-Control: no-cache\r\nContent-Length: 0\r\n" DATE_LINE "\r\n");
+           "Cache-Control: public, max-age=60\r\nContent-Length: 0\r\n" DATE_LINE "\r\n");
     ASSERT_EQ(get("/caf%C3%A9/?q=%C3%A9&a=%20", ""), 200);
     ASSERT_EQ(get("/img.png?v=\xff", ""), 301); /* the query is only carried over */
     OUT_IS("HTTP/1.1 301 Moved Permanently\r\nLocation: /img.png?v=%FF\r\n"
