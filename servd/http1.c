@@ -652,7 +652,7 @@ static int field(sv_request *req, fstate *st, sf_view name, sf_view v)
         if (name_is(n, l, "host")) {
             if (++st->n_host > 1 || host_field_check(v.ptr, v.len) != 0)
                 return -400;
-            if (req->target_form != SV_TF_ABSOLUTE && req->target_form != SV_TF_AUTHORITY)
+            if (req->host.len == 0) /* else the target's authority, which wins */
                 req->host = v;
         }
         break;

@@ -560,6 +560,8 @@ static void reload(sv_server *srv, const char *why)
         } else if (!atomic_load(srv->current->cut)) {
             fprintf(stderr, "servd: %s: %s is still the file of pack %s; nothing to reload\n", why,
                     srv->cfg->pack_path, srv->current->id_hex);
+            srv->retry_ms = 0; /* the path is back to the pack served: nothing to retry */
+            uv_timer_stop(&srv->retry_timer);
             return;
         }
     }

@@ -280,9 +280,10 @@ int sv_snapshot_open(const char *path, int nreaders, sv_snapshot **out, sv_file_
     close(fd); /* LMDB holds its own descriptor */
     if (rc != 0) {
         name_file(err, errlen, fdpath, path);
-        /* No verdict on the file: the check could not run, ran out of
-         * something or was stopped (SF_EIO), or it passed and servd could
-         * not then open the pack (SF_EIO, SF_ENOMEM from the system). */
+        /* No verdict on the file: the check could not start (SF_EIO), or
+         * ran out of something or was stopped (SF_ENOMEM), or it passed
+         * and servd could not then open the pack (SF_EIO, SF_ENOMEM from
+         * the system). Only a start that failed tries /proc/self/exe. */
         if (seen)
             seen->retry = rc == SF_EIO || rc == SF_ENOMEM;
         return rc;

@@ -138,7 +138,7 @@ int sf_check_isolated(sf_check_fn check, void *arg, const char *path, int timeou
     if (WIFSIGNALED(st) && stopped_from_outside(WTERMSIG(st))) {
         snprintf(err, errlen, "%s: the check of the pack was stopped (signal %s); not a verdict",
                  path, strsignal(WTERMSIG(st)));
-        return SF_EIO;
+        return SF_ENOMEM; /* no verdict (see isolate.h) */
     }
     if (WIFSIGNALED(st) || !WIFEXITED(st) || WEXITSTATUS(st) != 0 ||
         got < offsetof(struct report, msg)) {
@@ -193,13 +193,13 @@ int sf_check_spawn(char *const argv[], const char *path, int timeout_ms, char *e
     if (WIFEXITED(st) && got > 0) {
         snprintf(err, errlen, "%s", msg);
         /* SF_CHECK_EXIT_NO_VERDICT: the child ran out of something */
-        return WEXITSTATUS(st) == SF_CHECK_EXIT_NO_VERDICT ? SF_EIO : SF_ECORRUPT;
+        return WEXITSTATUS(st) == SF_CHECK_EXIT_NO_VERDICT ? SF_ENOMEM : SF_ECORRUPT;
     }
     int sig = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
     if (stopped_from_outside(sig)) {
         snprintf(err, errlen, "%s: the check of the pack was stopped (signal %s); not a verdict",
                  path, strsignal(sig));
-        return SF_EIO;
+        return SF_ENOMEM; /* no verdict (see isolate.h) */
     }
     snprintf(err, errlen, "%s: corrupt pack: reading it crashed (%s%s)", path,
              sig ? "signal " : "exit status without a report", sig ? strsignal(sig) : "");

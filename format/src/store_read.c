@@ -44,13 +44,23 @@ struct sf_reader {
  *   16     4    mm_magic, 0xBEEFC0DE
  *   20     4    mm_version, 1
  *   40     4    page size (mm_dbs[FREE_DBI].md_pad)
+ *   136    8    mm_last_pg, the last page in use
+ *   144    8    mm_txnid (LMDB uses the meta page with the larger one)
+ * LMDB maps (mm_last_pg + 1) pages of the newer meta page whatever map size
+ * it is given: a damaged mm_last_pg must be refused before it, or its mmap
+ * fails with ENOMEM, which reads as a lack of memory rather than damage.
  */
 #define LMDB_META_MAGIC 0xBEEFC0DEu
-#define LMDB_HEAD_LEN   44
+#define LMDB_HEAD_LEN   152
 
 static uint32_t ld32(const unsigned char *p)
 {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static uint64_t ld64(const unsigned char *p)
+{
+    return (uint64_t)ld32(p) | (uint64_t)ld32(p + 4) << 32;
 }
 
 int sf_lmdb_magic(const void *page, size_t len)
@@ -87,6 +97,9 @@ static const char *lmdb_header_problem(const char *path)
         return "corrupt pack (truncated: the second LMDB meta page is missing)";
     if (!sf_lmdb_magic(h1, sizeof h1) || ld32(h1 + 40) != psize)
         return "corrupt pack (the second LMDB meta page is damaged)";
+    const unsigned char *newer = ld64(h1 + 144) > ld64(h + 144) ? h1 : h;
+    if (ld64(newer + 136) >= (uint64_t)st.st_size / psize)
+        return "truncated pack (pages missing at the end)";
     return NULL;
 }
 

@@ -239,5 +239,28 @@ def t_every_command_survives_a_damaged_pack(good):
     ok(not os.path.exists(out), "build --base of a damaged pack wrote no pack")
 
 
+def t_a_huge_last_page_is_damage_not_a_lack_of_memory(good):
+    """LMDB maps (mm_last_pg + 1) pages of the newer meta page whatever map size it is
+    given, so a damaged mm_last_pg made its mmap fail with ENOMEM: read as a lack of
+    memory (no verdict, retried for ever) rather than as damage. The header check now
+    refuses it before LMDB opens the file: "truncated pack", exit 1."""
+    data = bytearray(good.data)
+    psize = struct.unpack_from("<I", data, 40)[0]
+    newer = psize if struct.unpack_from("<Q", data, psize + 144)[0] > \
+        struct.unpack_from("<Q", data, 144)[0] else 0
+    for last in (1 << 36, 1 << 40, 1 << 51):
+        struct.pack_into("<Q", data, newer + 136, last)
+        bad = hp.variant(good, "lastpg-%d" % last, bytes(data))
+        p = subprocess.run([st.SERVD, "--check-pack", bad], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=hp.VERIFY_LIMIT)
+        eq(p.returncode, 1, "servd --check-pack, mm_last_pg 2^%d: %r" % (
+            last.bit_length() - 1, p.stdout[-200:]))
+        ok(b"truncated pack" in p.stdout, "the reason: %r" % p.stdout[-200:])
+        v = subprocess.run([st.SERVD_PACK, "verify", bad, "-q"], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=hp.VERIFY_LIMIT)
+        eq(v.returncode, 1, "servd-pack verify, mm_last_pg 2^%d" % (last.bit_length() - 1))
+        os.unlink(bad)
+
+
 if __name__ == "__main__":
     st.run(st.collect(globals()), setup=hp.Setup)

@@ -619,6 +619,7 @@ TEST(http1_absolute_form)
     /* OPTIONS of an absolute URI without a path asks about the server (§3.2.4) */
     GOOD("OPTIONS http://example.com:8001 HTTP/1.1\r\nHost: h\r\n\r\n");
     ASSERT_EQ(req.target_form, SV_TF_ASTERISK);
+    VIEW_IS(req.host, "example.com:8001"); /* the URI's authority still wins */
     GOOD("OPTIONS http://example.com/ HTTP/1.1\r\nHost: h\r\n\r\n");
     ASSERT_EQ(req.target_form, SV_TF_ABSOLUTE);
     GOOD("GET / HTTP/1.1\r\nHost: h\r\n\r\n");

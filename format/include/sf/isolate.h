@@ -30,9 +30,10 @@ typedef int (*sf_check_fn)(void *arg, const char *path, char *err, size_t errlen
  * @return 0 when the check passed; the check's own code and message when it
  *         failed; SF_ECORRUPT with "PATH: corrupt pack: reading it crashed
  *         (...)" when the child died by a signal or did not finish in time;
- *         SF_EIO when the child could not be started, or was stopped by a
- *         signal sent from outside (SIGKILL, SIGTERM, SIGINT, SIGHUP,
- *         SIGQUIT): no verdict on the pack, worth trying again. */
+ *         SF_EIO when the child could not be started; SF_ENOMEM when it
+ *         ran but gave no verdict on the pack, worth trying again: it was
+ *         stopped by a signal sent from outside (SIGKILL - the OOM
+ *         killer's among them -, SIGTERM, SIGINT, SIGHUP, SIGQUIT). */
 int sf_check_isolated(sf_check_fn check, void *arg, const char *path, int timeout_ms, char *err,
                       size_t errlen);
 
@@ -46,7 +47,7 @@ int sf_check_spawn(char *const argv[], const char *path, int timeout_ms, char *e
 
 /* The exit status of an sf_check_spawn child that could not judge the pack
  * (it ran out of memory or descriptors: SF_ENOMEM, SF_EIO): reported as
- * SF_EIO, no verdict, where any other failure is SF_ECORRUPT. */
+ * SF_ENOMEM, no verdict, where any other failure is SF_ECORRUPT. */
 #define SF_CHECK_EXIT_NO_VERDICT 3
 
 /* A check for sf_check_isolated (arg NULL): first brings the pack into the
