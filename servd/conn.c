@@ -460,6 +460,8 @@ static void consume_held(sv_conn *c)
         memmove(c->in, c->in + used, c->inlen);
 }
 
+static int request_coming(sv_conn *c);
+
 /* Bookkeeping after input was processed: timeouts and pausing. */
 static void after_input(sv_conn *c)
 {
@@ -477,6 +479,17 @@ static void after_input(sv_conn *c)
             c->t_head = uv_now(&c->w->loop); /* a head (or body) is now pending */
     } else {
         c->t_head = 0;
+        /* Stopping: the stop kept this connection for a request body still
+         * arriving (sv__conn_stop_all); drained, with nothing more coming,
+         * it would otherwise idle until --shutdown-timeout. */
+        if (c->w->draining && !request_coming(c)) {
+            if (queued(c)) {
+                close_after_write(c);
+                start_shutdown(c);
+            } else {
+                conn_close(c);
+            }
+        }
     }
 }
 

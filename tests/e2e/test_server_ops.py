@@ -494,6 +494,30 @@ def t_reload_and_reopen_signals_during_startup_are_harmless():
                     proc.wait()
 
 
+def t_sigterm_waits_for_a_body_being_drained_not_longer():
+    """A request answered before SIGTERM whose body is still arriving keeps its connection
+    through the stop (the body must not be read as a request). Once the body is drained
+    and nothing more comes, the connection closes and servd exits: before, it sat idle
+    until --shutdown-timeout."""
+    s = st.Servd(pack(), extra=["--shutdown-timeout", "10"]).start()
+    try:
+        c = st.Conn(s.port)
+        c.send(st.req("GET", "/index.html", [("Content-Length", "10000")]) + b"x" * 100)
+        eq(c.read_response().body, FILES["/index.html"], "answered before its body ended")
+        t0 = time.time()
+        s.proc.send_signal(signal.SIGTERM)
+        time.sleep(0.3)
+        ok(s.proc.poll() is None, "servd waits for the body on its way")
+        c.send(b"x" * 9900)
+        ok(c.closed_after(3.0), "closed once the body was drained")
+        eq(s.proc.wait(timeout=st.STOP_TIMEOUT), 0, "exit status after SIGTERM")
+        took = time.time() - t0
+        ok(took < 3.0, "exited %.1f s after SIGTERM (the shutdown timeout is 10 s)" % took)
+        c.close()
+    finally:
+        s.stop(check=False)
+
+
 def t_shutdown_timeout_bounds_the_wait():
     s = st.Servd(pack(), extra=["--shutdown-timeout", "1"]).start()
     try:
