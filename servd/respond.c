@@ -56,6 +56,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 static const char allow_line[] = "Allow: GET, HEAD, OPTIONS\r\n";
 static const char vary_line[] = "Vary: Accept-Encoding\r\n";
@@ -378,47 +379,6 @@ out_too_long:
     return fail(c, 414);
 }
 
-/* A target with raw bytes above 0x7E (c->req->target_8bit): a 301 to the
- * URL it meant, so that a client that sent raw UTF-8 is led to its
- * percent-encoded form (RFC 9112 §3.2 offers this or a 400). Like every
- * redirect of servd's, the Location is built from the normalised key: a
- * raw path such as "//evil.example/\xc3\xa9" must not come back as a
- * protocol-relative URL that leads to another host. A path that is not
- * UTF-8 (or that normalisation refuses) gets the 400, one longer than any
- * key the 404, as in sv_respond. */
-static int not_found(ctx *c);
-static int stored_redirect(ctx *c, const sf_entry *e);
-static int redirect_encoded(ctx *c)
-{
-    char key[SF_PATH_MAX + 16]; /* room for "/index.html" */
-    size_t klen;
-    int rc = sf_path_from_target(c->req->path.ptr, c->req->path.len, key, SF_PATH_MAX, &klen);
-    if (rc == SF_ETOOLONG || (rc == 0 && klen > SF_KEY_MAX))
-        return not_found(c); /* longer than any key: it names nothing */
-    if (rc != 0)
-        return fail(c, 400);
-    /* a directory named without its '/' goes to "/dir/" in one step, and a
-     * redirect to a page is cached like the page, as in sv_respond */
-    sf_entry e;
-    if (key[klen - 1] == '/') {
-        memcpy(key + klen, "index.html", 10);
-        if (sf_lookup(c->rd, key, klen + 10, &e) == 0 && e.kind == SF_KIND_FILE)
-            return redirect(c, key, klen, 0, &e);
-    } else {
-        rc = sf_lookup(c->rd, key, klen, &e);
-        if (rc == 0 && e.kind == SF_KIND_FILE)
-            return redirect(c, key, klen, 0, &e);
-        if (rc == 0 && e.kind == SF_KIND_REDIRECT)
-            return stored_redirect(c, &e);
-        if (rc == SF_ENOTFOUND) {
-            memcpy(key + klen, "/index.html", 11);
-            if (sf_lookup(c->rd, key, klen + 11, &e) == 0)
-                return redirect(c, key, klen, 1, &e);
-        }
-    }
-    return redirect(c, key, klen, 0, NULL);
-}
-
 /* ---- files ---- */
 
 static int send_304(ctx *c, const sf_variant *v)
@@ -684,16 +644,21 @@ enum resolved {
     R_MISSING, /* nothing: the caller answers 404 */
 };
 
-/* The entry the request's path names (steps 2 and 3 of the head comment). */
-static enum resolved resolve(ctx *c, sf_entry *e)
+/* Room for a key plus "/index.html". */
+#define KEY_ROOM (SF_PATH_MAX + 16)
+
+/* The entry the request's path names (steps 2 and 3 of the head comment);
+ * key (KEY_ROOM bytes) gets the normalised path, *klen its length (0 when
+ * it is longer than any path can be). */
+static enum resolved resolve(ctx *c, sf_entry *e, char *key, size_t *klenp)
 {
     const sv_request *req = c->req;
-    /* room for the key plus "/index.html" */
-    char key[SF_PATH_MAX + 16];
-    size_t klen;
+    size_t klen = 0;
+    *klenp = 0;
     int rc = sf_path_from_target(req->path.ptr, req->path.len, key, SF_PATH_MAX, &klen);
     if (rc == SF_ETOOLONG)
         return R_MISSING;
+    *klenp = klen;
     if (rc != 0) {
         fail(c, 400);
         return R_DONE;
@@ -740,6 +705,37 @@ static enum resolved resolve(ctx *c, sf_entry *e)
     return R_MISSING;
 }
 
+/* A target with raw bytes above 0x7E (c->req->target_8bit): a 301 to the
+ * URL it meant, so that a client that sent raw UTF-8 is led to its
+ * percent-encoded form (RFC 9112 §3.2 offers this or a 400). The path is
+ * resolved as for any request, so a directory named without its '/' goes
+ * to "/dir/" at once and a redirect to a page is cached like the page. Like
+ * every redirect of servd's, the Location is built from the normalised
+ * key: a raw path such as "//evil.example/\xc3\xa9" must not come back as
+ * a protocol-relative URL that leads to another host. A path that is not
+ * UTF-8 (or that normalisation refuses) gets the 400, one longer than any
+ * key the 404, as in sv_respond. */
+static int redirect_encoded(ctx *c)
+{
+    char key[KEY_ROOM];
+    size_t klen;
+    sf_entry e;
+    switch (resolve(c, &e, key, &klen)) {
+    case R_DONE:
+        return 0;
+    case R_FOUND:
+        if (e.kind == SF_KIND_REDIRECT)
+            return stored_redirect(c, &e);
+        return redirect(c, key, klen, 0, &e);
+    case R_SPA:
+    case R_MISSING:
+        break;
+    }
+    if (klen == 0 || klen > SF_KEY_MAX)
+        return not_found(c); /* longer than any key: it names nothing */
+    return redirect(c, key, klen, 0, NULL);
+}
+
 /* OPTIONS (RFC 9110 §9.3.7): 200 with Allow and Content-Length: 0. For a
  * path, also the Access-Control-* lines a rules file stored in its 200
  * block, which is what a browser's CORS preflight looks for: without them a
@@ -760,7 +756,9 @@ static int options(ctx *c)
     size_t nruns = 0;
     sf_entry e;
     if (c->req->target_form != SV_TF_ASTERISK) {
-        switch (resolve(c, &e)) {
+        char key[KEY_ROOM];
+        size_t klen;
+        switch (resolve(c, &e, key, &klen)) {
         case R_DONE:
             return 0;
         case R_MISSING:
@@ -778,10 +776,7 @@ static int options(ctx *c)
         for (const char *p = h.ptr; p < end;) {
             const char *eol = memchr(p, '\n', (size_t)(end - p));
             size_t n = eol ? (size_t)(eol - p) + 1 : (size_t)(end - p);
-            int match = n > sizeof ac - 1;
-            for (size_t k = 0; match && k < sizeof ac - 1; k++)
-                match = (p[k] >= 'A' && p[k] <= 'Z' ? p[k] - 'A' + 'a' : p[k]) == ac[k];
-            if (match) {
+            if (n > sizeof ac - 1 && strncasecmp(p, ac, sizeof ac - 1) == 0) {
                 if (nruns > 0 && runs[nruns - 1].p + runs[nruns - 1].n == p) {
                     runs[nruns - 1].n += n; /* adjacent: one piece */
                 } else {
@@ -839,8 +834,10 @@ int sv_respond(const sv_request *req, sf_reader *rd, const sv_site *site, const 
     if (hit)
         return serve(&c, &hit->e, 0, hit->body);
 
+    char key[KEY_ROOM];
+    size_t klen;
     sf_entry e;
-    switch (resolve(&c, &e)) {
+    switch (resolve(&c, &e, key, &klen)) {
     case R_DONE:
         return 0;
     case R_MISSING:
