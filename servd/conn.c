@@ -236,6 +236,17 @@ static void start_shutdown(sv_conn *c)
     c->shut = 1;
 }
 
+/* Closes now, or after its queued responses when it has any. */
+static void close_when_written(sv_conn *c)
+{
+    if (queued(c)) {
+        close_after_write(c);
+        start_shutdown(c);
+    } else {
+        conn_close(c);
+    }
+}
+
 /* Puts a paused connection with nothing queued on the ready list: it goes on
  * in the next loop turn, after every other connection had its turn. */
 static void on_ready(uv_idle_t *idle);
@@ -482,14 +493,8 @@ static void after_input(sv_conn *c)
         /* Stopping: the stop kept this connection for a request body still
          * arriving (sv__conn_stop_all); drained, with nothing more coming,
          * it would otherwise idle until --shutdown-timeout. */
-        if (c->w->draining && !request_coming(c)) {
-            if (queued(c)) {
-                close_after_write(c);
-                start_shutdown(c);
-            } else {
-                conn_close(c);
-            }
-        }
+        if (c->w->draining && !request_coming(c))
+            close_when_written(c);
     }
 }
 
@@ -950,14 +955,8 @@ void sv__conn_stop_all(sv_worker *w, int force)
             /* A request on its way is answered (with Connection: close)
              * even behind queued responses: a pipelined client's held
              * requests were sent, and dropping them would fail them. */
-            if (request_coming(c))
-                continue;
-            if (queued(c)) {
-                close_after_write(c); /* finish the responses in flight, then close */
-                start_shutdown(c);
-            } else {
-                conn_close(c); /* an idle keep-alive connection */
-            }
+            if (!request_coming(c))
+                close_when_written(c); /* responses in flight first; idle: at once */
         }
     }
 }

@@ -104,6 +104,14 @@ static int stopped_from_outside(int sig)
     return sig == SIGKILL || sig == SIGTERM || sig == SIGINT || sig == SIGHUP || sig == SIGQUIT;
 }
 
+/* The refusal of a check stopped that way: no verdict (see isolate.h). */
+static int stopped(const char *path, int sig, char *err, size_t errlen)
+{
+    snprintf(err, errlen, "%s: the check of the pack was stopped (signal %s); not a verdict", path,
+             strsignal(sig));
+    return SF_ENOMEM;
+}
+
 int sf_check_isolated(sf_check_fn check, void *arg, const char *path, int timeout_ms, char *err,
                       size_t errlen)
 {
@@ -135,11 +143,8 @@ int sf_check_isolated(sf_check_fn check, void *arg, const char *path, int timeou
                  timeout_ms);
         return SF_ECORRUPT;
     }
-    if (WIFSIGNALED(st) && stopped_from_outside(WTERMSIG(st))) {
-        snprintf(err, errlen, "%s: the check of the pack was stopped (signal %s); not a verdict",
-                 path, strsignal(WTERMSIG(st)));
-        return SF_ENOMEM; /* no verdict (see isolate.h) */
-    }
+    if (WIFSIGNALED(st) && stopped_from_outside(WTERMSIG(st)))
+        return stopped(path, WTERMSIG(st), err, errlen);
     if (WIFSIGNALED(st) || !WIFEXITED(st) || WEXITSTATUS(st) != 0 ||
         got < offsetof(struct report, msg)) {
         int sig = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
@@ -196,11 +201,8 @@ int sf_check_spawn(char *const argv[], const char *path, int timeout_ms, char *e
         return WEXITSTATUS(st) == SF_CHECK_EXIT_NO_VERDICT ? SF_ENOMEM : SF_ECORRUPT;
     }
     int sig = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
-    if (stopped_from_outside(sig)) {
-        snprintf(err, errlen, "%s: the check of the pack was stopped (signal %s); not a verdict",
-                 path, strsignal(sig));
-        return SF_ENOMEM; /* no verdict (see isolate.h) */
-    }
+    if (stopped_from_outside(sig))
+        return stopped(path, sig, err, errlen);
     snprintf(err, errlen, "%s: corrupt pack: reading it crashed (%s%s)", path,
              sig ? "signal " : "exit status without a report", sig ? strsignal(sig) : "");
     return SF_ECORRUPT;
