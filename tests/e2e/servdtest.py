@@ -247,6 +247,41 @@ class Servd:
         return False
 
 
+def big_pack(index):
+    """A pack of index.html (the bytes index) and a 64 MB random big.bin, built once per
+    index: its load check hashes the body and takes ~0.2 s, long enough to catch the
+    check child at work."""
+    import hashlib
+    tag = hashlib.sha256(index).hexdigest()[:12]
+    root = os.path.join(tmpdir(), "big-site-" + tag)
+    if not os.path.isdir(root):
+        os.makedirs(root)
+        with open(os.path.join(root, "index.html"), "wb") as f:
+            f.write(index)
+        with open(os.path.join(root, "big.bin"), "wb") as f:
+            f.write(random.Random(7).randbytes(64 * 1024 * 1024))
+    p = os.path.join(tmpdir(), "big-%s.lmdb" % tag)
+    return p if os.path.exists(p) else pack(root, os.path.basename(p))
+
+
+def check_children(ppid):
+    """Pids of the `servd --check-pack` children of ppid (the load check of a pack)."""
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % d) as f:
+                parent = int(f.read().rsplit(")", 1)[1].split()[1])
+            with open("/proc/%s/cmdline" % d, "rb") as f:
+                cmd = f.read()
+        except (OSError, ValueError, IndexError):
+            continue
+        if parent == ppid and b"--check-pack" in cmd:
+            out.append(int(d))
+    return out
+
+
 # ---- requests and responses ----
 
 def req(method="GET", target="/", headers=(), version="HTTP/1.1", host="localhost", body=b""):

@@ -423,37 +423,13 @@ def t_sigterm_answers_a_held_pipelined_request_with_close():
         s.stop(check=False)
 
 
-def big_pack():
-    """A pack whose load check takes a while (it hashes a 64 MB body: 0.16 s here)."""
-    root = os.path.join(st.tmpdir(), "ops-big-site")
-    if not os.path.isdir(root):
-        os.makedirs(root)
-        with open(os.path.join(root, "index.html"), "wb") as f:
-            f.write(FILES["/index.html"])
-        with open(os.path.join(root, "big.bin"), "wb") as f:
-            f.write(random.Random(7).randbytes(64 * 1024 * 1024))
-    p = os.path.join(st.tmpdir(), "ops-big.lmdb")
-    if not os.path.exists(p):
-        st.pack(root, "ops-big.lmdb")
-    return p
-
-
 def check_child_of(pid, limit):
-    """Waits for the `servd --check-pack` child of pid (the load check, which runs after
-    main()'s first steps); True when it appeared within limit seconds."""
+    """Waits for servd's load check of its pack (a child, started after main()'s first
+    steps); True when it appeared within limit seconds."""
     deadline = time.time() + limit
     while time.time() < deadline:
-        for d in os.listdir("/proc"):
-            if not d.isdigit():
-                continue
-            try:
-                with open("/proc/%s/stat" % d) as f:
-                    parent = int(f.read().rsplit(")", 1)[1].split()[1])
-                with open("/proc/%s/cmdline" % d, "rb") as f:
-                    if parent == pid and b"--check-pack" in f.read():
-                        return True
-            except (OSError, ValueError, IndexError):
-                continue
+        if st.check_children(pid):
+            return True
         time.sleep(0.002)
     return False
 
@@ -469,7 +445,8 @@ def t_reload_and_reopen_signals_during_startup_are_harmless():
             port = st.free_port()
             log = os.path.join(st.tmpdir(), "startup-signal-%d.log" % port)
             with open(log, "wb") as logf:
-                proc = subprocess.Popen([st.SERVD, "--pack", big_pack(), "--listen",
+                big = st.big_pack(FILES["/index.html"])
+                proc = subprocess.Popen([st.SERVD, "--pack", big, "--listen",
                                          "127.0.0.1:%d" % port, "--workers", "1"],
                                         stdout=logf, stderr=subprocess.STDOUT,
                                         stdin=subprocess.DEVNULL)

@@ -177,35 +177,7 @@ def t_a_refused_file_that_changes_is_looked_at_again(s):
         eq(sw.metrics(adm).get("servd_pack_swap_failures_total"), 1, "refusals")
 
 
-def big_pack():
-    """A pack with a 64 MB body: its check takes ~0.2 s, long enough to catch."""
-    root = os.path.join(st.tmpdir(), "watch-big")
-    if not os.path.isdir(root):
-        os.makedirs(root)
-        with open(os.path.join(root, "index.html"), "wb") as f:
-            f.write(b"<p>the big release</p>\n")
-        with open(os.path.join(root, "big.bin"), "wb") as f:
-            f.write(os.urandom(64 * 1024 * 1024))
-    p = os.path.join(st.tmpdir(), "watch-big.lmdb")
-    return p if os.path.exists(p) else st.pack(root, "watch-big.lmdb")
-
-
-def check_children(ppid):
-    """Pids of the `servd --check-pack` children of ppid."""
-    out = []
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % d) as f:
-                parent = int(f.read().rsplit(")", 1)[1].split()[1])
-            with open("/proc/%s/cmdline" % d, "rb") as f:
-                cmd = f.read()
-        except (OSError, ValueError, IndexError):
-            continue
-        if parent == ppid and b"--check-pack" in cmd:
-            out.append(int(d))
-    return out
+BIG_INDEX = b"<p>the big release</p>\n"
 
 
 def t_a_check_stopped_from_outside_is_tried_again(s):
@@ -215,7 +187,7 @@ def t_a_check_stopped_from_outside_is_tried_again(s):
     # reading it crashed (signal Killed)" and kept the old release for good. Now the
     # refusal says the check was stopped, and servd loads the file again after a wait
     # (2 s, doubling at each such refusal).
-    big = big_pack()
+    big = st.big_pack(BIG_INDEX)
     live, adm, servd = own_servd("killed-check-live", s.v.packs[0], interval="0.3")
     with servd as d:
         served = os.stat(live.path).st_ino
@@ -223,7 +195,7 @@ def t_a_check_stopped_from_outside_is_tried_again(s):
         killed, leaked = [], []
         t0 = time.time()
         while time.time() - t0 < (1.5 if killed else RELOAD_LIMIT):  # every check for 1.5 s
-            for pid in check_children(d.proc.pid):
+            for pid in st.check_children(d.proc.pid):
                 try:
                     for fd in os.listdir("/proc/%d/fd" % pid):  # the served pack's stays
                         if os.stat("/proc/%d/fd/%s" % (pid, fd)).st_ino == served:
@@ -238,7 +210,7 @@ def t_a_check_stopped_from_outside_is_tried_again(s):
             time.sleep(0.002)
         ok(killed, "caught the check child of the new pack")
         eq(leaked, [], "descriptors of the served pack in the check child")
-        wait_body(d.port, b"<p>the big release</p>\n", "the pack whose check was killed, "
+        wait_body(d.port, BIG_INDEX, "the pack whose check was killed, "
                   "loaded at the watch's next look")
         log = d.read_log()
         ok("the check of the pack was stopped (signal Killed); not a verdict" in log and
@@ -263,7 +235,7 @@ def t_a_check_without_memory_is_no_verdict(s):
     if ht.sanitized():
         print("  (skipped under AddressSanitizer: RLIMIT_AS)")
         return
-    big = big_pack()
+    big = st.big_pack(BIG_INDEX)
 
     def limited():
         resource.setrlimit(resource.RLIMIT_AS, (48 << 20, resource.RLIM_INFINITY))
