@@ -110,7 +110,7 @@ int main(int argc, char **argv)
         fflush(stdout);
         pid_t pid = fork();
         if (pid == 0)
-            _exit(run_one(i));
+            exit(run_one(i)); /* exit, not _exit: atexit removes the test's t_tmpdir() */
         int st = 0;
         waitpid(pid, &st, 0);
         int ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;

@@ -35,6 +35,7 @@ static volatile const char *cut_map(size_t *len)
 /* Runs fn in a child. @return 1 when the child exited 0 (it survived). */
 static int survives(void (*fn)(void))
 {
+    (void)t_tmpdir(); /* made here, so that this process removes it */
     fflush(NULL);
     pid_t pid = fork();
     ASSERT(pid >= 0);
