@@ -562,7 +562,8 @@ static void note_tmp_names(const build *b)
  * removing a lock file races with the next build opening it.
  *
  * Made before the compression; the turn is held only while the files go
- * into place (sf_writer_commit: the pack's last write, sync and rename).
+ * into place: the manifest's rename, then the pack's rename and directory
+ * sync (sf_writer_commit). Both files are written and synced before it.
  * A build without a manifest takes no turn: it leaves any manifest there
  * stale whenever it lands, and landing between another build's two
  * renames only lets that build's pair win. A lock
@@ -968,6 +969,11 @@ static int write_pack(build *b, pk_stats *st)
     if (tree_unchanged(s, b->err, sizeof b->err) != 0)
         goto out_abort;
 
+    /* The pack is made whole and durable under its temporary name first, so
+     * that only two renames remain: a kill between them is the one moment
+     * the new manifest stands beside the old pack. */
+    if ((rc = sf_writer_seal(w, &meta, b->err, sizeof b->err)) != 0)
+        goto out_abort;
     /* The manifest goes into place first: once the pack is renamed over -o
      * (which may be the previous good pack or the --base), nothing may fail
      * and nothing may remove it. If the pack then fails to appear, the
@@ -1034,11 +1040,11 @@ static int write_pack(build *b, pk_stats *st)
     return 0;
 
 out_abort:
-    if (rc == SF_EIO)
-        note_space(b, 1);
     pk_progress_clear(&b->prog);
     sf_pack_id_free(idsha);
     sf_writer_abort(w);
+    if (rc == SF_EIO) /* once the partial pack is gone */
+        note_space(b, 1);
     if (o->manifest && !b->manifest_stream)
         pk_manifest_abort(o->manifest);
     free(refs);

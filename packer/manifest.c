@@ -237,6 +237,20 @@ void pk_manifest_finish(void)
 {
     if (state == COMMITTED_PREVIOUS)
         unlink(old_name);
+    if (state != NOT_COMMITTED) {
+        /* Makes the rename durable: done now, not between the two renames,
+         * to keep that gap short. Best effort, as the pack's own. */
+        char dir[PATH_MAX];
+        snprintf(dir, sizeof dir, "%s", final_name);
+        char *slash = strrchr(dir, '/');
+        if (slash)
+            *(slash == dir ? slash + 1 : slash) = '\0';
+        int fd = open(slash ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd >= 0) {
+            (void)fsync(fd);
+            close(fd);
+        }
+    }
     state = NOT_COMMITTED;
 }
 

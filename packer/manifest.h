@@ -28,7 +28,8 @@ int pk_manifest_write_tmp(const char *path, const pk_site *site, const sf_meta *
  * describes a pack that is not there once the build succeeded).
  * @return 0 or -1 with err (nothing changed at path). */
 int pk_manifest_commit(const char *path, char *err, size_t errlen);
-/* The pack is in place too: drops the copy of the previous manifest. */
+/* The pack is in place too: drops the copy of the previous manifest and
+ * syncs the manifest's directory. */
 void pk_manifest_finish(void);
 /* The pack could not be put in place: restores the previous manifest, or
  * removes the new one if there was none. Async-signal-safe; a no-op

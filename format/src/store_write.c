@@ -3,9 +3,10 @@
  *
  * The pack is built in "<final>.tmp-<pid>" beside the target (same file
  * system, so rename(2) is atomic), in one LMDB write transaction with
- * MDB_NOSYNC; at commit the file is synced, renamed over the final name and
- * the directory is synced. A reader therefore sees either no file, the old
- * file, or the complete new one - never a half-written pack.
+ * MDB_NOSYNC; at seal the transaction is committed and the file synced; at
+ * commit it is renamed over the final name and the directory is synced. A
+ * reader therefore sees either no file, the old file, or the complete new
+ * one - never a half-written pack.
  */
 #include "sf/store.h"
 
@@ -26,6 +27,7 @@ struct sf_writer {
     char *tmp;
     char *final;
     uint8_t id_404[SF_PACK_ID_LEN]; /* of the status:404 record stored; zeros without one */
+    int sealed;                     /* sf_writer_seal succeeded: only the rename is left */
 };
 
 static void say(char *err, size_t errlen, const char *path, const char *why)
@@ -160,16 +162,20 @@ static int fsync_path(const char *path, int dir)
     return rc;
 }
 
-int sf_writer_commit(sf_writer *w, const sf_meta *meta, char *err, size_t errlen)
+int sf_writer_seal(sf_writer *w, const sf_meta *meta, char *err, size_t errlen)
 {
+    if (w->sealed || !w->txn) { /* sealed, or a seal that failed */
+        say(err, errlen, w->tmp, "the pack is already sealed");
+        return SF_EINVAL;
+    }
     uint8_t rec[SF_META_RECORD_LEN];
     sf_meta m = *meta;
     memcpy(m.id_404, w->id_404, sizeof m.id_404); /* the writer's, whatever the caller says */
     sf_meta_encode(&m, rec);
     int rc = put(w, w->meta_db, "meta", 4, rec, sizeof rec, 0);
-    if (rc) {
+    if (rc != SF_OK) {
         say(err, errlen, w->tmp, "cannot store the meta record");
-        goto out_abort;
+        return rc;
     }
     rc = mdb_txn_commit(w->txn);
     w->txn = NULL;
@@ -177,17 +183,24 @@ int sf_writer_commit(sf_writer *w, const sf_meta *meta, char *err, size_t errlen
         rc = mdb_env_sync(w->env, 1);
     if (rc != 0) {
         say(err, errlen, w->tmp, mdb_strerror(rc));
-        rc = SF_EIO;
-        goto out_abort;
+        return SF_EIO;
     }
     mdb_env_close(w->env);
     w->env = NULL;
     sf_keep_attributes(w->tmp, w->final); /* before the sync, which makes it durable too */
     if (fsync_path(w->tmp, 0) != 0) {
         say(err, errlen, w->tmp, strerror(errno));
-        rc = SF_EIO;
-        goto out_abort;
+        return SF_EIO;
     }
+    w->sealed = 1;
+    return SF_OK;
+}
+
+int sf_writer_commit(sf_writer *w, const sf_meta *meta, char *err, size_t errlen)
+{
+    int rc = w->sealed ? SF_OK : sf_writer_seal(w, meta, err, errlen);
+    if (rc != SF_OK)
+        goto out_abort;
     if (rename(w->tmp, w->final) != 0) {
         if (errlen)
             snprintf(err, errlen, "%s: cannot put the new pack in place (renaming %s over it): %s",
@@ -198,19 +211,14 @@ int sf_writer_commit(sf_writer *w, const sf_meta *meta, char *err, size_t errlen
     /* Make the rename itself durable. The pack is in place either way, so a
      * failure here is reported but the file is not removed. */
     char *d = strdup(w->final);
-    if (!d || fsync_path(dirname(d), 1) != 0) {
+    rc = !d || fsync_path(dirname(d), 1) != 0 ? SF_EIO : SF_OK;
+    if (rc != SF_OK)
         say(err, errlen, w->final, "renamed into place, but syncing its directory failed");
-        free(d);
-        free(w->tmp);
-        free(w->final);
-        free(w);
-        return SF_EIO;
-    }
     free(d);
     free(w->tmp);
     free(w->final);
     free(w);
-    return SF_OK;
+    return rc;
 
 out_abort:
     sf_writer_abort(w);

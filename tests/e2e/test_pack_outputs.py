@@ -276,11 +276,51 @@ def main():
             T.eq([f for f in os.listdir(work) if ".tmp-" in f], [],
                  "%s mid-build: no temporary file" % sig.name)
         overlapping_builds(work)
+        manifest_after_whole_pack(work)
     T.finish("test_pack_outputs")
 
 
 def etags(entries):
     return {e["path"]: [v["etag"] for v in e["variants"]] for e in entries}
+
+
+def manifest_after_whole_pack(work):
+    """The manifest goes into place only once the new pack is whole and synced
+    under its temporary name: a kill then leaves the new manifest beside the old
+    pack only in the gap between the two renames. The build is held (swap_open.so)
+    at its manifest's rename, and a copy of its temporary pack must verify. Before,
+    the pack's transaction was committed and synced after the manifest's rename."""
+    shim = os.path.join(T.BUILD_DIR, "swap_open.so")
+    outdir = os.path.join(work, "whole")
+    os.mkdir(outdir)
+    root = os.path.join(work, "root-whole")
+    os.mkdir(root)
+    write(os.path.join(root, "index.html"), b"<p>the new site</p>\n" * 40)
+    pack, manifest = os.path.join(outdir, "site.lmdb"), os.path.join(outdir, "site.json")
+    pause = os.path.join(work, "pause-whole")
+    os.mkdir(pause)
+    env = dict(os.environ, LD_PRELOAD=" ".join(x for x in (os.environ.get("LD_PRELOAD"), shim) if x),
+               ASAN_OPTIONS=":".join(x for x in (os.environ.get("ASAN_OPTIONS"),
+                                                 "verify_asan_link_order=0") if x),
+               PAUSE_RENAME_TO="/site.json", PAUSE_DIR=pause)
+    p = subprocess.Popen([T.PACK, "build", root, "-o", pack, "--manifest", manifest, "-q"],
+                         env=env, stderr=subprocess.PIPE)
+    deadline = time.time() + 60
+    while not os.path.exists(os.path.join(pause, "here")) and time.time() < deadline:
+        time.sleep(0.01)
+    T.check(os.path.exists(os.path.join(pause, "here")), "the build reached its manifest's rename")
+    tmp = "%s.tmp-%d" % (pack, p.pid)
+    T.check(os.path.exists(tmp), "the new pack waits under its temporary name %s" % tmp)
+    copy = os.path.join(work, "whole-copy.lmdb")
+    with open(tmp, "rb") as f:
+        write(copy, f.read())
+    v = T.run(["verify", copy, "-q"])
+    T.eq(v.returncode, 0, "the pack is whole before the manifest's rename (%s)" %
+         v.stderr.decode(errors="replace").strip())
+    T.check(b"the new site" in T.cat(copy, "/index.html"), "... and holds the new site")
+    write(os.path.join(pause, "go"), b"")
+    T.eq(p.wait(timeout=60), 0, "the build: exit status (%s)" % p.stderr.read().decode())
+    T.check(b"the new site" in T.cat(pack, "/index.html"), "the pack is in place")
 
 
 def overlapping_builds(work):

@@ -384,6 +384,47 @@ TEST(pack_writer_abort_leaves_nothing)
     ASSERT(strstr(err, "/nonexistent-dir/x.lmdb") != NULL);
 }
 
+TEST(pack_writer_seal_then_commit_or_abort)
+{
+    char *path = tmp("sealed.lmdb");
+    char tmpname[1100], err[512];
+    snprintf(tmpname, sizeof tmpname, "%s.tmp-%ld", path, (long)getpid());
+    for (int commit = 0; commit < 2; commit++) {
+        sf_writer *w;
+        ASSERT_EQ(sf_writer_open(path, 1 << 20, &w, err, sizeof err), SF_OK);
+        sf_entry_spec s = file_spec(1);
+        s.variants[0].body_len = 5;
+        size_t n;
+        uint8_t *rec = enc(&s, &n);
+        ASSERT_EQ(sf_writer_put_body(w, s.variants[0].body_key, BODY_ID, 5), SF_OK);
+        ASSERT_EQ(sf_writer_put_path(w, "/a.txt", 6, rec, n), SF_OK);
+        free(rec);
+        sf_meta m = sample_meta();
+        m.n_paths = 1;
+        ASSERT_EQ(sf_writer_seal(w, &m, err, sizeof err), SF_OK);
+        ASSERT_EQ(sf_writer_seal(w, &m, err, sizeof err), SF_EINVAL); /* once */
+        /* Sealed: whole under its temporary name, nothing at the final one. */
+        ASSERT_EQ(access(path, F_OK), -1);
+        sf_pack *p;
+        if (sf_pack_open(tmpname, &p, err, sizeof err) != SF_OK)
+            t__fail(__FILE__, __LINE__, "open the sealed temporary: %s", err);
+        ASSERT_EQ(sf_pack_meta(p)->n_paths, 1);
+        sf_pack_close(p);
+        if (!commit) {
+            sf_writer_abort(w);
+            ASSERT_EQ(access(tmpname, F_OK), -1);
+            ASSERT_EQ(access(path, F_OK), -1);
+            continue;
+        }
+        ASSERT_EQ(sf_writer_commit(w, NULL, err, sizeof err), SF_OK); /* meta: already sealed */
+        ASSERT_EQ(access(tmpname, F_OK), -1);
+        if (sf_pack_open(path, &p, err, sizeof err) != SF_OK)
+            t__fail(__FILE__, __LINE__, "open: %s", err);
+        ASSERT_EQ(sf_pack_meta(p)->n_paths, 1);
+        sf_pack_close(p);
+    }
+}
+
 static void write_file(const char *path, const void *p, size_t n)
 {
     FILE *f = fopen(path, "wb");

@@ -363,9 +363,19 @@ int sf_writer_put_path(sf_writer *w, const char *path, size_t len, const void *r
 int sf_writer_put_special(sf_writer *w, const char *name, const void *rec, size_t n);
 
 /* Writes the meta record (with the id_404 of what sf_writer_put_special
- * stored, not meta's own), commits, fsyncs the file, renames it to its final
- * name and fsyncs the directory. The writer is freed whatever the result;
- * on failure the temporary file is removed and nothing appears.
+ * stored, not meta's own), commits and fsyncs the temporary file: the pack is
+ * then whole and durable, but not yet at its final name. Nothing may be put
+ * after it. The writer is kept whatever the result: sf_writer_commit or
+ * sf_writer_abort follows. Sealing first lets a caller put other files in
+ * place (a manifest) in the short gap before the pack's rename.
+ * @return 0, SF_EIO or SF_ELMDB (with a sentence in err). */
+int sf_writer_seal(sf_writer *w, const sf_meta *meta, char *err, size_t errlen);
+
+/* Seals the pack unless sf_writer_seal already did (meta is then unused),
+ * renames it to its final name and fsyncs the directory. The writer is freed
+ * whatever the result; on a failure before the rename the temporary file is
+ * removed and nothing appears. A failure to sync the directory leaves the
+ * pack in place and still returns SF_EIO.
  * @return 0, SF_EIO or SF_ELMDB (with a sentence in err). */
 int sf_writer_commit(sf_writer *w, const sf_meta *meta, char *err, size_t errlen);
 
