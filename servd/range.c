@@ -26,9 +26,12 @@
  *     range sits where the first spec it absorbed was;
  *   - more than max disjoint ranges at any point of the merging, left to
  *     right: ignored (whole body);
- *   - a representation of length 0 has no byte to send: a set with a
- *     non-zero suffix-range (satisfiable by §14.1.1 but empty) is ignored
- *     and the empty 200 sent; any other set is unsatisfiable (416).
+ *   - a representation of length 0 has no byte to send: every range set
+ *     is ignored and the empty 200 sent. §14.1.1 would make all but a
+ *     non-zero suffix-range unsatisfiable, but a 416 breaks caches that
+ *     fetch in slices (nginx's slice module asks "bytes=0-1048575" for a
+ *     plain GET and hands the 416 to the client); nginx's own files, Go's
+ *     ServeContent and Rack answer 200 too.
  */
 #include "http.h"
 
@@ -127,7 +130,7 @@ int sv_range_parse(sf_view value, uint64_t len, sv_range *out, int max)
         return 0;
     i++;
 
-    int cnt = 0, specs = 0, empty_suffix = 0, overflow = 0;
+    int cnt = 0, specs = 0, overflow = 0;
     for (;;) {
         while (i < n && (is_ows(s[i]) || s[i] == ','))
             i++; /* separators and empty list elements */
@@ -140,12 +143,8 @@ int sv_range_parse(sf_view value, uint64_t len, sv_range *out, int max)
             uint64_t suffix;
             if (number(s, n, &i, &suffix) != 0)
                 return 0;
-            if (suffix == 0) {
+            if (suffix == 0 || len == 0)
                 satisfiable = 0;
-            } else if (len == 0) {
-                empty_suffix = 1;
-                satisfiable = 0;
-            }
             a = suffix >= len ? 0 : len - suffix;
             b = len - 1;
         } else {
@@ -172,11 +171,11 @@ int sv_range_parse(sf_view value, uint64_t len, sv_range *out, int max)
         if (i < n && s[i] != ',')
             return 0;
     }
-    if (specs == 0 || overflow)
+    if (specs == 0 || overflow || len == 0)
         return 0;
     if (cnt > 0) {
         request_order(out, cnt);
         return cnt;
     }
-    return empty_suffix ? 0 : -416;
+    return -416;
 }
