@@ -394,7 +394,11 @@ static int decide(build *b)
                 rc = -1;
                 break;
             }
-            f->nextra = pk_rules_headers(b->rules, f->key, f->key_len, f->extra);
+            if (pk_rules_headers(b->rules, f->key, f->key_len, f->extra, &f->nextra, b->err,
+                                 sizeof b->err) != 0) {
+                rc = -1;
+                break;
+            }
         }
         /* Last-Modified: never later than the pack (servd's Date); with
          * --base, an unchanged file keeps the one it had, and a changed one

@@ -118,8 +118,126 @@ const char *pk_header_value_problem(const char *s)
         if ((c < 0x20 && c != '\t') || c == 0x7f)
             return c == '\r' || c == '\n' ? "has a line break (CR or LF)"
                                           : "has a control character";
+        /* UTF-8 of U+0080..U+009F (C1 controls; U+0085 is a line break to
+         * some readers) and of U+2028, U+2029 (line and paragraph breaks) */
+        unsigned char d = i + 1 < n ? (unsigned char)s[i + 1] : 0;
+        unsigned char e = i + 2 < n ? (unsigned char)s[i + 2] : 0;
+        if ((c == 0xc2 && d >= 0x80 && d <= 0x9f) || (c == 0xe2 && d == 0x80 && (e | 1) == 0xa9))
+            return "has a Unicode control character or line separator (U+0080 to U+009F, "
+                   "U+2028, U+2029)";
     }
     return NULL;
+}
+
+/* Fields a response may carry once: each is defined as one value, not a
+ * list (RFC 9110 section 5.3: no second line may be generated), and
+ * recipients differ on two. Browsers fail a CORS check on two
+ * Access-Control-Allow-Origin lines and ignore two X-Frame-Options; HSTS
+ * and caches take the first. */
+static const char *const singletons[] = {
+    "Access-Control-Allow-Credentials",
+    "Access-Control-Allow-Origin",
+    "Access-Control-Max-Age",
+    "Content-Disposition",
+    "Content-Location",
+    "Cross-Origin-Embedder-Policy",
+    "Cross-Origin-Opener-Policy",
+    "Cross-Origin-Resource-Policy",
+    "Expires",
+    "Location",
+    "Origin-Agent-Cluster",
+    "Retry-After",
+    "Strict-Transport-Security",
+    "X-Content-Type-Options",
+    "X-Frame-Options",
+    "X-XSS-Protection",
+};
+
+int pk_header_singleton(const char *s)
+{
+    for (size_t i = 0; i < sizeof singletons / sizeof singletons[0]; i++)
+        if (strcasecmp(s, singletons[i]) == 0)
+            return 1;
+    return 0;
+}
+
+static int all_digits(const char *s, size_t n)
+{
+    if (n == 0)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (s[i] < '0' || s[i] > '9')
+            return 0;
+    return 1;
+}
+
+/* "Sun, 06 Nov 1994 08:49:37 GMT": the only form a sender may generate
+ * (RFC 9110 section 5.6.7). */
+static int imf_fixdate(const char *s)
+{
+    static const char days[] = "MonTueWedThuFriSatSun";
+    static const char months[] = "JanFebMarAprMayJunJulAugSepOctNovDec";
+    if (strlen(s) != 29 || s[3] != ',' || s[4] != ' ' || s[7] != ' ' || s[11] != ' ' ||
+        s[16] != ' ' || s[19] != ':' || s[22] != ':' || s[25] != ' ' || strcmp(s + 26, "GMT") != 0)
+        return 0;
+    const char *day = strstr(days, (char[4]){s[0], s[1], s[2], 0});
+    const char *mon = strstr(months, (char[4]){s[8], s[9], s[10], 0});
+    if (!day || (day - days) % 3 || !mon || (mon - months) % 3)
+        return 0;
+    if (!all_digits(s + 5, 2) || !all_digits(s + 12, 4) || !all_digits(s + 17, 2) ||
+        !all_digits(s + 20, 2) || !all_digits(s + 23, 2))
+        return 0;
+    int mday = atoi(s + 5), hour = atoi(s + 17), min = atoi(s + 20), sec = atoi(s + 23);
+    return mday >= 1 && mday <= 31 && hour < 24 && min < 60 && sec < 61;
+}
+
+const char *pk_header_syntax_problem(const char *name, const char *v, char *why, size_t cap)
+{
+    size_t n = strlen(v);
+    if (strcasecmp(name, "Expires") == 0 && !imf_fixdate(v))
+        snprintf(why, cap,
+                 "is not an HTTP date like \"Sun, 06 Nov 1994 08:49:37 GMT\" (RFC 9110 "
+                 "section 5.6.7; for \"already expired\" use cache_control \"no-cache\")");
+    else if (strcasecmp(name, "Access-Control-Allow-Origin") == 0 && strcmp(v, "*") != 0 &&
+             strcmp(v, "null") != 0 &&
+             (!strstr(v, "://") || strchr(strstr(v, "://") + 3, '/') || strchr(v, ' ') ||
+              strchr(v, ',') || strstr(v, "://")[3] == '\0'))
+        snprintf(why, cap,
+                 "is not \"*\", \"null\" or one origin (scheme://host[:port], no path and no "
+                 "trailing slash): browsers compare it byte for byte with the page's origin");
+    else if (strcasecmp(name, "Access-Control-Allow-Credentials") == 0 && strcmp(v, "true") != 0)
+        snprintf(why, cap, "is not \"true\", its only value (leave the field out for false)");
+    else if (strcasecmp(name, "Access-Control-Max-Age") == 0 && !all_digits(v, n))
+        snprintf(why, cap, "is not a number of seconds");
+    else if (strcasecmp(name, "X-Content-Type-Options") == 0 && strcasecmp(v, "nosniff") != 0)
+        snprintf(why, cap, "is not \"nosniff\", its only value");
+    else if (strcasecmp(name, "Strict-Transport-Security") == 0) {
+        /* RFC 6797 section 6.1: directives split by ';', max-age required */
+        const char *p = v;
+        int max_age = 0;
+        while (*p) {
+            while (*p == ' ' || *p == '\t' || *p == ';')
+                p++;
+            size_t k = strcspn(p, ";");
+            if (k > 8 && strncasecmp(p, "max-age=", 8) == 0) {
+                size_t d = k - 8;
+                while (d > 0 && (p[8 + d - 1] == ' ' || p[8 + d - 1] == '\t'))
+                    d--;
+                const char *q = p + 8;
+                if (d >= 2 && q[0] == '"' && q[d - 1] == '"')
+                    q++, d -= 2;
+                max_age += all_digits(q, d) ? 1 : 2; /* 2: a bad one */
+            }
+            p += k;
+        }
+        if (max_age != 1)
+            snprintf(why, cap, "%s (RFC 6797 section 6.1: one max-age=SECONDS is required)",
+                     max_age ? "has a bad or second max-age" : "has no max-age");
+        else
+            return NULL;
+    } else
+        return NULL;
+    return why;
 }
 
 int pk_header_value_ok(const char *s)
@@ -402,6 +520,10 @@ static int parse_section(const char *path, json_t *arr, const char *sname, enum 
             return -1;
         }
         if (s == S_HEADERS) {
+            if (strlen(a) > PK_HEADER_NAME_MAX) {
+                RULE_ERR(path, ptr, "the header name is longer than %d bytes", PK_HEADER_NAME_MAX);
+                return -1;
+            }
             if (!pk_header_name_ok(a)) {
                 RULE_ERR(path, ptr, "\"%s\" is not a valid header name (RFC 9110 token)", a);
                 return -1;
@@ -421,7 +543,8 @@ static int parse_section(const char *path, json_t *arr, const char *sname, enum 
                          a);
                 return -1;
             }
-            if ((why = pk_header_value_problem(b)) != NULL) {
+            if ((why = pk_header_value_problem(b)) != NULL ||
+                (why = pk_header_syntax_problem(a, b, ccwhy, sizeof ccwhy)) != NULL) {
                 RULE_ERR(path, vptr, "the value of %s %s", a, why);
                 return -1;
             }
@@ -636,13 +759,38 @@ size_t pk_rules_nheaders(const pk_rules *r)
     return r ? r->headers.n : 0;
 }
 
-size_t pk_rules_headers(const pk_rules *r, const char *key, size_t len, pk_header *out)
+int pk_rules_headers(const pk_rules *r, const char *key, size_t len, pk_header *out, size_t *n,
+                     char *err, size_t errlen)
 {
-    size_t n = 0;
-    for (size_t i = 0; r && i < r->headers.n; i++)
-        if (pk_glob_match(r->headers.v[i].glob, key, len))
-            out[n++] = (pk_header){r->headers.v[i].a, r->headers.v[i].b};
-    return n;
+    size_t k = 0, bytes = 0;
+    *n = 0;
+    for (size_t i = 0; r && i < r->headers.n; i++) {
+        const rule *h = &r->headers.v[i];
+        if (!pk_glob_match(h->glob, key, len))
+            continue;
+        for (size_t j = 0; j < k && pk_header_singleton(h->a); j++)
+            if (strcasecmp(out[j].name, h->a) == 0) {
+                size_t first = 0; /* the rule out[j] came from */
+                while (r->headers.v[first].a != out[j].name)
+                    first++;
+                snprintf(err, errlen,
+                         "%s: /headers/%zu and /headers/%zu both give %.*s the field %s, which "
+                         "a response may carry only once: make their globs disjoint",
+                         r->path, first, i, (int)len, key, h->a);
+                return -1;
+            }
+        bytes += strlen(h->a) + 2 + strlen(h->b) + 2;
+        if (bytes > PK_HEADERS_PATH_MAX) {
+            snprintf(err, errlen,
+                     "%s: the header rules that match %.*s give it more than %d bytes of header "
+                     "lines (at /headers/%zu); proxies and CDNs refuse such responses",
+                     r->path, (int)len, key, PK_HEADERS_PATH_MAX, i);
+            return -1;
+        }
+        out[k++] = (pk_header){h->a, h->b};
+    }
+    *n = k;
+    return 0;
 }
 
 static int is_digit(char c)

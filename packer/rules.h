@@ -37,6 +37,15 @@
  * commonly cap a header line at 8 KiB. */
 #define PK_HEADER_VALUE_MAX 4096
 
+/* Longest header name accepted: real ones are under 40 bytes. */
+#define PK_HEADER_NAME_MAX 256
+
+/* Most bytes of rule header lines ("Name: value" CRLF) one path may get.
+ * They go on every response of the path, and the hops before a client cap
+ * a response head: nginx proxying with its default proxy_buffer_size at
+ * 4 or 8 KiB, Varnish at 32 KiB (http_resp_size). */
+#define PK_HEADERS_PATH_MAX 16384
+
 /* Shortest run of hash characters taken as a content hash: 8 is what Vite,
  * Rollup, esbuild and Parcel emit at least (webpack emits 20). */
 #define PK_HASH_MIN_CHARS 8
@@ -67,8 +76,13 @@ const char *pk_rules_cache_control(const pk_rules *r, const char *key, size_t le
 /* Number of header rules: an upper bound of pk_rules_headers()'s result. */
 size_t pk_rules_nheaders(const pk_rules *r);
 /* Fills out (pk_rules_nheaders() slots) with the headers whose glob matches,
- * in file order. The strings live as long as r. @return the count. */
-size_t pk_rules_headers(const pk_rules *r, const char *key, size_t len, pk_header *out);
+ * in file order, and *n with their count. The strings live as long as r.
+ * Refused, with "RULES: cause" naming the rules and the path in err: two
+ * matching rules giving one path a field that may appear only once in a
+ * response (pk_header_singleton), or more than PK_HEADERS_PATH_MAX bytes
+ * of header lines. @return 0 or -1. */
+int pk_rules_headers(const pk_rules *r, const char *key, size_t len, pk_header *out, size_t *n,
+                     char *err, size_t errlen);
 
 /* 1 if the file name of key carries a content hash. The hash follows a '.'
  * or '-' after a non-empty stem (stem.HASH.ext, stem-HASH.ext; the first
@@ -92,6 +106,11 @@ int pk_header_name_ok(const char *s);       /* RFC 9110 token */
 int pk_header_name_reserved(const char *s); /* 1: set by servd-pack or servd;
                                                2: differs per response (digests, Age) */
 int pk_header_value_ok(const char *s);      /* field-value, no CR/LF/NUL/CTL, trimmed */
+int pk_header_singleton(const char *s);     /* a field a response may carry only once */
+/* Why value cannot be the value of the field name, for the fields whose
+ * syntax recipients check (Expires, Access-Control-*, Strict-Transport-
+ * Security, X-Content-Type-Options), with why filled; or NULL. */
+const char *pk_header_syntax_problem(const char *name, const char *value, char *why, size_t cap);
 /* Why s cannot be a header value ("is empty", ...), or NULL when it can. */
 const char *pk_header_value_problem(const char *s);
 int pk_mime_type_ok(const char *s); /* type "/" subtype [";" parameters] */

@@ -135,6 +135,22 @@ def main():
                 "/img/photo.png: an extra header changes its ETag")
         T.eq(T.run(["verify", plain]).returncode, 0, "verify of the plain pack")
 
+        # Two rules giving one path a field it may carry once (here the CORS origin,
+        # which a browser refuses twice): the build fails naming both rules and the
+        # path, and the pack already at -o stays as it was.
+        twice = os.path.join(work, "twice.json")
+        with open(twice, "w") as f:
+            json.dump({"headers": [
+                {"match": "**", "name": "Access-Control-Allow-Origin", "value": "*"},
+                {"match": "*.html", "name": "access-control-allow-origin", "value": "https://a.example"}]}, f)
+        before = open(plain, "rb").read()
+        p = T.run(["build", root, "-o", plain, "--rules", twice, "-q"])
+        err = p.stderr.decode()
+        T.eq(p.returncode, 1, "two Access-Control-Allow-Origin rules on one path: exit status (%s)" % err)
+        T.check(twice in err and "/headers/0 and /headers/1" in err and ".html" in err and
+                "only once" in err, "the message names the rules, the path and why: %r" % err)
+        T.eq(open(plain, "rb").read(), before, "the pack at -o is untouched")
+
         # Every example rules file builds (and is valid JSON for the schema's sake).
         exdir = os.path.join(T.SOURCE_DIR, "manifests", "examples")
         examples = sorted(f for f in os.listdir(exdir) if f.endswith(".json"))

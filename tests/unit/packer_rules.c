@@ -147,11 +147,14 @@ TEST(rules_load_and_apply)
     /* headers: every match applies, in file order. */
     ASSERT_EQ(pk_rules_nheaders(r), 2);
     pk_header h[2];
-    ASSERT_EQ(pk_rules_headers(r, "/docs/a.html", 12, h), 2);
+    size_t nh;
+    ASSERT_EQ(pk_rules_headers(r, "/docs/a.html", 12, h, &nh, err, sizeof err), 0);
+    ASSERT_EQ(nh, 2);
     ASSERT_STR_EQ(h[0].name, "X-Frame-Options");
     ASSERT_STR_EQ(h[1].name, "Link");
     ASSERT_STR_EQ(h[1].value, "</a.css>; rel=preload");
-    ASSERT_EQ(pk_rules_headers(r, "/a.js", 5, h), 1);
+    ASSERT_EQ(pk_rules_headers(r, "/a.js", 5, h, &nh, err, sizeof err), 0);
+    ASSERT_EQ(nh, 1);
     /* exclude and mime */
     ASSERT_EQ(pk_rules_excluded(r, "/js/app.js.map", 14), 1);
     ASSERT_EQ(pk_rules_excluded(r, "/drafts/a/b.html", 16), 1);
@@ -222,6 +225,136 @@ TEST(rules_reject_bad_header_names_and_values)
             "media type");
 }
 
+/* Loads json, then asks for the headers of key: refused, naming the rules
+ * file and each needle. */
+static void path_refused(const char *json, const char *key, const char *n1, const char *n2)
+{
+    const char *path = write_rules("paths.json", json);
+    pk_rules *r = NULL;
+    char err[1024] = "";
+    if (pk_rules_load(path, &r, err, sizeof err) != 0)
+        t__fail(__FILE__, __LINE__, "refused at load: %s", err);
+    pk_header h[64];
+    size_t n = 99;
+    ASSERT(pk_rules_nheaders(r) <= 64);
+    if (pk_rules_headers(r, key, strlen(key), h, &n, err, sizeof err) == 0)
+        t__fail(__FILE__, __LINE__, "%s: headers accepted: %s", key, json);
+    ASSERT_EQ(n, 0);
+    if (!strstr(err, path) || !strstr(err, key) || !strstr(err, n1) || (n2 && !strstr(err, n2)))
+        t__fail(__FILE__, __LINE__, "message \"%s\" lacks the file, %s, \"%s\" or \"%s\"", err, key,
+                n1, n2 ? n2 : "");
+    pk_rules_free(r);
+}
+
+TEST(rules_singleton_fields_once_per_path)
+{
+    static const char two_acao[] =
+        "{\"headers\": [{\"match\": \"**\", \"name\": \"Access-Control-Allow-Origin\", "
+        "\"value\": \"*\"},\n"
+        "  {\"match\": \"*.js\", \"name\": \"X-A\", \"value\": \"1\"},\n"
+        "  {\"match\": \"*.html\", \"name\": \"access-control-allow-origin\", "
+        "\"value\": \"https://a.example\"}]}";
+    path_refused(two_acao, "/docs/a.html", "/headers/0 and /headers/2",
+                 "access-control-allow-origin");
+    /* a path only one of them matches is fine */
+    const char *path = write_rules("ok.json", two_acao);
+    pk_rules *r = NULL;
+    char err[1024] = "";
+    if (pk_rules_load(path, &r, err, sizeof err) != 0)
+        t__fail(__FILE__, __LINE__, "%s", err);
+    pk_header h[3];
+    size_t n;
+    ASSERT_EQ(pk_rules_headers(r, "/a.js", 5, h, &n, err, sizeof err), 0);
+    ASSERT_EQ(n, 2);
+    pk_rules_free(r);
+    /* list fields may come from several rules (Link, CSP, custom fields) */
+    path = write_rules("lists.json",
+                       "{\"headers\": [{\"match\": \"**\", \"name\": \"Link\", \"value\": "
+                       "\"</a.css>; rel=preload\"},\n"
+                       "  {\"match\": \"**\", \"name\": \"link\", \"value\": \"</b.js>; "
+                       "rel=preload\"},\n"
+                       "  {\"match\": \"**\", \"name\": \"X-Robots-Tag\", \"value\": "
+                       "\"noindex\"},\n"
+                       "  {\"match\": \"**\", \"name\": \"X-Robots-Tag\", \"value\": "
+                       "\"nofollow\"}]}");
+    if (pk_rules_load(path, &r, err, sizeof err) != 0)
+        t__fail(__FILE__, __LINE__, "%s", err);
+    pk_header h4[4];
+    ASSERT_EQ(pk_rules_headers(r, "/i.html", 7, h4, &n, err, sizeof err), 0);
+    ASSERT_EQ(n, 4);
+    pk_rules_free(r);
+}
+
+TEST(rules_header_lines_per_path_are_bounded)
+{
+    /* five 4000-byte values on one path: more than PK_HEADERS_PATH_MAX */
+    char json[32768], v[4001];
+    memset(v, 'v', 4000);
+    v[4000] = '\0';
+    int o = snprintf(json, sizeof json, "{\"headers\": [");
+    for (int i = 0; i < 5; i++)
+        o += snprintf(json + o, sizeof json - (size_t)o,
+                      "%s{\"match\": \"%s\", \"name\": \"X-Pad-%d\", \"value\": \"%s\"}",
+                      i ? ", " : "", i < 4 ? "**" : "*.html", i, v);
+    snprintf(json + o, sizeof json - (size_t)o, "]}");
+    path_refused(json, "/index.html", "more than 16384 bytes", "/headers/4");
+    /* the name has a bound of its own */
+    char name[400];
+    memset(name, 'N', 300);
+    name[300] = '\0';
+    snprintf(json, sizeof json,
+             "{\"headers\": [{\"match\": \"*\", \"name\": \"%s\", \"value\": \"v\"}]}", name);
+    rejects(json, "/headers/0", "longer than 256 bytes");
+}
+
+TEST(rules_header_values_recipients_check)
+{
+#define ONE(name, value)                                                                           \
+    "{\"headers\": [{\"match\": \"*\", \"name\": \"" name "\", \"value\": \"" value "\"}]}"
+    rejects(ONE("Expires", "tomorrow, maybe"), "/headers/0/value", "not an HTTP date");
+    rejects(ONE("Expires", "0"), "/headers/0/value", "not an HTTP date");
+    rejects(ONE("expires", "Sun, 06 Nov 1994 08:49:37 UTC"), "/headers/0/value", "HTTP date");
+    rejects(ONE("Expires", "Sunday, 06-Nov-94 08:49:37 GMT"), "/headers/0/value", "HTTP date");
+    rejects(ONE("Expires", "Sun, 36 Nov 1994 08:49:37 GMT"), "/headers/0/value", "HTTP date");
+    rejects(ONE("Access-Control-Allow-Origin", "https://a.example/"), "/headers/0/value",
+            "no trailing slash");
+    rejects(ONE("Access-Control-Allow-Origin", "https://a.example, https://b.example"),
+            "/headers/0/value", "one origin");
+    rejects(ONE("Access-Control-Allow-Origin", "a.example"), "/headers/0/value", "one origin");
+    rejects(ONE("Access-Control-Allow-Credentials", "false"), "/headers/0/value", "true");
+    rejects(ONE("Access-Control-Max-Age", "1h"), "/headers/0/value", "seconds");
+    rejects(ONE("X-Content-Type-Options", "no-sniff"), "/headers/0/value", "nosniff");
+    rejects(ONE("Strict-Transport-Security", "max-age=banana"), "/headers/0/value", "max-age");
+    rejects(ONE("Strict-Transport-Security", "includeSubDomains"), "/headers/0/value",
+            "has no max-age");
+    rejects(ONE("Strict-Transport-Security", "max-age=1; max-age=2"), "/headers/0/value",
+            "second max-age");
+    rejects(ONE("X-A", "caf\\u00e9\\u0085"), "/headers/0/value", "U+0080");
+    rejects(ONE("X-A", "a\\u2028b"), "/headers/0/value", "U+2028");
+    /* and the good forms load */
+    static const char *const good[] = {
+        ONE("Expires", "Thu, 01 Jan 2037 00:00:00 GMT"),
+        ONE("Access-Control-Allow-Origin", "*"),
+        ONE("Access-Control-Allow-Origin", "null"),
+        ONE("Access-Control-Allow-Origin", "https://a.example:8443"),
+        ONE("Access-Control-Allow-Credentials", "true"),
+        ONE("Access-Control-Max-Age", "600"),
+        ONE("X-Content-Type-Options", "nosniff"),
+        ONE("Strict-Transport-Security", "max-age=63072000; includeSubDomains; preload"),
+        ONE("Strict-Transport-Security", "max-age=\\\"600\\\""),
+        ONE("Content-Disposition", "attachment; filename=\\\"caf\\u00e9.pdf\\\""),
+    };
+#undef ONE
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        const char *path = write_rules("good.json", good[i]);
+        pk_rules *r = NULL;
+        char err[1024] = "";
+        if (pk_rules_load(path, &r, err, sizeof err) != 0)
+            t__fail(__FILE__, __LINE__, "%s: %s", good[i], err);
+        pk_rules_free(r);
+    }
+}
+
 TEST(rules_reject_bad_cache_control)
 {
 #define CC(v) "{\"cache_control\": [{\"match\": \"*\", \"value\": \"" v "\"}]}"
@@ -234,7 +367,7 @@ TEST(rules_reject_bad_cache_control)
     rejects(CC("max-age=60, MAX-AGE=120"), "/cache_control/0/value", "twice");
     rejects(CC("max-age=60; public"), "/cache_control/0/value", "';' after max-age");
     rejects(CC("public max-age=60"), "/cache_control/0/value", "after public");
-    rejects(CC("caf\u00e9"), "/cache_control/0/value", "byte 0xC3 after caf");
+    rejects(CC("caf\\u00e9"), "/cache_control/0/value", "byte 0xC3 after caf");
     rejects(CC("=60"), "/cache_control/0/value", "'=' where a directive name should start");
     rejects(CC(", ,"), "/cache_control/0/value", "no directive");
     rejects(CC("private=\\\"Set-Cookie"), "/cache_control/0/value", "unterminated");
