@@ -224,9 +224,12 @@ static int check_variants(struct walk *w, sf_view name, const sf_entry *e)
         if (rc != 0) {
             char show[256]; /* key bytes are untrusted */
             sf_escape(name.ptr, name.len, show, sizeof show);
-            snprintf(w->err, w->errlen, "%s: corrupt pack: the %s body of %s is %s", w->path,
+            snprintf(w->err, w->errlen, "%s: corrupt pack: the %s body of %s %s", w->path,
                      sf_encoding_name(e->variants[i].encoding), show,
-                     rc == SF_ENOTFOUND ? "missing" : sf_strerror(rc));
+                     rc == SF_ENOTFOUND  ? "is missing"
+                     : rc == SF_ECORRUPT ? "is damaged (its length is wrong or runs past the end "
+                                           "of the file)"
+                                         : sf_strerror(rc));
             return rc;
         }
     }

@@ -312,6 +312,21 @@ void *sf_reader_user(const sf_reader *r)
     return r->user;
 }
 
+/* LMDB takes a value's length from its node and never bounds it by the
+ * file: in a damaged pack it can run past the end, and reading the view
+ * faults (SIGBUS or SIGSEGV) far from here. Every key and value handed out
+ * must lie inside the file. Without the map's address (no /proc), only the
+ * length can be checked. */
+static int in_file(const sf_pack *p, const MDB_val *v)
+{
+    if (v->mv_size > p->size)
+        return 0;
+    if (!p->map)
+        return 1;
+    const char *s = v->mv_data;
+    return s >= p->map && (uint64_t)(s - p->map) <= p->size - v->mv_size;
+}
+
 static int get(sf_reader *r, MDB_dbi db, const void *key, size_t klen, MDB_val *v)
 {
     if (klen == 0 || klen > SF_KEY_MAX)
@@ -320,6 +335,8 @@ static int get(sf_reader *r, MDB_dbi db, const void *key, size_t klen, MDB_val *
     int rc = mdb_get(r->txn, db, &k, v);
     if (rc == MDB_NOTFOUND)
         return SF_ENOTFOUND;
+    if (rc == 0 && !in_file(r->pack, v))
+        return SF_ECORRUPT;
     return rc == 0                                          ? SF_OK
            : rc == MDB_CORRUPTED || rc == MDB_PAGE_NOTFOUND ? SF_ECORRUPT
                                                             : SF_ELMDB;
@@ -378,7 +395,9 @@ static int foreach (sf_reader *r, MDB_dbi db, int (*each)(void *, MDB_val *, MDB
     int rc, ret = 0;
     for (rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0;
          rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
-        if ((ret = each(arg, &k, &v)) != 0)
+        if (!in_file(r->pack, &k))
+            ret = SF_ECORRUPT;
+        if (ret || (ret = each(arg, &k, &v)) != 0)
             break;
     }
     mdb_cursor_close(c);
@@ -390,6 +409,7 @@ static int foreach (sf_reader *r, MDB_dbi db, int (*each)(void *, MDB_val *, MDB
 }
 
 struct path_ctx {
+    const sf_pack *pack;
     sf_path_fn fn;
     void *arg;
     char *err;
@@ -401,7 +421,7 @@ static int each_path(void *arg, MDB_val *k, MDB_val *v)
     struct path_ctx *c = arg;
     sf_entry e;
     sf_view path = {k->mv_data, k->mv_size};
-    if (sf_entry_decode(v->mv_data, v->mv_size, &e) != 0) {
+    if (!in_file(c->pack, v) || sf_entry_decode(v->mv_data, v->mv_size, &e) != 0) {
         if (c->errlen) {
             char show[256]; /* key bytes are untrusted */
             sf_escape(path.ptr, path.len, show, sizeof show);
@@ -414,11 +434,12 @@ static int each_path(void *arg, MDB_val *k, MDB_val *v)
 
 int sf_foreach_path(sf_reader *r, sf_path_fn fn, void *arg, char *err, size_t errlen)
 {
-    struct path_ctx c = {fn, arg, err, errlen};
+    struct path_ctx c = {r->pack, fn, arg, err, errlen};
     return foreach (r, r->pack->paths_db, each_path, &c);
 }
 
 struct record_ctx {
+    const sf_pack *pack;
     sf_record_fn fn;
     void *arg;
 };
@@ -426,6 +447,8 @@ struct record_ctx {
 static int each_record(void *arg, MDB_val *k, MDB_val *v)
 {
     struct record_ctx *c = arg;
+    if (!in_file(c->pack, v))
+        return SF_ECORRUPT;
     sf_view path = {k->mv_data, k->mv_size};
     sf_view rec = {v->mv_data, v->mv_size};
     return c->fn(c->arg, path, rec);
@@ -433,11 +456,12 @@ static int each_record(void *arg, MDB_val *k, MDB_val *v)
 
 int sf_foreach_record(sf_reader *r, sf_record_fn fn, void *arg)
 {
-    struct record_ctx c = {fn, arg};
+    struct record_ctx c = {r->pack, fn, arg};
     return foreach (r, r->pack->paths_db, each_record, &c);
 }
 
 struct body_ctx {
+    const sf_pack *pack;
     sf_body_fn fn;
     void *arg;
 };
@@ -445,7 +469,7 @@ struct body_ctx {
 static int each_body(void *arg, MDB_val *k, MDB_val *v)
 {
     struct body_ctx *c = arg;
-    if (k->mv_size != SF_KEY_LEN)
+    if (k->mv_size != SF_KEY_LEN || !in_file(c->pack, v))
         return SF_ECORRUPT;
     sf_view b = {v->mv_data, v->mv_size};
     return c->fn(c->arg, k->mv_data, b);
@@ -453,6 +477,6 @@ static int each_body(void *arg, MDB_val *k, MDB_val *v)
 
 int sf_foreach_body(sf_reader *r, sf_body_fn fn, void *arg)
 {
-    struct body_ctx c = {fn, arg};
+    struct body_ctx c = {r->pack, fn, arg};
     return foreach (r, r->pack->bodies_db, each_body, &c);
 }

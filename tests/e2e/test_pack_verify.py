@@ -1,7 +1,10 @@
 """servd-pack verify: passes on a good pack; fails, naming what is wrong, on a flipped
 byte in a stored body (identity or compressed), on a truncated file, and on a file that
 is not a pack. Each damaged pack is a copy: the original keeps verifying."""
+import hashlib
 import os
+import random
+import struct
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "pack"))
@@ -27,6 +30,88 @@ def damaged_copy(src, dst, body, delta=0x20):
 def verify(pack):
     p = T.run(["verify", pack])
     return p.returncode, p.stdout.decode(), p.stderr.decode()
+
+
+def lmdb_leaf_nodes(data, ps=4096):
+    """Yields (offset of the node, its flags, its key) for every node of every leaf page
+    of an LMDB file (LMDB 0.9, 64-bit: page header of 16 bytes; a node is lo, hi, flags,
+    ksize as 4 little-endian uint16, then the key, then the data or, with F_BIGDATA (1),
+    the number of its first overflow page)."""
+    for pg in range(len(data) // ps):
+        o = pg * ps
+        if struct.unpack_from("<Q", data, o)[0] != pg:
+            continue
+        flags, lower = struct.unpack_from("<HH", data, o + 10)
+        if not flags & 0x02 or flags & 0x04 or lower > ps:  # P_LEAF, not P_OVERFLOW
+            continue
+        for i in range((lower - 16) // 2):
+            no = o + struct.unpack_from("<H", data, o + 16 + 2 * i)[0]
+            if no + 8 > o + ps:
+                break
+            nflags, ksize = struct.unpack_from("<HH", data, no + 4)
+            yield no, nflags, bytes(data[no + 8:no + 8 + ksize])
+
+
+def runaway_lengths(work):
+    """A hostile pack whose value lengths run past the end of the file: LMDB takes a
+    value's length from its node and never bounds it. Every command refuses the pack,
+    naming it, instead of crashing (SIGSEGV in ls/diff, SIGBUS in verify, cat copying
+    bytes from beyond the value, build --base crashing)."""
+    root = os.path.join(work, "runaway")
+    os.makedirs(root)
+    blob = random.Random(3).randbytes(20000)  # incompressible: one identity body
+    with open(os.path.join(root, "rand.bin"), "wb") as f:
+        f.write(blob)
+    with open(os.path.join(root, "index.html"), "wb") as f:
+        f.write(b"<p>hello</p>\n")
+    rules = os.path.join(work, "runaway-rules.json")
+    with open(rules, "w") as f:  # a record over 2 KB: LMDB puts it in overflow pages
+        f.write('{"headers": [{"match": "/index.html", "name": "X-Pad", "value": "%s"}]}' % ("p" * 3000))
+    good = os.path.join(work, "runaway-good.lmdb")
+    T.build(root, good, "--rules", rules)
+    with open(good, "rb") as f:
+        data = bytearray(f.read())
+    huge = 0x7FFF0000
+
+    # A body: its node's length and the length its record gives (the record is found
+    # by the body's key, which follows the length in the record).
+    body = bytearray(data)
+    nodes = [no for no, fl, k in lmdb_leaf_nodes(body) if fl & 1 and len(k) == 32 and
+             struct.unpack_from("<I", body, no)[0] == len(blob)]
+    T.eq(len(nodes), 1, "one overflow body of %d bytes" % len(blob))
+    struct.pack_into("<I", body, nodes[0], huge)
+    pat = struct.pack("<Q", len(blob)) + hashlib.sha256(blob).digest()
+    at = body.find(pat)
+    T.check(at >= 0, "the record of /rand.bin names its body")
+    while at >= 0:
+        struct.pack_into("<Q", body, at, huge)
+        at = body.find(pat, at + 1)
+
+    # A record: its node's length (the record itself says nothing of its length).
+    rec = bytearray(data)
+    nodes = [no for no, fl, k in lmdb_leaf_nodes(rec) if fl & 1 and k == b"/index.html"]
+    T.eq(len(nodes), 1, "the record of /index.html is in overflow pages")
+    struct.pack_into("<I", rec, nodes[0], huge)
+
+    other = os.path.join(work, "runaway-other")
+    os.makedirs(other)
+    with open(os.path.join(other, "rand.bin"), "wb") as f:
+        f.write(blob)
+    for name, patched, what in (("body", body, "the identity body of /rand.bin is damaged"),
+                                ("record", rec, "corrupt entry record for path /index.html")):
+        bad = os.path.join(work, "runaway-%s.lmdb" % name)
+        with open(bad, "wb") as f:
+            f.write(patched)
+        for args in (["verify", bad], ["ls", bad], ["diff", good, bad], ["cat", bad, "/rand.bin"],
+                     ["cat", bad, "/index.html"],
+                     ["build", other, "-o", os.path.join(work, "o.lmdb"), "--base", bad, "-q"]):
+            p = T.run(args)
+            err = p.stderr.decode(errors="replace")
+            T.eq(p.returncode, 1, "a %s length past the end of the file: %s exit status (%s)" %
+                 (name, args[0], err.strip()))
+            T.check(bad in err and what in err, "%s %s: message names the pack and the damage: %r" %
+                    (name, args[0], err))
+            T.eq(p.stdout, b"", "%s %s: nothing written to stdout" % (name, args[0]))
 
 
 def main():
@@ -78,6 +163,8 @@ def main():
         rc, _, err = verify(junk)
         T.eq(rc, 1, "verify of zeros")
         T.check(junk in err, "message names the file: " + err)
+
+        runaway_lengths(work)
     T.finish("test_pack_verify")
 
 
