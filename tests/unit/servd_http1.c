@@ -497,6 +497,7 @@ TEST(http1_host)
     BAD("GET / HTTP/1.1\r\nHost: a:123456\r\n\r\n", 400);
     BAD("GET / HTTP/1.1\r\nHost: a/b\r\n\r\n", 400);
     BAD("GET / HTTP/1.1\r\nHost: [::1\r\n\r\n", 400);
+    BAD("GET / HTTP/1.1\r\nHost: []\r\n\r\n", 400);
     BAD("GET / HTTP/1.1\r\nHost: a%zz\r\n\r\n", 400);
     GOOD("GET / HTTP/1.0\r\n\r\n");
     GOOD("GET / HTTP/1.1\r\nHOST: Example.COM:8080\r\n\r\n");
@@ -644,6 +645,7 @@ TEST(http1_other_target_forms)
     GOOD("CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n");
     ASSERT_EQ(req.target_form, SV_TF_AUTHORITY);
     ASSERT_EQ(req.method, SV_M_OTHER);
+    BAD("CONNECT :443 HTTP/1.1\r\nHost: h\r\n\r\n", 400); /* no host */
     BAD("GET example.com:80 HTTP/1.1\r\nHost: h\r\n\r\n", 400);
     BAD("GET index.html HTTP/1.1\r\nHost: h\r\n\r\n", 400);
     BAD("GET ** HTTP/1.1\r\nHost: h\r\n\r\n", 400);

@@ -108,6 +108,9 @@ TEST(negotiate_invalid_weights_ignore_the_element)
 {
     sf_entry e = all4();
     PICK("br;q=1.5, gzip", SF_ENC_GZIP);
+    PICK("br;q=2, gzip;q=0.5", SF_ENC_GZIP);
+    PICK("br;q=0.9000, gzip;q=0.5", SF_ENC_GZIP); /* at most three decimals */
+    PICK("br;q0.9, gzip;q=0.5", SF_ENC_GZIP);
     PICK("br;q=0.0001, gzip;q=0.5", SF_ENC_GZIP);
     PICK("br;q=-1, gzip;q=0.5", SF_ENC_GZIP);
     PICK("br;q=, gzip;q=0.5", SF_ENC_GZIP);

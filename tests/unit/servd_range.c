@@ -32,6 +32,11 @@ TEST(range_single_forms)
     RANGE_IS(0, 100, 999);
     ASSERT_EQ(parse("bytes=-100", 1000), 1);
     RANGE_IS(0, 900, 999);
+    ASSERT_EQ(parse("bytes=0-1000", 1000), 1); /* last-pos one past the end: clamped */
+    RANGE_IS(0, 0, 999);
+    ASSERT_EQ(parse("bytes=10-99999999999999999999999999", 1000), 1); /* saturates */
+    RANGE_IS(0, 10, 999);
+    ASSERT_EQ(parse("bytes=18446744073709551616-", 1000), -416); /* 2^64: not 0 */
     ASSERT_EQ(parse("bytes=5-5", 10), 1);
     RANGE_IS(0, 5, 5);
     ASSERT_EQ(parse("BYTES=0-0", 10), 1); /* unit is case-insensitive */

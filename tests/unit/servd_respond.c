@@ -657,6 +657,10 @@ TEST(respond_if_unmodified_since)
     ASSERT_EQ(get("/img.png", "If-Unmodified-Since: Tue, 14 Nov 2023 22:13:19 GMT\r\n"), 412);
     ASSERT_EQ(get("/img.png", "If-Unmodified-Since: Sat, 01 Jan 2000 00:00:00 GMT\r\n"), 412);
     ASSERT_EQ(get("/img.png", "If-Unmodified-Since: yesterday\r\n"), 200); /* invalid: ignored */
+    /* two lines are a list of two dates: not an HTTP-date, ignored (RFC 9110 13.1.4) */
+    ASSERT_EQ(get("/img.png", "If-Unmodified-Since: Sat, 01 Jan 2000 00:00:00 GMT\r\n"
+                              "If-Unmodified-Since: Sat, 01 Jan 2000 00:00:00 GMT\r\n"),
+              200);
     ASSERT_EQ(get("/app.js", "If-Unmodified-Since: Sat, 01 Jan 2000 00:00:00 GMT\r\n"), 412);
     ASSERT_EQ(has_header("Vary: Accept-Encoding\r\n"), 1);
     /* only without If-Match */
@@ -912,6 +916,11 @@ TEST(respond_if_range)
     snprintf(f, sizeof f, "Range: bytes=0-1\r\nIf-Range: %s\r\n", etag_of("/img.png", 0));
     ASSERT_EQ(get("/img.png", f), 206);
     ASSERT_EQ(get("/img.png", "Range: bytes=0-1\r\nIf-Range: \"old\"\r\n"), 200);
+    ASSERT_EQ(plan.body_bytes, 20);
+    /* If-Range is one validator: two lines match nothing, the whole file */
+    snprintf(f, sizeof f, "Range: bytes=0-1\r\nIf-Range: %s\r\nIf-Range: %s\r\n",
+             etag_of("/img.png", 0), etag_of("/img.png", 0));
+    ASSERT_EQ(get("/img.png", f), 200);
     ASSERT_EQ(plan.body_bytes, 20);
     snprintf(f, sizeof f, "Range: bytes=0-1\r\nIf-Range: W/%s\r\n", etag_of("/img.png", 0));
     ASSERT_EQ(get("/img.png", f), 200);
