@@ -43,9 +43,11 @@ static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
     return remove(p);
 }
 
+static pid_t tmpdir_owner; /* the process that made it: a forked child must not remove it */
+
 static void rm_tmpdir(void)
 {
-    if (tmpdir[0])
+    if (tmpdir[0] && getpid() == tmpdir_owner)
         nftw(tmpdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
@@ -56,6 +58,7 @@ const char *t_tmpdir(void)
         snprintf(tmpdir, sizeof tmpdir, "%s/servd-test-XXXXXX", base ? base : "/tmp");
         if (!mkdtemp(tmpdir))
             t__fail(__FILE__, __LINE__, "mkdtemp %s failed", tmpdir);
+        tmpdir_owner = getpid();
         atexit(rm_tmpdir);
     }
     return tmpdir;

@@ -358,7 +358,7 @@ int sf_writer_put_body(sf_writer *w, const uint8_t key[SF_KEY_LEN], const void *
 int sf_writer_put_path(sf_writer *w, const char *path, size_t len, const void *rec, size_t n);
 
 /* Stores a special entry in "meta" (e.g. "status:404"). For SF_SPECIAL_404
- * the writer also keeps the record's id, which sf_writer_commit puts in
+ * the writer also keeps the record's id, which sf_writer_seal puts in
  * meta's id_404 (format minor 1). */
 int sf_writer_put_special(sf_writer *w, const char *name, const void *rec, size_t n);
 
