@@ -47,6 +47,16 @@ struct pk_rules {
             snprintf(err + o_, errlen - (size_t)o_, __VA_ARGS__);                                  \
     } while (0)
 
+static int is_digit(char c)
+{
+    return c >= '0' && c <= '9';
+}
+
+static int is_lower(char c)
+{
+    return c >= 'a' && c <= 'z';
+}
+
 static int is_tchar(unsigned char c)
 {
     return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
@@ -191,24 +201,85 @@ static int imf_fixdate(const char *s)
     return mday >= 1 && mday <= 31 && hour < 24 && min < 60 && sec < 61;
 }
 
+/* NULL when v can be an Access-Control-Allow-Origin value: "*", "null" or
+ * one serialised origin. Browsers compare the field byte for byte with the
+ * page's origin, which they serialise in lower case and without a default
+ * port: "https://App.example/" or "https://app.example:443" never match. */
+static const char *origin_problem(const char *v)
+{
+    if (strcmp(v, "*") == 0 || strcmp(v, "null") == 0)
+        return NULL;
+    const char *p = v;
+    if (!is_lower(*p))
+        return "is not \"*\", \"null\" or one origin (scheme://host[:port])";
+    while (is_lower(*p) || is_digit(*p) || *p == '+' || *p == '-' || *p == '.')
+        p++;
+    size_t scheme = (size_t)(p - v);
+    if (strncmp(p, "://", 3) != 0)
+        return "is not \"*\", \"null\" or one origin (scheme://host[:port])";
+    const char *host = p + 3, *port = NULL;
+    for (p = host; *p; p++) {
+        if (*p >= 'A' && *p <= 'Z')
+            return "has capitals: browsers send the origin in lower case, and compare it byte "
+                   "for byte";
+        if (*p == '/' || *p == ' ' || *p == ',' || *p == '?' || *p == '#')
+            return "is not one origin: no path, no trailing slash, no list (browsers compare it "
+                   "byte for byte with the page's origin)";
+        if (*p == ':' && host[0] != '[')
+            port = p + 1;
+        else if (*p == ']')
+            port = p[1] == ':' ? p + 2 : NULL;
+    }
+    if (p == host || (port && port - 1 == host))
+        return "has no host";
+    if (port && ((scheme == 4 && strncmp(v, "http", 4) == 0 && strcmp(port, "80") == 0) ||
+                 (scheme == 5 && strncmp(v, "https", 5) == 0 && strcmp(port, "443") == 0)))
+        return "names the default port: browsers send the origin without it";
+    if (port && (!*port || strspn(port, "0123456789") != strlen(port)))
+        return "has a port that is not a number";
+    return NULL;
+}
+
+/* One directive of Strict-Transport-Security, s[0, k): 1 when it is a
+ * valid max-age, 2 an invalid one, 0 another directive. RFC 6797 section
+ * 6.1: directive-name [ "=" directive-value ], whitespace allowed around
+ * "=", the value a token or a quoted-string. */
+static int hsts_max_age(const char *s, size_t k)
+{
+    while (k > 0 && (*s == ' ' || *s == '\t'))
+        s++, k--;
+    while (k > 0 && (s[k - 1] == ' ' || s[k - 1] == '\t'))
+        k--;
+    if (k < 7 || strncasecmp(s, "max-age", 7) != 0 || (k > 7 && is_tchar((unsigned char)s[7])))
+        return 0;
+    s += 7, k -= 7;
+    while (k > 0 && (*s == ' ' || *s == '\t'))
+        s++, k--;
+    if (k == 0 || *s != '=')
+        return 2;
+    s++, k--;
+    while (k > 0 && (*s == ' ' || *s == '\t'))
+        s++, k--;
+    if (k >= 2 && s[0] == '"' && s[k - 1] == '"')
+        s++, k -= 2;
+    return all_digits(s, k) ? 1 : 2;
+}
+
 const char *pk_header_syntax_problem(const char *name, const char *v, char *why, size_t cap)
 {
     size_t n = strlen(v);
+    const char *bad;
     if (strcasecmp(name, "Expires") == 0 && !imf_fixdate(v))
         snprintf(why, cap,
                  "is not an HTTP date like \"Sun, 06 Nov 1994 08:49:37 GMT\" (RFC 9110 "
                  "section 5.6.7; for \"already expired\" use cache_control \"no-cache\")");
-    else if (strcasecmp(name, "Access-Control-Allow-Origin") == 0 && strcmp(v, "*") != 0 &&
-             strcmp(v, "null") != 0 &&
-             (!strstr(v, "://") || strchr(strstr(v, "://") + 3, '/') || strchr(v, ' ') ||
-              strchr(v, ',') || strstr(v, "://")[3] == '\0'))
-        snprintf(why, cap,
-                 "is not \"*\", \"null\" or one origin (scheme://host[:port], no path and no "
-                 "trailing slash): browsers compare it byte for byte with the page's origin");
+    else if (strcasecmp(name, "Access-Control-Allow-Origin") == 0 && (bad = origin_problem(v)))
+        snprintf(why, cap, "%s", bad);
     else if (strcasecmp(name, "Access-Control-Allow-Credentials") == 0 && strcmp(v, "true") != 0)
         snprintf(why, cap, "is not \"true\", its only value (leave the field out for false)");
-    else if (strcasecmp(name, "Access-Control-Max-Age") == 0 && !all_digits(v, n))
-        snprintf(why, cap, "is not a number of seconds");
+    else if (strcasecmp(name, "Access-Control-Max-Age") == 0 &&
+             !all_digits(v + (v[0] == '-'), n - (v[0] == '-')))
+        snprintf(why, cap, "is not a number of seconds (-1 turns the cache off)");
     else if (strcasecmp(name, "X-Content-Type-Options") == 0 && strcasecmp(v, "nosniff") != 0)
         snprintf(why, cap, "is not \"nosniff\", its only value");
     else if (strcasecmp(name, "Strict-Transport-Security") == 0) {
@@ -216,19 +287,9 @@ const char *pk_header_syntax_problem(const char *name, const char *v, char *why,
         const char *p = v;
         int max_age = 0;
         while (*p) {
-            while (*p == ' ' || *p == '\t' || *p == ';')
-                p++;
             size_t k = strcspn(p, ";");
-            if (k > 8 && strncasecmp(p, "max-age=", 8) == 0) {
-                size_t d = k - 8;
-                while (d > 0 && (p[8 + d - 1] == ' ' || p[8 + d - 1] == '\t'))
-                    d--;
-                const char *q = p + 8;
-                if (d >= 2 && q[0] == '"' && q[d - 1] == '"')
-                    q++, d -= 2;
-                max_age += all_digits(q, d) ? 1 : 2; /* 2: a bad one */
-            }
-            p += k;
+            max_age += hsts_max_age(p, k); /* 2 for a bad one */
+            p += k + (p[k] == ';');
         }
         if (max_age != 1)
             snprintf(why, cap, "%s (RFC 6797 section 6.1: one max-age=SECONDS is required)",
@@ -768,17 +829,22 @@ int pk_rules_headers(const pk_rules *r, const char *key, size_t len, pk_header *
         const rule *h = &r->headers.v[i];
         if (!pk_glob_match(h->glob, key, len))
             continue;
-        for (size_t j = 0; j < k && pk_header_singleton(h->a); j++)
-            if (strcasecmp(out[j].name, h->a) == 0) {
+        int again = 0; /* the same field and value from an earlier rule: sent once */
+        for (size_t j = 0; j < k && pk_header_singleton(h->a) && !again; j++)
+            if (strcasecmp(out[j].name, h->a) == 0 && strcmp(out[j].value, h->b) == 0)
+                again = 1;
+            else if (strcasecmp(out[j].name, h->a) == 0) {
                 size_t first = 0; /* the rule out[j] came from */
                 while (r->headers.v[first].a != out[j].name)
                     first++;
                 snprintf(err, errlen,
-                         "%s: /headers/%zu and /headers/%zu both give %.*s the field %s, which "
+                         "%s: /headers/%zu and /headers/%zu give %.*s two values of %s, a field "
                          "a response may carry only once: make their globs disjoint",
                          r->path, first, i, (int)len, key, h->a);
                 return -1;
             }
+        if (again)
+            continue;
         bytes += strlen(h->a) + 2 + strlen(h->b) + 2;
         if (bytes > PK_HEADERS_PATH_MAX) {
             snprintf(err, errlen,
@@ -791,16 +857,6 @@ int pk_rules_headers(const pk_rules *r, const char *key, size_t len, pk_header *
     }
     *n = k;
     return 0;
-}
-
-static int is_digit(char c)
-{
-    return c >= '0' && c <= '9';
-}
-
-static int is_lower(char c)
-{
-    return c >= 'a' && c <= 'z';
 }
 
 static int is_letter(char c)

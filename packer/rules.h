@@ -42,8 +42,8 @@
 
 /* Most bytes of rule header lines ("Name: value" CRLF) one path may get.
  * They go on every response of the path, and the hops before a client cap
- * a response head: nginx proxying with its default proxy_buffer_size at
- * 4 or 8 KiB, Varnish at 32 KiB (http_resp_size). */
+ * a response head: Varnish at 32 KiB (http_resp_size), nginx proxying at
+ * its proxy_buffer_size (4 or 8 KiB by default: servd-pack(1) says so). */
 #define PK_HEADERS_PATH_MAX 16384
 
 /* Shortest run of hash characters taken as a content hash: 8 is what Vite,

@@ -267,6 +267,18 @@ TEST(rules_singleton_fields_once_per_path)
     ASSERT_EQ(pk_rules_headers(r, "/a.js", 5, h, &n, err, sizeof err), 0);
     ASSERT_EQ(n, 2);
     pk_rules_free(r);
+    /* the same value twice (a site-wide rule and a narrower one agreeing): sent once */
+    path = write_rules("same.json",
+                       "{\"headers\": [{\"match\": \"**\", \"name\": \"X-Content-Type-Options\", "
+                       "\"value\": \"nosniff\"},\n"
+                       "  {\"match\": \"*.html\", \"name\": \"x-content-type-options\", "
+                       "\"value\": \"nosniff\"}]}");
+    if (pk_rules_load(path, &r, err, sizeof err) != 0)
+        t__fail(__FILE__, __LINE__, "%s", err);
+    ASSERT_EQ(pk_rules_headers(r, "/a.html", 7, h, &n, err, sizeof err), 0);
+    ASSERT_EQ(n, 1);
+    ASSERT_STR_EQ(h[0].name, "X-Content-Type-Options");
+    pk_rules_free(r);
     /* list fields may come from several rules (Link, CSP, custom fields) */
     path = write_rules("lists.json",
                        "{\"headers\": [{\"match\": \"**\", \"name\": \"Link\", \"value\": "
@@ -321,6 +333,17 @@ TEST(rules_header_values_recipients_check)
     rejects(ONE("Access-Control-Allow-Origin", "https://a.example, https://b.example"),
             "/headers/0/value", "one origin");
     rejects(ONE("Access-Control-Allow-Origin", "a.example"), "/headers/0/value", "one origin");
+    rejects(ONE("Access-Control-Allow-Origin", "https://App.example"), "/headers/0/value",
+            "lower case");
+    rejects(ONE("Access-Control-Allow-Origin", "HTTPS://app.example"), "/headers/0/value",
+            "one origin");
+    rejects(ONE("Access-Control-Allow-Origin", "https://app.example:443"), "/headers/0/value",
+            "default port");
+    rejects(ONE("Access-Control-Allow-Origin", "http://app.example:80"), "/headers/0/value",
+            "default port");
+    rejects(ONE("Access-Control-Allow-Origin", "https://app.example:8x"), "/headers/0/value",
+            "port");
+    rejects(ONE("Access-Control-Allow-Origin", "https://"), "/headers/0/value", "no host");
     rejects(ONE("Access-Control-Allow-Credentials", "false"), "/headers/0/value", "true");
     rejects(ONE("Access-Control-Max-Age", "1h"), "/headers/0/value", "seconds");
     rejects(ONE("X-Content-Type-Options", "no-sniff"), "/headers/0/value", "nosniff");
@@ -337,6 +360,11 @@ TEST(rules_header_values_recipients_check)
         ONE("Access-Control-Allow-Origin", "*"),
         ONE("Access-Control-Allow-Origin", "null"),
         ONE("Access-Control-Allow-Origin", "https://a.example:8443"),
+        ONE("Access-Control-Allow-Origin", "http://[::1]:8080"),
+        ONE("Access-Control-Allow-Origin", "http://a.example:443"),
+        ONE("Access-Control-Max-Age", "-1"),
+        ONE("Strict-Transport-Security", "max-age = 31536000"),
+        ONE("Strict-Transport-Security", "includeSubDomains; max-age= 600;"),
         ONE("Access-Control-Allow-Credentials", "true"),
         ONE("Access-Control-Max-Age", "600"),
         ONE("X-Content-Type-Options", "nosniff"),
