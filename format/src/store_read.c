@@ -107,8 +107,8 @@ static const char *lmdb_header_problem(const char *path)
  * The address of file offset 0 in LMDB's map, found from a pointer p into
  * it (LMDB does not export its map address: mdb_env_info's me_mapaddr is
  * only set for MDB_FIXEDMAP). The mapping of /proc/self/maps that holds p
- * gives its start and its file offset. NULL when it cannot be found; the
- * caller then simply has no sf_pack_file().
+ * gives its start and its file offset. NULL when it cannot be found: then
+ * map_from_page tries.
  */
 static const char *map_start(const void *p)
 {
@@ -130,6 +130,27 @@ static const char *map_start(const void *p)
     }
     fclose(f);
     return base;
+}
+
+/*
+ * The same address without /proc (a chroot, a container without it), from
+ * the LMDB page that holds p: a page starts with its own number (mp_pgno,
+ * 8 bytes, LMDB 0.9), and page n lies n * psize bytes into the map. The map
+ * is aligned to the system's page size, so pages of psize are aligned too
+ * when psize divides it or is it. NULL when it cannot be found or is not
+ * consistent with the file size.
+ */
+static const char *map_from_page(const void *p, size_t len, size_t psize, uint64_t size)
+{
+    long sys = sysconf(_SC_PAGESIZE);
+    if (psize == 0 || sys <= 0 || (size_t)sys % psize != 0)
+        return NULL;
+    uintptr_t a = (uintptr_t)p, page = a & ~(uintptr_t)(psize - 1);
+    uint64_t pgno;
+    memcpy(&pgno, (const void *)page, sizeof pgno);
+    if (pgno >= size / psize || a + len > page + psize)
+        return NULL;
+    return (const char *)(page - (uintptr_t)(pgno * psize));
 }
 
 static int fail(char *err, size_t errlen, int code, const char *fmt, const char *path,
@@ -215,6 +236,8 @@ int sf_pack_open(const char *path, sf_pack **out, char *err, size_t errlen)
     if (rc == 0) {
         rc = sf_meta_decode(v.mv_data, v.mv_size, &p->meta);
         p->map = map_start(v.mv_data);
+        if (!p->map)
+            p->map = map_from_page(v.mv_data, v.mv_size, est.ms_psize, p->size);
     } else if (rc == MDB_NOTFOUND)
         rc = SF_EMAGIC;
     else
@@ -232,6 +255,13 @@ int sf_pack_open(const char *path, sf_pack **out, char *err, size_t errlen)
              rc != SF_EMAGIC ? "corrupt meta record"
              : have_meta     ? "not a servd pack (the meta record lacks the SERVDPK1 magic)"
                              : "not a servd pack (no meta record)");
+        goto out_env;
+    }
+    if (!p->map) { /* no view could be bounded by the file (in_file) */
+        fail(err, errlen, SF_EIO, "%s: %s", path,
+             "cannot find where the pack is mapped (/proc/self/maps is unreadable and the "
+             "pack's page size is not the system's)");
+        rc = SF_EIO;
         goto out_env;
     }
     *out = p;
@@ -315,14 +345,12 @@ void *sf_reader_user(const sf_reader *r)
 /* LMDB takes a value's length from its node and never bounds it by the
  * file: in a damaged pack it can run past the end, and reading the view
  * faults (SIGBUS or SIGSEGV) far from here. Every key and value handed out
- * must lie inside the file. Without the map's address (no /proc), only the
- * length can be checked. */
+ * must lie inside the file (sf_pack_open refuses a pack whose map it cannot
+ * find). */
 static int in_file(const sf_pack *p, const MDB_val *v)
 {
     if (v->mv_size > p->size)
         return 0;
-    if (!p->map)
-        return 1;
     const char *s = v->mv_data;
     return s >= p->map && (uint64_t)(s - p->map) <= p->size - v->mv_size;
 }

@@ -73,19 +73,27 @@ def runaway_lengths(work):
         data = bytearray(f.read())
     huge = 0x7FFF0000
 
-    # A body: its node's length and the length its record gives (the record is found
-    # by the body's key, which follows the length in the record).
-    body = bytearray(data)
-    nodes = [no for no, fl, k in lmdb_leaf_nodes(body) if fl & 1 and len(k) == 32 and
-             struct.unpack_from("<I", body, no)[0] == len(blob)]
-    T.eq(len(nodes), 1, "one overflow body of %d bytes" % len(blob))
-    struct.pack_into("<I", body, nodes[0], huge)
-    pat = struct.pack("<Q", len(blob)) + hashlib.sha256(blob).digest()
-    at = body.find(pat)
-    T.check(at >= 0, "the record of /rand.bin names its body")
-    while at >= 0:
-        struct.pack_into("<Q", body, at, huge)
-        at = body.find(pat, at + 1)
+    def long_body(length):
+        """A copy whose /rand.bin body is length bytes long: its node's length and the
+        length its record gives (found by the body's key, which follows it)."""
+        body = bytearray(data)
+        nodes = [no for no, fl, k in lmdb_leaf_nodes(body) if fl & 1 and len(k) == 32 and
+                 struct.unpack_from("<I", body, no)[0] == len(blob)]
+        T.eq(len(nodes), 1, "one overflow body of %d bytes" % len(blob))
+        struct.pack_into("<I", body, nodes[0], length)
+        pat = struct.pack("<Q", len(blob)) + hashlib.sha256(blob).digest()
+        at = body.find(pat)
+        T.check(at >= 0, "the record of /rand.bin names its body")
+        while at >= 0:
+            struct.pack_into("<Q", body, at, length)
+            at = body.find(pat, at + 1)
+        return body
+
+    # Longer than the file, and one byte past its end (shorter than the file: only
+    # the view's place tells).
+    body = long_body(huge)
+    T.check(data.count(blob) == 1, "the body is stored once")
+    past_end = long_body(len(data) - data.find(blob) + 1)
 
     # A record: its node's length (the record itself says nothing of its length).
     rec = bytearray(data)
@@ -97,15 +105,31 @@ def runaway_lengths(work):
     os.makedirs(other)
     with open(os.path.join(other, "rand.bin"), "wb") as f:
         f.write(blob)
-    for name, patched, what in (("body", body, "the identity body of /rand.bin is damaged"),
-                                ("record", rec, "corrupt entry record for path /index.html")):
+    # Without /proc (a chroot), where the map is cannot be read from /proc/self/maps:
+    # it is found from LMDB's page header instead, and the checks hold.
+    shim = os.path.join(T.BUILD_DIR, "swap_open.so")
+    no_proc = dict(os.environ, HIDE_PROC_MAPS="1",
+                   LD_PRELOAD=" ".join(x for x in (os.environ.get("LD_PRELOAD"), shim) if x),
+                   ASAN_OPTIONS=":".join(x for x in (os.environ.get("ASAN_OPTIONS"),
+                                                     "verify_asan_link_order=0") if x))
+    p = T.run(["ls", good], env=no_proc)
+    T.eq(p.returncode, 0, "ls of a good pack without /proc (%s)" % p.stderr.decode().strip())
+    T.check(b"/rand.bin" in p.stdout, "ls without /proc lists the pack")
+    T.eq(T.run(["cat", good, "/rand.bin"], env=no_proc).stdout, bytes(blob),
+         "cat without /proc gives the body")
+    cases = [("body", body, "the identity body of /rand.bin is damaged", None),
+             ("record", rec, "corrupt entry record for path /index.html", None),
+             ("body-past-end", past_end, "the identity body of /rand.bin is damaged", None),
+             ("body-past-end-no-proc", past_end, "the identity body of /rand.bin is damaged",
+              no_proc)]
+    for name, patched, what, env in cases:
         bad = os.path.join(work, "runaway-%s.lmdb" % name)
         with open(bad, "wb") as f:
             f.write(patched)
         for args in (["verify", bad], ["ls", bad], ["diff", good, bad], ["cat", bad, "/rand.bin"],
                      ["cat", bad, "/index.html"],
                      ["build", other, "-o", os.path.join(work, "o.lmdb"), "--base", bad, "-q"]):
-            p = T.run(args)
+            p = T.run(args, env=env)
             err = p.stderr.decode(errors="replace")
             T.eq(p.returncode, 1, "a %s length past the end of the file: %s exit status (%s)" %
                  (name, args[0], err.strip()))
