@@ -158,7 +158,15 @@ TEST(entry_corrupt_fields_rejected)
     st32(w, 0xfffffff0u), corrupt(rec, n, 24, w, 4, "target_off outside the blob");
     st32(w, 0xffffffffu), corrupt(rec, n, 28, w, 4, "target_len");
     /* Variant descriptors start at 32, 72 bytes each. */
-    b = 1, corrupt(rec, n, 32, &b, 1, "variants[0] not identity");
+    b = 3, corrupt(rec, n, 32, &b, 1, "variants[0] not identity (zstd: no duplicate)");
+    b = 0, corrupt(rec, n, 2, &b, 1, "three variants without the negotiable flag");
+    {
+        uint32_t blob_len = (uint32_t)rec[4] | (uint32_t)rec[5] << 8 | (uint32_t)rec[6] << 16 |
+                            (uint32_t)rec[7] << 24;
+        uint32_t mime_off = (uint32_t)rec[16] | (uint32_t)rec[17] << 8 | (uint32_t)rec[18] << 16 |
+                            (uint32_t)rec[19] << 24;
+        st32(w, blob_len - mime_off + 1), corrupt(rec, n, 20, w, 4, "mime one byte past the blob");
+    }
     b = 1, corrupt(rec, n, 32 + 72 * 2, &b, 1, "duplicate encoding");
     b = 4, corrupt(rec, n, 32 + 72, &b, 1, "encoding 4");
     st32(w, 0xffffffffu), corrupt(rec, n, 32 + 4, w, 4, "etag_off");

@@ -297,26 +297,81 @@ TEST(rules_singleton_fields_once_per_path)
     pk_rules_free(r);
 }
 
-TEST(rules_header_lines_per_path_are_bounded)
+/* Four "X-Pad-i: <4000 v>" lines on every path (4 x 4011 bytes with CRLF)
+ * and a fifth of last value bytes on *.html: 16055 + last bytes in all. */
+static void pad_rules(char *json, size_t cap, size_t last)
 {
-    /* five 4000-byte values on one path: more than PK_HEADERS_PATH_MAX */
-    char json[32768], v[4001];
+    static char v[4001];
     memset(v, 'v', 4000);
-    v[4000] = '\0';
-    int o = snprintf(json, sizeof json, "{\"headers\": [");
-    for (int i = 0; i < 5; i++)
-        o += snprintf(json + o, sizeof json - (size_t)o,
+    int o = snprintf(json, cap, "{\"headers\": [");
+    for (int i = 0; i < 5; i++) {
+        v[i < 4 ? 4000 : last] = '\0';
+        o += snprintf(json + o, cap - (size_t)o,
                       "%s{\"match\": \"%s\", \"name\": \"X-Pad-%d\", \"value\": \"%s\"}",
                       i ? ", " : "", i < 4 ? "**" : "*.html", i, v);
-    snprintf(json + o, sizeof json - (size_t)o, "]}");
+        v[i < 4 ? 4000 : last] = 'v';
+    }
+    snprintf(json + o, cap - (size_t)o, "]}");
+}
+
+/* Loads json: @return 0 when accepted, else -1 with err. */
+static int loads(const char *json, char *err, size_t errlen)
+{
+    pk_rules *r = NULL;
+    int rc = pk_rules_load(write_rules("try.json", json), &r, err, errlen);
+    pk_rules_free(r);
+    return rc;
+}
+
+TEST(rules_header_lines_per_path_are_bounded)
+{
+    static char json[32768];
+    char err[1024];
+    /* exactly PK_HEADERS_PATH_MAX bytes of lines: accepted; one more: refused */
+    pad_rules(json, sizeof json, 16384 - 16055);
+    const char *path = write_rules("pad.json", json);
+    pk_rules *r = NULL;
+    if (pk_rules_load(path, &r, err, sizeof err) != 0)
+        t__fail(__FILE__, __LINE__, "%s", err);
+    pk_header h[5];
+    size_t n;
+    if (pk_rules_headers(r, "/index.html", 11, h, &n, err, sizeof err) != 0)
+        t__fail(__FILE__, __LINE__, "16384 bytes refused: %s", err);
+    ASSERT_EQ(n, 5);
+    pk_rules_free(r);
+    pad_rules(json, sizeof json, 16384 - 16055 + 1);
     path_refused(json, "/index.html", "more than 16384 bytes", "/headers/4");
-    /* the name has a bound of its own */
-    char name[400];
-    memset(name, 'N', 300);
-    name[300] = '\0';
-    snprintf(json, sizeof json,
-             "{\"headers\": [{\"match\": \"*\", \"name\": \"%s\", \"value\": \"v\"}]}", name);
-    rejects(json, "/headers/0", "longer than 256 bytes");
+    /* names: 256 bytes at most; values: 4096 */
+    char name[300], value[4100];
+    memset(name, 'N', sizeof name);
+    memset(value, 'v', sizeof value);
+    for (int len = 256; len <= 257; len++) {
+        snprintf(json, sizeof json,
+                 "{\"headers\": [{\"match\": \"*\", \"name\": \"%.*s\", \"value\": \"v\"}]}", len,
+                 name);
+        ASSERT_EQ(loads(json, err, sizeof err), len == 256 ? 0 : -1);
+    }
+    ASSERT(strstr(err, "/headers/0") && strstr(err, "longer than 256 bytes"));
+    for (int len = 4096; len <= 4097; len++) {
+        snprintf(json, sizeof json,
+                 "{\"headers\": [{\"match\": \"*\", \"name\": \"X-V\", \"value\": \"%.*s\"}]}", len,
+                 value);
+        ASSERT_EQ(loads(json, err, sizeof err), len == 4096 ? 0 : -1);
+    }
+    ASSERT(strstr(err, "/headers/0/value") && strstr(err, "longer than 4096 bytes"));
+}
+
+TEST(rules_file_size_and_mime_parameters)
+{
+    /* a file over PK_RULES_MAX_BYTES is not read */
+    static char big[PK_RULES_MAX_BYTES + 2];
+    memset(big, ' ', sizeof big - 1);
+    big[0] = '{';
+    big[sizeof big - 2] = '}';
+    rejects(big, "larger than 1048576 bytes", NULL);
+    /* a media type's parameters are a header value: no control characters */
+    rejects("{\"mime\": [{\"match\": \"*\", \"type\": \"text/plain; a=\\u0001\"}]}", "/mime/0",
+            "media type");
 }
 
 TEST(rules_header_values_recipients_check)
@@ -354,9 +409,15 @@ TEST(rules_header_values_recipients_check)
             "second max-age");
     rejects(ONE("X-A", "caf\\u00e9\\u0085"), "/headers/0/value", "U+0080");
     rejects(ONE("X-A", "a\\u2028b"), "/headers/0/value", "U+2028");
+    rejects(ONE("X-A", "a\\u009fb"), "/headers/0/value", "U+009F");
+    rejects(ONE("X-A", "trailing "), "/headers/0/value", "whitespace");
+    rejects(ONE("Expires", "Thu, 01 Jan 2037 24:00:00 GMT"), "/headers/0/value", "HTTP date");
+    rejects(ONE("Expires", "onT, 01 Jan 2037 00:00:00 GMT"), "/headers/0/value", "HTTP date");
+    rejects(ONE("Access-Control-Allow-Credentials", "True"), "/headers/0/value", "true");
     /* and the good forms load */
     static const char *const good[] = {
         ONE("Expires", "Thu, 01 Jan 2037 00:00:00 GMT"),
+        ONE("Expires", "Wed, 31 Dec 2036 23:59:60 GMT"), /* a leap second */
         ONE("Access-Control-Allow-Origin", "*"),
         ONE("Access-Control-Allow-Origin", "null"),
         ONE("Access-Control-Allow-Origin", "https://a.example:8443"),
