@@ -178,6 +178,36 @@ TEST(entry_corrupt_fields_rejected)
     free(rec);
 }
 
+/* A file record whose variant count disagrees with what it holds, with its
+ * length made consistent, so that only the count check can refuse it. */
+TEST(entry_variant_count_out_of_range)
+{
+    sf_entry e;
+    /* no descriptor: a one-variant record with its descriptor cut out */
+    sf_entry_spec s = file_spec(1);
+    size_t n;
+    uint8_t *rec = enc(&s, &n);
+    uint8_t *none = malloc(n - 72);
+    memcpy(none, rec, 32);
+    memcpy(none + 32, rec + 32 + 72, n - 32 - 72);
+    none[1] = 0;
+    ASSERT_EQ(sf_entry_decode(none, n - 72, &e), SF_ECORRUPT);
+    free(none);
+    free(rec);
+    /* five descriptors: a four-variant record with its last one repeated
+     * (decoding it would write past sf_entry's variants: ASan sees that) */
+    s = file_spec(4);
+    rec = enc(&s, &n);
+    uint8_t *five = malloc(n + 72);
+    memcpy(five, rec, 32 + 4 * 72);
+    memcpy(five + 32 + 4 * 72, rec + 32 + 3 * 72, 72);
+    memcpy(five + 32 + 5 * 72, rec + 32 + 4 * 72, n - 32 - 4 * 72);
+    five[1] = 5;
+    ASSERT_EQ(sf_entry_decode(five, n + 72, &e), SF_ECORRUPT);
+    free(five);
+    free(rec);
+}
+
 TEST(entry_encode_rejects_bad_specs)
 {
     uint8_t *rec;

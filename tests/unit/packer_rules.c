@@ -399,6 +399,8 @@ TEST(rules_header_values_recipients_check)
     rejects(ONE("Access-Control-Allow-Origin", "https://app.example:8x"), "/headers/0/value",
             "port");
     rejects(ONE("Access-Control-Allow-Origin", "https://"), "/headers/0/value", "no host");
+    rejects(ONE("Access-Control-Allow-Origin", "https://a.example x"), "/headers/0/value",
+            "one origin");
     rejects(ONE("Access-Control-Allow-Credentials", "false"), "/headers/0/value", "true");
     rejects(ONE("Access-Control-Max-Age", "1h"), "/headers/0/value", "seconds");
     rejects(ONE("X-Content-Type-Options", "no-sniff"), "/headers/0/value", "nosniff");
@@ -425,6 +427,7 @@ TEST(rules_header_values_recipients_check)
         ONE("Access-Control-Allow-Origin", "http://a.example:443"),
         ONE("Access-Control-Max-Age", "-1"),
         ONE("Strict-Transport-Security", "max-age = 31536000"),
+        ONE("Strict-Transport-Security", "Max-Age=31536000"), /* names ignore case */
         ONE("Strict-Transport-Security", "includeSubDomains; max-age= 600;"),
         ONE("Access-Control-Allow-Credentials", "true"),
         ONE("Access-Control-Max-Age", "600"),

@@ -572,6 +572,7 @@ TEST(http1_transfer_encoding)
         400);
     BAD("GET / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked, chunked\r\n\r\n", 400);
     BAD("GET / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked;ext=1\r\n\r\n", 400);
+    BAD("GET / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked, ;x\r\n\r\n", 400);
     BAD("GET / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: \r\n\r\n", 400);
     BAD("GET / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: xchunked\r\n\r\n", 400);
     BAD("GET / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunkedx\r\n\r\n", 400);

@@ -104,11 +104,21 @@ TEST(negotiate_no_substring_matching)
     PICK("br2", SF_ENC_IDENTITY);
 }
 
+TEST(negotiate_equal_sizes_keep_the_lower_index)
+{
+    static const int enc[] = {SF_ENC_IDENTITY, SF_ENC_GZIP, SF_ENC_BR};
+    static const uint64_t len[] = {100, 60, 60};
+    sf_entry e = entry(3, enc, len);
+    PICK("gzip, br", SF_ENC_GZIP);
+    PICK("br, gzip", SF_ENC_GZIP);
+}
+
 TEST(negotiate_invalid_weights_ignore_the_element)
 {
     sf_entry e = all4();
     PICK("br;q=1.5, gzip", SF_ENC_GZIP);
     PICK("br;q=2, gzip;q=0.5", SF_ENC_GZIP);
+    PICK("br=q=0.9, gzip;q=0.5", SF_ENC_GZIP);    /* no ';' before the weight */
     PICK("br;q=0.9000, gzip;q=0.5", SF_ENC_GZIP); /* at most three decimals */
     PICK("br;q0.9, gzip;q=0.5", SF_ENC_GZIP);
     PICK("br;q=0.0001, gzip;q=0.5", SF_ENC_GZIP);
