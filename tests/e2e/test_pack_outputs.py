@@ -290,7 +290,6 @@ def manifest_after_whole_pack(work):
     pack only in the gap between the two renames. The build is held (swap_open.so)
     at its manifest's rename, and a copy of its temporary pack must verify. Before,
     the pack's transaction was committed and synced after the manifest's rename."""
-    shim = os.path.join(T.BUILD_DIR, "swap_open.so")
     outdir = os.path.join(work, "whole")
     os.mkdir(outdir)
     root = os.path.join(work, "root-whole")
@@ -299,10 +298,7 @@ def manifest_after_whole_pack(work):
     pack, manifest = os.path.join(outdir, "site.lmdb"), os.path.join(outdir, "site.json")
     pause = os.path.join(work, "pause-whole")
     os.mkdir(pause)
-    env = dict(os.environ, LD_PRELOAD=" ".join(x for x in (os.environ.get("LD_PRELOAD"), shim) if x),
-               ASAN_OPTIONS=":".join(x for x in (os.environ.get("ASAN_OPTIONS"),
-                                                 "verify_asan_link_order=0") if x),
-               PAUSE_RENAME_TO="/site.json", PAUSE_DIR=pause)
+    env = T.shim_env(PAUSE_RENAME_TO="/site.json", PAUSE_DIR=pause)
     p = subprocess.Popen([T.PACK, "build", root, "-o", pack, "--manifest", manifest, "-q"],
                          env=env, stderr=subprocess.PIPE)
     deadline = time.time() + 60
@@ -328,8 +324,6 @@ def overlapping_builds(work):
     place describes the pack left in place. Build A is held (swap_open.so) just
     before its pack's rename, after its manifest's; build B runs meanwhile. Without
     a turn each, B put both its files in place and A's pack then replaced B's."""
-    shim = os.path.join(T.BUILD_DIR, "swap_open.so")
-    T.check(os.path.exists(shim), "%s is built with the tests" % shim)
     outdir = os.path.join(work, "overlap")
     os.mkdir(outdir)
     pack, manifest = os.path.join(outdir, "site.lmdb"), os.path.join(outdir, "site.json")
@@ -341,10 +335,7 @@ def overlapping_builds(work):
         roots.append(root)
     pause = os.path.join(work, "pause")
     os.mkdir(pause)
-    env = dict(os.environ, LD_PRELOAD=" ".join(x for x in (os.environ.get("LD_PRELOAD"), shim) if x),
-               ASAN_OPTIONS=":".join(x for x in (os.environ.get("ASAN_OPTIONS"),
-                                                 "verify_asan_link_order=0") if x),
-               PAUSE_RENAME_TO="/site.lmdb", PAUSE_DIR=pause)
+    env = T.shim_env(PAUSE_RENAME_TO="/site.lmdb", PAUSE_DIR=pause)
     env.pop("SOURCE_DATE_EPOCH", None)
     a = subprocess.Popen([T.PACK, "build", roots[0], "-o", pack, "--manifest", manifest, "-q"],
                          env=env, stderr=subprocess.PIPE)
