@@ -15,6 +15,7 @@
 #include "rules.h"
 #include "sidecar.h"
 #include "walk.h"
+#include "sf/httpdate.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -684,8 +685,8 @@ static int cmp_body(const void *a, const void *c)
 static int encode_entry(const pk_file *f, int for_404, uint8_t **rec, size_t *reclen, char *err,
                         size_t errlen)
 {
-    char date[PK_HTTP_DATE_SIZE];
-    if (pk_http_date(f->last_modified, date) != 0) {
+    char date[SF_HTTP_DATE_LEN + 1];
+    if (sf_http_date_format(f->last_modified, date) != 0) {
         snprintf(err, errlen,
                  "%s: cannot encode its record: Last-Modified %lld is not a date "
                  "HTTP can express",

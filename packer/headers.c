@@ -6,26 +6,12 @@
  */
 #include "headers.h"
 
+#include "sf/httpdate.h"
 #include "sf/store.h"
 
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
-#include <time.h>
-
-int pk_http_date(int64_t t, char out[PK_HTTP_DATE_SIZE])
-{
-    static const char days[7][4] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
-    static const char months[12][4] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
-                                       "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
-    struct tm tm;
-    time_t tt = (time_t)t;
-    if ((int64_t)tt != t || !gmtime_r(&tt, &tm) || tm.tm_year < -1900 || tm.tm_year > 9999 - 1900)
-        return -1;
-    snprintf(out, PK_HTTP_DATE_SIZE, "%s, %02d %s %04d %02d:%02d:%02d GMT", days[tm.tm_wday],
-             tm.tm_mday, months[tm.tm_mon], tm.tm_year + 1900, tm.tm_hour, tm.tm_min, tm.tm_sec);
-    return 0;
-}
 
 static void extras(pk_buf *b, const pk_rep *r)
 {
@@ -48,8 +34,8 @@ static void vary(pk_buf *b, const pk_rep *r)
 int pk_render_200(pk_buf *b, size_t *rep_off, const pk_rep *r, int enc, uint64_t len,
                   const char *etag)
 {
-    char date[PK_HTTP_DATE_SIZE];
-    if (pk_http_date(r->last_modified, date) != 0)
+    char date[SF_HTTP_DATE_LEN + 1];
+    if (sf_http_date_format(r->last_modified, date) != 0)
         return -1;
     pk_buf_reset(b);
     pk_buf_addf(b, "HTTP/1.1 200 OK\r\nContent-Length: %llu\r\n", (unsigned long long)len);
@@ -66,8 +52,8 @@ int pk_render_200(pk_buf *b, size_t *rep_off, const pk_rep *r, int enc, uint64_t
 
 int pk_render_304(pk_buf *b, const pk_rep *r, const char *etag)
 {
-    char date[PK_HTTP_DATE_SIZE];
-    if (pk_http_date(r->last_modified, date) != 0)
+    char date[SF_HTTP_DATE_LEN + 1];
+    if (sf_http_date_format(r->last_modified, date) != 0)
         return -1;
     pk_buf_reset(b);
     pk_buf_addf(b, "HTTP/1.1 304 Not Modified\r\nETag: %s\r\nLast-Modified: %s\r\n", etag, date);

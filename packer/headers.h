@@ -39,11 +39,6 @@ typedef struct pk_rep {
     size_t nextra;
 } pk_rep;
 
-/* "Sun, 06 Nov 1994 08:49:37 GMT" (RFC 9110 §5.6.7 IMF-fixdate), locale-free.
- * @return 0, or -1 if t cannot be represented (years outside 0..9999). */
-#define PK_HTTP_DATE_SIZE 30
-int pk_http_date(int64_t t, char out[PK_HTTP_DATE_SIZE]);
-
 /* Renders h200 of one variant into b (reset first); *rep_off receives the
  * offset of the representation headers. @return 0 or -1 (date or memory). */
 int pk_render_200(pk_buf *b, size_t *rep_off, const pk_rep *r, int enc, uint64_t len,

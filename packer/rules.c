@@ -6,6 +6,7 @@
 #include "msg.h"
 
 #include "glob.h"
+#include "sf/httpdate.h"
 #include "sf/store.h"
 
 #include <errno.h>
@@ -181,26 +182,6 @@ static int all_digits(const char *s, size_t n)
     return 1;
 }
 
-/* "Sun, 06 Nov 1994 08:49:37 GMT": the only form a sender may generate
- * (RFC 9110 section 5.6.7). */
-static int imf_fixdate(const char *s)
-{
-    static const char days[] = "MonTueWedThuFriSatSun";
-    static const char months[] = "JanFebMarAprMayJunJulAugSepOctNovDec";
-    if (strlen(s) != 29 || s[3] != ',' || s[4] != ' ' || s[7] != ' ' || s[11] != ' ' ||
-        s[16] != ' ' || s[19] != ':' || s[22] != ':' || s[25] != ' ' || strcmp(s + 26, "GMT") != 0)
-        return 0;
-    const char *day = strstr(days, (char[4]){s[0], s[1], s[2], 0});
-    const char *mon = strstr(months, (char[4]){s[8], s[9], s[10], 0});
-    if (!day || (day - days) % 3 || !mon || (mon - months) % 3)
-        return 0;
-    if (!all_digits(s + 5, 2) || !all_digits(s + 12, 4) || !all_digits(s + 17, 2) ||
-        !all_digits(s + 20, 2) || !all_digits(s + 23, 2))
-        return 0;
-    int mday = atoi(s + 5), hour = atoi(s + 17), min = atoi(s + 20), sec = atoi(s + 23);
-    return mday >= 1 && mday <= 31 && hour < 24 && min < 60 && sec < 61;
-}
-
 /* NULL when v can be an Access-Control-Allow-Origin value: "*", "null" or
  * one serialised origin. Browsers compare the field byte for byte with the
  * page's origin, which they serialise in lower case and without a default
@@ -225,9 +206,11 @@ static const char *origin_problem(const char *v)
         if (*p == '/' || *p == ' ' || *p == ',' || *p == '?' || *p == '#')
             return "is not one origin: no path, no trailing slash, no list (browsers compare it "
                    "byte for byte with the page's origin)";
-        if (*p == ':' && host[0] != '[')
+        if (*p == ':' && host[0] != '[') {
+            if (port)
+                return "is not one origin (scheme://host[:port]): a second ':'";
             port = p + 1;
-        else if (*p == ']')
+        } else if (*p == ']')
             port = p[1] == ':' ? p + 2 : NULL;
     }
     if (p == host || (port && port - 1 == host))
@@ -237,6 +220,10 @@ static const char *origin_problem(const char *v)
         return "names the default port: browsers send the origin without it";
     if (port && (!*port || strspn(port, "0123456789") != strlen(port)))
         return "has a port that is not a number";
+    /* browsers serialise the port as a number: no leading zero, at most 65535 */
+    if (port && ((port[0] == '0' && port[1]) || strlen(port) > 5 || atol(port) > 65535))
+        return "has a port browsers would write differently or not at all (a leading zero, "
+               "or above 65535)";
     return NULL;
 }
 
@@ -269,10 +256,11 @@ const char *pk_header_syntax_problem(const char *name, const char *v, char *why,
 {
     size_t n = strlen(v);
     const char *bad;
-    if (strcasecmp(name, "Expires") == 0 && !imf_fixdate(v))
+    if (strcasecmp(name, "Expires") == 0 && !sf_http_date_sendable(v, n))
         snprintf(why, cap,
-                 "is not an HTTP date like \"Sun, 06 Nov 1994 08:49:37 GMT\" (RFC 9110 "
-                 "section 5.6.7; for \"already expired\" use cache_control \"no-cache\")");
+                 "is not an HTTP date like \"Sun, 06 Nov 1994 08:49:37 GMT\" of a day that "
+                 "exists, with that day's name (RFC 9110 section 5.6.7; for \"already "
+                 "expired\" use cache_control \"no-cache\")");
     else if (strcasecmp(name, "Access-Control-Allow-Origin") == 0 && (bad = origin_problem(v)))
         snprintf(why, cap, "%s", bad);
     else if (strcasecmp(name, "Access-Control-Allow-Credentials") == 0 && strcmp(v, "true") != 0)

@@ -131,8 +131,8 @@ static const char *reason(int status)
 static void respond(aconn *c, int status, const char *type, const char *body, size_t len,
                     int head_only)
 {
-    char hdr[512], date[SV_HTTP_DATE_LEN + 1];
-    sv_http_date_format((int64_t)time(NULL), date); /* RFC 9110 §6.6.1 */
+    char hdr[512], date[SF_HTTP_DATE_LEN + 1];
+    sf_http_date_format((int64_t)time(NULL), date); /* RFC 9110 §6.6.1 */
     int n = snprintf(hdr, sizeof hdr,
                      "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
                      "Cache-Control: no-store\r\n%sDate: %s\r\nConnection: close\r\n\r\n",

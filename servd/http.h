@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+#include "sf/httpdate.h"
 #include "sf/store.h"
 
 /* ---- Limits (each is a named constant; see docs/servd.1) ---- */
@@ -169,15 +170,6 @@ int sv_range_parse(sf_view value, uint64_t len, sv_range *out, int max);
  * all its lines, as matching nothing). */
 int sv_etag_match(sf_view list, sf_view etag, int weak);
 
-/* Parses an HTTP-date (IMF-fixdate, RFC 850 and asctime forms, RFC 9110
- * §5.6.7). @return 0 and *t in Unix seconds, or -1 when invalid. */
-int sv_http_date_parse(sf_view s, int64_t *t);
-
-/* The year an rfc850-date's two digits yy name when the current year is now:
- * the one with those digits that is at most 50 years in the future (RFC 9110
- * §5.6.7: a year more than 50 years ahead is the most recent past one). */
-int sv_http_rfc850_year(int yy, int now);
-
 /* A last_modified for sv_if_range when no date is a strong validator of
  * the representation: no HTTP-date parses to it. */
 #define SV_NO_DATE INT64_MIN
@@ -189,11 +181,6 @@ int sv_http_rfc850_year(int yy, int now);
  * validator makes the condition false).
  * @return 1 when the condition is true (send the ranges), 0 otherwise. */
 int sv_if_range(sf_view value, sf_view etag, int64_t last_modified);
-
-/* Formats Unix second t as an IMF-fixdate ("Sun, 06 Nov 1994 08:49:37 GMT",
- * SV_HTTP_DATE_LEN bytes plus a NUL) into out, without locale or time zone. */
-#define SV_HTTP_DATE_LEN 29
-void sv_http_date_format(int64_t t, char out[SV_HTTP_DATE_LEN + 1]);
 
 /* ---- Responses (respond.c) ---- */
 

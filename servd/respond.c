@@ -172,10 +172,10 @@ static void add_block(ctx *c, const char *p, size_t n)
         const char *l = n >= ll && memcmp(p, lm, ll) == 0 ? p : NULL;
         if (!l && (l = memmem(p, n, "\r\nLast-Modified: ", ll + 2)) != NULL)
             l += 2;
-        if (l && (size_t)(p + n - l) >= ll + SV_HTTP_DATE_LEN) {
-            const char *d = l + ll, *after = d + SV_HTTP_DATE_LEN;
+        if (l && (size_t)(p + n - l) >= ll + SF_HTTP_DATE_LEN) {
+            const char *d = l + ll, *after = d + SF_HTTP_DATE_LEN;
             add(c->plan, p, (size_t)(d - p));
-            add(c->plan, c->date + sizeof "Date: " - 1, SV_HTTP_DATE_LEN); /* (date.c) */
+            add(c->plan, c->date + sizeof "Date: " - 1, SF_HTTP_DATE_LEN); /* (date.c) */
             n -= (size_t)(after - p);
             p = after;
         }
@@ -535,14 +535,18 @@ static int preconditions(ctx *c, const sf_variant *v, int vary)
         if (!any_etag_match(req, "if-match", v->etag, 0))
             return fail_vary(c, 412, vary), 1;
     } else if (req->n_if_unmodified_since == 1 &&
-               sv_http_date_parse(req->if_unmodified_since, &t) == 0 && c->lm > t) {
+               sf_http_date_parse(req->if_unmodified_since.ptr, req->if_unmodified_since.len, &t) ==
+                   0 &&
+               c->lm > t) {
         return fail_vary(c, 412, vary), 1;
     }
     if (req->n_if_none_match) {
         if (any_etag_match(req, "if-none-match", v->etag, 1))
             return send_304(c, v), 1;
     } else if (req->n_if_modified_since == 1 &&
-               sv_http_date_parse(req->if_modified_since, &t) == 0 && c->lm <= t) {
+               sf_http_date_parse(req->if_modified_since.ptr, req->if_modified_since.len, &t) ==
+                   0 &&
+               c->lm <= t) {
         return send_304(c, v), 1;
     }
     return 0;

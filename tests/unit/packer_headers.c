@@ -58,18 +58,6 @@ TEST(keep_rule)
     ASSERT_EQ(pk_keep(60, 1), 0); /* cannot save 64 bytes */
 }
 
-TEST(http_date)
-{
-    char d[PK_HTTP_DATE_SIZE];
-    ASSERT_EQ(pk_http_date(784111777, d), 0);
-    ASSERT_STR_EQ(d, "Sun, 06 Nov 1994 08:49:37 GMT"); /* RFC 9110 §5.6.7 */
-    ASSERT_EQ(pk_http_date(0, d), 0);
-    ASSERT_STR_EQ(d, "Thu, 01 Jan 1970 00:00:00 GMT");
-    ASSERT_EQ(pk_http_date(951782400, d), 0);
-    ASSERT_STR_EQ(d, "Tue, 29 Feb 2000 00:00:00 GMT");
-    ASSERT_NE(pk_http_date(INT64_MAX, d), 0);
-}
-
 static const pk_header extras[] = {{"X-Frame-Options", "DENY"}, {"Link", "</a.css>; rel=preload"}};
 
 TEST(headers_200_304_negotiable)

@@ -416,6 +416,17 @@ TEST(rules_header_values_recipients_check)
     rejects(ONE("Expires", "Thu, 01 Jan 2037 24:00:00 GMT"), "/headers/0/value", "HTTP date");
     rejects(ONE("Expires", "onT, 01 Jan 2037 00:00:00 GMT"), "/headers/0/value", "HTTP date");
     rejects(ONE("Access-Control-Allow-Credentials", "True"), "/headers/0/value", "true");
+    /* RFC 5322 §3.3: the day name is the date's, and the day exists */
+    rejects(ONE("Expires", "Fri, 01 Jan 2037 00:00:00 GMT"), "/headers/0/value", "day's name");
+    rejects(ONE("Expires", "Fri, 31 Apr 2037 00:00:00 GMT"), "/headers/0/value", "exists");
+    rejects(ONE("Expires", "Sun, 29 Feb 2037 00:00:00 GMT"), "/headers/0/value", "HTTP date");
+    rejects(ONE("Access-Control-Allow-Origin", "https://a:1:2"), "/headers/0/value", "second ':'");
+    rejects(ONE("Access-Control-Allow-Origin", "https://a.example:08443"), "/headers/0/value",
+            "leading zero");
+    rejects(ONE("Access-Control-Allow-Origin", "https://a.example:65536"), "/headers/0/value",
+            "65535");
+    rejects(ONE("Access-Control-Allow-Origin", "https://a.example:100000"), "/headers/0/value",
+            "65535");
     /* and the good forms load */
     static const char *const good[] = {
         ONE("Expires", "Thu, 01 Jan 2037 00:00:00 GMT"),
@@ -425,6 +436,10 @@ TEST(rules_header_values_recipients_check)
         ONE("Access-Control-Allow-Origin", "https://a.example:8443"),
         ONE("Access-Control-Allow-Origin", "http://[::1]:8080"),
         ONE("Access-Control-Allow-Origin", "http://a.example:443"),
+        ONE("Access-Control-Allow-Origin", "http://a.example:65535"),
+        ONE("Access-Control-Allow-Origin", "http://a.example:0"),
+        ONE("Access-Control-Allow-Origin", "http://[::1]"),
+        ONE("Expires", "Fri, 29 Feb 2036 00:00:00 GMT"),
         ONE("Access-Control-Max-Age", "-1"),
         ONE("Strict-Transport-Security", "max-age = 31536000"),
         ONE("Strict-Transport-Security", "Max-Age=31536000"), /* names ignore case */
