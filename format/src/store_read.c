@@ -313,9 +313,10 @@ int sf_reader_begin(sf_pack *p, sf_reader **out)
     r->pack = p;
     r->user = NULL;
     r->user_free = NULL;
-    if (mdb_txn_begin(p->env, NULL, MDB_RDONLY, &r->txn) != 0) {
+    int rc = mdb_txn_begin(p->env, NULL, MDB_RDONLY, &r->txn);
+    if (rc != 0) {
         free(r);
-        return SF_ELMDB;
+        return rc == ENOMEM ? SF_ENOMEM : SF_ELMDB; /* the first is no fault of the file */
     }
     *out = r;
     return SF_OK;
