@@ -1,8 +1,8 @@
 /*
  * admin.c - the admin endpoint (--admin HOST:PORT): GET /metrics in
- * Prometheus text format and GET /healthz, on a thread and loop of their
- * own, so a scrape never costs a worker anything and the public port never
- * answers them.
+ * Prometheus text format and GET /healthz (or /health), on a thread and
+ * loop of their own, so a scrape never costs a worker anything and the
+ * public port never answers them.
  *
  * One request per connection (Connection: close); requests are parsed with
  * the daemon's own HTTP/1.1 parser. This path allocates freely: it serves a
@@ -178,7 +178,7 @@ static void route(aconn *c, const sv_request *req)
         }
         respond(c, 200, "text/plain; version=0.0.4; charset=utf-8", body, len, head);
         free(body);
-    } else if (path_is(req, "/healthz")) {
+    } else if (path_is(req, "/healthz") || path_is(req, "/health")) {
         char id[33], body[64];
         sv_metrics_pack_id(c->a->m, id);
         int stopping = atomic_load(c->a->stopping);
@@ -190,7 +190,8 @@ static void route(aconn *c, const sv_request *req)
                          id);
         respond(c, stopping || cut ? 503 : 200, text, body, (size_t)n, head);
     } else {
-        static const char msg[] = "not found: the admin port serves /metrics and /healthz\n";
+        static const char msg[] =
+            "not found: the admin port serves /metrics and /healthz (or /health)\n";
         respond(c, 404, text, msg, sizeof msg - 1, head);
     }
 }

@@ -75,7 +75,7 @@ def t_metrics_and_healthz_on_the_admin_port_only():
     with st.Servd(pack(), extra=["--admin", "127.0.0.1:%d" % adm]) as s:
         # Never on the public port: those paths are the site's (here: 404).
         got404 = 0
-        for path in ("/metrics", "/healthz"):
+        for path in ("/metrics", "/healthz", "/health"):
             r = st.get(s.port, path)
             eq(r.status, 404, "public %s" % path)
             ok(b"servd_" not in r.body and b"ok " not in r.body[:3], "public %s body" % path)
@@ -87,7 +87,7 @@ def t_metrics_and_healthz_on_the_admin_port_only():
         while metrics(adm)["servd_bytes_sent_total"] < got404 and time.time() < deadline:
             time.sleep(0.02)
         m0 = metrics(adm)
-        eq(m0["servd_bytes_sent_total"], float(got404), "bytes sent for the two 404s")
+        eq(m0["servd_bytes_sent_total"], float(got404), "bytes sent for the three 404s")
         for key in ('servd_requests_total{code="2xx"}', "servd_bytes_sent_total",
                     "servd_connections_open", "servd_pack_loaded_timestamp_seconds",
                     "servd_pack_swaps_total", "servd_pack_swap_failures_total",
@@ -103,6 +103,9 @@ def t_metrics_and_healthz_on_the_admin_port_only():
         r = st.get(adm, "/healthz")
         eq((r.status, r.body.decode()), (200, "ok %s\n" % pack_id.group(1)), "/healthz")
         eq(st.get(adm, "/healthz", method="HEAD").status, 200, "HEAD /healthz")
+        # the name probes and load balancers also use
+        r = st.get(adm, "/health")
+        eq((r.status, r.body.decode()), (200, "ok %s\n" % pack_id.group(1)), "/health")
         # an origin with a clock sends Date on every answer (RFC 9110 6.6.1)
         for path, code in (("/healthz", 200), ("/metrics", 200), ("/nope", 404)):
             r = st.get(adm, path)
