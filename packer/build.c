@@ -546,13 +546,24 @@ static void catch_signals(const pk_build_opts *o)
 }
 
 /* Before writing: the temporary names the handler removes (a manifest
- * streamed into a pipe or device has none). */
+ * streamed into a pipe or device has none). Each is made aside and copied
+ * in with the stop signals blocked: a name half written is its final
+ * path, ".tmp-<pid>" not yet appended, and the handler would remove the
+ * pack or manifest in place. */
 static void note_tmp_names(const build *b)
 {
     const pk_build_opts *o = b->o;
-    sf_tmp_name(o->output, sig_tmp_pack, sizeof sig_tmp_pack); /* what sf_writer_open uses */
+    char pack[PATH_MAX] = "", manifest[PATH_MAX] = "";
+    if (sf_tmp_name(o->output, pack, sizeof pack) != SF_OK) /* what sf_writer_open uses */
+        pack[0] = '\0'; /* too long: sf_writer_open refuses it */
     if (o->manifest && !b->manifest_stream)
-        pk_manifest_tmp_name(o->manifest, sig_tmp_manifest, sizeof sig_tmp_manifest);
+        pk_manifest_tmp_name(o->manifest, manifest, sizeof manifest);
+    sigset_t stops, old;
+    stop_signals(&stops);
+    sigprocmask(SIG_BLOCK, &stops, &old);
+    memcpy(sig_tmp_pack, pack, sizeof pack);
+    memcpy(sig_tmp_manifest, manifest, sizeof manifest);
+    sigprocmask(SIG_SETMASK, &old, NULL);
 }
 
 /* Two builds to the same pack, each with a manifest file, must not
