@@ -860,29 +860,34 @@ int sv_server_run(const sv_config *cfg, sv_snapshot *snap)
                                      on_pack_changed, srv, &srv->watch) != 0)
         fprintf(stderr, "servd: out of memory for the pack watch; only SIGHUP reloads\n");
 
+    int start_failed = 0;
     for (int i = 0; i < cfg->workers; i++) {
         sv_worker *w = srv->workers[i];
         if (worker_init(srv, w, i) != 0 || uv_thread_create(&w->thread, worker_main, w) != 0) {
             fprintf(stderr, "servd: cannot start worker %d\n", i);
             if (i == 0)
                 exit(1); /* nothing runs yet */
+            /* the started workers stop as on SIGTERM; the exit says "not set up" */
+            start_failed = 1;
             begin_stop(srv, "startup failure");
             break;
         }
         srv->nstarted = i + 1;
     }
-    fprintf(stderr, "servd: serving pack %s (%llu paths) from %s\n", snap->id_hex,
-            (unsigned long long)snap->n_paths, cfg->pack_path);
-    fprintf(stderr, "servd: listening on %s with %d worker%s%s%s\n", where, cfg->workers,
-            cfg->workers == 1 ? "" : "s", cfg->has_admin ? "; admin on " : "",
-            cfg->has_admin ? admin_where : "");
+    if (!start_failed) {
+        fprintf(stderr, "servd: serving pack %s (%llu paths) from %s\n", snap->id_hex,
+                (unsigned long long)snap->n_paths, cfg->pack_path);
+        fprintf(stderr, "servd: listening on %s with %d worker%s%s%s\n", where, cfg->workers,
+                cfg->workers == 1 ? "" : "s", cfg->has_admin ? "; admin on " : "",
+                cfg->has_admin ? admin_where : "");
+    }
 
     uv_run(&srv->loop, UV_RUN_DEFAULT);
     for (int i = 0; i < srv->nstarted; i++)
         uv_thread_join(&srv->workers[i]->thread);
     uv_loop_close(&srv->loop);
     fprintf(stderr, "servd: stopped\n");
-    rc = 0;
+    rc = start_failed;
 
     if (srv->admin)
         sv_admin_stop(srv->admin);

@@ -277,6 +277,39 @@ def t_address_in_use():
         holder.close()
 
 
+def t_a_worker_that_cannot_start_is_exit_1():
+    """A thread limit that lets worker 0 start but not a later one: the started workers
+    stop, and servd exits 1 ("could not be set up"), so Restart=on-failure restarts it."""
+    shim = os.path.join(st.BUILD_DIR, "swap_open.so")
+    ok(os.path.exists(shim), "%s is built with the tests" % shim)
+    env = dict(os.environ, LD_PRELOAD=" ".join(x for x in (os.environ.get("LD_PRELOAD"), shim) if x),
+               ASAN_OPTIONS=":".join(x for x in (os.environ.get("ASAN_OPTIONS"),
+                                                 "verify_asan_link_order=0") if x))
+    seen = set()
+    # Fail the 1st, 2nd, ... thread servd starts until one is not a worker's (servd then
+    # runs): which call is worker 1's depends on the threads started before it.
+    for n in range(1, 8):
+        env["FAIL_THREAD"] = str(n)
+        p = subprocess.Popen([st.SERVD, "--pack", good_pack(), "--listen",
+                              "127.0.0.1:%d" % st.free_port(), "--workers", "3"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                             stdin=subprocess.DEVNULL, env=env)
+        try:
+            _, err = p.communicate(timeout=REFUSE_TIMEOUT if n == 1 else 5)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.communicate()
+            break
+        err = err.decode(errors="replace")
+        m = re.search(r"cannot start worker (\d+)", err)
+        ok(m is not None, "FAIL_THREAD=%d: exited %d without naming a worker: %r"
+           % (n, p.returncode, err))
+        seen.add(int(m.group(1)))
+        eq(p.returncode, 1, "FAIL_THREAD=%d: exit status (stderr %r)" % (n, err))
+        ok("listening on" not in err, "FAIL_THREAD=%d: says it listens: %r" % (n, err))
+    ok({1, 2} <= seen, "worker 1 and worker 2 were each made to fail (saw %s)" % sorted(seen))
+
+
 def t_closed_standard_descriptors():
     """Started as `servd <&- >&- 2>&-`, servd must not let the access log (or the pack, or
     a socket) take descriptor 2: its own messages would be written into the log."""
