@@ -19,6 +19,8 @@
 /* Admin connections open at once: a scraper or two and a health checker;
  * more are refused so a flood on the admin port stays cheap. */
 #define SV_ADMIN_MAX_CONNS 64
+/* Connections the kernel queues for the admin thread to accept. */
+#define SV_ADMIN_BACKLOG 64
 /* A request must arrive whole within this time. */
 #define SV_ADMIN_TIMEOUT_MS 10000
 /* After an answer, input is read and dropped for at most this long, so that
@@ -334,7 +336,8 @@ int sv_admin_start(int fd, const char *addr_text, sv_metrics *m, atomic_int *sto
     a->listener.data = a->stop.data = a;
     if ((rc = uv_tcp_open(&a->listener, fd)) != 0)
         close(fd); /* the handle did not take it */
-    if (rc != 0 || (rc = uv_listen((uv_stream_t *)&a->listener, 64, on_connection)) != 0 ||
+    if (rc != 0 ||
+        (rc = uv_listen((uv_stream_t *)&a->listener, SV_ADMIN_BACKLOG, on_connection)) != 0 ||
         (rc = uv_thread_create(&a->thread, admin_main, a)) != 0) {
         snprintf(err, errlen, "%s: %s", addr_text, uv_strerror(rc));
         uv_close((uv_handle_t *)&a->listener, NULL); /* closes fd, if it took it */

@@ -10,11 +10,6 @@
 
 #include <string.h>
 
-static int is_ows(char c)
-{
-    return c == ' ' || c == '\t';
-}
-
 /* An entity-tag (RFC 9110 §8.8.3):
  *   entity-tag = [ weak ] opaque-tag      weak = %s"W/"
  *   opaque-tag = DQUOTE *etagc DQUOTE     etagc = %x21 / %x23-7E / obs-text
@@ -64,9 +59,9 @@ int sv_etag_match(sf_view list, sf_view etag, int weak)
     size_t i = 0;
 
     /* Trim, then "*" alone matches any current representation. */
-    while (n > 0 && is_ows(s[n - 1]))
+    while (n > 0 && sv_is_ows(s[n - 1]))
         n--;
-    while (i < n && is_ows(s[i]))
+    while (i < n && sv_is_ows(s[i]))
         i++;
     if (n - i == 1 && s[i] == '*')
         return 1;
@@ -79,7 +74,7 @@ int sv_etag_match(sf_view list, sf_view etag, int weak)
 
     int found = 0;
     while (i < n) {
-        if (s[i] == ',' || is_ows(s[i])) {
+        if (s[i] == ',' || sv_is_ows(s[i])) {
             i++;
             continue;
         }
@@ -90,7 +85,7 @@ int sv_etag_match(sf_view list, sf_view etag, int weak)
         if (tag.len == ours.len && memcmp(tag.ptr, ours.ptr, tag.len) == 0 &&
             (weak || (!w && !our_weak)))
             found = 1;
-        while (i < n && is_ows(s[i]))
+        while (i < n && sv_is_ows(s[i]))
             i++;
         if (i < n && s[i] != ',')
             return -1; /* two tags without a comma, or bytes after a tag */
@@ -103,9 +98,9 @@ int sv_if_range(sf_view value, sf_view etag, int64_t last_modified)
 {
     const char *s = value.ptr;
     size_t n = value.len, i = 0;
-    while (n > 0 && is_ows(s[n - 1]))
+    while (n > 0 && sv_is_ows(s[n - 1]))
         n--;
-    while (i < n && is_ows(s[i]))
+    while (i < n && sv_is_ows(s[i]))
         i++;
     if (i < n && (s[i] == '"' || (n - i >= 2 && s[i] == 'W' && s[i + 1] == '/'))) {
         int w, ew;

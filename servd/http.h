@@ -4,16 +4,17 @@
  *   sv_http1_parse()   request head bytes  -> sv_request (views into the buffer)
  *   sv_respond()       sv_request + pack   -> sv_plan (iovecs ready for writev)
  *
- * The runtime (server.c, conn.c) reads into a fixed per-connection buffer,
- * calls the parser, calls sv_respond() and writes the plan. Nothing here
- * allocates: views point into the read buffer, the pack map, the loop's Date
- * line or the connection's scratch buffer.
+ * The runtime (server.c, conn.c) reads into its worker's read buffer (or a
+ * connection's held input), calls the parser, calls sv_respond() and writes
+ * the plan. Nothing here allocates: views point into the read buffer, the
+ * pack map, the loop's Date line or a scratch buffer of the worker's batch.
  */
 #ifndef SV_HTTP_H
 #define SV_HTTP_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/uio.h>
 
 #include "sf/httpdate.h"
@@ -25,7 +26,8 @@
  * 8 KiB is what nginx and most CDNs allow for URLs. */
 #define SV_MAX_REQUEST_LINE 8192
 /* Largest request head (request line + header fields + blank line): -> 431.
- * 16 KiB covers large cookies; it is also the per-connection read buffer. */
+ * 16 KiB covers large cookies; it is also the size of each worker's read
+ * buffer and of a connection's held input at most. */
 #define SV_MAX_HEAD 16384
 /* Most header fields in one request: more -> 431. Apache's default
  * (LimitRequestFields) and h2o's; a browser behind a CDN sends 20-40. */
@@ -37,8 +39,8 @@
  * read (range.c): more at any point -> the Range is ignored and the whole
  * representation sent (RFC 9110 §14.2 allows it). */
 #define SV_MAX_RANGES 16
-/* Per-connection scratch for formatted header lines (206, 416, 301, errors,
- * multipart boundaries). */
+/* Scratch for formatted header lines (206, 416, 301, multipart boundaries):
+ * a batch of responses has SV_BATCH_SCRATCH of them (server.h). */
 #define SV_SCRATCH 4096
 /* iovecs one plan may need, at most (multipart 206): its status block, the
  * representation block (3 pieces when a Last-Modified ahead of the clock is
@@ -64,6 +66,29 @@ enum sv_method {
 static inline int sv_method_served(int m)
 {
     return m == SV_M_GET || m == SV_M_HEAD || m == SV_M_OPTIONS;
+}
+
+/* Optional whitespace, OWS (RFC 9110 §5.6.3). */
+static inline int sv_is_ows(char c)
+{
+    return c == ' ' || c == '\t';
+}
+
+/* Whether a[0, n) equals the lower-case literal lower, ignoring ASCII case
+ * (field names, tokens and codings are case-insensitive). */
+static inline int sv_ieq(const char *a, size_t n, const char *lower)
+{
+    size_t l = strlen(lower);
+    if (n != l)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = a[i];
+        if (c >= 'A' && c <= 'Z')
+            c = (char)(c - 'A' + 'a');
+        if (c != lower[i])
+            return 0;
+    }
+    return 1;
 }
 
 typedef struct sv_header {

@@ -98,11 +98,6 @@ static int is_tchar(unsigned char c)
     return cclass[c] & C_TCHAR;
 }
 
-static int is_ows(char c)
-{
-    return c == ' ' || c == '\t';
-}
-
 /* The spans below scan sixteen bytes per step with SSE2 (every x86-64),
  * then finish byte by byte with the class table, which is also what other
  * CPUs use. A lane classifier returns the lanes of x holding a byte that
@@ -202,21 +197,6 @@ static size_t target_span(const char *p, size_t n)
 {
     size_t i;
     return WIDE_SPAN(p, n, not_target, &i) ? i : table_span(p, n, i, C_TARGET);
-}
-
-static int ieq(const char *a, size_t n, const char *lower)
-{
-    size_t l = strlen(lower);
-    if (n != l)
-        return 0;
-    for (size_t i = 0; i < n; i++) {
-        char c = a[i];
-        if (c >= 'A' && c <= 'Z')
-            c = (char)(c - 'A' + 'a');
-        if (c != lower[i])
-            return 0;
-    }
-    return 1;
 }
 
 /* Whether the field name n[0, l) is lower, a lower-case literal of l
@@ -460,9 +440,9 @@ static int target_form(sv_request *req)
         return 0;
     }
     size_t s;
-    if (n >= 7 && ieq(t, 7, "http://"))
+    if (n >= 7 && sv_ieq(t, 7, "http://"))
         s = 7;
-    else if (n >= 8 && ieq(t, 8, "https://"))
+    else if (n >= 8 && sv_ieq(t, 8, "https://"))
         s = 8;
     else
         return -400; /* authority-form, relative references, other schemes */
@@ -529,9 +509,9 @@ static int field_line(const char *p, size_t n, sf_view *name, sf_view *value, si
     if (p[e] != '\r' || p[e + 1] != '\n')
         return -400;
     *linelen = e + 2;
-    while (i < e && is_ows(p[i]))
+    while (i < e && sv_is_ows(p[i]))
         i++;
-    while (e > i && is_ows(p[e - 1]))
+    while (e > i && sv_is_ows(p[e - 1]))
         e--;
     value->ptr = p + i;
     value->len = e - i;
@@ -552,7 +532,7 @@ static int content_length(sv_request *req, fstate *st, sf_view v)
     size_t i = 0;
     int elements = 0;
     while (i <= v.len) {
-        while (i < v.len && is_ows(v.ptr[i]))
+        while (i < v.len && sv_is_ows(v.ptr[i]))
             i++;
         size_t d = i;
         uint64_t x = 0;
@@ -565,7 +545,7 @@ static int content_length(sv_request *req, fstate *st, sf_view v)
         }
         if (i == d)
             return -400; /* empty element, sign, or other byte */
-        while (i < v.len && is_ows(v.ptr[i]))
+        while (i < v.len && sv_is_ows(v.ptr[i]))
             i++;
         if (i < v.len && v.ptr[i] != ',')
             return -400;
@@ -586,7 +566,7 @@ static void transfer_encoding(fstate *st, sf_view v)
     size_t i = 0;
     st->n_te++;
     for (;;) {
-        while (i < v.len && (is_ows(v.ptr[i]) || v.ptr[i] == ','))
+        while (i < v.len && (sv_is_ows(v.ptr[i]) || v.ptr[i] == ','))
             i++;
         if (i >= v.len)
             return;
@@ -599,12 +579,12 @@ static void transfer_encoding(fstate *st, sf_view v)
         }
         const char *c = v.ptr + t;
         size_t n = i - t;
-        st->te_last_chunked = ieq(c, n, "chunked");
+        st->te_last_chunked = sv_ieq(c, n, "chunked");
         if (st->te_last_chunked)
             st->te_chunked_count++;
         else
             st->te_other = 1;
-        while (i < v.len && is_ows(v.ptr[i]))
+        while (i < v.len && sv_is_ows(v.ptr[i]))
             i++;
         if (i < v.len && v.ptr[i] != ',') {
             st->te_bad = 1;
@@ -619,17 +599,17 @@ static void connection(fstate *st, sf_view v)
 {
     size_t i = 0;
     while (i < v.len) {
-        while (i < v.len && (is_ows(v.ptr[i]) || v.ptr[i] == ','))
+        while (i < v.len && (sv_is_ows(v.ptr[i]) || v.ptr[i] == ','))
             i++;
         size_t t = i;
         while (i < v.len && v.ptr[i] != ',')
             i++;
         size_t e = i;
-        while (e > t && is_ows(v.ptr[e - 1]))
+        while (e > t && sv_is_ows(v.ptr[e - 1]))
             e--;
-        if (ieq(v.ptr + t, e - t, "close"))
+        if (sv_ieq(v.ptr + t, e - t, "close"))
             st->conn_close = 1;
-        else if (ieq(v.ptr + t, e - t, "keep-alive"))
+        else if (sv_ieq(v.ptr + t, e - t, "keep-alive"))
             st->conn_keep_alive = 1;
     }
 }
@@ -663,7 +643,7 @@ static int field(sv_request *req, fstate *st, sf_view name, sf_view v)
     case 6:
         /* 100-continue is the only expectation defined (RFC 9110 §10.1.1);
          * others are ignored (417 is only a MAY) */
-        if (name_is(n, l, "expect") && ieq(v.ptr, v.len, "100-continue") && req->minor >= 1)
+        if (name_is(n, l, "expect") && sv_ieq(v.ptr, v.len, "100-continue") && req->minor >= 1)
             req->expect_continue = 1;
         break;
     case 8:

@@ -72,6 +72,9 @@ static const char usage_text[] =
     "Exit status: 0 after a stop, 1 if the pack or the server setup fails, 2 for\n"
     "a usage error. See servd(1).\n";
 
+#define STR(x)  #x
+#define XSTR(x) STR(x) /* a limit's value, in a message */
+
 static void usage_error(const char *fmt, const char *arg)
 {
     fprintf(stderr, "servd: ");
@@ -250,7 +253,7 @@ int main(int argc, char **argv)
             break;
         case 'l':
             if (cfg.nlisten == SV_MAX_LISTEN)
-                usage_error("too many --listen addresses (at most 16)", "");
+                usage_error("too many --listen addresses (at most " XSTR(SV_MAX_LISTEN) ")", "");
             if (sv_addr_parse(optarg, &cfg.listen[cfg.nlisten], err, sizeof err) != 0)
                 usage_error("--listen %s", err);
             for (int i = 0; i < cfg.nlisten; i++)
@@ -335,7 +338,9 @@ int main(int argc, char **argv)
         return 1;
     }
     if (cfg.nlisten + act.n > SV_MAX_LISTEN)
-        usage_error("too many listening sockets with the ones passed in (at most 16)", "");
+        usage_error(
+            "too many listening sockets with the ones passed in (at most " XSTR(SV_MAX_LISTEN) ")",
+            "");
     for (int i = 0; i < act.n; i++)
         cfg.inherited[cfg.ninherited++] = act.fds[i];
     if (act.admin_fd >= 0) {

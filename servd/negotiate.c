@@ -44,26 +44,6 @@ static int is_tchar(unsigned char c)
     return c != 0 && strchr("!#$%&'*+-.^_`|~", c) != NULL;
 }
 
-static int is_ows(char c)
-{
-    return c == ' ' || c == '\t';
-}
-
-static int ieq(const char *a, size_t n, const char *lower)
-{
-    size_t l = strlen(lower);
-    if (n != l)
-        return 0;
-    for (size_t i = 0; i < n; i++) {
-        char c = a[i];
-        if (c >= 'A' && c <= 'Z')
-            c = (char)(c - 'A' + 'a');
-        if (c != lower[i])
-            return 0;
-    }
-    return 1;
-}
-
 /* qvalue at s[0, n) exactly; @return 0..1000, or -1 when invalid. */
 static int parse_qvalue(const char *s, size_t n)
 {
@@ -93,9 +73,9 @@ static void set_weight(int *slot, int w)
 static void element(prefs *p, const char *s, size_t n)
 {
     size_t i = 0;
-    while (i < n && is_ows(s[i]))
+    while (i < n && sv_is_ows(s[i]))
         i++;
-    while (n > i && is_ows(s[n - 1]))
+    while (n > i && sv_is_ows(s[n - 1]))
         n--;
     if (i == n)
         return; /* empty element (RFC 9110 §5.6.1.2) */
@@ -107,13 +87,13 @@ static void element(prefs *p, const char *s, size_t n)
     if (tlen == 0)
         return;
     int w = W_MAX;
-    while (i < n && is_ows(s[i]))
+    while (i < n && sv_is_ows(s[i]))
         i++;
     if (i < n) {
         if (s[i] != ';')
             return;
         i++;
-        while (i < n && is_ows(s[i]))
+        while (i < n && sv_is_ows(s[i]))
             i++;
         if (n - i < 2 || (s[i] != 'q' && s[i] != 'Q') || s[i + 1] != '=')
             return;
@@ -121,15 +101,15 @@ static void element(prefs *p, const char *s, size_t n)
         if (w < 0)
             return;
     }
-    if (ieq(tok, tlen, "*"))
+    if (sv_ieq(tok, tlen, "*"))
         set_weight(&p->star, w);
-    else if (ieq(tok, tlen, "identity"))
+    else if (sv_ieq(tok, tlen, "identity"))
         set_weight(&p->q[SF_ENC_IDENTITY], w);
-    else if (ieq(tok, tlen, "gzip") || ieq(tok, tlen, "x-gzip"))
+    else if (sv_ieq(tok, tlen, "gzip") || sv_ieq(tok, tlen, "x-gzip"))
         set_weight(&p->q[SF_ENC_GZIP], w);
-    else if (ieq(tok, tlen, "br"))
+    else if (sv_ieq(tok, tlen, "br"))
         set_weight(&p->q[SF_ENC_BR], w);
-    else if (ieq(tok, tlen, "zstd"))
+    else if (sv_ieq(tok, tlen, "zstd"))
         set_weight(&p->q[SF_ENC_ZSTD], w);
     /* other codings (deflate, compress, ...) have no variants here */
 }

@@ -35,11 +35,6 @@
  */
 #include "http.h"
 
-static int is_ows(char c)
-{
-    return c == ' ' || c == '\t';
-}
-
 static int is_digit(char c)
 {
     return c >= '0' && c <= '9';
@@ -117,9 +112,9 @@ int sv_range_parse(sf_view value, uint64_t len, sv_range *out, int max)
     size_t n = value.len, i = 0;
     if (max <= 0)
         return 0;
-    while (n > 0 && is_ows(s[n - 1]))
+    while (n > 0 && sv_is_ows(s[n - 1]))
         n--;
-    while (i < n && is_ows(s[i]))
+    while (i < n && sv_is_ows(s[i]))
         i++;
     /* range-unit "bytes", case-insensitive, then "=" (no whitespace) */
     static const char unit[] = "bytes";
@@ -132,7 +127,7 @@ int sv_range_parse(sf_view value, uint64_t len, sv_range *out, int max)
 
     int cnt = 0, specs = 0, overflow = 0;
     for (;;) {
-        while (i < n && (is_ows(s[i]) || s[i] == ','))
+        while (i < n && (sv_is_ows(s[i]) || s[i] == ','))
             i++; /* separators and empty list elements */
         if (i >= n)
             break;
@@ -166,7 +161,7 @@ int sv_range_parse(sf_view value, uint64_t len, sv_range *out, int max)
             overflow = 1; /* keep parsing: a later syntax error still wins */
         specs++;
         /* after a range-spec: the end, or OWS "," */
-        while (i < n && is_ows(s[i]))
+        while (i < n && sv_is_ows(s[i]))
             i++;
         if (i < n && s[i] != ',')
             return 0;

@@ -257,21 +257,6 @@ __attribute__((format(printf, 3, 4))) static char *sfmt(sv_scratch *s, size_t *l
     return p;
 }
 
-static int ieq(const char *a, size_t n, const char *lower)
-{
-    size_t l = strlen(lower);
-    if (n != l)
-        return 0;
-    for (size_t i = 0; i < n; i++) {
-        char ch = a[i];
-        if (ch >= 'A' && ch <= 'Z')
-            ch = (char)(ch - 'A' + 'a');
-        if (ch != lower[i])
-            return 0;
-    }
-    return 1;
-}
-
 /* Does any If-Match / If-None-Match line match etag? Lines of a list field
  * form one list (RFC 9110 §5.3), so one malformed line makes the whole field
  * match nothing. */
@@ -279,7 +264,7 @@ static int any_etag_match(const sv_request *req, const char *name, sf_view etag,
 {
     int found = 0;
     for (size_t i = 0; i < req->nheaders; i++) {
-        if (!ieq(req->headers[i].name.ptr, req->headers[i].name.len, name))
+        if (!sv_ieq(req->headers[i].name.ptr, req->headers[i].name.len, name))
             continue;
         int r = sv_etag_match(req->headers[i].value, etag, weak);
         if (r < 0)
@@ -296,7 +281,7 @@ static int negotiate(const sv_request *req, const sf_entry *e)
     sf_view vals[SV_MAX_HEADERS];
     size_t n = 0;
     for (size_t i = 0; i < req->nheaders && n < SV_MAX_HEADERS; i++)
-        if (ieq(req->headers[i].name.ptr, req->headers[i].name.len, "accept-encoding"))
+        if (sv_ieq(req->headers[i].name.ptr, req->headers[i].name.len, "accept-encoding"))
             vals[n++] = req->headers[i].value;
     return sv_negotiate_list(e, vals, n);
 }
@@ -473,7 +458,7 @@ static int send_multipart(ctx *c, const sf_entry *e, const sf_variant *v, sf_vie
     /* (a type longer than the scratch buffer cannot fit a part header, and
      * a crafted one past INT_MAX would make the %.*s precision negative) */
     if (v->encoding != SF_ENC_IDENTITY || !eol || v->rep.len < 13 ||
-        !ieq(v->rep.ptr, 13, "content-type:") || e->mime.len > SV_SCRATCH)
+        !sv_ieq(v->rep.ptr, 13, "content-type:") || e->mime.len > SV_SCRATCH)
         return 1;
     size_t skip = (size_t)(eol - v->rep.ptr) + 1;
     char b[BOUNDARY_MAX];

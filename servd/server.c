@@ -431,7 +431,7 @@ static int worker_init(sv_server *srv, sv_worker *w, int id)
     if (cfg->send_ms < shortest)
         shortest = cfg->send_ms;
     if (shortest / 4 < sweep)
-        sweep = shortest / 4 < 50 ? 50 : shortest / 4;
+        sweep = shortest / 4 < SV_SWEEP_MIN_MS ? SV_SWEEP_MIN_MS : shortest / 4;
     uv_timer_start(&w->sweep, on_sweep, sweep, sweep);
 
     for (int i = 0; i < w->nlisten; i++) {

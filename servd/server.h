@@ -86,9 +86,11 @@
  * FIN: closing with unread input would send a RST that can destroy the
  * response before the client reads it (nginx: lingering_timeout). */
 #define SV_LINGER_MS 5000
-/* Longest sweep interval: timeouts are checked this often (and more often
- * when a timeout option is shorter than two intervals). */
-#define SV_SWEEP_MS 1000
+/* Longest sweep interval: timeouts are checked this often, or every quarter
+ * of the shortest timeout option when that is shorter, but at most every
+ * SV_SWEEP_MIN_MS. */
+#define SV_SWEEP_MS     1000
+#define SV_SWEEP_MIN_MS 50
 
 /* A listening address as given and as resolved. */
 typedef struct sv_addr {
@@ -174,7 +176,7 @@ typedef struct sv_worker {
     uv_thread_t thread;
 
     /* Swaps and stops: the main thread stores into pending / stop and then
-     * wakes the loop; the loop takes them in wake_cb. */
+     * wakes the loop; the loop takes them in on_wake (server.c). */
     uv_async_t wake;
     _Atomic(sv_snapshot *) pending;
     atomic_int stop;   /* 0 run, 1 drain gracefully, 2 close everything */

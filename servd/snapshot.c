@@ -5,9 +5,10 @@
  * Validation happens once, at load (startup or SIGHUP), on the main thread:
  * the request path afterwards trusts that every path decodes and every body
  * a variant names exists with its recorded length, so a corrupt pack is
- * refused before it can serve a single byte. Validation touches every entry
- * record and the first page of every body, never the body bytes themselves
- * (re-hashing them is `servd-pack verify`'s job).
+ * refused before it can serve a single byte. The walk runs in a child
+ * (servd --check-pack, sf/isolate.h), which decodes every entry record and
+ * reads and hashes every body, so a damaged page crashes the child, not
+ * servd; the server then checks the records again in-process.
  */
 #include "snapshot.h"
 
@@ -318,13 +319,7 @@ int sv_snapshot_open(const char *path, int nreaders, sv_snapshot **out, sv_file_
     if ((rc = validate(path, pack, s->readers[0], &s->n_paths, err, errlen)) != 0)
         goto out_end_readers;
 
-    const sf_meta *m = sf_pack_meta(pack);
-    static const char hex[] = "0123456789abcdef";
-    for (int i = 0; i < 16; i++) {
-        s->id_hex[2 * i] = hex[m->pack_id[i] >> 4];
-        s->id_hex[2 * i + 1] = hex[m->pack_id[i] & 15];
-    }
-    s->id_hex[32] = '\0';
+    sf_pack_id_hex(sf_pack_meta(pack)->pack_id, s->id_hex);
     s->loaded_at = (int64_t)time(NULL);
     atomic_init(&s->refs, 1);
     atomic_fetch_add(&live_snapshots, 1);

@@ -106,12 +106,11 @@ typedef struct sv_snapshot {
  * Creates nreaders readers. On failure writes a sentence naming the file and
  * the cause into err.
  *
- * The path is stat'ed just BEFORE it is opened, and that identity is what
- * the snapshot records: if the path is replaced between the stat and the
- * open, the snapshot serves the newer file but records the older identity,
- * so the next check of the path sees a difference and loads it again (one
- * extra reload). The opposite order could record the new identity while
- * serving the old file, and a deploy would be missed.
+ * The path is opened once, and the identity of that descriptor (fstat) is
+ * what the snapshot records, what the check child walks (/proc/self/fd/N)
+ * and what LMDB maps: a pack renamed over the path meanwhile is neither
+ * served under the old one's identity nor missed (the next check of the
+ * path sees a difference and loads it).
  * @param[out] out   the snapshot with one reference (the caller's)
  * @param[out] seen  may be NULL; set on success AND on failure to what the
  *                   path resolved to (zeroed when the stat failed), so a
