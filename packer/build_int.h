@@ -1,0 +1,101 @@
+/*
+ * build_int.h - what the files of servd-pack build share (build.c runs the
+ * phases, write.c writes the pack and puts it in place, outputs.c checks
+ * where -o and --manifest lead). Not used outside them.
+ */
+#ifndef PK_BUILD_INT_H
+#define PK_BUILD_INT_H
+
+#include "base.h"
+#include "build.h"
+#include "compress.h"
+#include "progress.h"
+#include "rules.h"
+#include "walk.h"
+
+#include <limits.h>
+
+/* Room for a message naming a file and a cause. */
+#define PK_ERR_LEN 2048
+
+/* One unit of parallel work: read and hash a file, compress it into one
+ * encoding, or take its variants from --base. */
+typedef struct job {
+    size_t file;
+    int enc; /* SF_ENC_IDENTITY: read + hash; -1: reuse from base */
+} job;
+
+#define JOB_REUSE (-1)
+
+typedef struct build {
+    const pk_build_opts *o;
+    pk_rules *rules;
+    pk_site site;
+    pk_base *base;
+    pk_compressor **comp;
+    unsigned nthreads;
+    job *jobs;
+    size_t njobs;
+    int64_t now;
+    pk_progress prog;
+    char err[PK_ERR_LEN];
+    pk_build_opts opts;      /* the caller's, with the output names resolved */
+    char output[PATH_MAX];   /* the file -o leads to */
+    char manifest[PATH_MAX]; /* the file --manifest leads to */
+    int manifest_stream;     /* --manifest is not a regular file: written straight into */
+    int manifest_fd;         /* ... through this descriptor (/dev/stdout), or -1 */
+    int lock_fd;             /* the lock builds into -o's directory take turns with, or -1 */
+    char lock_name[PATH_MAX];
+} build;
+
+/* ---- build.c ---- */
+
+/* Whether every file is still what was read (a file written, replaced or
+ * removed since would make the pack a mix of two states of the tree).
+ * @return 0, or -1 with err naming the file. */
+int pk__tree_unchanged(const pk_site *s, char *err, size_t errlen);
+
+/* ---- write.c ---- */
+
+/* From the start of a build: SIGINT, SIGTERM and SIGHUP remove the
+ * temporary files and say what they left at -o. */
+void pk__catch_signals(const pk_build_opts *o);
+
+/* Opens the lock file that builds into -o's directory take turns with for
+ * their renames (warns, and goes on without one, when it cannot). */
+void pk__open_commit_lock(build *b);
+
+/* Releases the turn, if taken, and closes the lock file. */
+void pk__end_turn(build *b);
+
+/* Before compressing: -1 (b->err set) when the identity bodies alone do not
+ * fit on the output's file system, else 0. */
+int pk__check_identity_space(build *b);
+
+/* Writes every record and body into a temporary pack and puts it and the
+ * manifest in place (the manifest first, in a turn with other builds).
+ * @return 0, or -1 with b->err (no temporary file left behind). */
+int pk__write_pack(build *b, pk_stats *st);
+
+/* ---- outputs.c ---- */
+
+/* Resolves the name given to -o or --manifest (opt) into the file it leads
+ * to (out), refusing what servd-pack must not replace; *stream is set for a
+ * manifest written into a pipe, terminal or device. @return 0, or -1 with
+ * b->err. */
+int pk__resolve_output(build *b, const char *opt, const char *path, char *out, size_t cap,
+                       int *stream);
+
+/* Whether a and b are one file: the same inode, or the same name when one
+ * does not exist yet. */
+int pk__same_file(const char *a, const char *b);
+
+/* -1 with b->err when path is one of the inputs (a file of the site or the
+ * rules), else 0. */
+int pk__check_not_input(build *b, const char *opt, const char *path);
+
+/* -1 with b->err when the existing file at path is not one servd-pack may
+ * replace: empty, a pack, or (manifest set) a manifest. Else 0. */
+int pk__replaceable(build *b, const char *opt, const char *path, int manifest);
+
+#endif

@@ -1,0 +1,629 @@
+/*
+ * write.c - the last phase of servd-pack build: every record and body into
+ * a temporary pack in one LMDB transaction, the manifest, and both put in
+ * place; the signal handler that cleans up after an interrupted build, and
+ * the turn that builds into one directory take for their renames.
+ */
+#include "build_int.h"
+#include "msg.h"
+
+#include "headers.h"
+#include "manifest.h"
+#include "sf/httpdate.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+/* LMDB's page layout, for sizing the map from what will really be stored:
+ * a value whose node (header + key + value) exceeds LMDB_NODE_MAX goes to
+ * overflow pages of its own, rounded up to whole pages; smaller ones share
+ * leaf pages, which splits leave at worst half full. The constants are
+ * liblmdb's (mdb.c: PAGEHDRSZ, NODESIZE, me_nodemax for 4 KiB pages). */
+#define LMDB_PAGE      4096u
+#define LMDB_PAGE_HDR  16u
+#define LMDB_NODE_HDR  8u
+#define LMDB_NODE_MAX  2038u
+#define LMDB_INDEX_LEN 2u
+
+/* Slack added to the map capacity for LMDB's own pages (meta, branch pages
+ * and the three database roots) on top of what the records and bodies need. */
+#define MAP_SLACK (1u << 20)
+
+/* Paths written between two redraws of the progress bar while writing. */
+#define WRITE_TICK_EVERY 256
+
+/* Temporary names removed if a signal ends the process mid-write, and the
+ * line that says what the signal left (written before and after the pack
+ * is in place: all prepared beforehand, as a handler may only write). */
+static char sig_tmp_pack[PATH_MAX], sig_tmp_manifest[PATH_MAX];
+static char sig_msg[2][PATH_MAX + 64];
+static volatile sig_atomic_t sig_in_place;
+
+static void on_signal(int sig)
+{
+    if (sig_tmp_pack[0])
+        unlink(sig_tmp_pack);
+    if (sig_tmp_manifest[0])
+        unlink(sig_tmp_manifest);
+    pk_manifest_rollback(); /* a no-op unless the manifest was renamed */
+    const char *m = sig_msg[sig_in_place ? 1 : 0];
+    if (m[0] && write(STDERR_FILENO, m, strlen(m)) < 0) {
+        /* nothing left to tell */
+    }
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+/* The signals that end a build: each blocks the others while it is handled,
+ * so one cleanup runs once. */
+static void stop_signals(sigset_t *set)
+{
+    sigemptyset(set);
+    sigaddset(set, SIGINT);
+    sigaddset(set, SIGTERM);
+    sigaddset(set, SIGHUP);
+}
+
+/* From the start of a build: a stop signal says what it left (nothing
+ * changed at -o before the pack is in place). */
+void pk__catch_signals(const pk_build_opts *o)
+{
+    snprintf(sig_msg[0], sizeof sig_msg[0], "servd-pack: interrupted; %s was not changed\n",
+             o->output);
+    snprintf(sig_msg[1], sizeof sig_msg[1], "servd-pack: interrupted; %s is the new pack\n",
+             o->output);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    stop_signals(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+}
+
+/* Before writing: the temporary names the handler removes (a manifest
+ * streamed into a pipe or device has none). Each is made aside and copied
+ * in with the stop signals blocked: a name half written is its final
+ * path, ".tmp-<pid>" not yet appended, and the handler would remove the
+ * pack or manifest in place. */
+static void note_tmp_names(const build *b)
+{
+    const pk_build_opts *o = b->o;
+    char pack[PATH_MAX] = "", manifest[PATH_MAX] = "";
+    if (sf_tmp_name(o->output, pack, sizeof pack) != SF_OK) /* what sf_writer_open uses */
+        pack[0] = '\0'; /* too long: sf_writer_open refuses it */
+    if (o->manifest && !b->manifest_stream)
+        pk_manifest_tmp_name(o->manifest, manifest, sizeof manifest);
+    sigset_t stops, old;
+    stop_signals(&stops);
+    sigprocmask(SIG_BLOCK, &stops, &old);
+    memcpy(sig_tmp_pack, pack, sizeof pack);
+    memcpy(sig_tmp_manifest, manifest, sizeof manifest);
+    sigprocmask(SIG_SETMASK, &old, NULL);
+}
+
+/* Two builds to the same pack, each with a manifest file, must not
+ * interleave their renames: one's manifest would be left beside the
+ * other's pack, and both would say they succeeded. Builds into one
+ * directory take turns through a lock file there, ".servd-pack-lock":
+ * hidden, so a walk of a root that holds the output never packs it, one
+ * per directory however many releases it holds, and named for servd-pack
+ * alone, so that no deploy script serialising itself with flock(1) holds
+ * it while it waits for the build it started (a lock on the directory
+ * itself did that: the build waited for its own script). The file stays:
+ * removing a lock file races with the next build opening it.
+ *
+ * Made before the compression; the turn is held only while the files go
+ * into place: the manifest's rename, then the pack's rename and directory
+ * sync (sf_writer_commit). Both files are written and synced before it.
+ * A build without a manifest takes no turn: it leaves any manifest there
+ * stale whenever it lands, and landing between another build's two
+ * renames only lets that build's pair win. A lock
+ * that cannot be had (a link or a FIFO put there, a file system without
+ * locks) is warned about, and the build goes on without a turn, as builds
+ * did before there were turns. */
+static void lock_warn(build *b, const char *why)
+{
+    pk_err("warning: %s: cannot take a turn with other builds into this directory (%s); going "
+           "on without one",
+           b->lock_name, why);
+    if (b->lock_fd >= 0)
+        close(b->lock_fd);
+    b->lock_fd = -1;
+}
+
+void pk__open_commit_lock(build *b)
+{
+    const char *out = b->o->output;
+    const char *slash = strrchr(out, '/');
+    int dirlen = slash ? (int)(slash - out + 1) : 0;
+    int n = snprintf(b->lock_name, sizeof b->lock_name, "%.*s.servd-pack-lock", dirlen, out);
+    if (n < 0 || (size_t)n >= sizeof b->lock_name) {
+        snprintf(b->lock_name, sizeof b->lock_name, "the lock file beside %s", out);
+        lock_warn(b, "its name is too long");
+        return;
+    }
+    /* O_NOFOLLOW: a link put there would make a file elsewhere; O_NONBLOCK:
+     * a FIFO put there would hang the open. Read-write where possible (NFS
+     * emulates flock with write locks); read-only is enough elsewhere. A
+     * file of another user in a sticky directory refuses O_CREAT
+     * (fs.protected_regular) even when it exists: then open it as it is. */
+    int fl = O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY;
+    static const int modes[][2] = {
+        {O_RDWR, O_CREAT}, {O_RDONLY, O_CREAT}, {O_RDWR, 0}, {O_RDONLY, 0}};
+    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
+        b->lock_fd = open(b->lock_name, modes[i][0] | modes[i][1] | fl, 0644);
+        if (b->lock_fd >= 0 || errno != EACCES)
+            break;
+    }
+    struct stat st;
+    if (b->lock_fd < 0 || fstat(b->lock_fd, &st) != 0) {
+        lock_warn(b, errno == ELOOP ? "a symbolic link" : strerror(errno));
+        return;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        lock_warn(b, "not a regular file");
+        return;
+    }
+    /* every builder may open it, whatever the umask of the first */
+    if (st.st_uid == geteuid() && (st.st_mode & 0444) != 0444)
+        fchmod(b->lock_fd, (st.st_mode & 07777) | 0444);
+}
+
+/* Whether the locked descriptor is still the file at the lock's name: one
+ * removed or replaced while this build waited is a lock no later build
+ * takes. */
+static int lock_is_current(build *b)
+{
+    struct stat a, n;
+    return fstat(b->lock_fd, &a) == 0 && lstat(b->lock_name, &n) == 0 && a.st_dev == n.st_dev &&
+           a.st_ino == n.st_ino;
+}
+
+/* Waits until no other build is putting its pack and manifest in place
+ * (stop signals still end the wait). */
+static void take_turn(build *b)
+{
+    int said = 0;
+    for (int tries = 0; b->lock_fd >= 0; tries++) {
+        int rc = flock(b->lock_fd, LOCK_EX | LOCK_NB);
+        if (rc != 0 && errno == EWOULDBLOCK) {
+            if (!b->o->quiet && !said++)
+                pk_err("waiting for another build to put its pack in place (%s)", b->lock_name);
+            while ((rc = flock(b->lock_fd, LOCK_EX)) != 0 && errno == EINTR)
+                ;
+        }
+        if (rc != 0) {
+            lock_warn(b, strerror(errno));
+            return;
+        }
+        if (lock_is_current(b))
+            return;
+        if (tries == 8) {
+            lock_warn(b, "it keeps being replaced");
+            return;
+        }
+        close(b->lock_fd); /* the file at that name now is the one to lock */
+        b->lock_fd = -1;
+        pk__open_commit_lock(b);
+    }
+}
+
+/* The files are in place (or not, for good): the next build's turn. */
+void pk__end_turn(build *b)
+{
+    if (b->lock_fd >= 0)
+        close(b->lock_fd);
+    b->lock_fd = -1;
+}
+
+typedef struct body_ref {
+    uint8_t key[PK_DIGEST_LEN];
+    uint64_t len;
+} body_ref;
+
+static int cmp_body(const void *a, const void *c)
+{
+    return memcmp(a, c, PK_DIGEST_LEN);
+}
+
+/* Encodes the entry of f (kind 200) or, with for_404, the status:404 entry,
+ * into a malloc'd *rec. @return 0, or -1 with "FILE: cause" in err. */
+static int encode_entry(const pk_file *f, int for_404, uint8_t **rec, size_t *reclen, char *err,
+                        size_t errlen)
+{
+    char date[SF_HTTP_DATE_LEN + 1];
+    if (sf_http_date_format(f->last_modified, date) != 0) {
+        snprintf(err, errlen,
+                 "%s: cannot encode its record: Last-Modified %lld is not a date "
+                 "HTTP can express",
+                 f->src, (long long)f->last_modified);
+        return -1;
+    }
+    pk_buf h200[SF_ENC_COUNT] = {PK_BUF_INIT, PK_BUF_INIT, PK_BUF_INIT, PK_BUF_INIT};
+    pk_buf h304[SF_ENC_COUNT] = {PK_BUF_INIT, PK_BUF_INIT, PK_BUF_INIT, PK_BUF_INIT};
+    unsigned nv = pk_file_nvariants(f);
+    pk_rep r = {.mime = f->mime,
+                .cache_control = f->cache_control,
+                .last_modified = f->last_modified,
+                .negotiable = nv > 1,
+                .extra = f->extra,
+                .nextra = f->nextra};
+    sf_entry_spec spec = {.kind = SF_KIND_FILE,
+                          .flags = nv > 1 ? SF_ENTRY_NEGOTIABLE : 0,
+                          .last_modified = f->last_modified,
+                          .mime = {f->mime, strlen(f->mime)}};
+    int rc = 0;
+    for (int e = 0; e < SF_ENC_COUNT && rc == 0; e++) {
+        const pk_variant *v = &f->var[e];
+        if (!v->present)
+            continue;
+        sf_variant_spec *vs = &spec.variants[spec.nvariants];
+        vs->encoding = e;
+        vs->body_len = v->len;
+        memcpy(vs->body_key, v->digest, SF_KEY_LEN);
+        if (for_404) {
+            rc = pk_render_404(&h200[e], &vs->rep_off, &r, e, v->len);
+        } else {
+            rc = pk_render_200(&h200[e], &vs->rep_off, &r, e, v->len, v->etag);
+            if (rc == 0)
+                rc = pk_render_304(&h304[e], &r, v->etag);
+            vs->etag = (sf_view){v->etag, strlen(v->etag)};
+            vs->h304 = (sf_view){h304[e].p, h304[e].len};
+        }
+        vs->h200 = (sf_view){h200[e].p, h200[e].len};
+        spec.nvariants++;
+    }
+    if (rc != 0)
+        snprintf(err, errlen, "%s: cannot encode its record: out of memory", f->src);
+    else if ((rc = sf_entry_encode(&spec, rec, reclen)) != 0)
+        snprintf(err, errlen, "%s: cannot encode its record: %s", f->src, sf_strerror(rc));
+    for (int e = 0; e < SF_ENC_COUNT; e++) {
+        pk_buf_free(&h200[e]);
+        pk_buf_free(&h304[e]);
+    }
+    return rc == 0 ? 0 : -1;
+}
+
+/* Bytes of map one key/value pair can take (see LMDB_PAGE). */
+static uint64_t lmdb_cost(size_t klen, uint64_t vlen)
+{
+    uint64_t node = LMDB_NODE_HDR + klen + vlen;
+    if (node <= LMDB_NODE_MAX)
+        return 2 * (node + LMDB_INDEX_LEN); /* in a leaf page at least half full */
+    uint64_t pages = (LMDB_PAGE_HDR + vlen + LMDB_PAGE - 1) / LMDB_PAGE;
+    return pages * LMDB_PAGE + 2 * (LMDB_NODE_HDR + klen + sizeof(uint64_t) + LMDB_INDEX_LEN);
+}
+
+/* The map capacity the pack needs: every body and every encoded record as
+ * LMDB will lay it out (records are encoded once here to learn their real
+ * length: header values such as a long Cache-Control repeat in every block).
+ * @return 0, or -1 with b->err set. */
+static int map_capacity(build *b, uint64_t *capacity, size_t *nrefs, uint64_t *record_bytes)
+{
+    const pk_site *s = &b->site;
+    uint64_t cap = MAP_SLACK, records = 0;
+    size_t refs = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        const pk_file *f = &s->files[i];
+        for (int e = 0; e < SF_ENC_COUNT; e++)
+            if (f->var[e].present) {
+                cap += lmdb_cost(SF_KEY_LEN, f->var[e].len);
+                refs++;
+            }
+        for (int for_404 = 0; for_404 <= (strcmp(f->key, PK_404_KEY) == 0); for_404++) {
+            uint8_t *rec;
+            size_t reclen;
+            if (encode_entry(f, for_404, &rec, &reclen, b->err, sizeof b->err) != 0)
+                return -1;
+            free(rec);
+            cap += lmdb_cost(for_404 ? strlen(PK_404_SPECIAL) : f->key_len, reclen);
+            records += reclen;
+        }
+    }
+    *capacity = cap;
+    *nrefs = refs;
+    *record_bytes = records;
+    return 0;
+}
+
+/* The directory a file is (or will be) in, into d. */
+static void dir_of(const char *path, char *d, size_t cap)
+{
+    snprintf(d, cap, "%s", path);
+    char *slash = strrchr(d, '/');
+    if (!slash)
+        snprintf(d, cap, ".");
+    else if (slash == d)
+        d[1] = '\0';
+    else
+        *slash = '\0';
+}
+
+/* Bytes free for us on the file system of the output's directory, or -1. */
+static int64_t free_bytes(const char *output)
+{
+    char d[PATH_MAX];
+    struct statvfs sv;
+    dir_of(output, d, sizeof d);
+    if (statvfs(d, &sv) != 0)
+        return -1;
+    return (int64_t)((uint64_t)sv.f_bavail * sv.f_frsize);
+}
+
+/* Refuses to start writing when the output's file system clearly cannot hold
+ * need bytes (the bodies and records alone, before LMDB's page overhead):
+ * better a message now than "Input/output error" halfway through. */
+static int check_space(build *b, uint64_t need)
+{
+    int64_t have = free_bytes(b->o->output);
+    if (have < 0 || need <= (uint64_t)have)
+        return 0;
+    char d[PATH_MAX], hn[32], hh[32];
+    dir_of(b->o->output, d, sizeof d);
+    pk_human_bytes(need, hn, sizeof hn);
+    pk_human_bytes((uint64_t)have, hh, sizeof hh);
+    if (strcmp(hn, hh) == 0) { /* rounded alike: "need 0.2 MiB, have 0.2 MiB" says nothing */
+        snprintf(hn, sizeof hn, "%llu bytes", (unsigned long long)need);
+        snprintf(hh, sizeof hh, "%llu bytes", (unsigned long long)have);
+    }
+    snprintf(b->err, sizeof b->err, "%s: not enough space in %.1024s: need about %s, have %s",
+             b->o->output, d, hn, hh);
+    return -1;
+}
+
+/* Appends the free space of the output's file system to b->err after a
+ * write failed for want of room: an I/O error from storing (io_error: LMDB
+ * reports a short write as EIO), or a commit message that names no space,
+ * a quota or an I/O error. Any other cause (a rename refused, a read-only
+ * file) gets no hint: it would point the user the wrong way. */
+static void note_space(build *b, int io_error)
+{
+    static const int space_errors[] = {ENOSPC, EDQUOT, EIO, EFBIG};
+    int related = io_error;
+    for (size_t i = 0; i < sizeof space_errors / sizeof space_errors[0]; i++)
+        related |= strstr(b->err, strerror(space_errors[i])) != NULL;
+    int64_t have = free_bytes(b->o->output);
+    size_t n = strlen(b->err);
+    char h[32];
+    pk_human_bytes(have >= 0 ? (uint64_t)have : 0, h, sizeof h);
+    if (related && have >= 0 && n < sizeof b->err)
+        snprintf(b->err + n, sizeof b->err - n,
+                 " (disk full? %s free on the output's file system once the partial pack "
+                 "is removed)",
+                 h);
+}
+
+/* The bytes of distinct bodies in refs (sorted by key). */
+static uint64_t distinct_bytes(const body_ref *refs, size_t n, uint64_t *count)
+{
+    uint64_t bytes = 0, c = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (i > 0 && memcmp(refs[i].key, refs[i - 1].key, PK_DIGEST_LEN) == 0)
+            continue;
+        c++;
+        bytes += refs[i].len;
+    }
+    if (count)
+        *count = c;
+    return bytes;
+}
+
+/* The message for a failed store into the pack: map full is a bug of
+ * map_capacity, and says so. */
+static const char *store_error(int rc)
+{
+    return rc == SF_EFULL ? "pack map full (the size estimate was too small: please report this "
+                            "as a bug of servd-pack)"
+                          : sf_strerror(rc);
+}
+
+int pk__write_pack(build *b, pk_stats *st)
+{
+    const pk_build_opts *o = b->o;
+    pk_site *s = &b->site;
+    uint64_t capacity, record_bytes;
+    size_t nrefs, r = 0;
+    if (map_capacity(b, &capacity, &nrefs, &record_bytes) != 0)
+        return -1;
+    body_ref *refs = malloc((nrefs ? nrefs : 1) * sizeof *refs);
+    if (!refs) {
+        snprintf(b->err, sizeof b->err, "out of memory");
+        return -1;
+    }
+    for (size_t i = 0; i < s->n; i++)
+        for (int e = 0; e < SF_ENC_COUNT; e++)
+            if (s->files[i].var[e].present) {
+                memcpy(refs[r].key, s->files[i].var[e].digest, PK_DIGEST_LEN);
+                refs[r++].len = s->files[i].var[e].len;
+            }
+    qsort(refs, r, sizeof *refs, cmp_body);
+    if (check_space(b, distinct_bytes(refs, r, NULL) + record_bytes) != 0) {
+        free(refs);
+        return -1;
+    }
+    note_tmp_names(b);
+    sf_writer *w;
+    if (sf_writer_open(o->output, capacity, &w, b->err, sizeof b->err) != 0) {
+        free(refs);
+        return -1;
+    }
+    sf_pack_id *idsha = NULL;
+    sf_meta meta;
+    memset(&meta, 0, sizeof meta);
+    int has_404 = 0, rc = 0;
+    if (sf_pack_id_begin(&idsha) != 0) {
+        idsha = NULL;
+        snprintf(b->err, sizeof b->err, "out of memory");
+        goto out_abort;
+    }
+    pk_progress_phase(&b->prog, "writing");
+    for (size_t i = 0; i < s->n; i++) {
+        const pk_file *f = &s->files[i];
+        for (int e = 0; e < SF_ENC_COUNT; e++) {
+            const pk_variant *v = &f->var[e];
+            if (!v->present)
+                continue;
+            if ((rc = sf_writer_put_body(w, v->digest, v->bytes, v->len)) != 0) {
+                snprintf(b->err, sizeof b->err, "%s: cannot store the %s body of %s: %s", o->output,
+                         sf_encoding_name(e), f->key, store_error(rc));
+                goto out_abort;
+            }
+            st->enc_files[e]++;
+            st->enc_bytes[e] += v->len;
+            st->enc_identity[e] += f->size;
+        }
+        uint8_t *rec;
+        size_t reclen;
+        if (encode_entry(f, 0, &rec, &reclen, b->err, sizeof b->err) != 0)
+            goto out_abort;
+        rc = sf_writer_put_path(w, f->key, f->key_len, rec, reclen);
+        if (rc == 0)
+            rc = sf_pack_id_add(idsha, f->key, f->key_len, rec, reclen);
+        free(rec);
+        if (rc != 0) {
+            snprintf(b->err, sizeof b->err, "%s: cannot store the record of %s: %s", o->output,
+                     f->key, store_error(rc));
+            goto out_abort;
+        }
+        if (strcmp(f->key, PK_404_KEY) == 0) {
+            if (encode_entry(f, 1, &rec, &reclen, b->err, sizeof b->err) != 0)
+                goto out_abort;
+            rc = sf_writer_put_special(w, PK_404_SPECIAL, rec, reclen); /* and its id_404 */
+            free(rec);
+            if (rc != 0) {
+                snprintf(b->err, sizeof b->err, "%s: cannot store the 404 entry: %s", o->output,
+                         store_error(rc));
+                goto out_abort;
+            }
+            has_404 = 1;
+        }
+        meta.identity_bytes += f->size;
+        if (b->prog.enabled && i % WRITE_TICK_EVERY == 0)
+            pk_progress_tick(&b->prog, i, s->n);
+    }
+    pk_progress_clear(&b->prog);
+
+    uint8_t id[SF_PACK_ID_LEN];
+    if (sf_pack_id_end(idsha, id) != 0) {
+        idsha = NULL;
+        snprintf(b->err, sizeof b->err, "SHA-256 failed");
+        goto out_abort;
+    }
+    idsha = NULL;
+    meta.stored_bytes = distinct_bytes(refs, r, &meta.n_bodies);
+    meta.created = o->have_epoch ? o->epoch : b->now;
+    meta.n_paths = s->n;
+    memcpy(meta.pack_id, id, sizeof meta.pack_id);
+    snprintf(meta.packer, sizeof meta.packer, "servd-pack %s", SERVD_VERSION);
+    pk_profile(meta.profile);
+
+    if (pk__tree_unchanged(s, b->err, sizeof b->err) != 0)
+        goto out_abort;
+
+    /* The pack is made whole and durable under its temporary name first, so
+     * that only two renames remain: a kill between them is the one moment
+     * the new manifest stands beside the old pack. */
+    if ((rc = sf_writer_seal(w, &meta, b->err, sizeof b->err)) != 0)
+        goto out_abort;
+    /* The manifest goes into place first: once the pack is renamed over -o
+     * (which may be the previous good pack or the --base), nothing may fail
+     * and nothing may remove it. If the pack then fails to appear, the
+     * previous manifest is put back. */
+    if (o->manifest && !b->manifest_stream &&
+        pk_manifest_write_tmp(o->manifest, s, &meta, has_404, b->err, sizeof b->err) != 0)
+        goto out_abort;
+    take_turn(b);
+    /* A stop signal waits from here until the outcome is noted: the renames
+     * inside the two commits and what the handler would say and undo must
+     * agree (the compressors have finished: this thread is the only one). */
+    sigset_t stops, old;
+    stop_signals(&stops);
+    sigprocmask(SIG_BLOCK, &stops, &old);
+    if (o->manifest && !b->manifest_stream &&
+        pk_manifest_commit(o->manifest, b->err, sizeof b->err) != 0) {
+        sigprocmask(SIG_SETMASK, &old, NULL);
+        pk__end_turn(b);
+        goto out_abort;
+    }
+    sig_tmp_manifest[0] = '\0';
+    struct stat tst;
+    int have_tmp = stat(sig_tmp_pack, &tst) == 0;
+    if (sf_writer_commit(w, &meta, b->err, sizeof b->err) != 0) {
+        /* A failure after the rename (syncing the directory) leaves the new
+         * pack in place: then the new manifest stays with it. */
+        struct stat pst;
+        int in_place = have_tmp && stat(o->output, &pst) == 0 && pst.st_dev == tst.st_dev &&
+                       pst.st_ino == tst.st_ino;
+        sig_tmp_pack[0] = '\0';
+        sig_in_place = in_place;
+        if (in_place)
+            pk_manifest_finish();
+        else
+            pk_manifest_rollback();
+        sigprocmask(SIG_SETMASK, &old, NULL);
+        pk__end_turn(b);
+        note_space(b, 0);
+        free(refs);
+        return -1;
+    }
+    sig_tmp_pack[0] = '\0';
+    sig_in_place = 1;
+    pk_manifest_finish();
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    pk__end_turn(b);
+    /* A stream has no previous content to restore: it is written once the
+     * pack is in place, so it never describes a pack that is not there. */
+    if (o->manifest && b->manifest_stream &&
+        pk_manifest_stream(o->manifest, b->manifest_fd, s, &meta, has_404, b->err, sizeof b->err) !=
+            0) {
+        size_t n = strlen(b->err);
+        snprintf(b->err + n, sizeof b->err - n, " (the pack %s is in place)", o->output);
+        free(refs);
+        return -1;
+    }
+    st->paths = meta.n_paths;
+    st->bodies = meta.n_bodies;
+    st->stored_bytes = meta.stored_bytes;
+    struct stat pst;
+    if (stat(o->output, &pst) == 0)
+        st->pack_file_bytes = (uint64_t)pst.st_size;
+    free(refs);
+    return 0;
+
+out_abort:
+    pk_progress_clear(&b->prog);
+    sf_pack_id_free(idsha);
+    sf_writer_abort(w);
+    if (rc == SF_EIO) /* once the partial pack is gone */
+        note_space(b, 1);
+    if (o->manifest && !b->manifest_stream)
+        pk_manifest_abort(o->manifest);
+    free(refs);
+    return -1;
+}
+
+/* Before compressing: the identity bodies alone must fit (they are all
+ * stored), so a hopeless build stops before minutes of compression. */
+int pk__check_identity_space(build *b)
+{
+    body_ref *refs = malloc((b->site.n ? b->site.n : 1) * sizeof *refs);
+    if (!refs)
+        return 0; /* the precise check before writing still runs */
+    for (size_t i = 0; i < b->site.n; i++) {
+        memcpy(refs[i].key, b->site.files[i].var[SF_ENC_IDENTITY].digest, PK_DIGEST_LEN);
+        refs[i].len = b->site.files[i].var[SF_ENC_IDENTITY].len;
+    }
+    qsort(refs, b->site.n, sizeof *refs, cmp_body);
+    int rc = check_space(b, distinct_bytes(refs, b->site.n, NULL));
+    free(refs);
+    return rc;
+}
