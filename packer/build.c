@@ -483,7 +483,7 @@ int pk_build(const pk_build_opts *o)
     if (pk__resolve_output(&b, "-o", o->output, b.output, sizeof b.output, NULL) != 0 ||
         (o->manifest && pk__resolve_output(&b, "--manifest", o->manifest, b.manifest,
                                            sizeof b.manifest, &b.manifest_stream) != 0))
-        goto out;
+        goto out_free;
     /* --manifest may not be -o or --base, whatever the spelling or the links */
     if (o->manifest && !b.manifest_stream) {
         int is_out = pk__same_file(b.manifest, b.output);
@@ -498,9 +498,9 @@ int pk_build(const pk_build_opts *o)
     b.o = o = &b.opts;
     pk__catch_signals(o);
     if (o->rules && pk_rules_load(o->rules, &b.rules, b.err, sizeof b.err) != 0)
-        goto out;
+        goto out_free;
     if (pk_walk(o->root, b.rules, &b.site, b.err, sizeof b.err) != 0)
-        goto out;
+        goto out_free;
     pk_rules_warn_unused(b.rules);
     if (b.site.n == 0) {
         /* say where the files went, when the walk saw some */
@@ -514,18 +514,18 @@ int pk_build(const pk_build_opts *o)
                      o->root, (unsigned long long)ws->skipped_dot,
                      (unsigned long long)ws->skipped_sidecar,
                      (unsigned long long)ws->skipped_excluded);
-        goto out;
+        goto out_free;
     }
     if (pk__check_not_input(&b, "-o", o->output) != 0 ||
         (o->manifest && !b.manifest_stream &&
          pk__check_not_input(&b, "--manifest", o->manifest) != 0)) {
         code = PK_EXIT_USAGE;
-        goto out;
+        goto out_free;
     }
     if (pk__replaceable(&b, "-o", o->output, 0) != 0 ||
         (o->manifest && !b.manifest_stream &&
          pk__replaceable(&b, "--manifest", o->manifest, 1) != 0))
-        goto out;
+        goto out_free;
     if (o->manifest && !b.manifest_stream)
         pk__open_commit_lock(&b);
     if (o->base) {
@@ -533,7 +533,7 @@ int pk_build(const pk_build_opts *o)
         int usable = 0;
         pk_profile(profile);
         if (pk_base_open(o->base, profile, &b.base, &usable, b.err, sizeof b.err) != 0)
-            goto out;
+            goto out_free;
         if (!usable) {
             if (!o->quiet)
                 pk_err("%s: made with another compression profile (%s, now %s); "
@@ -547,24 +547,24 @@ int pk_build(const pk_build_opts *o)
     b.jobs = malloc(b.site.n * sizeof *b.jobs);
     if (!b.jobs) {
         snprintf(b.err, sizeof b.err, "out of memory");
-        goto out;
+        goto out_free;
     }
     for (size_t i = 0; i < b.site.n; i++)
         b.jobs[i] = (job){i, SF_ENC_IDENTITY};
     b.njobs = b.site.n;
     if (run_jobs(&b, "reading") != 0 || pk_sidecars_drop(&b.site, b.err, sizeof b.err) != 0)
-        goto out;
+        goto out_free;
     /* The time of packing is taken after the reads: a file written during
      * a long read phase is not "in the future" (nor clamped). */
     b.now = (int64_t)time(NULL);
     if (decide(&b) != 0 || pk__check_identity_space(&b) != 0)
-        goto out;
+        goto out_free;
 
     if (plan_compression(&b, &st.reused) != 0 || start_compressors(&b) != 0 ||
         run_jobs(&b, "compressing") != 0 || name_variants(&b) != 0)
-        goto out;
+        goto out_free;
     if (pk__write_pack(&b, &st) != 0)
-        goto out;
+        goto out_free;
     ok = 1;
     st.skipped_dot = b.site.skipped_dot;
     st.skipped_sidecar = b.site.skipped_sidecar;
@@ -575,7 +575,7 @@ int pk_build(const pk_build_opts *o)
     if (!o->quiet)
         pk_summary_print(stderr, &st, o->output);
 
-out:
+out_free:
     pk_progress_clear(&b.prog);
     if (!ok)
         pk_err("%s", b.err[0] ? b.err : "build failed");

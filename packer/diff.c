@@ -272,33 +272,33 @@ static int print_json(const changes *c)
     json_t *derived = json_array(), *urls = json_array();
     int rc = -1;
     if (!doc || !lists[0] || !lists[1] || !lists[2] || !derived || !urls)
-        goto out;
+        goto out_free_json;
     for (size_t i = 0; i < c->n; i++) {
         const change *ch = &c->v[i];
         if (i == 0 || cmp_bytes(ch->url, ch->len, c->v[i - 1].url, c->v[i - 1].len) != 0)
             if (json_array_append_new(urls, json_stringn_nocheck(ch->url, ch->len)) != 0)
-                goto out;
+                goto out_free_json;
         if (!ch->via) {
             json_t *l = lists[ch->sign == '+' ? 0 : ch->sign == '~' ? 1 : 2];
             if (json_array_append_new(l, json_string_nocheck(ch->path)) != 0)
-                goto out;
+                goto out_free_json;
         } else if (json_array_append_new(derived,
                                          json_pack("{s:s%, s:s, s:s, s:i}", "url", ch->url, ch->len,
                                                    "via", ch->via, "change", change_name(ch->sign),
                                                    "status", ch->status)) != 0) {
-            goto out;
+            goto out_free_json;
         }
     }
     if (json_object_set(doc, "added", lists[0]) != 0 ||
         json_object_set(doc, "changed", lists[1]) != 0 ||
         json_object_set(doc, "removed", lists[2]) != 0 ||
         json_object_set(doc, "derived", derived) != 0 || json_object_set(doc, "urls", urls) != 0)
-        goto out;
+        goto out_free_json;
     if (json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_ENSURE_ASCII | JSON_PRESERVE_ORDER) != 0)
-        goto out;
+        goto out_free_json;
     putchar('\n');
     rc = 0;
-out:
+out_free_json:
     json_decref(doc);
     for (int i = 0; i < 3; i++)
         json_decref(lists[i]);
@@ -313,7 +313,7 @@ int pk_cmd_diff(const char *old_site, const char *new_site, int json, int conten
     changes c = {0};
     int status = PK_EXIT_FAIL;
     if (load(old_site, &a) != 0 || load(new_site, &b) != 0)
-        goto out;
+        goto out_free_lists;
     size_t i = 0, j = 0;
     int rc = 0;
     while ((i < a.n || j < b.n) && rc == 0) {
@@ -335,17 +335,17 @@ int pk_cmd_diff(const char *old_site, const char *new_site, int json, int conten
     }
     if (rc != 0) {
         pk_err("out of memory");
-        goto out;
+        goto out_free_lists;
     }
     if (c.n)
         qsort(c.v, c.n, sizeof *c.v, cmp_change);
     errno = 0;
     if ((json ? print_json(&c) : print_text(&c)) != 0 || fflush(stdout) != 0 || ferror(stdout)) {
         pk_err("writing the diff: %s", errno ? strerror(errno) : "failed");
-        goto out;
+        goto out_free_lists;
     }
     status = PK_EXIT_OK;
-out:
+out_free_lists:
     free_changes(&c);
     free_list(&a);
     free_list(&b);

@@ -109,24 +109,24 @@ static long parse_set(const char *p, size_t i, tok *t, int *oom)
             break;
         uint32_t lo, hi;
         if (set_char(p, &j, &lo) != 0)
-            goto bad;
+            goto out_free_set;
         hi = lo;
         if (p[j] == '-' && p[j + 1] && p[j + 1] != ']') {
             j++;
             if (set_char(p, &j, &hi) != 0 || hi < lo)
-                goto bad;
+                goto out_free_set;
         }
         if (set_add(s, lo, hi) != 0) {
             *oom = 1;
-            goto bad;
+            goto out_free_set;
         }
     }
     if (p[j] != ']')
-        goto bad;
+        goto out_free_set;
     t->type = T_SET;
     t->set = s;
     return (long)j + 1;
-bad:
+out_free_set:
     set_free(s);
     return -1;
 }

@@ -205,12 +205,12 @@ int pk_cmd_cat(const char *site, const char *path, int encoding, int headers)
     if (rc != 0) {
         pk_err("%s: %s: %s", site, special ? path : key,
                rc == SF_ENOTFOUND ? "no such path in the pack" : sf_strerror(rc));
-        goto out;
+        goto out_close_pack;
     }
     if (e.kind != SF_KIND_FILE) {
         pk_err("%s: %s: a redirect to %.*s, not a file", site, key, (int)e.target.len,
                e.target.ptr);
-        goto out;
+        goto out_close_pack;
     }
     const sf_variant *v = NULL;
     for (unsigned i = 0; i < e.nvariants; i++)
@@ -221,7 +221,7 @@ int pk_cmd_cat(const char *site, const char *path, int encoding, int headers)
         list_encodings(&e, have, sizeof have);
         pk_err("%s: %s has no %s variant (stored: %s)", site, special ? path : key,
                sf_encoding_name(encoding), have);
-        goto out;
+        goto out_close_pack;
     }
     sf_view out;
     if (headers) {
@@ -229,14 +229,14 @@ int pk_cmd_cat(const char *site, const char *path, int encoding, int headers)
     } else if ((rc = sf_body(r, v, &out)) != 0) {
         pk_err("%s: %s: %s body: %s", site, special ? path : key, sf_encoding_name(encoding),
                sf_strerror(rc));
-        goto out;
+        goto out_close_pack;
     }
     if ((out.len && fwrite(out.ptr, 1, out.len, stdout) != out.len) || fflush(stdout) != 0) {
         pk_err("writing to stdout: %s", strerror(errno));
-        goto out;
+        goto out_close_pack;
     }
     status = PK_EXIT_OK;
-out:
+out_close_pack:
     pk_close_pack(pack, r);
     return status;
 }

@@ -194,15 +194,15 @@ static void check_blocks(verify *v, sf_view path, const sf_entry *e, const sf_va
     extras x = {0};
     if (!mime || !etag) {
         v->oom = 1;
-        goto out;
+        goto out_free_blocks;
     }
     if (memchr(e->mime.ptr, '\0', e->mime.len) || !pk_mime_type_ok(mime)) {
         problem(v, "%.*s: its type \"%s\" is not a media type", sp, path.ptr, mime);
-        goto out;
+        goto out_free_blocks;
     }
     if (special && (var->etag.len || var->h304.len)) {
         problem(v, "%.*s: the %s variant has an ETag or a 304 block", sp, path.ptr, enc);
-        goto out;
+        goto out_free_blocks;
     }
     if (!special) {
         const char *cv;
@@ -210,18 +210,18 @@ static void check_blocks(verify *v, sf_view path, const sf_entry *e, const sf_va
         if (pk_header_find(var->h200.ptr, var->h200.len, "Cache-Control", &cv, &cn) != 0) {
             problem(v, "%.*s: the %s 200 header block has no Cache-Control line", sp, path.ptr,
                     enc);
-            goto out;
+            goto out_free_blocks;
         }
         if (!(cc = strndup(cv, cn))) {
             v->oom = 1;
-            goto out;
+            goto out_free_blocks;
         }
         /* a header value; not the rules' RFC 9111 check, a policy newer
          * than some packs that may still be rolled back to */
         const char *bad = memchr(cv, '\0', cn) ? "holds a NUL byte" : pk_header_value_problem(cc);
         if (bad) {
             problem(v, "%.*s: the %s Cache-Control value \"%s\" %s", sp, path.ptr, enc, cc, bad);
-            goto out;
+            goto out_free_blocks;
         }
     }
     pk_rep rep = {.mime = mime,
@@ -237,17 +237,17 @@ static void check_blocks(verify *v, sf_view path, const sf_entry *e, const sf_va
                 "%.*s: the %s header blocks cannot be rendered again (a date out of range, or "
                 "out of memory)",
                 sp, path.ptr, enc);
-        goto out;
+        goto out_free_blocks;
     }
     const char *which = special ? "404" : "200";
     sf_view head = {var->h200.ptr, var->h200.len < fixed.len ? var->h200.len : fixed.len};
     if (block_differs(v, path, enc, which, head, &fixed))
-        goto out;
+        goto out_free_blocks;
     const char *why = extras_parse(var->h200.ptr + fixed.len, var->h200.len - fixed.len, &x);
     if (why) {
         problem(v, "%.*s: the %s %s header block %s after its fixed lines", sp, path.ptr, enc,
                 which, why);
-        goto out;
+        goto out_free_blocks;
     }
     rep.extra = x.h;
     rep.nextra = x.n;
@@ -255,16 +255,16 @@ static void check_blocks(verify *v, sf_view path, const sf_entry *e, const sf_va
                  : pk_render_200(&b, &rep_off, &rep, var->encoding, var->body_len, etag);
     if (rc != 0) {
         v->oom = 1;
-        goto out;
+        goto out_free_blocks;
     }
     if (block_differs(v, path, enc, which, var->h200, &b) || special)
-        goto out;
+        goto out_free_blocks;
     if (pk_render_304(&b, &rep, etag) != 0) {
         v->oom = 1;
-        goto out;
+        goto out_free_blocks;
     }
     block_differs(v, path, enc, "304", var->h304, &b);
-out:
+out_free_blocks:
     extras_free(&x);
     pk_buf_free(&fixed);
     pk_buf_free(&b);
@@ -441,7 +441,7 @@ int pk_cmd_verify(const char *site, int quiet)
     int rc = sf_foreach_path(v.r, check_path, &v, err, sizeof err);
     if (rc != 0) {
         problem(&v, "%s", err[0] ? err : sf_strerror(rc));
-        goto out;
+        goto out_report;
     }
     sf_entry e;
     rc = sf_lookup_special(v.r, "status:404", &e);
@@ -500,11 +500,11 @@ int pk_cmd_verify(const char *site, int quiet)
                    (unsigned long long)v.paths, (unsigned long long)bp.bodies,
                    (unsigned long long)bp.bytes);
     }
-    goto out;
+    goto out_report;
 out_nomem:
     pk_err("verify: %s: out of memory", site);
     v.problems++;
-out:
+out_report:
     if (v.problems > VERIFY_MAX_REPORTS)
         pk_err("verify: %s: ... %llu problems in all", site, (unsigned long long)v.problems);
     if (v.problems)
