@@ -337,6 +337,12 @@ class Closed(Exception):
     pass
 
 
+class Skip(Exception):
+    """Raised by a test that cannot run here (a tool or a device missing): reported as
+    SKIP, not PASS; a script whose every test skipped exits 77, which ctest shows as
+    skipped."""
+
+
 class Conn:
     def __init__(self, port, timeout=IO_TIMEOUT):
         self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
@@ -568,11 +574,16 @@ def run(tests, setup=None):
     failed = []
     started = time.time()
 
+    skipped = []
+
     def one(t, ctx):
         t0 = time.time()
         try:
             t(ctx) if ctx is not None else t()
             print("PASS %s (%.2fs)" % (t.__name__, time.time() - t0), flush=True)
+        except Skip as e:
+            skipped.append(t.__name__)
+            print("SKIP %s: %s" % (t.__name__, e), flush=True)
         except Exception as e:  # noqa: BLE001 - every failure is reported, none stops the run
             failed.append(t.__name__)
             print("FAIL %s: %s" % (t.__name__, e), flush=True)
@@ -593,9 +604,11 @@ def run(tests, setup=None):
             traceback.print_exc()
         failed.append("setup/teardown")
     n = len(tests)
-    print("%d passed, %d failed (%.1fs)" % (n - len([f for f in failed if f != "setup/teardown"]),
-                                            len(failed), time.time() - started), flush=True)
-    sys.exit(1 if failed else 0)
+    passed = n - len([f for f in failed if f != "setup/teardown"]) - len(skipped)
+    print("%d passed, %d failed%s (%.1fs)" % (
+        passed, len(failed), ", %d skipped" % len(skipped) if skipped else "",
+        time.time() - started), flush=True)
+    sys.exit(1 if failed else 77 if n and len(skipped) == n else 0)
 
 
 def collect(module_globals, prefix="t_"):

@@ -223,6 +223,29 @@ TEST(walk_long_key_refused)
     walk_fails("longer than 511 bytes");
 }
 
+/* servd-pack(1): a directory 64 levels below the root or deeper is refused
+ * (the walk's loop-detection stack, PK_WALK_MAX_DEPTH); 63 levels pack. */
+TEST(walk_depth_limit)
+{
+    char rel[256];
+    size_t n = 0;
+    for (int i = 0; i < PK_WALK_MAX_DEPTH - 1; i++)
+        n += (size_t)snprintf(rel + n, sizeof rel - n, "d/");
+    snprintf(rel + n, sizeof rel - n, "x");
+    fresh_root("deep63");
+    mk(rel, "x"); /* x in a directory 63 levels below the root */
+    pk_site s;
+    walk_ok(&s, NULL);
+    ASSERT_EQ(s.n, 1);
+    ASSERT_EQ(strlen(s.files[0].key), 2 * (PK_WALK_MAX_DEPTH - 1) + 2);
+    pk_site_free(&s);
+    fresh_root("deep64");
+    memmove(rel + 2, rel, strlen(rel) + 1);
+    memcpy(rel, "d/", 2);
+    mk(rel, "x"); /* one level more */
+    walk_fails("a directory 64 levels below the root (the limit is 63 levels)");
+}
+
 /* Loads rules from JSON text (written next to the current root). */
 static pk_rules *rules_from(const char *json)
 {
