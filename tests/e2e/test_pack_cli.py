@@ -266,6 +266,21 @@ def main():
                 "summary names the skipped sidecar: " + summary)
         T.eq(T.run(["build", root, "-o", out, "-q"]).stderr, b"", "-q prints nothing")
 
+        # More sidecars than the summary names: the first three, then how many more.
+        many = os.path.join(work, "many-sidecars")
+        os.makedirs(many)
+        for n in "abcde":
+            body = ("/* %s */\n" % n + "var x = 1;\n" * 200).encode()
+            with open(os.path.join(many, n + ".js"), "wb") as f:
+                f.write(body)
+            with open(os.path.join(many, n + ".js.gz"), "wb") as f:
+                f.write(gzip.compress(body))
+        p = T.run(["build", many, "-o", os.path.join(work, "many.lmdb")])
+        T.eq(p.returncode, 0, "build with five sidecars: " + p.stderr.decode())
+        T.check("sidecars skipped (the same bytes as the file beside them): /a.js.gz, /b.js.gz, "
+                "/c.js.gz and 2 more\n" in p.stderr.decode(),
+                "summary of five sidecars: " + p.stderr.decode())
+
         # An .svgz is stored as the SVG it contains, with the usual variants.
         svg_root = os.path.join(work, "svgz-site")
         os.mkdir(svg_root)

@@ -526,7 +526,11 @@ def t_shutdown_timeout_bounds_the_wait():
         rc = s.proc.wait(timeout=st.STOP_TIMEOUT)
         took = time.time() - t0
         eq(rc, 0, "exit status after the shutdown timeout")
-        ok(0.8 <= took <= 4.0, "exited %.2f s after SIGTERM with --shutdown-timeout 1" % took)
+        # well under the default 10 s; the upper bound leaves room for a sanitizer's exit
+        ok(0.8 <= took <= 8.0, "exited %.2f s after SIGTERM with --shutdown-timeout 1" % took)
+        # servd(1): what the timeout cut off is reported per worker
+        ok(re.search(r"servd: worker \d+: closing 1 connections \(1 with responses queued",
+                     s.read_log()), "the report of what was closed: %s" % s.read_log()[-600:])
         stuck.close()
     finally:
         s.stop(check=False)
@@ -546,7 +550,8 @@ def t_sigint_and_second_signal():
         t0 = time.time()
         s.proc.send_signal(signal.SIGINT)  # a second one: stop now
         eq(s.proc.wait(timeout=st.STOP_TIMEOUT), 0, "exit status after two SIGINTs")
-        ok(time.time() - t0 < 2.0, "a second SIGINT did not stop servd at once")
+        ok(time.time() - t0 < 5.0, "a second SIGINT did not stop servd at once (the drain "
+           "would take 10 s)")
         stuck.close()
     finally:
         s.stop(check=False)
@@ -651,8 +656,9 @@ def t_over_max_conns_503_is_counted_and_logged():
         os.unlink(log)
     with st.Servd(pack(), extra=["--max-conns", "1", "--access-log", log, "--admin",
                                  "127.0.0.1:%d" % adm]) as s:
-        # the start-up probe's connection is closed and released
-        wait_metrics(adm, lambda m: m["servd_connections_open"] == 0)
+        # the start-up probe's connection (a connect and a close) is accepted, then released
+        wait_metrics(adm, lambda m: m["servd_connections_accepted_total"] >= 1 and
+                     m["servd_connections_open"] == 0)
         held = st.Conn(s.port)  # served once, then kept open: the one connection allowed
         held.send(st.req("GET", "/index.html"))
         eq(held.read_response().status, 200, "the connection within --max-conns")
