@@ -21,6 +21,8 @@
 #ifndef PK_RULES_H
 #define PK_RULES_H
 
+#include "fields.h"
+
 #include "headers.h"
 
 #include <stddef.h>
@@ -32,13 +34,6 @@
 /* Largest rules file read: rules are a few dozen lines; a megabyte means a
  * wrong file was passed. */
 #define PK_RULES_MAX_BYTES (1024 * 1024)
-
-/* Longest header value or Cache-Control accepted: servd's clients and CDNs
- * commonly cap a header line at 8 KiB. */
-#define PK_HEADER_VALUE_MAX 4096
-
-/* Longest header name accepted: real ones are under 40 bytes. */
-#define PK_HEADER_NAME_MAX 256
 
 /* Most bytes of rule header lines ("Name: value" CRLF) one path may get.
  * They go on every response of the path, and the hops before a client cap
@@ -100,24 +95,5 @@ int pk_rules_headers(const pk_rules *r, const char *key, size_t len, pk_header *
  * would pin a changing file in caches for a year, so the tests lean towards
  * missing a hash, which only costs a revalidation an hour. */
 int pk_hashed_name(const char *key, size_t len);
-
-/* Validators shared with the tests. Each returns 1 if acceptable. */
-int pk_header_name_ok(const char *s);       /* RFC 9110 token */
-int pk_header_name_reserved(const char *s); /* 1: set by servd-pack or servd;
-                                               2: differs per response (digests, Age) */
-int pk_header_value_ok(const char *s);      /* field-value, no CR/LF/NUL/CTL, trimmed */
-int pk_header_singleton(const char *s);     /* a field a response may carry only once */
-/* Why value cannot be the value of the field name, for the fields whose
- * syntax recipients check (Expires, Access-Control-*, Strict-Transport-
- * Security, X-Content-Type-Options), with why filled; or NULL. */
-const char *pk_header_syntax_problem(const char *name, const char *value, char *why, size_t cap);
-/* Why s cannot be a header value ("is empty", ...), or NULL when it can. */
-const char *pk_header_value_problem(const char *s);
-int pk_mime_type_ok(const char *s); /* type "/" subtype [";" parameters] */
-/* NULL when s is a Cache-Control value (RFC 9111 §5.2: a list of token
- * ["=" (token / quoted-string)]) whose delta-seconds directives have digits,
- * whose argument-less directives have none and that names no directive
- * twice; otherwise why not, written into why. */
-const char *pk_cache_control_problem(const char *s, char *why, size_t cap);
 
 #endif

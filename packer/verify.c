@@ -31,7 +31,7 @@
 #include "decode.h"
 #include "digest.h"
 #include "headers.h"
-#include "rules.h"
+#include "fields.h"
 #include "sf/isolate.h"
 #include "sf/path.h"
 

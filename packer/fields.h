@@ -1,0 +1,39 @@
+/*
+ * fields.h - the header fields a rules file may give servd-pack: which names
+ * it may set, what values may go on the wire, and the syntax of the fields
+ * whose values recipients check (Expires, CORS, HSTS, nosniff), of media
+ * types and of Cache-Control. Used by the rules loader and by verify.
+ */
+#ifndef PK_FIELDS_H
+#define PK_FIELDS_H
+
+#include <stddef.h>
+
+/* Longest header value or Cache-Control accepted: servd's clients and CDNs
+ * commonly cap a header line at 8 KiB. */
+#define PK_HEADER_VALUE_MAX 4096
+
+/* Longest header name accepted: real ones are under 40 bytes. */
+#define PK_HEADER_NAME_MAX 256
+
+/* The ok functions return 1 if acceptable; the problem functions NULL, or
+ * why not. */
+int pk_header_name_ok(const char *s);       /* RFC 9110 token */
+int pk_header_name_reserved(const char *s); /* 1: set by servd-pack or servd;
+                                               2: differs per response (digests, Age) */
+int pk_header_value_ok(const char *s);      /* field-value, no CR/LF/NUL/CTL, trimmed */
+int pk_header_singleton(const char *s);     /* a field a response may carry only once */
+/* Why value cannot be the value of the field name, for the fields whose
+ * syntax recipients check (Expires, Access-Control-*, Strict-Transport-
+ * Security, X-Content-Type-Options), with why filled; or NULL. */
+const char *pk_header_syntax_problem(const char *name, const char *value, char *why, size_t cap);
+/* Why s cannot be a header value ("is empty", ...), or NULL when it can. */
+const char *pk_header_value_problem(const char *s);
+int pk_mime_type_ok(const char *s); /* type "/" subtype [";" parameters] */
+/* NULL when s is a Cache-Control value (RFC 9111 §5.2: a list of token
+ * ["=" (token / quoted-string)]) whose delta-seconds directives have digits,
+ * whose argument-less directives have none and that names no directive
+ * twice; otherwise why not, written into why. */
+const char *pk_cache_control_problem(const char *s, char *why, size_t cap);
+
+#endif
