@@ -445,6 +445,23 @@ static int worker_init(sv_server *srv, sv_worker *w, int id)
     return 0;
 }
 
+static void close_handle(uv_handle_t *h, void *arg)
+{
+    (void)arg;
+    if (!uv_is_closing(h))
+        uv_close(h, NULL);
+}
+
+/* Closes the loop of a worker that was set up but whose thread could not
+ * start: its handles, then the loop (the listening descriptors stay for
+ * worker_free). */
+static void worker_discard_loop(sv_worker *w)
+{
+    uv_walk(&w->loop, close_handle, NULL);
+    uv_run(&w->loop, UV_RUN_DEFAULT);
+    uv_loop_close(&w->loop);
+}
+
 /* Frees a worker whose thread has finished (or never started). A worker
  * that ran closed its listening sockets when it drained. */
 static void worker_free(sv_worker *w, int started)
@@ -863,8 +880,11 @@ int sv_server_run(const sv_config *cfg, sv_snapshot *snap)
     int start_failed = 0;
     for (int i = 0; i < cfg->workers; i++) {
         sv_worker *w = srv->workers[i];
-        if (worker_init(srv, w, i) != 0 || uv_thread_create(&w->thread, worker_main, w) != 0) {
+        int ready = worker_init(srv, w, i) == 0;
+        if (!ready || uv_thread_create(&w->thread, worker_main, w) != 0) {
             fprintf(stderr, "servd: cannot start worker %d\n", i);
+            if (ready)
+                worker_discard_loop(w);
             if (i == 0)
                 exit(1); /* nothing runs yet */
             /* the started workers stop as on SIGTERM; the exit says "not set up" */
