@@ -159,6 +159,30 @@ def metrics(port):
             out[name] = float(value)
     return out
 
+
+def wait_metrics(port, done, limit=10.0):
+    """/metrics once done(metrics) holds, polled (an admin port not answering yet counts
+    as not done); after limit seconds, /metrics as they are."""
+    t0 = time.time()
+    while time.time() - t0 < limit:
+        try:
+            m = metrics(port)
+            if done(m):
+                return m
+        except (OSError, Fail):
+            pass
+        time.sleep(0.02)
+    return metrics(port)
+
+
+def preload_env(shim, **extra):
+    """os.environ with the LD_PRELOAD shim added after any preload already there (ASan's
+    runtime, which must stay first), and the variables in extra, which steer the shim."""
+    ok(os.path.exists(shim), "%s is built with the tests" % shim)
+    return dict(os.environ, LD_PRELOAD=" ".join(x for x in (os.environ.get("LD_PRELOAD"), shim) if x),
+                ASAN_OPTIONS=":".join(x for x in (os.environ.get("ASAN_OPTIONS"),
+                                                  "verify_asan_link_order=0") if x), **extra)
+
 class Servd:
     """A running servd. Use as a context manager; leaving it stops servd and checks
     that it exited 0 after SIGTERM (a crash or sanitizer report fails the test)."""

@@ -192,12 +192,7 @@ metrics = st.metrics  # the one /metrics parser (servdtest); callers here say sw
 
 def wait_metric(port, name, want, limit=10.0):
     """Waits until metric name reaches want (>=); returns its value."""
-    t0 = time.time()
-    while True:
-        v = metrics(port).get(name, 0)
-        if v >= want or time.time() - t0 > limit:
-            return v
-        time.sleep(0.03)
+    return st.wait_metrics(port, lambda m: m.get(name, 0) >= want, limit).get(name, 0)
 
 
 def pack_id(admin_port):

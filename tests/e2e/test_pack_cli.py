@@ -337,8 +337,6 @@ def main():
         # not wait for a writer), or rewritten in place at the same size, during its
         # read or after it. Each is an error naming the file; none is packed.
         # swap_open.so does the swap.
-        shim = os.path.join(T.BUILD_DIR, "swap_open.so")
-        T.check(os.path.exists(shim), "%s is built with the tests" % shim)
         outside = os.path.join(work, "outside")
         os.makedirs(outside)
         secret = os.path.join(outside, "secret.txt")
@@ -364,10 +362,7 @@ def main():
                 f.write(b"the walked file\n" * 100)
             # an older mtime, so that the rewrite moves it whatever the clock's tick
             os.utime(os.path.join(race, "b.txt"), (time.time() - 60, time.time() - 60))
-            env = {"SWAP_SUFFIX": suffix, "SWAP_KIND": kind,
-                   "LD_PRELOAD": " ".join(x for x in (os.environ.get("LD_PRELOAD"), shim) if x),
-                   "ASAN_OPTIONS": ":".join(x for x in (os.environ.get("ASAN_OPTIONS"),
-                                                        "verify_asan_link_order=0") if x)}
+            env = T.shim_env(SWAP_SUFFIX=suffix, SWAP_KIND=kind)
             race_out = os.path.join(outdir, "race.lmdb")
             expect_failure(["build", race, "-o", race_out, "-q"], 1,
                            [os.path.join(race, bad), needle], "build, %s %s" % (bad, kind),
@@ -382,8 +377,7 @@ def main():
         before = (open(m_out, "rb").read(), open(m_json, "rb").read())
         with open(os.path.join(root, "index.html"), "ab") as f:
             f.write(b"<!-- changed -->\n")
-        shim_env = {"LD_PRELOAD": env["LD_PRELOAD"], "ASAN_OPTIONS": env["ASAN_OPTIONS"],
-                    "FAIL_LINK": "1"}
+        shim_env = T.shim_env(FAIL_LINK="1")
         expect_failure(["build", root, "-o", m_out, "--manifest", m_json, "-q"], 1,
                        [m_out], "build whose pack cannot be renamed into place",
                        env=dict(shim_env, FAIL_RENAME_TO="/m.lmdb"))

@@ -70,16 +70,6 @@ def metrics(adm):
     return parse_metrics(r.body.decode())
 
 
-def wait_metrics(adm, done, limit=10.0):
-    """/metrics once done(metrics) holds (limit seconds at most: then as they are)."""
-    t0 = time.time()
-    while True:
-        m = metrics(adm)
-        if done(m) or time.time() - t0 > limit:
-            return m
-        time.sleep(0.02)
-
-
 def t_metrics_and_healthz_on_the_admin_port_only():
     adm = st.free_port()
     with st.Servd(pack(), extra=["--admin", "127.0.0.1:%d" % adm]) as s:
@@ -152,7 +142,7 @@ def t_metrics_and_healthz_on_the_admin_port_only():
         received += len(r.head_raw) + len(r.body)
         # bytes are counted once their write returns and a connection once it is closed,
         # both of which can come just after the client has read the answer
-        m = wait_metrics(adm, lambda m: m["servd_connections_open"] == 0 and
+        m = st.wait_metrics(adm, lambda m: m["servd_connections_open"] == 0 and
                          m["servd_bytes_sent_total"] - m0.get("servd_bytes_sent_total", 0)
                          >= received)
 
@@ -657,7 +647,7 @@ def t_over_max_conns_503_is_counted_and_logged():
     with st.Servd(pack(), extra=["--max-conns", "1", "--access-log", log, "--admin",
                                  "127.0.0.1:%d" % adm]) as s:
         # the start-up probe's connection (a connect and a close) is accepted, then released
-        wait_metrics(adm, lambda m: m["servd_connections_accepted_total"] >= 1 and
+        st.wait_metrics(adm, lambda m: m["servd_connections_accepted_total"] >= 1 and
                      m["servd_connections_open"] == 0)
         held = st.Conn(s.port)  # served once, then kept open: the one connection allowed
         held.send(st.req("GET", "/index.html"))

@@ -279,11 +279,7 @@ def t_address_in_use():
 def t_a_worker_that_cannot_start_is_exit_1():
     """A thread limit that lets worker 0 start but not a later one: the started workers
     stop, and servd exits 1 ("could not be set up"), so Restart=on-failure restarts it."""
-    shim = os.path.join(st.BUILD_DIR, "swap_open.so")
-    ok(os.path.exists(shim), "%s is built with the tests" % shim)
-    env = dict(os.environ, LD_PRELOAD=" ".join(x for x in (os.environ.get("LD_PRELOAD"), shim) if x),
-               ASAN_OPTIONS=":".join(x for x in (os.environ.get("ASAN_OPTIONS"),
-                                                 "verify_asan_link_order=0") if x))
+    env = st.preload_env(os.path.join(st.BUILD_DIR, "swap_open.so"))
     seen = set()
     # Fail the 1st, 2nd, ... thread servd starts until one is not a worker's (servd then
     # runs): which call is worker 1's depends on the threads started before it.
@@ -473,16 +469,8 @@ def t_default_workers_follow_the_cpu_affinity():
                              stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
                              preexec_fn=lambda: os.sched_setaffinity(0, allowed))
         try:
-            t0 = time.time()
-            while time.time() - t0 < REFUSE_TIMEOUT:
-                try:
-                    workers = st.metrics(adm)["servd_workers"]
-                    break
-                except (OSError, st.Fail):
-                    time.sleep(0.05)
-            else:
-                raise st.Fail("servd did not come up on CPUs %s" % allowed)
-            eq(workers, float(len(allowed)), "workers on CPUs %s" % allowed)
+            m = st.wait_metrics(adm, lambda m: "servd_workers" in m, REFUSE_TIMEOUT)
+            eq(m["servd_workers"], float(len(allowed)), "workers on CPUs %s" % allowed)
             eq(st.get(port, "/").status, 200, "served on CPUs %s" % allowed)
         finally:
             p.send_signal(signal.SIGTERM)
