@@ -88,8 +88,8 @@ int pk_base_open(const char *path, const char *profile, pk_base **out, int *usab
     b->path = path;
     b->err = err;
     b->errlen = errlen;
-    /* an older pack may be damaged: walked in a child first (pk_check_pack) */
-    if (pk_check_pack(path, err, errlen) != 0 || sf_pack_open(path, &b->pack, err, errlen) != 0)
+    /* an older pack may be damaged: walked in a child first */
+    if (pk_pack_open_checked(path, &b->pack, err, errlen) != 0)
         goto out_free;
     /* The reader is needed whatever the profile (pk_base_last_modified);
      * the bodies are indexed only when they can be reused. */

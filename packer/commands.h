@@ -12,14 +12,17 @@
 #define PK_EXIT_FAIL  1 /* input, output or pack problem: the message names the file */
 #define PK_EXIT_USAGE 2 /* bad command line or environment */
 
-/* Walks the pack's LMDB structure in a child process (sf_check_isolated,
- * hashing nothing), so that a damaged file is reported instead of crashing
- * liblmdb in this one: every command that opens a pack does this first.
- * @return 0, or nonzero with err set. */
-int pk_check_pack(const char *path, char *err, size_t errlen);
+/* Opens the pack at path after walking its LMDB structure in a child
+ * process (sf_check_isolated, hashing nothing), so that a damaged file is
+ * reported instead of crashing liblmdb in this one: every command that
+ * opens a pack does this. The path is opened once, and the walk and the
+ * open both read that file, so a pack renamed over the path meanwhile is
+ * never opened unchecked. @return 0, or an SF_E* code with "PATH: cause"
+ * in err. */
+int pk_pack_open_checked(const char *path, sf_pack **pack, char *err, size_t errlen);
 
-/* pk_check_pack, then opens the pack and a reader, printing
- * "servd-pack: FILE: cause" on failure. @return 0 or -1. */
+/* pk_pack_open_checked, then a reader, printing "servd-pack: FILE: cause"
+ * on failure. @return 0 or -1. */
 int pk_open_pack(const char *path, sf_pack **pack, sf_reader **reader);
 void pk_close_pack(sf_pack *pack, sf_reader *reader);
 

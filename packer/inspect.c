@@ -16,25 +16,49 @@
 #include "sf/path.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* Room for messages naming a pack file and a cause. */
 #define MSG_LEN 1024
 
-int pk_check_pack(const char *path, char *err, size_t errlen)
+int pk_pack_open_checked(const char *path, sf_pack **pack, char *err, size_t errlen)
 {
-    return sf_check_isolated(sf_pack_check_structure, SF_CHECK_NO_HASH, path, SF_CHECK_TIMEOUT_MS,
-                             err, errlen);
+    /* O_NONBLOCK: a FIFO at the path is refused, not waited on */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return SF_EIO;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        snprintf(err, errlen, "%s: not a regular file", path);
+        return SF_EIO;
+    }
+    char fdpath[32];
+    snprintf(fdpath, sizeof fdpath, "/proc/self/fd/%d", fd);
+    int rc = sf_check_isolated(sf_pack_check_structure, SF_CHECK_NO_HASH, fdpath,
+                               SF_CHECK_TIMEOUT_MS, err, errlen);
+    if (rc == 0)
+        rc = sf_pack_open(fdpath, pack, err, errlen);
+    close(fd); /* LMDB holds its own descriptor */
+    if (rc != 0)
+        sf_name_file(err, errlen, fdpath, path);
+    return rc;
 }
 
 int pk_open_pack(const char *path, sf_pack **pack, sf_reader **reader)
 {
     char err[MSG_LEN];
-    if (pk_check_pack(path, err, sizeof err) != 0 ||
-        sf_pack_open(path, pack, err, sizeof err) != 0) {
+    if (pk_pack_open_checked(path, pack, err, sizeof err) != 0) {
         pk_err("%s", err);
         return -1;
     }

@@ -201,17 +201,6 @@ static char *self_exe(void)
     return exe;
 }
 
-/* Messages about "/proc/self/fd/N" name the pack path instead. */
-static void name_file(char *err, size_t errlen, const char *fdpath, const char *path)
-{
-    size_t n = strlen(fdpath);
-    char tmp[1024];
-    if (strncmp(err, fdpath, n) != 0)
-        return;
-    snprintf(tmp, sizeof tmp, "%s%s", path, err + n);
-    snprintf(err, errlen, "%s", tmp);
-}
-
 int sv_snapshot_open(const char *path, int nreaders, sv_snapshot **out, sv_file_seen *seen,
                      char *err, size_t errlen)
 {
@@ -280,7 +269,7 @@ int sv_snapshot_open(const char *path, int nreaders, sv_snapshot **out, sv_file_
         rc = sf_pack_open(fdpath, &pack, err, errlen);
     close(fd); /* LMDB holds its own descriptor */
     if (rc != 0) {
-        name_file(err, errlen, fdpath, path);
+        sf_name_file(err, errlen, fdpath, path);
         /* No verdict on the file: the check could not start (SF_EIO), or
          * ran out of something or was stopped (SF_ENOMEM), or it passed
          * and servd could not then open the pack (SF_EIO, SF_ENOMEM from

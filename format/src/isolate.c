@@ -161,6 +161,16 @@ int sf_check_isolated(sf_check_fn check, void *arg, const char *path, int timeou
     return SF_OK;
 }
 
+void sf_name_file(char *err, size_t errlen, const char *fdpath, const char *path)
+{
+    size_t n = strlen(fdpath);
+    char tmp[1024];
+    if (strncmp(err, fdpath, n) != 0)
+        return;
+    snprintf(tmp, sizeof tmp, "%s%s", path, err + n);
+    snprintf(err, errlen, "%s", tmp);
+}
+
 extern char **environ;
 
 int sf_check_spawn(char *const argv[], const char *path, int timeout_ms, char *err, size_t errlen)

@@ -368,6 +368,28 @@ def main():
                            [os.path.join(race, bad), needle], "build, %s %s" % (bad, kind),
                            outdir=outdir, out=race_out, env=env)
 
+        # A deploy renames another pack over the path just after servd-pack's check of
+        # it in a child (swap_open.so does the rename when the child is reaped): the
+        # command must read the file it checked, never the unchecked one.
+        checked = os.path.join(outdir, "checked.lmdb")
+        other, other_src = os.path.join(outdir, "other.lmdb"), os.path.join(outdir, "other-src.lmdb")
+        other_root = os.path.join(work, "other-site")
+        os.makedirs(other_root)
+        with open(os.path.join(other_root, "index.html"), "wb") as f:
+            f.write(b"<p>another site</p>\n")
+        T.eq(T.run(["build", other_root, "-o", other_src, "-q"]).returncode, 0, "build of another pack")
+        for args in (["ls", checked], ["cat", checked, "/index.html"], ["verify", checked]):
+            shutil.copyfile(out, checked)
+            want = T.run(args)
+            T.eq(want.returncode, 0, "%s: %s" % (args[0], want.stderr.decode()))
+            shutil.copyfile(other_src, other)
+            got = T.run(args, env=T.shim_env(WAIT_RENAME_FROM=other, WAIT_RENAME_TO=checked))
+            T.check(not os.path.exists(other) and
+                    open(checked, "rb").read() == open(other_src, "rb").read(),
+                    "%s: the other pack was renamed over the path" % args[0])
+            T.eq(got.returncode, 0, "%s: %s" % (args[0], got.stderr.decode()))
+            T.check(got.stdout == want.stdout, "%s reads the pack it checked, not the other" % args[0])
+
         # A failed build changes neither file, also where the previous manifest cannot
         # be hard-linked aside (it is copied instead): link() fails, then the pack's
         # rename into place fails, after the manifest's.

@@ -74,6 +74,12 @@ int sf_pack_check_structure(void *arg, const char *path, char *err, size_t errle
  * crashes are not reported as the fuzzer's own). */
 extern void (*sf__isolate_child_hook)(void);
 
+/* A file checked and then opened must be the same file even when a deploy
+ * renames another over its path in between: open the path once and give
+ * both "/proc/self/fd/N". Their messages then begin with that name; this
+ * puts path in its place (err unchanged when it begins otherwise). */
+void sf_name_file(char *err, size_t errlen, const char *fdpath, const char *path);
+
 /* How long a structure walk in a child may take before the pack is refused. */
 #define SF_CHECK_TIMEOUT_MS 60000
 
