@@ -51,12 +51,10 @@ def t_max_conns():
             extra.send(st.req("GET", "/"))
         except (BrokenPipeError, ConnectionResetError):
             pass
-        try:
-            r = extra.read_response()
-            eq(r.status, 503, "connection over --max-conns: status")
-            eq(r.get("Connection"), "close", "503 over the limit: Connection")
-        except st.Closed:
-            pass  # a close without the 503 is acceptable; serving it is not
+        # the 503 arrives before servd's close even when the request reaches
+        # the closed socket (a reset): TCP delivers what was queued first
+        r = extra.read_response()
+        eq((r.status, r.get("Connection")), (503, "close"), "connection over --max-conns")
         extra.expect_closed("connection over --max-conns")
         extra.close()
         for i, c in enumerate(held):
