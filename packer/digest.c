@@ -81,13 +81,3 @@ int pk_etag_rep(const uint8_t key[PK_DIGEST_LEN], const char *mime, size_t mime_
     pk_etag(d, out);
     return 0;
 }
-
-void pk_hex(const uint8_t *p, size_t n, char *out)
-{
-    static const char hx[] = "0123456789abcdef";
-    for (size_t i = 0; i < n; i++) {
-        out[2 * i] = hx[p[i] >> 4];
-        out[2 * i + 1] = hx[p[i] & 15];
-    }
-    out[2 * n] = '\0';
-}

@@ -47,7 +47,4 @@ void pk_etag(const uint8_t digest[PK_DIGEST_LEN], char out[PK_ETAG_SIZE]);
 int pk_etag_rep(const uint8_t key[PK_DIGEST_LEN], const char *mime, size_t mime_len,
                 const char *extras, size_t extras_len, char out[PK_ETAG_SIZE]);
 
-/* Lowercase hex of n bytes into out (2n + 1 bytes). */
-void pk_hex(const uint8_t *p, size_t n, char *out);
-
 #endif

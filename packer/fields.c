@@ -16,16 +16,6 @@
 #define STR_(x) #x
 #define STR(x)  STR_(x)
 
-static int is_digit(char c)
-{
-    return c >= '0' && c <= '9';
-}
-
-static int is_lower(char c)
-{
-    return c >= 'a' && c <= 'z';
-}
-
 static int is_tchar(unsigned char c)
 {
     return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
@@ -159,9 +149,9 @@ static const char *origin_problem(const char *v)
     if (strcmp(v, "*") == 0 || strcmp(v, "null") == 0)
         return NULL;
     const char *p = v;
-    if (!is_lower(*p))
+    if (!pk_is_lower(*p))
         return "is not \"*\", \"null\" or one origin (scheme://host[:port])";
-    while (is_lower(*p) || is_digit(*p) || *p == '+' || *p == '-' || *p == '.')
+    while (pk_is_lower(*p) || pk_is_digit(*p) || *p == '+' || *p == '-' || *p == '.')
         p++;
     size_t scheme = (size_t)(p - v);
     if (strncmp(p, "://", 3) != 0)

@@ -9,6 +9,17 @@
 
 #include <stddef.h>
 
+/* ASCII only, whatever the locale (ctype's isdigit and islower follow it). */
+static inline int pk_is_digit(char c)
+{
+    return c >= '0' && c <= '9';
+}
+
+static inline int pk_is_lower(char c)
+{
+    return c >= 'a' && c <= 'z';
+}
+
 /* Longest header value or Cache-Control accepted: servd's clients and CDNs
  * commonly cap a header line at 8 KiB. */
 #define PK_HEADER_VALUE_MAX 4096

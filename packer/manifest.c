@@ -22,7 +22,7 @@ void pk_manifest_tmp_name(const char *path, char *out, size_t cap)
 static json_t *build_doc(const pk_site *site, const sf_meta *meta, int has_404)
 {
     char hex[2 * sizeof meta->pack_id + 1];
-    pk_hex(meta->pack_id, sizeof meta->pack_id, hex);
+    sf_hex(meta->pack_id, sizeof meta->pack_id, hex);
     json_t *paths = json_object();
     json_t *doc =
         json_pack("{s:i, s:s, s:s, s:s, s:o, s:{s:I, s:I, s:I, s:I}}", "servd_manifest", 1,

@@ -5,7 +5,8 @@
 #include "mime.h"
 
 #include "digest.h"
-#include "sf/path.h" /* sf_utf8_char */
+#include "sf/path.h"  /* sf_utf8_char */
+#include "sf/store.h" /* sf_hex */
 
 #include <magic.h>
 #include <stdio.h>
@@ -238,7 +239,7 @@ void pk_mime_class_digest(char out[PK_CLASS_DIGEST_SIZE])
             pk_sha_free(sha);
         memset(d, 0, sizeof d); /* "00000000": never matches a real digest's profile */
     }
-    pk_hex(d, (PK_CLASS_DIGEST_SIZE - 1) / 2, out);
+    sf_hex(d, (PK_CLASS_DIGEST_SIZE - 1) / 2, out);
 }
 
 int pk_mime_class(const char *type)

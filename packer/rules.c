@@ -472,19 +472,9 @@ int pk_rules_headers(const pk_rules *r, const char *key, size_t len, pk_header *
     return 0;
 }
 
-static int is_digit(char c)
-{
-    return c >= '0' && c <= '9';
-}
-
-static int is_lower(char c)
-{
-    return c >= 'a' && c <= 'z';
-}
-
 static int is_letter(char c)
 {
-    return is_lower(c) || (c >= 'A' && c <= 'Z');
+    return pk_is_lower(c) || (c >= 'A' && c <= 'Z');
 }
 
 /* A run of four or more digits that starts with 19 or 20: a year, or a
@@ -493,7 +483,7 @@ static int is_letter(char c)
 static int has_year(const char *s, size_t n)
 {
     for (size_t i = 0; i + 4 <= n; i++)
-        if ((i == 0 || !is_digit(s[i - 1])) && is_digit(s[i + 2]) && is_digit(s[i + 3]) &&
+        if ((i == 0 || !pk_is_digit(s[i - 1])) && pk_is_digit(s[i + 2]) && pk_is_digit(s[i + 3]) &&
             ((s[i] == '1' && s[i + 1] == '9') || (s[i] == '2' && s[i + 1] == '0')))
             return 1;
     return 0;
@@ -508,7 +498,7 @@ static int hex_hash(const char *s, size_t n)
         return 0;
     for (size_t i = 0; i < n; i++) {
         char c = s[i];
-        if (is_digit(c))
+        if (pk_is_digit(c))
             digit = 1;
         else if (c >= 'a' && c <= 'f')
             letter = 1;
@@ -533,18 +523,18 @@ static int b64_hash(const char *s, size_t n)
         return 0;
     for (size_t i = 0; i < n; i++) {
         char c = s[i];
-        if (is_digit(c))
+        if (pk_is_digit(c))
             digit = 1;
-        else if (is_lower(c))
+        else if (pk_is_lower(c))
             lower = 1;
         else if (c >= 'A' && c <= 'Z')
             upper = 1;
         else if (c != '_' && c != '-')
             return 0;
-        if (i + 3 <= n && is_digit(c) && is_digit(s[i + 1]) && is_digit(s[i + 2]))
+        if (i + 3 <= n && pk_is_digit(c) && pk_is_digit(s[i + 1]) && pk_is_digit(s[i + 2]))
             return 0;
-        if (i + 3 <= n && is_letter(c) && is_lower(s[i + 1]) && is_lower(s[i + 2])) {
-            if (++words > 1 || (i + 4 <= n && is_lower(s[i + 3])))
+        if (i + 3 <= n && is_letter(c) && pk_is_lower(s[i + 1]) && pk_is_lower(s[i + 2])) {
+            if (++words > 1 || (i + 4 <= n && pk_is_lower(s[i + 3])))
                 return 0;
         }
     }

@@ -400,7 +400,7 @@ static int check_body(void *arg, const uint8_t key[SF_KEY_LEN], sf_view bytes)
     bp->bodies++;
     bp->bytes += bytes.len;
     char hex[2 * SF_KEY_LEN + 1];
-    pk_hex(key, SF_KEY_LEN, hex);
+    sf_hex(key, SF_KEY_LEN, hex);
     ref probe;
     memcpy(probe.key, key, SF_KEY_LEN);
     const ref *user =

@@ -282,8 +282,7 @@ static int walk_body(void *arg, const uint8_t key[SF_KEY_LEN], sf_view bytes)
     }
     if (memcmp(md, key, SF_KEY_LEN) != 0) {
         char hex[2 * 8 + 1];
-        for (int i = 0; i < 8; i++)
-            snprintf(hex + 2 * i, 3, "%02x", key[i]);
+        sf_hex(key, 8, hex);
         snprintf(w->err, w->errlen,
                  "%s: corrupt pack: a stored body (key %s...) does not match its SHA-256", w->path,
                  hex);

@@ -107,12 +107,17 @@ int sf_meta_has_id_404(const sf_meta *m)
     return m->minor >= 1 || memcmp(m->id_404, zero, SF_PACK_ID_LEN) != 0;
 }
 
-void sf_pack_id_hex(const uint8_t id[SF_PACK_ID_LEN], char out[2 * SF_PACK_ID_LEN + 1])
+void sf_hex(const uint8_t *p, size_t n, char *out)
 {
     static const char hx[] = "0123456789abcdef";
-    for (int i = 0; i < SF_PACK_ID_LEN; i++) {
-        out[2 * i] = hx[id[i] >> 4];
-        out[2 * i + 1] = hx[id[i] & 15];
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = hx[p[i] >> 4];
+        out[2 * i + 1] = hx[p[i] & 15];
     }
-    out[2 * SF_PACK_ID_LEN] = '\0';
+    out[2 * n] = '\0';
+}
+
+void sf_pack_id_hex(const uint8_t id[SF_PACK_ID_LEN], char out[2 * SF_PACK_ID_LEN + 1])
+{
+    sf_hex(id, SF_PACK_ID_LEN, out);
 }

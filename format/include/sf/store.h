@@ -317,6 +317,9 @@ int sf_pack_id_404(sf_reader *r, uint8_t out[SF_PACK_ID_LEN]);
  * so a minor byte damaged from 1 to 0 cannot turn the check off). */
 int sf_meta_has_id_404(const sf_meta *m);
 
+/* Lowercase hex of n bytes into out (2n + 1 bytes), NUL-terminated. */
+void sf_hex(const uint8_t *p, size_t n, char *out);
+
 /* Lowercase hex of an id, NUL-terminated. */
 void sf_pack_id_hex(const uint8_t id[SF_PACK_ID_LEN], char out[2 * SF_PACK_ID_LEN + 1]);
 
