@@ -670,13 +670,17 @@ static void on_signal(uv_signal_t *h, int signum)
 static void on_worker_done(uv_async_t *a)
 {
     sv_server *srv = a->data;
-    if (atomic_load(&srv->nfinished) < srv->nstarted)
+    /* unreferenced below: the last worker's own send came after the count */
+    if (!uv_has_ref((uv_handle_t *)a) || atomic_load(&srv->nfinished) < srv->nstarted)
         return;
     for (int i = 0; i < 4; i++)
         uv_close((uv_handle_t *)&srv->sig[i], NULL);
     uv_close((uv_handle_t *)&srv->stop_timer, NULL);
     uv_close((uv_handle_t *)&srv->retry_timer, NULL);
-    uv_close((uv_handle_t *)&srv->done, NULL);
+    /* Not closed yet: the last worker may still be about to send it (it
+     * counts itself finished first). Unreferenced, it no longer keeps the
+     * loop running; it is closed once every worker has been joined. */
+    uv_unref((uv_handle_t *)&srv->done);
     if (srv->watch)
         sv_watch_stop(srv->watch);
     srv->watch = NULL;
@@ -905,6 +909,8 @@ int sv_server_run(const sv_config *cfg, sv_snapshot *snap)
     uv_run(&srv->loop, UV_RUN_DEFAULT);
     for (int i = 0; i < srv->nstarted; i++)
         uv_thread_join(&srv->workers[i]->thread);
+    uv_close((uv_handle_t *)&srv->done, NULL);
+    uv_run(&srv->loop, UV_RUN_NOWAIT);
     uv_loop_close(&srv->loop);
     fprintf(stderr, "servd: stopped\n");
     rc = start_failed;
