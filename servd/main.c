@@ -131,34 +131,6 @@ static uint64_t parse_seconds(const char *opt, const char *s)
     return parse_seconds_or_off(opt, s, 0);
 }
 
-static unsigned port_of(const sv_addr *a)
-{
-    return a->ss.ss_family == AF_INET ? ((const struct sockaddr_in *)&a->ss)->sin_port
-                                      : ((const struct sockaddr_in6 *)&a->ss)->sin6_port;
-}
-
-/* Two addresses a second bind would share (SO_REUSEPORT lets it succeed).
- * Port 0 asks for a new port each time, so it never repeats. */
-static int same_addr(const sv_addr *a, const sv_addr *b)
-{
-    return a->len == b->len && port_of(a) != 0 && memcmp(&a->ss, &b->ss, a->len) == 0;
-}
-
-static int is_wildcard(const sv_addr *a)
-{
-    if (a->ss.ss_family == AF_INET)
-        return ((const struct sockaddr_in *)&a->ss)->sin_addr.s_addr == htonl(INADDR_ANY);
-    return IN6_IS_ADDR_UNSPECIFIED(&((const struct sockaddr_in6 *)&a->ss)->sin6_addr);
-}
-
-/* Two addresses that cannot both be bound without SO_REUSEPORT: the same
- * port in one family, with the same address or a wildcard on either side. */
-static int addr_clash(const sv_addr *a, const sv_addr *b)
-{
-    return a->ss.ss_family == b->ss.ss_family && port_of(a) != 0 && port_of(a) == port_of(b) &&
-           (same_addr(a, b) || is_wildcard(a) || is_wildcard(b));
-}
-
 static long parse_count(const char *opt, const char *s, long max)
 {
     char *end;
@@ -257,7 +229,7 @@ int main(int argc, char **argv)
             if (sv_addr_parse(optarg, &cfg.listen[cfg.nlisten], err, sizeof err) != 0)
                 usage_error("--listen %s", err);
             for (int i = 0; i < cfg.nlisten; i++)
-                if (same_addr(&cfg.listen[i], &cfg.listen[cfg.nlisten])) {
+                if (sv_addr_same(&cfg.listen[i], &cfg.listen[cfg.nlisten])) {
                     snprintf(err, sizeof err, "%s: the same address as --listen %s", optarg,
                              cfg.listen[i].text);
                     usage_error("--listen %s", err);
@@ -355,7 +327,7 @@ int main(int argc, char **argv)
      * --listen address would fail with "Address already in use", which
      * points at another process. Say which options clash. */
     for (int i = 0; cfg.has_admin && cfg.admin_inherited < 0 && i < cfg.nlisten; i++)
-        if (addr_clash(&cfg.admin, &cfg.listen[i])) {
+        if (sv_addr_clash(&cfg.admin, &cfg.listen[i])) {
             snprintf(err, sizeof err, "%s: the same port as --listen %s", cfg.admin.text,
                      cfg.listen[i].text);
             usage_error("--admin %s", err);

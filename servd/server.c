@@ -1,7 +1,8 @@
 /*
- * server.c - servd's threads and their life cycle: listening sockets,
- * worker loops, accepting, the sweep timer, snapshot swaps on SIGHUP, log
- * reopening on SIGUSR1 and the graceful stop on SIGTERM/SIGINT.
+ * server.c - servd's threads and their life cycle: listening sockets
+ * (their addresses in addr.c), worker loops, accepting, the sweep timer,
+ * snapshot swaps on SIGHUP, log reopening on SIGUSR1 and the graceful stop
+ * on SIGTERM/SIGINT.
  *
  * Each worker has its own listening socket per --listen address (all bound
  * with SO_REUSEPORT, so the kernel spreads new connections over the workers
@@ -11,16 +12,15 @@
  * waiting connections, while servd wants to leave them in the backlog and
  * retry SV_ACCEPT_PAUSE_MS later, when descriptors may be free again.
  *
- * The main thread only handles signals: the workers never take a lock
- * shared with another worker. A swap is one atomic pointer exchange per
- * worker plus a uv_async_send; see docs/architecture.md for the lifetimes.
+ * The main thread only handles signals: the workers take no lock per
+ * request (the access log's hand-over is the one they share, see log.c). A
+ * swap is one atomic pointer exchange per worker plus a uv_async_send; see
+ * docs/architecture.md for the lifetimes.
  */
 #include "server.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <netdb.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
 #include <signal.h>
@@ -70,145 +70,6 @@ struct sv_server {
     int forced;
     sv_watch *watch; /* the --pack watch (watch.c), or NULL */
 };
-
-/* ---- Addresses and sockets ---- */
-
-int sv_addr_parse(const char *s, sv_addr *out, char *err, size_t errlen)
-{
-    char host[256];
-    const char *port;
-    int bracket = 0;
-
-    memset(out, 0, sizeof *out);
-    if (s[0] == '[') {
-        const char *end = strchr(s, ']');
-        if (!end || end[1] != ':' || (size_t)(end - s - 1) >= sizeof host) {
-            snprintf(err, errlen, "'%s': expected [IPV6]:PORT", s);
-            return -1;
-        }
-        memcpy(host, s + 1, (size_t)(end - s - 1));
-        host[end - s - 1] = '\0';
-        port = end + 2;
-        bracket = 1;
-    } else {
-        const char *colon = strrchr(s, ':');
-        if (!colon || (size_t)(colon - s) >= sizeof host) {
-            snprintf(err, errlen, "'%s': expected HOST:PORT", s);
-            return -1;
-        }
-        memcpy(host, s, (size_t)(colon - s));
-        host[colon - s] = '\0';
-        if (strchr(host, ':')) {
-            snprintf(err, errlen, "'%s': write IPv6 addresses in brackets: [::1]:8080", s);
-            return -1;
-        }
-        port = colon + 1;
-    }
-    char *end;
-    errno = 0;
-    long p = strtol(port, &end, 10);
-    if (!*port || *end || errno || p < 0 || p > 65535) {
-        snprintf(err, errlen, "'%s': the port must be a number from 0 to 65535", s);
-        return -1;
-    }
-    if (strcmp(host, "*") == 0 || host[0] == '\0')
-        snprintf(host, sizeof host, "0.0.0.0");
-
-    struct addrinfo hints = {0}, *res;
-    hints.ai_family = bracket ? AF_INET6 : AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_PASSIVE | (bracket ? AI_NUMERICHOST : 0);
-    int rc = getaddrinfo(host, NULL, &hints, &res);
-    if (rc != 0) {
-        snprintf(err, errlen, "'%s': %s", s, gai_strerror(rc));
-        return -1;
-    }
-    memcpy(&out->ss, res->ai_addr, res->ai_addrlen);
-    out->len = res->ai_addrlen;
-    freeaddrinfo(res);
-    if (out->ss.ss_family == AF_INET)
-        ((struct sockaddr_in *)&out->ss)->sin_port = htons((uint16_t)p);
-    else
-        ((struct sockaddr_in6 *)&out->ss)->sin6_port = htons((uint16_t)p);
-    snprintf(out->text, sizeof out->text, "%s", s);
-    return 0;
-}
-
-static unsigned addr_port(const sv_addr *a)
-{
-    return ntohs(a->ss.ss_family == AF_INET ? ((const struct sockaddr_in *)&a->ss)->sin_port
-                                            : ((const struct sockaddr_in6 *)&a->ss)->sin6_port);
-}
-
-/* Writes a's numeric form with its actual port ("[::1]:8080"). */
-static void addr_format(const sv_addr *a, char *buf, size_t cap)
-{
-    char host[INET6_ADDRSTRLEN];
-    if (a->ss.ss_family == AF_INET) {
-        inet_ntop(AF_INET, &((const struct sockaddr_in *)&a->ss)->sin_addr, host, sizeof host);
-        snprintf(buf, cap, "%s:%u", host, addr_port(a));
-    } else {
-        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)&a->ss)->sin6_addr, host, sizeof host);
-        snprintf(buf, cap, "[%s]:%u", host, addr_port(a));
-    }
-}
-
-/* A bound, listening, non-blocking socket for a (SO_REUSEPORT when shared
- * by workers). @return the fd, or -1 with a sentence in err. */
-static int listen_socket(const sv_addr *a, int reuseport, char *err, size_t errlen)
-{
-    int one = 1;
-    int fd = socket(a->ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        goto out_err;
-    if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0)
-        goto out_close;
-    if (reuseport && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0)
-        goto out_close;
-    if (a->ss.ss_family == AF_INET6 &&
-        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one) != 0)
-        goto out_close;
-    if (bind(fd, (const struct sockaddr *)&a->ss, a->len) != 0)
-        goto out_close;
-    if (listen(fd, SV_LISTEN_BACKLOG) != 0)
-        goto out_close;
-    return fd;
-
-out_close:;
-    int e = errno;
-    close(fd);
-    errno = e;
-out_err:
-    snprintf(err, errlen, "cannot listen on %s: %s", a->text, strerror(errno));
-    return -1;
-}
-
-/* Whether another process already listens on a: a trial bind without
- * SO_REUSEPORT fails then. The workers' own bind would not, when that
- * process is a second servd of the same user, and the two would silently
- * share the connections (one of them perhaps with an old pack). Other
- * failures are left to listen_socket to report. @return 1 (with a
- * sentence in err) or 0. */
-static int port_taken(const sv_addr *a, char *err, size_t errlen)
-{
-    int one = 1, taken = 0;
-    int fd = socket(a->ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return 0;
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (a->ss.ss_family == AF_INET6)
-        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
-    if (bind(fd, (const struct sockaddr *)&a->ss, a->len) != 0 && errno == EADDRINUSE) {
-        snprintf(err, errlen,
-                 "cannot listen on %s: %s (another socket is bound to it: a server "
-                 "listening there, with which a second servd would share its connections, "
-                 "or a connection from that port)",
-                 a->text, strerror(EADDRINUSE));
-        taken = 1;
-    }
-    close(fd);
-    return taken;
-}
 
 /* ---- Worker loop ---- */
 
@@ -765,7 +626,7 @@ int sv_server_run(const sv_config *cfg, sv_snapshot *snap)
      * passed sockets: that is a hand-over, and the servd it takes over from
      * may still listen on the same --listen addresses. */
     for (int a = 0; cfg->ninherited == 0 && a < cfg->nlisten; a++)
-        if (addr_port(&cfg->listen[a]) != 0 && port_taken(&cfg->listen[a], err, sizeof err)) {
+        if (sv_addr_port(&cfg->listen[a]) != 0 && sv_addr_taken(&cfg->listen[a], err, sizeof err)) {
             fprintf(stderr, "servd: %s\n", err);
             goto out_free;
         }
@@ -773,35 +634,35 @@ int sv_server_run(const sv_config *cfg, sv_snapshot *snap)
      * connection, /metrics and /healthz accept one too. */
     if (cfg->has_admin) {
         srv->admin_fd = cfg->admin_inherited >= 0 ? cfg->admin_inherited
-                                                  : listen_socket(&cfg->admin, 0, err, sizeof err);
+                                                  : sv_addr_listen(&cfg->admin, 0, err, sizeof err);
         if (srv->admin_fd < 0) {
             fprintf(stderr, "servd: admin: %s\n", err);
             goto out_free;
         }
-        if (cfg->admin_inherited < 0 && addr_port(&cfg->admin) == 0) {
+        if (cfg->admin_inherited < 0 && sv_addr_port(&cfg->admin) == 0) {
             sv_addr bound = cfg->admin; /* port 0: say which port it took */
             socklen_t len = bound.len;
             if (getsockname(srv->admin_fd, (struct sockaddr *)&bound.ss, &len) == 0)
-                addr_format(&bound, admin_where, sizeof admin_where);
+                sv_addr_format(&bound, admin_where, sizeof admin_where);
         }
     }
     for (int a = 0; a < cfg->nlisten; a++) {
         sv_addr addr = cfg->listen[a];
         for (int i = 0; i < cfg->workers; i++) {
-            int fd = listen_socket(&addr, 1, err, sizeof err);
+            int fd = sv_addr_listen(&addr, 1, err, sizeof err);
             if (fd < 0) {
                 fprintf(stderr, "servd: %s\n", err);
                 goto out_free;
             }
             srv->workers[i]->lfd[a] = fd;
             srv->workers[i]->nlisten = a + 1;
-            if (addr_port(&addr) == 0) {
+            if (sv_addr_port(&addr) == 0) {
                 socklen_t len = addr.len;
                 getsockname(fd, (struct sockaddr *)&addr.ss, &len);
             }
         }
         char text[80];
-        addr_format(&addr, text, sizeof text);
+        sv_addr_format(&addr, text, sizeof text);
         int n = snprintf(where + wlen, sizeof where - wlen, "%s%s", a ? ", " : "", text);
         if (n > 0 && (size_t)n < sizeof where - wlen)
             wlen += (size_t)n;

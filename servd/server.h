@@ -24,6 +24,7 @@
 #include <sys/socket.h>
 #include <uv.h>
 
+#include "addr.h"
 #include "http.h"
 #include "metrics.h"
 #include "snapshot.h"
@@ -51,9 +52,6 @@
 /* Default maximum connections per worker: ~4 MiB of connection state at
  * most (about 400 bytes each), well under the fd limits servd asks for. */
 #define SV_DEFAULT_MAX_CONNS 10000
-/* listen() backlog: the kernel clamps it to net.core.somaxconn (4096 on
- * current kernels); a burst of 1500 new connections must not be dropped. */
-#define SV_LISTEN_BACKLOG 4096
 /* Connections accepted per readiness event before returning to the loop, so
  * a connection storm cannot delay reads on established connections. */
 #define SV_ACCEPT_BATCH 64
@@ -92,13 +90,6 @@
 #define SV_SWEEP_MS     1000
 #define SV_SWEEP_MIN_MS 50
 
-/* A listening address as given and as resolved. */
-typedef struct sv_addr {
-    struct sockaddr_storage ss;
-    socklen_t len;
-    char text[96]; /* "127.0.0.1:8080", "[::1]:8080" */
-} sv_addr;
-
 /* Everything the command line decides. */
 typedef struct sv_config {
     const char *pack_path;
@@ -121,10 +112,6 @@ typedef struct sv_config {
     int admin_inherited;        /* passed admin socket, or -1: bind admin */
     const struct sv_user *user; /* switch to it after binding (privdrop.c); NULL: stay */
 } sv_config;
-
-/* Parses "HOST:PORT", "[V6]:PORT" or "*:PORT" (all addresses).
- * @return 0, or -1 with a sentence in err. */
-int sv_addr_parse(const char *s, sv_addr *out, char *err, size_t errlen);
 
 /* Runs servd until it is stopped. Takes over the caller's reference on
  * snap. @return the process exit code (0 after a graceful stop, 1 when
