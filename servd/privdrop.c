@@ -37,7 +37,14 @@ int sv_user_lookup(const char *name, sv_user *out, char *err, size_t errlen)
     char *end;
     errno = 0;
     unsigned long num = strtoul(name, &end, 10);
-    int numeric = *end == '\0' && errno == 0 && name[0] >= '0' && name[0] <= '9';
+    int numeric = *end == '\0' && name[0] >= '0' && name[0] <= '9';
+    /* (uid_t)-1 means "unchanged" to setresuid; a larger number would wrap
+     * (4294967296 is uid 0): neither names a user */
+    if (numeric && (errno != 0 || num >= (unsigned long)(uid_t)-1)) {
+        snprintf(err, errlen, "--user '%s': not a user id (0 to %lu)", name,
+                 (unsigned long)(uid_t)-1 - 1);
+        return -1;
+    }
     for (;;) {
         char *nb = realloc(buf, cap);
         if (!nb) {

@@ -167,6 +167,14 @@ def t_without_root():
                         stderr=subprocess.PIPE, timeout=30)
     eq(rc.returncode, 2, "unknown user: exit status")
     ok(b"no-such-user-here" in rc.stderr, "unknown user: message %r" % rc.stderr)
+    # a number past the uid range must not wrap (2^32 is uid 0, root), and
+    # 2^32 - 1 is setresuid's "unchanged"
+    for uid in ("4294967296", "4294967295", "18446744073709551616"):
+        rc = subprocess.run([st.SERVD, "--pack", st.pack(st.WWW, "user-www.lmdb"),
+                             "--listen", "127.0.0.1:%d" % st.free_port(), "--user", uid],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30)
+        eq(rc.returncode, 2, "--user %s: exit status (%r)" % (uid, rc.stderr))
+        ok(b"not a user id" in rc.stderr, "--user %s: message %r" % (uid, rc.stderr))
     setpriv = shutil.which("setpriv")
     if setpriv is None:
         print("  SKIP (part): setpriv is not installed")
