@@ -330,18 +330,27 @@ int sv_admin_start(int fd, const char *addr_text, sv_metrics *m, atomic_int *sto
     }
     a->m = m;
     a->stopping = stopping;
-    uv_loop_init(&a->loop);
-    uv_tcp_init(&a->loop, &a->listener);
-    uv_async_init(&a->loop, &a->stop, on_stop);
+    /* out of descriptors (the loop's epoll, the eventfd) or memory: no admin */
+    if ((rc = uv_loop_init(&a->loop)) != 0) {
+        close(fd);
+        free(a);
+        snprintf(err, errlen, "%s: %s", addr_text, uv_strerror(rc));
+        return -1;
+    }
+    uv_tcp_init(&a->loop, &a->listener); /* no socket yet: cannot fail */
+    int stop_open = (rc = uv_async_init(&a->loop, &a->stop, on_stop)) == 0;
     a->listener.data = a->stop.data = a;
-    if ((rc = uv_tcp_open(&a->listener, fd)) != 0)
-        close(fd); /* the handle did not take it */
+    if (rc == 0 && (rc = uv_tcp_open(&a->listener, fd)) == 0)
+        fd = -1; /* the handle has it */
+    if (fd >= 0)
+        close(fd);
     if (rc != 0 ||
         (rc = uv_listen((uv_stream_t *)&a->listener, SV_ADMIN_BACKLOG, on_connection)) != 0 ||
         (rc = uv_thread_create(&a->thread, admin_main, a)) != 0) {
         snprintf(err, errlen, "%s: %s", addr_text, uv_strerror(rc));
         uv_close((uv_handle_t *)&a->listener, NULL); /* closes fd, if it took it */
-        uv_close((uv_handle_t *)&a->stop, NULL);
+        if (stop_open)
+            uv_close((uv_handle_t *)&a->stop, NULL);
         uv_run(&a->loop, UV_RUN_DEFAULT);
         uv_loop_close(&a->loop);
         free(a);

@@ -263,7 +263,25 @@ static void worker_main(void *arg)
     uv_async_send(&w->srv->done);
 }
 
-/* Sets up worker id's loop and handles (main thread, before its thread). */
+static void close_handle(uv_handle_t *h, void *arg)
+{
+    (void)arg;
+    if (!uv_is_closing(h))
+        uv_close(h, NULL);
+}
+
+/* Closes a loop that never ran, or whose thread could not start: its
+ * handles, then the loop (a worker's listening descriptors stay for
+ * worker_free). */
+static void discard_loop(uv_loop_t *loop)
+{
+    uv_walk(loop, close_handle, NULL);
+    uv_run(loop, UV_RUN_DEFAULT);
+    uv_loop_close(loop);
+}
+
+/* Sets up worker id's loop and handles (main thread, before its thread).
+ * @return 0, or a libuv error with nothing of the loop left open. */
 static int worker_init(sv_server *srv, sv_worker *w, int id)
 {
     const sv_config *cfg = srv->cfg;
@@ -274,9 +292,14 @@ static int worker_init(sv_server *srv, sv_worker *w, int id)
     w->log = srv->log;
     sv__list_init(&w->conns);
     sv__list_init(&w->ready);
-    if (uv_loop_init(&w->loop) != 0)
-        return -1;
-    uv_async_init(&w->loop, &w->wake, on_wake);
+    int rc = uv_loop_init(&w->loop);
+    if (rc != 0)
+        return rc;
+    /* out of descriptors (an eventfd) or memory: no worker */
+    if ((rc = uv_async_init(&w->loop, &w->wake, on_wake)) != 0) {
+        uv_loop_close(&w->loop);
+        return rc;
+    }
     uv_timer_init(&w->loop, &w->sweep);
     uv_timer_init(&w->loop, &w->accept_pause);
     uv_check_init(&w->loop, &w->turn_check);
@@ -296,7 +319,10 @@ static int worker_init(sv_server *srv, sv_worker *w, int id)
     uv_timer_start(&w->sweep, on_sweep, sweep, sweep);
 
     for (int i = 0; i < w->nlisten; i++) {
-        uv_poll_init_socket(&w->loop, &w->lpoll[i], w->lfd[i]);
+        if ((rc = uv_poll_init_socket(&w->loop, &w->lpoll[i], w->lfd[i])) != 0) {
+            discard_loop(&w->loop);
+            return rc;
+        }
         w->lpoll[i].data = w;
     }
     set_accepting(w, 1);
@@ -304,23 +330,6 @@ static int worker_init(sv_server *srv, sv_worker *w, int id)
     sv_snapshot_ref(w->snap);
     sv__clock_update(w);
     return 0;
-}
-
-static void close_handle(uv_handle_t *h, void *arg)
-{
-    (void)arg;
-    if (!uv_is_closing(h))
-        uv_close(h, NULL);
-}
-
-/* Closes the loop of a worker that was set up but whose thread could not
- * start: its handles, then the loop (the listening descriptors stay for
- * worker_free). */
-static void worker_discard_loop(sv_worker *w)
-{
-    uv_walk(&w->loop, close_handle, NULL);
-    uv_run(&w->loop, UV_RUN_DEFAULT);
-    uv_loop_close(&w->loop);
 }
 
 /* Frees a worker whose thread has finished (or never started). A worker
@@ -547,6 +556,46 @@ static void on_worker_done(uv_async_t *a)
     srv->watch = NULL;
 }
 
+/* The main loop: signals, the stop and retry timers, workers reporting
+ * back. @return 0, or a libuv error (out of descriptors: the loop's epoll,
+ * signal pipe and eventfd), with nothing left open. */
+static int main_loop_init(sv_server *srv)
+{
+    static const int signums[4] = {SIGHUP, SIGUSR1, SIGTERM, SIGINT};
+    /* The first loop of a process makes libuv's process-wide signal pipe
+     * after the loop's epoll descriptor, and libuv aborts when it cannot:
+     * three descriptors must be free. */
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) != 0)
+        return -errno;
+    int third = fcntl(p[0], F_DUPFD_CLOEXEC, 0), e = errno;
+    close(p[0]);
+    close(p[1]);
+    if (third < 0)
+        return -e;
+    close(third);
+    int rc = uv_loop_init(&srv->loop);
+    if (rc != 0)
+        return rc;
+    for (int i = 0; i < 4 && rc == 0; i++) {
+        if ((rc = uv_signal_init(&srv->loop, &srv->sig[i])) == 0) {
+            srv->sig[i].data = srv;
+            rc = uv_signal_start(&srv->sig[i], on_signal, signums[i]);
+        }
+    }
+    if (rc == 0 && (rc = uv_async_init(&srv->loop, &srv->done, on_worker_done)) == 0)
+        srv->done.data = srv;
+    if (rc != 0) {
+        discard_loop(&srv->loop);
+        return rc;
+    }
+    uv_timer_init(&srv->loop, &srv->stop_timer);
+    srv->stop_timer.data = srv;
+    uv_timer_init(&srv->loop, &srv->retry_timer);
+    srv->retry_timer.data = srv;
+    return 0;
+}
+
 /* Descriptors servd needs besides connections: the pack, the log, the
  * admin socket and its clients, and each worker's loop and listeners. */
 #define SV_FD_SLACK(workers) (64 + (rlim_t)(workers)*8)
@@ -584,7 +633,7 @@ static void raise_fd_limit(const sv_config *cfg)
 int sv_server_run(const sv_config *cfg, sv_snapshot *snap)
 {
     char err[1024];
-    int rc = 1, abandoned_log = 0;
+    int rc = 1, abandoned_log = 0, main_loop = 0;
     sv_server *srv = calloc(1, sizeof *srv);
     if (!srv) {
         fprintf(stderr, "servd: out of memory\n");
@@ -614,6 +663,14 @@ int sv_server_run(const sv_config *cfg, sv_snapshot *snap)
         srv->workers[i] = w;
         pthread_mutex_init(&srv->slots[i].lock, NULL);
     }
+    /* The main loop before any socket or thread: libuv makes a process-wide
+     * pipe at the first loop, and aborts when it cannot (out of descriptors) */
+    int uvrc = main_loop_init(srv);
+    if (uvrc != 0) {
+        fprintf(stderr, "servd: cannot set up the main loop: %s\n", uv_strerror(uvrc));
+        goto out_free;
+    }
+    main_loop = 1;
 
     /* Sockets first, so that every startup error comes before any thread.
      * Port 0 takes the port the first socket got for all workers. */
@@ -723,20 +780,6 @@ int sv_server_run(const sv_config *cfg, sv_snapshot *snap)
         }
     }
 
-    /* The main loop: signals, the stop timer, workers reporting back. */
-    static const int signums[4] = {SIGHUP, SIGUSR1, SIGTERM, SIGINT};
-    uv_loop_init(&srv->loop);
-    for (int i = 0; i < 4; i++) {
-        uv_signal_init(&srv->loop, &srv->sig[i]);
-        srv->sig[i].data = srv;
-        uv_signal_start(&srv->sig[i], on_signal, signums[i]);
-    }
-    uv_timer_init(&srv->loop, &srv->stop_timer);
-    srv->stop_timer.data = srv;
-    uv_timer_init(&srv->loop, &srv->retry_timer);
-    srv->retry_timer.data = srv;
-    uv_async_init(&srv->loop, &srv->done, on_worker_done);
-    srv->done.data = srv;
     sv_file_seen serving = {snap->file, snap->stamp, 0};
     if (cfg->watch && sv_watch_start(&srv->loop, cfg->pack_path, &serving, cfg->watch_poll_ms,
                                      on_pack_changed, srv, &srv->watch) != 0)
@@ -745,19 +788,37 @@ int sv_server_run(const sv_config *cfg, sv_snapshot *snap)
     int start_failed = 0;
     for (int i = 0; i < cfg->workers; i++) {
         sv_worker *w = srv->workers[i];
-        int ready = worker_init(srv, w, i) == 0;
-        if (!ready || uv_thread_create(&w->thread, worker_main, w) != 0) {
-            fprintf(stderr, "servd: cannot start worker %d\n", i);
+        int wrc = worker_init(srv, w, i), ready = wrc == 0;
+        if (ready)
+            wrc = uv_thread_create(&w->thread, worker_main, w);
+        if (wrc != 0) {
+            fprintf(stderr, "servd: cannot start worker %d: %s\n", i, uv_strerror(wrc));
             if (ready)
-                worker_discard_loop(w);
-            if (i == 0)
-                exit(1); /* nothing runs yet */
-            /* the started workers stop as on SIGTERM; the exit says "not set up" */
+                discard_loop(&w->loop);
+            /* the started workers stop as on SIGTERM; the exit says "not set
+             * up". Not exit(): the admin and log threads may be running. */
             start_failed = 1;
-            begin_stop(srv, "startup failure");
+            if (i > 0)
+                begin_stop(srv, "startup failure");
             break;
         }
         srv->nstarted = i + 1;
+    }
+    /* Everything is open: a limit that leaves no descriptor for a single
+     * connection would keep every client waiting in the backlog. */
+    int spare = start_failed ? -1 : fcntl(srv->workers[0]->lfd[0], F_DUPFD_CLOEXEC, 0);
+    if (spare >= 0) {
+        close(spare);
+    } else if (!start_failed) {
+        int e = errno;
+        struct rlimit rl = {0, 0};
+        getrlimit(RLIMIT_NOFILE, &rl);
+        fprintf(stderr,
+                "servd: the descriptor limit (%llu) leaves none for connections: %s; raise it "
+                "(ulimit -n, LimitNOFILE=)\n",
+                (unsigned long long)rl.rlim_cur, strerror(e));
+        start_failed = 1;
+        begin_stop(srv, "startup failure");
     }
     if (!start_failed) {
         fprintf(stderr, "servd: serving pack %s (%llu paths) from %s\n", snap->id_hex,
@@ -767,13 +828,19 @@ int sv_server_run(const sv_config *cfg, sv_snapshot *snap)
                 cfg->has_admin ? admin_where : "");
     }
 
-    uv_run(&srv->loop, UV_RUN_DEFAULT);
-    for (int i = 0; i < srv->nstarted; i++)
-        uv_thread_join(&srv->workers[i]->thread);
-    uv_close((uv_handle_t *)&srv->done, NULL);
-    uv_run(&srv->loop, UV_RUN_NOWAIT);
-    uv_loop_close(&srv->loop);
-    fprintf(stderr, "servd: stopped\n");
+    if (srv->nstarted > 0) {
+        uv_run(&srv->loop, UV_RUN_DEFAULT);
+        for (int i = 0; i < srv->nstarted; i++)
+            uv_thread_join(&srv->workers[i]->thread);
+        uv_close((uv_handle_t *)&srv->done, NULL);
+        uv_run(&srv->loop, UV_RUN_NOWAIT);
+        uv_loop_close(&srv->loop);
+        main_loop = 0;
+        fprintf(stderr, "servd: stopped\n");
+    } else if (srv->watch) { /* no worker to wait for: out_free closes the loop */
+        sv_watch_stop(srv->watch);
+        srv->watch = NULL;
+    }
     rc = start_failed;
 
     if (srv->admin)
@@ -782,11 +849,13 @@ out_close_log:
     if (sv_log_close(srv->log, SV_LOG_CLOSE_MS) != 0)
         abandoned_log = 1;
 out_free:
+    if (main_loop)
+        discard_loop(&srv->loop); /* startup failed after it was set up */
     if (srv->admin_fd >= 0)
         close(srv->admin_fd);
-    for (int i = 0; srv->workers && i < cfg->workers; i++) {
-        if (srv->workers[i])
-            worker_free(srv->workers[i], i < srv->nstarted);
+    /* workers and their slot locks were set up together, in order */
+    for (int i = 0; srv->workers && i < cfg->workers && srv->workers[i]; i++) {
+        worker_free(srv->workers[i], i < srv->nstarted);
         pthread_mutex_destroy(&srv->slots[i].lock);
     }
     free(srv->workers);

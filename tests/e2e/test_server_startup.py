@@ -372,6 +372,48 @@ def t_descriptor_limit_far_below_max_conns_is_warned():
             ok("descriptor limit" not in err, "--max-conns 50: room for all: %r" % err)
 
 
+def t_every_descriptor_limit_serves_or_exits_1():
+    """Under any hard RLIMIT_NOFILE, however low, servd either starts and serves or exits
+    1 with a message naming what it could not open: never a crash. libuv aborted the
+    process when its first loop could not make its signal pipe (limits 8 and 9 here)."""
+    import resource
+    log = os.path.join(st.tmpdir(), "fdlimits.log")
+    outcomes = {}
+    for n in range(4, 41):
+        def limit():
+            resource.setrlimit(resource.RLIMIT_NOFILE, (n, n))
+        port, adm = st.free_port(), st.free_port()
+        errpath = os.path.join(st.tmpdir(), "fdlimits.err")
+        with open(errpath, "wb") as errf:
+            p = subprocess.Popen([st.SERVD, "--pack", good_pack(), "--listen",
+                                  "127.0.0.1:%d" % port, "--workers", "2", "--max-conns", "4",
+                                  "--admin", "127.0.0.1:%d" % adm, "--access-log", log],
+                                 stdin=subprocess.DEVNULL, stdout=errf, stderr=errf,
+                                 preexec_fn=limit)
+        try:
+            deadline = time.time() + REFUSE_TIMEOUT
+            while (time.time() < deadline and p.poll() is None
+                   and b"listening on" not in open(errpath, "rb").read()):
+                time.sleep(0.02)
+            if p.poll() is None:
+                eq(st.get(port, "/").status, 200, "limit %d: served" % n)
+                p.send_signal(signal.SIGTERM)
+                eq(p.wait(timeout=20), 0, "limit %d: exit status after SIGTERM" % n)
+                outcomes[n] = "served"
+            else:
+                err = open(errpath, "rb").read().decode(errors="replace")
+                eq(p.returncode, 1, "limit %d: exit status (stderr %r)" % (n, err))
+                ok(re.search(r"(?i)too many open files", err) is not None,
+                   "limit %d: the message names the cause: %r" % (n, err))
+                outcomes[n] = "exit 1"
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    ok(outcomes[4] == "exit 1" and outcomes[40] == "served",
+       "the lowest limit refused, the highest served: %s" % outcomes)
+
+
 def t_a_second_servd_on_the_same_port_is_refused():
     """SO_REUSEPORT would let a second servd of the same user share the port (and the
     connections); it must be refused like any other taken address."""
