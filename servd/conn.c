@@ -32,7 +32,8 @@
  *
  * Closing: after a response that ends the connection, the write side is shut
  * down once everything is written and the input is drained for up to
- * SV_LINGER_MS (lingering close), then the socket is closed.
+ * SV_LINGER_MS (lingering close), then the socket is closed. The timeouts
+ * that close a connection, and the stop, are in sweep.c.
  */
 #include "conn.h"
 
@@ -42,8 +43,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <linux/sockios.h>
-#include <sys/ioctl.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -133,12 +132,12 @@ static int grow_input(sv_conn *c)
 
 /* ---- State changes ---- */
 
-static size_t queued(sv_conn *c)
+size_t sv__conn_queued(sv_conn *c)
 {
     return STREAM(c)->write_queue_size;
 }
 
-static void conn_close(sv_conn *c)
+void sv__conn_close(sv_conn *c)
 {
     if (c->state == SV_CS_CLOSED)
         return;
@@ -146,8 +145,8 @@ static void conn_close(sv_conn *c)
      * kernel took whatever libuv no longer holds (a response cut off by a
      * client that went away still sent those bytes). Exact when the close
      * comes from anywhere but a failed write (see on_write). */
-    if (c->wr_queued > queued(c))
-        sv__count(&c->w->ctr->bytes_sent, c->wr_queued - queued(c));
+    if (c->wr_queued > sv__conn_queued(c))
+        sv__count(&c->w->ctr->bytes_sent, c->wr_queued - sv__conn_queued(c));
     c->wr_queued = 0;
     c->state = SV_CS_CLOSED;
     if (c->in_ready) {
@@ -175,7 +174,7 @@ static void start_reading(sv_conn *c)
     if (c->reading)
         return;
     if (uv_read_start(STREAM(c), on_alloc, on_read) != 0) {
-        conn_close(c);
+        sv__conn_close(c);
         return;
     }
     c->reading = 1;
@@ -211,7 +210,7 @@ static void on_shutdown(uv_shutdown_t *req, int status)
     if (c->state == SV_CS_CLOSED)
         return;
     if (status < 0 || c->eof) {
-        conn_close(c);
+        sv__conn_close(c);
         return;
     }
     /* Everything is written and the FIN sent: drain input until the client
@@ -230,20 +229,20 @@ static void start_shutdown(sv_conn *c)
     uv_shutdown_t *req = malloc(sizeof *req);
     if (!req || uv_shutdown(req, STREAM(c), on_shutdown) != 0) {
         free(req);
-        conn_close(c);
+        sv__conn_close(c);
         return;
     }
     c->shut = 1;
 }
 
 /* Closes now, or after its queued responses when it has any. */
-static void close_when_written(sv_conn *c)
+void sv__conn_close_when_written(sv_conn *c)
 {
-    if (queued(c)) {
+    if (sv__conn_queued(c)) {
         close_after_write(c);
         start_shutdown(c);
     } else {
-        conn_close(c);
+        sv__conn_close(c);
     }
 }
 
@@ -413,7 +412,7 @@ static size_t process(sv_conn *c, const char *buf, size_t len)
             c->drain -= d;
             continue;
         }
-        if (c->turn_bytes >= SV_CONN_TURN_BYTES || queued(c) >= SV_CONN_TURN_BYTES ||
+        if (c->turn_bytes >= SV_CONN_TURN_BYTES || sv__conn_queued(c) >= SV_CONN_TURN_BYTES ||
             c->wr_heap >= SV_CONN_HEAP_BYTES) {
             c->paused = 1;
             break;
@@ -451,7 +450,7 @@ static void keep(sv_conn *c, const char *p, size_t n)
     c->in = c->paused ? malloc(n) : inbuf_get(c->w);
     if (!c->in) {
         sv__count(&c->w->ctr->errors[SV_ERR_NOMEM], 1);
-        conn_close(c);
+        sv__conn_close(c);
         return;
     }
     memcpy(c->in, p, n);
@@ -471,8 +470,6 @@ static void consume_held(sv_conn *c)
         memmove(c->in, c->in + used, c->inlen);
 }
 
-static int request_coming(sv_conn *c);
-
 /* Bookkeeping after input was processed: timeouts and pausing. */
 static void after_input(sv_conn *c)
 {
@@ -481,7 +478,7 @@ static void after_input(sv_conn *c)
     if (c->paused) {
         stop_reading(c);
         c->t_head = 0;
-        if (queued(c) == 0)
+        if (sv__conn_queued(c) == 0)
             defer(c);
         return;
     }
@@ -493,8 +490,8 @@ static void after_input(sv_conn *c)
         /* Stopping: the stop kept this connection for a request body still
          * arriving (sv__conn_stop_all); drained, with nothing more coming,
          * it would otherwise idle until --shutdown-timeout. */
-        if (c->w->draining && !request_coming(c))
-            close_when_written(c);
+        if (c->w->draining && !sv__conn_request_coming(c))
+            sv__conn_close_when_written(c);
     }
 }
 
@@ -528,7 +525,7 @@ static void on_ready(uv_idle_t *idle)
         sv_conn *c = SV__CONTAINER(list.next, sv_conn, ready);
         sv__list_del(&c->ready);
         c->in_ready = 0;
-        if (c->state == SV_CS_OPEN && c->paused && queued(c) == 0)
+        if (c->state == SV_CS_OPEN && c->paused && sv__conn_queued(c) == 0)
             resume(c);
     }
 }
@@ -575,7 +572,7 @@ static int queue_rest(sv_conn *c, unsigned n, size_t done, size_t rest)
     /* libuv copies an iovec array longer than its 4 inline ones */
     wr->heap = sizeof *wr + copy + (n - i > 4 ? (n - i) * sizeof(uv_buf_t) : 0);
     sv_snapshot_ref(wr->snap);
-    if (queued(c) == 0)
+    if (sv__conn_queued(c) == 0)
         c->t_progress = uv_now(&w->loop);
     if (uv_write(&wr->req, STREAM(c), iov + i, n - i, on_write) != 0) {
         sv_snapshot_unref(wr->snap);
@@ -675,11 +672,11 @@ static void flush(sv_conn *c)
         return;
     if (n) {
         size_t done = 0;
-        if (queued(c) == 0) {
+        if (sv__conn_queued(c) == 0) {
             ssize_t r = write_now(c, w->iov, n);
             if (r < 0) {
                 sv__count(&w->ctr->errors[SV_ERR_WRITE], 1);
-                conn_close(c);
+                sv__conn_close(c);
                 return;
             }
             done = (size_t)r;
@@ -690,7 +687,7 @@ static void flush(sv_conn *c)
             c->in_kernel = 1;
         }
         if (done < total && queue_rest(c, n, done, total - done) != 0) {
-            conn_close(c);
+            sv__conn_close(c);
             return;
         }
         c->produced += total;
@@ -725,13 +722,13 @@ static void on_write(uv_write_t *req, int status)
         if (acked > counted)
             sv__count(&w->ctr->bytes_sent, acked - counted < bytes ? acked - counted : bytes);
         sv__count(&w->ctr->errors[SV_ERR_WRITE], 1);
-        conn_close(c);
+        sv__conn_close(c);
         return;
     }
     sv__count(&w->ctr->bytes_sent, bytes);
     c->t_active = c->t_progress = uv_now(&w->loop);
     c->in_kernel = 1;
-    if (c->state == SV_CS_OPEN && c->paused && queued(c) == 0)
+    if (c->state == SV_CS_OPEN && c->paused && sv__conn_queued(c) == 0)
         resume(c);
 }
 
@@ -763,8 +760,8 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         return;
     if (c->state == SV_CS_LINGER) {
         if (nread < 0)
-            conn_close(c); /* the client closed too: done */
-        return;            /* input after our last response is discarded */
+            sv__conn_close(c); /* the client closed too: done */
+        return;                /* input after our last response is discarded */
     }
     if (c->state != SV_CS_OPEN)
         return;
@@ -774,12 +771,12 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
                 sv__count(&w->ctr->errors[SV_ERR_NOMEM], 1);
             else if (nread != UV_ECONNRESET)
                 sv__count(&w->ctr->errors[SV_ERR_READ], 1);
-            conn_close(c);
+            sv__conn_close(c);
             return;
         }
         /* The client will send nothing more; finish what is queued. */
-        if (queued(c) == 0) {
-            conn_close(c);
+        if (sv__conn_queued(c) == 0) {
+            sv__conn_close(c);
             return;
         }
         c->eof = 1;
@@ -828,135 +825,8 @@ void sv__conn_accept(sv_worker *w, int fd)
     c->t_head = c->t_active = uv_now(&w->loop);
     if (uv_tcp_open(&c->tcp, fd) != 0) {
         close(fd);
-        conn_close(c);
+        sv__conn_close(c);
         return;
     }
     start_reading(c);
-}
-
-/* Response bytes the kernel still holds for c: written to the socket but not
- * yet acknowledged by the client (SIOCOUTQ; the FIN after a shutdown counts
- * one). The send buffer grows to net.ipv4.tcp_wmem's maximum (4 MiB by
- * default), so for a slow reader this is seconds or minutes of its reading
- * while servd's own write queue stands still or is empty. */
-static size_t kernel_unacked(sv_conn *c)
-{
-    uv_os_fd_t fd;
-    int n = 0;
-    if (uv_fileno((uv_handle_t *)&c->tcp, &fd) != 0 || ioctl(fd, SIOCOUTQ, &n) != 0 || n < 0)
-        return 0;
-    return (size_t)n;
-}
-
-/* The timeouts, checked every sweep. A connection with response bytes in
- * flight - in its write queue or in the kernel's send queue - is judged by
- * the send timeout alone: it is closed when the client acknowledged none of
- * them for --send-timeout (bytes added to the flight are not progress: a
- * client that pipelines requests but never reads would otherwise be kept
- * until its responses filled the kernel's buffer and the per-turn cap
- * paused it). The acknowledged count is what servd produced minus what is
- * in flight. Only when
- * the client has taken everything do the idle, header and linger timers
- * apply, counting from the last sweep that saw bytes in flight. The kernel
- * is asked only about connections that wrote since it was last seen empty
- * (in_kernel), so idle connections cost no system call. */
-void sv__conn_sweep(sv_worker *w)
-{
-    uint64_t now = uv_now(&w->loop);
-    const sv_config *cfg = w->cfg;
-    for (sv_link *l = w->conns.next; l != &w->conns; l = l->next) {
-        sv_conn *c = SV__CONTAINER(l, sv_conn, link);
-        if (c->state == SV_CS_CLOSED)
-            continue;
-        size_t flight = queued(c);
-        if (flight || c->in_kernel) {
-            size_t k = kernel_unacked(c);
-            c->in_kernel = k > 0;
-            flight += k;
-        }
-        if (flight) {
-            c->t_active = now; /* a response is on its way: not idle */
-            uint64_t acked = c->produced > flight ? c->produced - flight : 0; /* a FIN counts 1 */
-            if (!c->flight_seen || acked > c->acked_seen) {
-                c->flight_seen = 1;
-                c->acked_seen = acked;
-                c->t_progress = now;
-            } else if (now - c->t_progress >= cfg->send_ms) {
-                sv__count(&w->ctr->timeouts[SV_TO_SEND], 1);
-                conn_close(c);
-            }
-            continue;
-        }
-        c->flight_seen = 0;
-        if (c->state == SV_CS_LINGER) {
-            if (now - c->t_active >= SV_LINGER_MS)
-                conn_close(c);
-        } else if (c->state == SV_CS_OPEN && !c->paused) {
-            if (c->t_head) {
-                if (now - c->t_head >= cfg->header_ms) {
-                    sv__count(&w->ctr->timeouts[SV_TO_HEADER], 1);
-                    conn_close(c);
-                }
-            } else if (now - c->t_active >= cfg->idle_ms) {
-                sv__count(&w->ctr->timeouts[SV_TO_IDLE], 1);
-                conn_close(c);
-            }
-        }
-    }
-}
-
-/* During a graceful stop: is a request on its way on this connection,
- * although nothing is queued? A fresh connection whose first head has not
- * come yet (t_head is set at accept), a head arriving, held input, or bytes
- * the kernel holds that the loop has not read. Closing such a connection
- * would throw away a request the client has already sent - during a restart
- * (socket activation hands the queue to the next servd), a failed request.
- * These are answered with Connection: close instead (answer() sees
- * draining); the header timeout and --shutdown-timeout still bound them. */
-static int request_coming(sv_conn *c)
-{
-    uv_os_fd_t fd;
-    char b;
-    if (c->t_head || c->inlen || c->drain || c->paused)
-        return 1;
-    return uv_fileno((uv_handle_t *)&c->tcp, &fd) == 0 &&
-           recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) > 0;
-}
-
-void sv__conn_stop_all(sv_worker *w, int force)
-{
-    if (force && w->nconns) {
-        /* Say what the graceful stop was still waiting for: the forced
-         * close is the exception, and the reason is gone once it is done. */
-        unsigned queued_n = 0, head = 0, held = 0, paused = 0, body = 0, open = 0;
-        for (sv_link *l = w->conns.next; l != &w->conns; l = l->next) {
-            sv_conn *c = SV__CONTAINER(l, sv_conn, link);
-            if (c->state == SV_CS_CLOSED)
-                continue;
-            open++;
-            queued_n += queued(c) != 0;
-            head += c->t_head != 0;
-            held += c->inlen != 0;
-            paused += c->paused != 0;
-            body += c->drain != 0;
-        }
-        fprintf(stderr,
-                "servd: worker %d: closing %u connections (%u with responses queued, %u with "
-                "a head pending, %u with input held, %u paused, %u with a body to drain)\n",
-                w->id, open, queued_n, head, held, paused, body);
-    }
-    for (sv_link *l = w->conns.next; l != &w->conns; l = l->next) {
-        sv_conn *c = SV__CONTAINER(l, sv_conn, link);
-        if (c->state == SV_CS_CLOSED)
-            continue;
-        if (force) {
-            conn_close(c);
-        } else if (c->state == SV_CS_OPEN) {
-            /* A request on its way is answered (with Connection: close)
-             * even behind queued responses: a pipelined client's held
-             * requests were sent, and dropping them would fail them. */
-            if (!request_coming(c))
-                close_when_written(c); /* responses in flight first; idle: at once */
-        }
-    }
 }

@@ -65,11 +65,25 @@ typedef struct sv_conn {
  * the fd on failure. */
 void sv__conn_accept(sv_worker *w, int fd);
 
-/* Closes connections whose timeout passed (called every sweep). */
+/* Bytes of c's responses libuv still holds (its write queue). */
+size_t sv__conn_queued(sv_conn *c);
+
+/* Closes c now: queued writes are cancelled. Safe on a closed connection. */
+void sv__conn_close(sv_conn *c);
+
+/* Closes c now, or after its queued responses when it has any. */
+void sv__conn_close_when_written(sv_conn *c);
+
+/* sweep.c: whether a request is on its way on c although nothing is queued
+ * (see there); a graceful stop answers it before closing. */
+int sv__conn_request_coming(sv_conn *c);
+
+/* sweep.c: closes connections whose timeout passed (called every sweep). */
 void sv__conn_sweep(sv_worker *w);
 
-/* Graceful stop: closes connections with nothing in flight and lets the
- * others finish their queued responses and then close. force closes all. */
+/* sweep.c: graceful stop: closes connections with nothing in flight and
+ * lets the others finish their queued responses and then close. force
+ * closes all. */
 void sv__conn_stop_all(sv_worker *w, int force);
 
 #endif

@@ -1,0 +1,138 @@
+/*
+ * sweep.c - what a worker checks every sweep and at a stop: the timeouts of
+ * its connections (send, idle, header, linger), and the graceful or forced
+ * close of all of them. The request path itself is conn.c.
+ */
+#include "conn.h"
+
+#include <linux/sockios.h>
+#include <stdio.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+
+/* Response bytes the kernel still holds for c: written to the socket but not
+ * yet acknowledged by the client (SIOCOUTQ; the FIN after a shutdown counts
+ * one). The send buffer grows to net.ipv4.tcp_wmem's maximum (4 MiB by
+ * default), so for a slow reader this is seconds or minutes of its reading
+ * while servd's own write queue stands still or is empty. */
+static size_t kernel_unacked(sv_conn *c)
+{
+    uv_os_fd_t fd;
+    int n = 0;
+    if (uv_fileno((uv_handle_t *)&c->tcp, &fd) != 0 || ioctl(fd, SIOCOUTQ, &n) != 0 || n < 0)
+        return 0;
+    return (size_t)n;
+}
+
+/* The timeouts, checked every sweep. A connection with response bytes in
+ * flight - in its write queue or in the kernel's send queue - is judged by
+ * the send timeout alone: it is closed when the client acknowledged none of
+ * them for --send-timeout (bytes added to the flight are not progress: a
+ * client that pipelines requests but never reads would otherwise be kept
+ * until its responses filled the kernel's buffer and the per-turn cap
+ * paused it). The acknowledged count is what servd produced minus what is
+ * in flight. Only when
+ * the client has taken everything do the idle, header and linger timers
+ * apply, counting from the last sweep that saw bytes in flight. The kernel
+ * is asked only about connections that wrote since it was last seen empty
+ * (in_kernel), so idle connections cost no system call. */
+void sv__conn_sweep(sv_worker *w)
+{
+    uint64_t now = uv_now(&w->loop);
+    const sv_config *cfg = w->cfg;
+    for (sv_link *l = w->conns.next; l != &w->conns; l = l->next) {
+        sv_conn *c = SV__CONTAINER(l, sv_conn, link);
+        if (c->state == SV_CS_CLOSED)
+            continue;
+        size_t flight = sv__conn_queued(c);
+        if (flight || c->in_kernel) {
+            size_t k = kernel_unacked(c);
+            c->in_kernel = k > 0;
+            flight += k;
+        }
+        if (flight) {
+            c->t_active = now; /* a response is on its way: not idle */
+            uint64_t acked = c->produced > flight ? c->produced - flight : 0; /* a FIN counts 1 */
+            if (!c->flight_seen || acked > c->acked_seen) {
+                c->flight_seen = 1;
+                c->acked_seen = acked;
+                c->t_progress = now;
+            } else if (now - c->t_progress >= cfg->send_ms) {
+                sv__count(&w->ctr->timeouts[SV_TO_SEND], 1);
+                sv__conn_close(c);
+            }
+            continue;
+        }
+        c->flight_seen = 0;
+        if (c->state == SV_CS_LINGER) {
+            if (now - c->t_active >= SV_LINGER_MS)
+                sv__conn_close(c);
+        } else if (c->state == SV_CS_OPEN && !c->paused) {
+            if (c->t_head) {
+                if (now - c->t_head >= cfg->header_ms) {
+                    sv__count(&w->ctr->timeouts[SV_TO_HEADER], 1);
+                    sv__conn_close(c);
+                }
+            } else if (now - c->t_active >= cfg->idle_ms) {
+                sv__count(&w->ctr->timeouts[SV_TO_IDLE], 1);
+                sv__conn_close(c);
+            }
+        }
+    }
+}
+
+/* During a graceful stop: is a request on its way on this connection,
+ * although nothing is queued? A fresh connection whose first head has not
+ * come yet (t_head is set at accept), a head arriving, held input, or bytes
+ * the kernel holds that the loop has not read. Closing such a connection
+ * would throw away a request the client has already sent - during a restart
+ * (socket activation hands the queue to the next servd), a failed request.
+ * These are answered with Connection: close instead (answer() sees
+ * draining); the header timeout and --shutdown-timeout still bound them. */
+int sv__conn_request_coming(sv_conn *c)
+{
+    uv_os_fd_t fd;
+    char b;
+    if (c->t_head || c->inlen || c->drain || c->paused)
+        return 1;
+    return uv_fileno((uv_handle_t *)&c->tcp, &fd) == 0 &&
+           recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) > 0;
+}
+
+void sv__conn_stop_all(sv_worker *w, int force)
+{
+    if (force && w->nconns) {
+        /* Say what the graceful stop was still waiting for: the forced
+         * close is the exception, and the reason is gone once it is done. */
+        unsigned queued_n = 0, head = 0, held = 0, paused = 0, body = 0, open = 0;
+        for (sv_link *l = w->conns.next; l != &w->conns; l = l->next) {
+            sv_conn *c = SV__CONTAINER(l, sv_conn, link);
+            if (c->state == SV_CS_CLOSED)
+                continue;
+            open++;
+            queued_n += sv__conn_queued(c) != 0;
+            head += c->t_head != 0;
+            held += c->inlen != 0;
+            paused += c->paused != 0;
+            body += c->drain != 0;
+        }
+        fprintf(stderr,
+                "servd: worker %d: closing %u connections (%u with responses queued, %u with "
+                "a head pending, %u with input held, %u paused, %u with a body to drain)\n",
+                w->id, open, queued_n, head, held, paused, body);
+    }
+    for (sv_link *l = w->conns.next; l != &w->conns; l = l->next) {
+        sv_conn *c = SV__CONTAINER(l, sv_conn, link);
+        if (c->state == SV_CS_CLOSED)
+            continue;
+        if (force) {
+            sv__conn_close(c);
+        } else if (c->state == SV_CS_OPEN) {
+            /* A request on its way is answered (with Connection: close)
+             * even behind queued responses: a pipelined client's held
+             * requests were sent, and dropping them would fail them. */
+            if (!sv__conn_request_coming(c))
+                sv__conn_close_when_written(c); /* responses in flight first; idle: at once */
+        }
+    }
+}
