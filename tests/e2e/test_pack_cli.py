@@ -246,6 +246,20 @@ def main():
             else:
                 print("SKIP: mount --bind is not permitted here")
 
+        # A file over the 1 GiB limit (servd-pack(1)) is refused by its size, before it
+        # is read (a sparse file: no disk, no time).
+        huge_root = os.path.join(work, "huge-site")
+        os.makedirs(huge_root)
+        with open(os.path.join(huge_root, "index.html"), "wb") as f:
+            f.write(b"<p>small</p>\n")
+        huge = os.path.join(huge_root, "disk.img")
+        with open(huge, "wb") as f:
+            f.truncate((1 << 30) + 1)
+        expect_failure(["build", huge_root, "-o", out], 1,
+                       [huge, "1073741825 bytes is larger than the limit of 1073741824 bytes"],
+                       "a file of 1 GiB + 1 byte", outdir, out)
+        shutil.rmtree(huge_root)
+
         # Packs that are not packs.
         notpack = os.path.join(work, "not.lmdb")
         with open(notpack, "wb") as f:
