@@ -590,6 +590,30 @@ def t_access_log_lines_lost_to_write_errors_are_counted():
         ok("cannot write the access log /dev/full" in s.read_log(), "the failure is logged")
 
 
+def t_access_log_over_the_file_size_limit_loses_lines_not_the_server():
+    """A file size limit (ulimit -f, LimitFSIZE=) reached by the access log: the default
+    action of SIGXFSZ killed servd, silently. The write must fail instead (EFBIG), the
+    lines be counted as lost, and servd go on serving."""
+    import resource
+    adm = st.free_port()
+    log = os.path.join(st.tmpdir(), "fsize-access.log")
+    if os.path.exists(log):
+        os.unlink(log)
+    with st.Servd(pack(), extra=["--access-log", log, "--admin", "127.0.0.1:%d" % adm]) as s:
+        limit = 2000  # the access log's; servd's own log (stderr) stays far below it
+        resource.prlimit(s.proc.pid, resource.RLIMIT_FSIZE,
+                         (limit, resource.prlimit(s.proc.pid, resource.RLIMIT_FSIZE)[1]))
+        for _ in range(30):
+            eq(st.get(s.port, "/index.html").status, 200, "served past the limit")
+        m = st.wait_metrics(adm, lambda m: m["servd_access_log_dropped_total"] > 0)
+        ok(m["servd_access_log_dropped_total"] > 0, "lines lost are counted")
+        ok(s.proc.poll() is None, "servd is still running (exit %r)" % s.proc.poll())
+        ok(os.path.getsize(log) <= limit, "the log stopped at the limit")
+        eq(st.get(s.port, "/index.html").status, 200, "served after the log failed")
+        ok(re.search(r"cannot write the access log .*File too large", s.read_log()) is not None,
+           "the failure is logged: %r" % s.read_log())
+
+
 def t_access_log_blocked_writer_does_not_block_the_stop():
     """A FIFO whose reader stopped reading: serving goes on (lines are dropped), and
     SIGTERM still exits 0, the log thread left behind after a bounded wait."""
