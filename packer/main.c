@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -303,6 +304,10 @@ int main(int argc, char **argv)
      * buffering writes each line with one write(2); the progress bar, which
      * ends no line, flushes itself. */
     setvbuf(stderr, NULL, _IOLBF, 0);
+    /* A file size limit (ulimit -f) must fail a write with EFBIG and a
+     * message naming the file, not kill the process with temporary files
+     * left behind. */
+    signal(SIGXFSZ, SIG_IGN);
     if (argc < 2) {
         fputs(usage_text, stderr);
         return PK_EXIT_USAGE;

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -395,11 +396,23 @@ static void note_space(build *b, int io_error)
     size_t n = strlen(b->err);
     char h[32];
     pk_human_bytes(have >= 0 ? (uint64_t)have : 0, h, sizeof h);
-    if (related && have >= 0 && n < sizeof b->err)
+    /* A file size limit (ulimit -f, LimitFSIZE=) stops the write as a full
+     * disk does: EFBIG, or a short write LMDB reports as EIO. */
+    struct rlimit fs;
+    if (related && getrlimit(RLIMIT_FSIZE, &fs) == 0 && fs.rlim_cur != RLIM_INFINITY &&
+        n < sizeof b->err) {
+        char l[32];
+        pk_human_bytes((uint64_t)fs.rlim_cur, l, sizeof l);
+        snprintf(b->err + n, sizeof b->err - n,
+                 " (the file size limit is %s: ulimit -f, LimitFSIZE=; or the disk is full: %s "
+                 "free once the partial pack is removed)",
+                 l, h);
+    } else if (related && have >= 0 && n < sizeof b->err) {
         snprintf(b->err + n, sizeof b->err - n,
                  " (disk full? %s free on the output's file system once the partial pack "
                  "is removed)",
                  h);
+    }
 }
 
 /* The bytes of distinct bodies in refs (sorted by key). */
@@ -453,6 +466,7 @@ int pk__write_pack(build *b, pk_stats *st)
     note_tmp_names(b);
     sf_writer *w;
     if (sf_writer_open(o->output, capacity, &w, b->err, sizeof b->err) != 0) {
+        note_space(b, 0); /* LMDB's first pages did not fit */
         free(refs);
         return -1;
     }

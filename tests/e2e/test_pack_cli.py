@@ -260,6 +260,24 @@ def main():
                        "a file of 1 GiB + 1 byte", outdir, out)
         shutil.rmtree(huge_root)
 
+        # A file size limit (ulimit -f) reached while writing: SIGXFSZ killed the build
+        # silently, its temporary pack left beside the output. An error naming the limit
+        # now, the previous pack untouched, nothing left.
+        import resource
+        fs_out = os.path.join(outdir, "fsize.lmdb")
+        T.eq(T.run(["build", root, "-o", fs_out, "-q"]).returncode, 0, "build before the limit")
+        before = open(fs_out, "rb").read()
+        for limit in (0, 4096, 8192, 65536):
+            def fsize(limit=limit):
+                resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+            expect_failure(["build", root, "-o", fs_out, "-q", "--jobs", "1"], 1,
+                           [fs_out + ".tmp-", "the file size limit is"],
+                           "RLIMIT_FSIZE %d" % limit, preexec_fn=fsize)
+            T.eq(open(fs_out, "rb").read(), before, "RLIMIT_FSIZE %d: the pack unchanged" % limit)
+            T.eq([f for f in os.listdir(outdir) if ".tmp-" in f], [],
+                 "RLIMIT_FSIZE %d: no temporary file left" % limit)
+        os.unlink(fs_out)
+
         # Packs that are not packs.
         notpack = os.path.join(work, "not.lmdb")
         with open(notpack, "wb") as f:
