@@ -148,6 +148,10 @@ static int read_file(pk_file *f, const char *root, char *err, size_t errlen)
         char why[128];
         rc = pk_decompress(SF_ENC_GZIP, p, n, PK_FILE_MAX, &svg, &svgn, why, sizeof why);
         free(p);
+        if (rc == PK_DECODE_NOMEM) {
+            snprintf(err, errlen, "%s: out of memory decompressing it", f->src);
+            return -1;
+        }
         if (rc != 0) {
             snprintf(err, errlen, "%s: an .svgz must be a gzip file of an SVG: %s", f->src,
                      rc == PK_DECODE_TOO_BIG ? "it decompresses to more than the file limit" : why);

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <zlib.h>
 #include <zstd.h>
+#include <zstd_errors.h>
 
 /* First output buffer: most web files decompress to under 64 KiB. */
 #define FIRST_CHUNK (64 * 1024)
@@ -24,7 +25,8 @@ typedef struct outbuf {
     size_t len, cap, limit; /* limit = max + 1 */
 } outbuf;
 
-/* Makes room for at least one more byte. @return 0, PK_DECODE_TOO_BIG or -1. */
+/* Makes room for at least one more byte.
+ * @return 0, PK_DECODE_TOO_BIG or PK_DECODE_NOMEM. */
 static int grow(outbuf *o)
 {
     if (o->len < o->cap)
@@ -36,7 +38,7 @@ static int grow(outbuf *o)
         cap = o->limit;
     uint8_t *p = realloc(o->p, cap);
     if (!p)
-        return -1;
+        return PK_DECODE_NOMEM;
     o->p = p;
     o->cap = cap;
     return 0;
@@ -46,9 +48,10 @@ static int gunzip(const uint8_t *in, size_t n, outbuf *o, const char **why)
 {
     z_stream z;
     memset(&z, 0, sizeof z);
-    if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK) {
+    int zi = inflateInit2(&z, 16 + MAX_WBITS);
+    if (zi != Z_OK) {
         *why = "zlib cannot start";
-        return -1;
+        return zi == Z_MEM_ERROR ? PK_DECODE_NOMEM : -1;
     }
     z.next_in = (Bytef *)in;
     int rc = 0;
@@ -72,8 +75,10 @@ static int gunzip(const uint8_t *in, size_t n, outbuf *o, const char **why)
             if (zr == Z_BUF_ERROR && left == 0 && z.avail_out != 0) {
                 *why = "truncated gzip data";
                 rc = -1;
+            } else if (zr == Z_MEM_ERROR) {
+                rc = PK_DECODE_NOMEM;
             } else if (zr != Z_OK && zr != Z_BUF_ERROR) {
-                *why = zr == Z_MEM_ERROR ? "out of memory" : "not valid gzip data";
+                *why = "not valid gzip data";
                 rc = -1;
             }
         }
@@ -90,10 +95,8 @@ static int gunzip(const uint8_t *in, size_t n, outbuf *o, const char **why)
 static int unbrotli(const uint8_t *in, size_t n, outbuf *o, const char **why)
 {
     BrotliDecoderState *s = BrotliDecoderCreateInstance(NULL, NULL, NULL);
-    if (!s) {
-        *why = "out of memory";
-        return -1;
-    }
+    if (!s)
+        return PK_DECODE_NOMEM;
     const uint8_t *next_in = in;
     size_t avail_in = n;
     int rc = 0;
@@ -118,8 +121,12 @@ static int unbrotli(const uint8_t *in, size_t n, outbuf *o, const char **why)
             break;
         }
         if (r == BROTLI_DECODER_RESULT_ERROR) {
+            /* the ALLOC codes: the decoder's own buffers, not the data */
+            BrotliDecoderErrorCode c = BrotliDecoderGetErrorCode(s);
+            int nomem = c >= BROTLI_DECODER_ERROR_ALLOC_BLOCK_TYPE_TREES &&
+                        c <= BROTLI_DECODER_ERROR_ALLOC_CONTEXT_MODES;
             *why = "not valid brotli data";
-            rc = -1;
+            rc = nomem ? PK_DECODE_NOMEM : -1;
             break;
         }
     }
@@ -130,10 +137,8 @@ static int unbrotli(const uint8_t *in, size_t n, outbuf *o, const char **why)
 static int unzstd(const uint8_t *in, size_t n, outbuf *o, const char **why)
 {
     ZSTD_DStream *d = ZSTD_createDStream();
-    if (!d) {
-        *why = "out of memory";
-        return -1;
-    }
+    if (!d)
+        return PK_DECODE_NOMEM;
     ZSTD_inBuffer ib = {in, n, 0};
     int rc = 0;
     for (;;) {
@@ -144,7 +149,7 @@ static int unzstd(const uint8_t *in, size_t n, outbuf *o, const char **why)
         o->len = ob.pos;
         if (ZSTD_isError(r)) {
             *why = "not valid zstd data";
-            rc = -1;
+            rc = ZSTD_getErrorCode(r) == ZSTD_error_memory_allocation ? PK_DECODE_NOMEM : -1;
             break;
         }
         /* 0: a frame ended and all of it is out, even when that filled the
@@ -175,15 +180,15 @@ int pk_decompress(int enc, const uint8_t *in, size_t n, size_t max, uint8_t **ou
     if (rc == 0 && o.len > max)
         rc = PK_DECODE_TOO_BIG;
     if (rc != 0) {
-        if (rc < 0)
-            snprintf(err, errlen, "%s", why);
+        if (rc != PK_DECODE_TOO_BIG)
+            snprintf(err, errlen, "%s", rc == PK_DECODE_NOMEM ? "out of memory" : why);
         free(o.p);
         return rc;
     }
     *out = o.p ? o.p : malloc(1);
     if (!*out) {
         snprintf(err, errlen, "out of memory");
-        return -1;
+        return PK_DECODE_NOMEM;
     }
     *outn = o.len;
     return 0;
@@ -194,8 +199,9 @@ int pk_decompresses_to(int enc, const uint8_t *in, size_t n, const uint8_t *want
     uint8_t *out;
     size_t outn;
     char err[64];
-    if (pk_decompress(enc, in, n, wn, &out, &outn, err, sizeof err) != 0)
-        return 0;
+    int rc = pk_decompress(enc, in, n, wn, &out, &outn, err, sizeof err);
+    if (rc != 0)
+        return rc == PK_DECODE_NOMEM ? -1 : 0;
     int same = outn == wn && (wn == 0 || memcmp(out, want, wn) == 0);
     free(out);
     return same;

@@ -19,7 +19,8 @@ static int cmp_file(const void *a, const void *b)
     return strcmp(((const pk_file *)a)->key, ((const pk_file *)b)->key);
 }
 
-/* 1 if f is X.gz / X.br / X.zst of a packed X and decompresses to X. */
+/* 1 if f is X.gz / X.br / X.zst of a packed X and decompresses to X; 0 if
+ * not; -1 when memory ran out before it could tell. */
 static int true_sidecar(const pk_site *s, const pk_file *f)
 {
     for (size_t e = 0; e < sizeof sidecar_ext / sizeof sidecar_ext[0]; e++) {
@@ -32,9 +33,12 @@ static int true_sidecar(const pk_site *s, const pk_file *f)
         pk_file probe = {.key = base};
         const pk_file *x = bsearch(&probe, s->files, s->n, sizeof *s->files, cmp_file);
         const pk_variant *fv = &f->var[SF_ENC_IDENTITY];
-        if (x && pk_decompresses_to(sidecar_ext[e].enc, fv->bytes, fv->len,
-                                    x->var[SF_ENC_IDENTITY].bytes, x->var[SF_ENC_IDENTITY].len))
-            return 1;
+        int same =
+            x ? pk_decompresses_to(sidecar_ext[e].enc, fv->bytes, fv->len,
+                                   x->var[SF_ENC_IDENTITY].bytes, x->var[SF_ENC_IDENTITY].len)
+              : 0;
+        if (same != 0)
+            return same;
     }
     return 0;
 }
@@ -48,8 +52,16 @@ int pk_sidecars_drop(pk_site *s, char *err, size_t errlen)
         snprintf(err, errlen, "out of memory checking sidecars");
         return -1;
     }
-    for (size_t i = 0; i < s->n; i++)
-        drop[i] = (unsigned char)true_sidecar(s, &s->files[i]);
+    for (size_t i = 0; i < s->n; i++) {
+        int t = true_sidecar(s, &s->files[i]);
+        if (t < 0) {
+            /* kept, it would be packed as a file of its own: another pack */
+            free(drop);
+            snprintf(err, errlen, "%s: out of memory checking it as a sidecar", s->files[i].src);
+            return -1;
+        }
+        drop[i] = (unsigned char)t;
+    }
     size_t o = 0;
     for (size_t i = 0; i < s->n; i++) {
         pk_file *f = &s->files[i];

@@ -342,7 +342,10 @@ static void check_decodes(verify *v, sf_view path, const sf_entry *e)
         char why[128];
         int rc = pk_decompress(var->encoding, (const uint8_t *)body.ptr, body.len, id.len, &out,
                                &outn, why, sizeof why);
-        if (rc == PK_DECODE_TOO_BIG) {
+        if (rc == PK_DECODE_NOMEM) {
+            v->oom = 1; /* no verdict: not a problem of the pack */
+            return;
+        } else if (rc == PK_DECODE_TOO_BIG) {
             problem(v, "%.*s: the %s variant decompresses to more than the %zu bytes of identity",
                     sp, path.ptr, enc, id.len);
         } else if (rc != 0) {
@@ -453,6 +456,8 @@ int pk_cmd_verify(const char *site, int quiet)
     } else if (rc != SF_ENOTFOUND) {
         problem(&v, "status:404: %s", sf_strerror(rc));
     }
+    if (v.oom)
+        goto out_nomem;
     if (v.nrefs)
         qsort(v.refs, v.nrefs, sizeof *v.refs, cmp_ref);
     body_pass bp = {&v, 0, 0};
@@ -502,8 +507,9 @@ int pk_cmd_verify(const char *site, int quiet)
     }
     goto out_report;
 out_nomem:
-    pk_err("verify: %s: out of memory", site);
-    v.problems++;
+    /* no verdict, whatever was found so far: not "FAILED", which says the
+     * pack is bad */
+    pk_err("verify: %s: out of memory; the pack was not fully checked", site);
 out_report:
     if (v.problems > VERIFY_MAX_REPORTS)
         pk_err("verify: %s: ... %llu problems in all", site, (unsigned long long)v.problems);
