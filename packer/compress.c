@@ -1,8 +1,8 @@
 /*
  * compress.c - the three encoders at their strongest settings (compress.h).
  *
- * Each worker thread owns one pk_compressor; brotli's one-shot API keeps its
- * state internally per call, so only libdeflate and zstd need contexts.
+ * Each worker thread owns one pk_compressor: libdeflate and zstd contexts,
+ * kept between files; a brotli encoder is made for each file.
  */
 #include "compress.h"
 
@@ -11,13 +11,35 @@
 
 #include <brotli/encode.h>
 #include <libdeflate.h>
+#include <setjmp.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <zstd.h>
+#include <zstd_errors.h>
+
+/* brotli()'s result when its encoder ran out of memory. */
+#define PK_COMPRESS_NOMEM 2
+
+typedef struct br_link {
+    struct br_link *prev, *next;
+} br_link;
+
+typedef struct br_block {
+    br_link link;
+    max_align_t bytes[]; /* the caller's */
+} br_block;
+
+typedef struct br_arena {
+    br_link live; /* the blocks not freed yet */
+    jmp_buf out_of_memory;
+} br_arena;
 
 struct pk_compressor {
     struct libdeflate_compressor *gz;
     ZSTD_CCtx *zs;
+    br_arena br; /* not a local of brotli(): it changes between setjmp and longjmp */
 };
 
 int pk_keep(uint64_t identity, uint64_t comp)
@@ -74,15 +96,74 @@ static int gzip(pk_compressor *c, const uint8_t *in, size_t n, uint8_t *out, siz
     return 0;
 }
 
-static int brotli(int cls, const uint8_t *in, size_t n, uint8_t *out, size_t cap, size_t *outn)
+/* brotli's encoder (1.0.9, as Debian builds it) calls exit(1) when an
+ * allocation fails: the build ended without a word. So the encoder
+ * allocates through br_alloc, which keeps every block on a list and, when
+ * malloc fails, jumps back to brotli(): the blocks are freed there and the
+ * failure is an error like any other. */
+static void *br_alloc(void *opaque, size_t n)
+{
+    br_arena *a = opaque;
+    br_block *b = n <= SIZE_MAX - sizeof *b ? malloc(sizeof *b + n) : NULL;
+    if (!b)
+        longjmp(a->out_of_memory, 1);
+    b->link.prev = &a->live;
+    b->link.next = a->live.next;
+    a->live.next->prev = &b->link;
+    a->live.next = &b->link;
+    return b->bytes;
+}
+
+static void br_unlink_free(br_link *l)
+{
+    l->prev->next = l->next;
+    l->next->prev = l->prev;
+    free(l); /* the link is the block's first member */
+}
+
+static void br_free(void *opaque, void *p)
+{
+    (void)opaque;
+    if (p)
+        br_unlink_free((br_link *)((char *)p - offsetof(br_block, bytes)));
+}
+
+/* What BrotliEncoderCompress does (the same bytes), through br_alloc. */
+static int brotli(pk_compressor *c, int cls, const uint8_t *in, size_t n, uint8_t *out, size_t cap,
+                  size_t *outn)
 {
     BrotliEncoderMode mode = cls == PK_CLASS_TEXT   ? BROTLI_MODE_TEXT
                              : cls == PK_CLASS_FONT ? BROTLI_MODE_FONT
                                                     : BROTLI_MODE_GENERIC;
-    size_t r = cap;
-    if (!BrotliEncoderCompress(PK_BR_QUALITY, PK_BR_LGWIN, mode, n, in, &r, out))
+    if (n == 0) { /* BrotliEncoderCompress's own answer: an empty last block */
+        out[0] = 6;
+        *outn = 1;
+        return 0;
+    }
+    br_arena *a = &c->br;
+    a->live.prev = a->live.next = &a->live;
+    if (setjmp(a->out_of_memory) != 0) {
+        while (a->live.next != &a->live)
+            br_unlink_free(a->live.next);
+        return PK_COMPRESS_NOMEM;
+    }
+    BrotliEncoderState *s = BrotliEncoderCreateInstance(br_alloc, br_free, a);
+    if (!s)
         return -1;
-    *outn = r;
+    BrotliEncoderSetParameter(s, BROTLI_PARAM_QUALITY, PK_BR_QUALITY);
+    BrotliEncoderSetParameter(s, BROTLI_PARAM_LGWIN, PK_BR_LGWIN);
+    BrotliEncoderSetParameter(s, BROTLI_PARAM_MODE, (uint32_t)mode);
+    BrotliEncoderSetParameter(s, BROTLI_PARAM_SIZE_HINT, (uint32_t)n);
+    size_t avail_in = n, avail_out = cap, total = 0;
+    const uint8_t *next_in = in;
+    uint8_t *next_out = out;
+    int ok = BrotliEncoderCompressStream(s, BROTLI_OPERATION_FINISH, &avail_in, &next_in,
+                                         &avail_out, &next_out, &total) &&
+             BrotliEncoderIsFinished(s);
+    BrotliEncoderDestroyInstance(s);
+    if (!ok)
+        return -1;
+    *outn = total;
     return 0;
 }
 
@@ -97,7 +178,7 @@ static int zstd(pk_compressor *c, const uint8_t *in, size_t n, uint8_t *out, siz
         return -1;
     size_t r = ZSTD_compress2(c->zs, out, cap, in, n);
     if (ZSTD_isError(r))
-        return -1;
+        return ZSTD_getErrorCode(r) == ZSTD_error_memory_allocation ? PK_COMPRESS_NOMEM : -1;
     *outn = r;
     return 0;
 }
@@ -130,10 +211,11 @@ int pk_compress(pk_compressor *c, int enc, int cls, const uint8_t *in, size_t n,
         return -1;
     }
     int rc = enc == SF_ENC_GZIP ? gzip(c, in, n, buf, cap, outn)
-             : enc == SF_ENC_BR ? brotli(cls, in, n, buf, cap, outn)
+             : enc == SF_ENC_BR ? brotli(c, cls, in, n, buf, cap, outn)
                                 : zstd(c, in, n, buf, cap, outn);
     if (rc != 0) {
-        snprintf(err, errlen, "%s compression failed", sf_encoding_name(enc));
+        snprintf(err, errlen, "%s compression failed%s", sf_encoding_name(enc),
+                 rc == PK_COMPRESS_NOMEM ? ": out of memory" : "");
         free(buf);
         return -1;
     }

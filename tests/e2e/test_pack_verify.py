@@ -143,8 +143,8 @@ def sanitized():
 
 
 def out_of_memory(work):
-    """verify that runs out of memory has no verdict: a good pack is never called
-    corrupt. A failed allocation inside the brotli or zstd decoder read as "not valid
+    """build and verify short of memory. verify that runs out of memory has no
+    verdict: a good pack is never called corrupt. A failed allocation inside the brotli or zstd decoder read as "not valid
     data", a failed realloc as "unknown encoding", and the pack was reported FAILED.
     Swept over address-space limits; not under AddressSanitizer, whose shadow memory
     needs an unlimited address space."""
@@ -174,6 +174,22 @@ def out_of_memory(work):
                     "verify in %d MiB: out of memory, not a bad pack: %r" % (mib, err))
             seen.add("no memory")
     T.eq(sorted(seen), ["no memory", "ok"], "the sweep reached both outcomes")
+
+    # build, short of memory for brotli's encoder: it called exit(1) itself, and the
+    # build ended with no message at all. An error naming the file now.
+    out = os.path.join(work, "short.lmdb")
+    br_failed = 0
+    for mib in range(32, 257, 32):
+        def limit(mib=mib):
+            resource.setrlimit(resource.RLIMIT_AS, (mib << 20, resource.RLIM_INFINITY))
+        p = T.run(["build", root, "-o", out, "-q", "--jobs", "1"], preexec_fn=limit)
+        err = p.stderr.decode(errors="replace")
+        T.eq(p.returncode, 1, "build in %d MiB: exit status (%r)" % (mib, err))
+        T.check(os.path.join(root, "large.txt") in err,
+                "build in %d MiB: the message names the file: %r" % (mib, err))
+        T.check(not os.path.exists(out), "build in %d MiB: no pack" % mib)
+        br_failed += "br compression failed: out of memory" in err
+    T.check(br_failed > 0, "the sweep reached brotli's encoder")
 
 
 def main():
