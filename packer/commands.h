@@ -22,7 +22,8 @@
 int pk_pack_open_checked(const char *path, sf_pack **pack, char *err, size_t errlen);
 
 /* pk_pack_open_checked, then a reader, printing "servd-pack: FILE: cause"
- * on failure. @return 0 or -1. */
+ * on failure. @return 0 or an SF_E* code (SF_EIO and SF_ENOMEM: the file
+ * could not be read or checked, no verdict on it). */
 int pk_open_pack(const char *path, sf_pack **pack, sf_reader **reader);
 void pk_close_pack(sf_pack *pack, sf_reader *reader);
 

@@ -58,17 +58,17 @@ int pk_pack_open_checked(const char *path, sf_pack **pack, char *err, size_t err
 int pk_open_pack(const char *path, sf_pack **pack, sf_reader **reader)
 {
     char err[MSG_LEN];
-    if (pk_pack_open_checked(path, pack, err, sizeof err) != 0) {
+    int rc = pk_pack_open_checked(path, pack, err, sizeof err);
+    if (rc != 0) {
         pk_err("%s", err);
-        return -1;
+        return rc;
     }
-    int rc = sf_reader_begin(*pack, reader);
+    rc = sf_reader_begin(*pack, reader);
     if (rc != 0) {
         pk_err("%s: %s", path, sf_strerror(rc));
         sf_pack_close(*pack);
-        return -1;
     }
-    return 0;
+    return rc;
 }
 
 void pk_close_pack(sf_pack *pack, sf_reader *reader)

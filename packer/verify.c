@@ -433,15 +433,19 @@ int pk_cmd_verify(const char *site, int quiet)
     v.site = site;
     /* A damaged LMDB structure can crash a reader: pk_open_pack walks it in
      * a child first, so that verify reports the damage instead of dying. */
-    if (pk_open_pack(site, &pack, &v.r) != 0) {
-        pk_err("verify: %s: FAILED", site);
+    int rc = pk_open_pack(site, &pack, &v.r);
+    if (rc != 0) {
+        /* FAILED is a verdict on the file; a file that could not be read or
+         * checked (no such file, a fork refused, out of memory) has none */
+        if (rc != SF_EIO && rc != SF_ENOMEM)
+            pk_err("verify: %s: FAILED", site);
         return PK_EXIT_FAIL;
     }
     const sf_meta *m = sf_pack_meta(pack);
     v.minor = m->minor;
     int status = PK_EXIT_FAIL;
     char err[512] = "";
-    int rc = sf_foreach_path(v.r, check_path, &v, err, sizeof err);
+    rc = sf_foreach_path(v.r, check_path, &v, err, sizeof err);
     if (rc != 0) {
         problem(&v, "%s", err[0] ? err : sf_strerror(rc));
         goto out_report;
