@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -348,6 +349,19 @@ int main(int argc, char **argv)
      * and the log it is opening are the current ones anyway. */
     signal(SIGHUP, SIG_IGN);
     signal(SIGUSR1, SIG_IGN);
+    /* A signal mask is inherited across exec: a supervisor or script that
+     * leaked one with SIGTERM or SIGHUP blocked left a servd that neither
+     * stopped nor reloaded (the signals stayed pending), and a blocked
+     * SIGBUS would bypass the map guard and kill the process. Unblocked
+     * once SIGHUP and SIGUSR1 are ignored (a pending one is dropped: the
+     * pack and log opened next are the current ones anyway); every thread
+     * servd starts inherits this mask. */
+    sigset_t used;
+    sigemptyset(&used);
+    static const int used_signals[] = {SIGHUP, SIGUSR1, SIGTERM, SIGINT, SIGBUS};
+    for (size_t i = 0; i < sizeof used_signals / sizeof used_signals[0]; i++)
+        sigaddset(&used, used_signals[i]);
+    pthread_sigmask(SIG_UNBLOCK, &used, NULL);
     if (sv_mapguard_install() != 0)
         fprintf(stderr, "servd: warning: no SIGBUS guard for the pack map: %s\n", strerror(errno));
 

@@ -479,6 +479,38 @@ def t_reload_and_reopen_signals_during_startup_are_harmless():
                     proc.wait()
 
 
+def t_an_inherited_blocked_signal_mask_is_undone():
+    """A signal mask is inherited across exec: started by a supervisor or script that
+    leaked one with SIGHUP and SIGTERM blocked, servd neither reloaded nor stopped (the
+    signals stayed pending; only SIGKILL ended it)."""
+    port = st.free_port()
+    log = os.path.join(st.tmpdir(), "blocked-mask-%d.log" % port)
+
+    def block():
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGHUP, signal.SIGTERM,
+                                                  signal.SIGUSR1, signal.SIGINT})
+    with open(log, "wb") as logf:
+        proc = subprocess.Popen([st.SERVD, "--pack", pack(), "--listen", "127.0.0.1:%d" % port,
+                                 "--workers", "2"], stdout=logf, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, preexec_fn=block)
+    try:
+        deadline = time.time() + st.START_TIMEOUT
+        while time.time() < deadline and b"listening on" not in open(log, "rb").read():
+            time.sleep(0.02)
+        eq(st.get(port, "/index.html").status, 200, "served")
+        proc.send_signal(signal.SIGHUP)
+        deadline = time.time() + 10
+        while time.time() < deadline and b"SIGHUP" not in open(log, "rb").read():
+            time.sleep(0.02)
+        ok(b"SIGHUP" in open(log, "rb").read(), "SIGHUP was taken: %r" % open(log, "rb").read())
+        proc.send_signal(signal.SIGTERM)
+        eq(proc.wait(timeout=st.STOP_TIMEOUT), 0, "exit status after SIGTERM")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 def t_sigterm_waits_for_a_body_being_drained_not_longer():
     """A request answered before SIGTERM whose body is still arriving keeps its connection
     through the stop (the body must not be read as a request). Once the body is drained
