@@ -333,7 +333,8 @@ int main(int argc, char **argv)
             return rc < 0 ? PK_EXIT_OK : rc;
         if ((rc = want_args(argc, 1, cmd, "SITE.lmdb")) != 0)
             return rc;
-        return pk_cmd_verify(argv[optind], quiet);
+        rc = pk_cmd_verify(argv[optind], quiet);
+        return rc == PK_EXIT_OK ? stdout_done() : rc; /* the OK line got out too */
     }
     if (strcmp(cmd, "diff") == 0) {
         if ((rc = parse_simple(argc, argv, &json, NULL, NULL, NULL, &content)) != 0)

@@ -32,28 +32,40 @@ static int check_output_dir(build *b, const char *path)
         *slash = '\0';
     struct stat st;
     if (stat(d, &st) != 0) {
-        snprintf(b->err, sizeof b->err, "%s: output directory %.1024s: %s", path, d,
+        snprintf(b->err, sizeof b->err, "%.900s: output directory %.900s: %s", path, d,
                  strerror(errno));
         return -1;
     }
     if (!S_ISDIR(st.st_mode)) {
-        snprintf(b->err, sizeof b->err, "%s: %.1024s is not a directory", path, d);
+        snprintf(b->err, sizeof b->err, "%.900s: %.900s is not a directory", path, d);
+        return -1;
+    }
+    if (st.st_nlink == 0) { /* removed, and still the cwd (stat and access pass) */
+        snprintf(b->err, sizeof b->err, "%.900s: output directory %.900s was deleted", path, d);
         return -1;
     }
     if (access(d, W_OK) != 0) {
-        snprintf(b->err, sizeof b->err, "%s: output directory %.1024s: %s", path, d,
+        snprintf(b->err, sizeof b->err, "%.900s: output directory %.900s: %s", path, d,
                  strerror(errno));
         return -1;
     }
     char tmp[PATH_MAX];
+    if (sf_tmp_name(path, tmp, sizeof tmp) != 0) {
+        snprintf(b->err, sizeof b->err,
+                 "%.900s...: the path is too long: servd-pack writes PATH.tmp-PID first, and a "
+                 "path holds at most %d bytes",
+                 path, PATH_MAX - 1);
+        return -1;
+    }
     long name_max = pathconf(d, _PC_NAME_MAX);
     if (name_max <= 0)
         name_max = NAME_MAX;
     if (sf_tmp_name(base, tmp, sizeof tmp) != 0 || strlen(tmp) > (size_t)name_max) {
-        snprintf(b->err, sizeof b->err,
-                 "%s: the file name is too long: servd-pack writes %s first and renames it, and "
-                 "names in %.1024s hold at most %ld bytes",
-                 path, tmp, d, name_max);
+        snprintf(
+            b->err, sizeof b->err,
+            "%.600s: the file name is too long: servd-pack writes %.600s first and renames it, "
+            "and names in %.600s hold at most %ld bytes",
+            path, tmp, d, name_max);
         return -1;
     }
     return 0;

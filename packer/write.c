@@ -85,9 +85,15 @@ void pk__catch_signals(const pk_build_opts *o)
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
     stop_signals(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGHUP, &sa, NULL);
+    /* A signal the parent ignores stays ignored (nohup for SIGHUP; a
+     * shell's background job for SIGINT): the build goes on. */
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+        struct sigaction was;
+        if (sigaction(sigs[i], NULL, &was) == 0 && was.sa_handler == SIG_IGN)
+            continue;
+        sigaction(sigs[i], &sa, NULL);
+    }
 }
 
 /* Before writing: the temporary names the handler removes (a manifest

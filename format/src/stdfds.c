@@ -10,7 +10,9 @@ int sf_std_fds_open(void)
     for (int fd = 0; fd <= 2; fd++) {
         if (fcntl(fd, F_GETFD) != -1 || errno != EBADF)
             continue;
-        int n = open("/dev/null", O_RDWR);
+        /* read-only: output to a closed stdout must still fail (EBADF),
+         * as it would have, and not vanish into /dev/null with exit 0 */
+        int n = open("/dev/null", O_RDONLY);
         if (n != fd) { /* the lowest free number: fd, unless open failed */
             if (n >= 0)
                 close(n);

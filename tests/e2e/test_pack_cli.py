@@ -3,7 +3,9 @@ failures that name the file and the cause and leave no output behind."""
 import gzip
 import json
 import os
+import random
 import shutil
+import signal
 import stat
 import subprocess
 import sys
@@ -259,6 +261,48 @@ def main():
                        [huge, "1073741825 bytes is larger than the limit of 1073741824 bytes"],
                        "a file of 1 GiB + 1 byte", outdir, out)
         shutil.rmtree(huge_root)
+
+        # Output lost to a closed stdout (`servd-pack ls x >&-`) is an error, as it
+        # is on a full device: descriptor 1 used to be /dev/null, read-write.
+        closed_out = os.path.join(outdir, "closed.lmdb")
+        T.eq(T.run(["build", root, "-o", closed_out, "-q"]).returncode, 0, "build for >&-")
+        for cmd in (["ls", closed_out], ["ls", closed_out, "--json"],
+                    ["cat", closed_out, "/index.html"], ["verify", closed_out], ["--version"]):
+            expect_failure(cmd, 1, ["Bad file descriptor"], "%s >&-" % " ".join(cmd[:1]),
+                           preexec_fn=lambda: os.close(1))
+
+        # An output directory removed while it is still the cwd: stat and access pass
+        # on it, and the build failed only after all its work.
+        gone = os.path.join(work, "gone")
+        os.mkdir(gone)
+
+        def in_removed_dir():
+            os.chdir(gone)
+            os.rmdir(gone)
+        expect_failure(["build", root, "-o", "out.lmdb"], 1, ["output directory . was deleted"],
+                       "-o in a removed cwd", preexec_fn=in_removed_dir)
+
+        # nohup (SIGHUP ignored) and a shell's background job (SIGINT ignored): a signal
+        # the parent ignores stays ignored, and the build goes on.
+        slow_root = os.path.join(work, "slow-site")
+        os.makedirs(slow_root)
+        rng = random.Random(3)
+        with open(os.path.join(slow_root, "words.txt"), "w") as f:
+            f.write(" ".join("w%d" % rng.randrange(100000) for _ in range(150000)))
+        slow_out = os.path.join(outdir, "slow.lmdb")
+        for sig in (signal.SIGHUP, signal.SIGINT):
+            if os.path.exists(slow_out):
+                os.unlink(slow_out)
+            p = subprocess.Popen([T.PACK, "build", slow_root, "-o", slow_out, "-q", "--jobs", "1"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 preexec_fn=lambda sig=sig: signal.signal(sig, signal.SIG_IGN))
+            time.sleep(0.5)  # the build has started: its handlers are in place
+            p.send_signal(sig)
+            out_, err_ = p.communicate(timeout=120)
+            T.eq(p.returncode, 0, "%s ignored by the parent: the build goes on (%r)"
+                 % (signal.Signals(sig).name, err_.decode(errors="replace")))
+            T.check(os.path.exists(slow_out), "%s ignored: the pack is written"
+                    % signal.Signals(sig).name)
 
         # A file size limit (ulimit -f) reached while writing: SIGXFSZ killed the build
         # silently, its temporary pack left beside the output. An error naming the limit
