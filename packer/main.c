@@ -308,6 +308,9 @@ int main(int argc, char **argv)
      * message naming the file, not kill the process with temporary files
      * left behind. */
     signal(SIGXFSZ, SIG_IGN);
+    /* An inherited SIG_IGN has children reaped unseen: the exit status of
+     * a pack's check in a child (sf_check_isolated) would be lost. */
+    signal(SIGCHLD, SIG_DFL);
     if (argc < 2) {
         fputs(usage_text, stderr);
         return PK_EXIT_USAGE;

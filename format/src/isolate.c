@@ -89,9 +89,14 @@ static size_t collect(int fd, pid_t pid, void *buf, size_t cap, int timeout_ms, 
     close(fd);
     if (*timed_out)
         kill(pid, SIGKILL);
-    *status = 0;
-    while (waitpid(pid, status, 0) < 0 && errno == EINTR)
+    /* -1: not reaped (SIGCHLD ignored reaps children itself): no status,
+     * which the callers must not read as "exited 0" */
+    *status = -1;
+    pid_t r;
+    while ((r = waitpid(pid, status, 0)) < 0 && errno == EINTR)
         ;
+    if (r != pid)
+        *status = -1;
     return got;
 }
 
@@ -110,6 +115,13 @@ static int stopped(const char *path, int sig, char *err, size_t errlen)
     snprintf(err, errlen, "%s: the check of the pack was stopped (signal %s); not a verdict", path,
              strsignal(sig));
     return SF_ENOMEM;
+}
+
+/* The refusal of a check whose child could not be waited for: no verdict. */
+static int not_waited(const char *path, char *err, size_t errlen)
+{
+    snprintf(err, errlen, "%s: cannot check the pack: the check's exit status was lost", path);
+    return SF_EIO;
 }
 
 int sf_check_isolated(sf_check_fn check, void *arg, const char *path, int timeout_ms, char *err,
@@ -143,6 +155,8 @@ int sf_check_isolated(sf_check_fn check, void *arg, const char *path, int timeou
                  timeout_ms);
         return SF_ECORRUPT;
     }
+    if (st == -1)
+        return not_waited(path, err, errlen);
     if (WIFSIGNALED(st) && stopped_from_outside(WTERMSIG(st)))
         return stopped(path, WTERMSIG(st), err, errlen);
     if (WIFSIGNALED(st) || !WIFEXITED(st) || WEXITSTATUS(st) != 0 ||
@@ -203,6 +217,8 @@ int sf_check_spawn(char *const argv[], const char *path, int timeout_ms, char *e
                  timeout_ms);
         return SF_ECORRUPT;
     }
+    if (st == -1)
+        return not_waited(path, err, errlen);
     if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
         return SF_OK;
     if (WIFEXITED(st) && got > 0) {

@@ -146,8 +146,26 @@ def t_entry_with_a_bad_body_refused():
     def missing(d):
         for i in at:
             d[i] ^= 0xFF
-    err = refused(patched_copy("missing-body.lmdb", missing), "body missing")
+    missing_pack = patched_copy("missing-body.lmdb", missing)
+    err = refused(missing_pack, "body missing")
     ok("/big.txt" in err and "missing" in err, "missing body: message %r" % err)
+    # Started with SIGCHLD ignored (inherited across exec), children are reaped unseen:
+    # the check's "exit 1" was read as "exit 0", and a pack whose damage only the check
+    # finds (a changed byte in a body: its SHA-256) was served.
+    def changed_byte(d):
+        i = bytes(d).find(body[100:200])
+        ok(i > 0, "the body of /big.txt is in the pack")
+        d[i] ^= 0x01
+    damaged = patched_copy("changed-body.lmdb", changed_byte)
+    err = refused(damaged, "a changed byte in a body")
+    ok("SHA-256" in err, "changed body: message %r" % err)
+    p = subprocess.run([st.SERVD, "--pack", damaged, "--listen",
+                        "127.0.0.1:%d" % st.free_port()], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, timeout=REFUSE_TIMEOUT,
+                       preexec_fn=lambda: signal.signal(signal.SIGCHLD, signal.SIG_IGN))
+    err = p.stderr.decode(errors="replace")
+    eq(p.returncode, 1, "SIGCHLD ignored: exit status (%r)" % err)
+    ok("SHA-256" in err, "SIGCHLD ignored: message %r" % err)
 
 
 def crafted(name, *keys):
