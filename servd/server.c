@@ -785,31 +785,21 @@ int sv_server_run(const sv_config *cfg, sv_snapshot *snap)
                                      on_pack_changed, srv, &srv->watch) != 0)
         fprintf(stderr, "servd: out of memory for the pack watch; only SIGHUP reloads\n");
 
-    int start_failed = 0;
-    for (int i = 0; i < cfg->workers; i++) {
-        sv_worker *w = srv->workers[i];
-        int wrc = worker_init(srv, w, i), ready = wrc == 0;
-        if (ready)
-            wrc = uv_thread_create(&w->thread, worker_main, w);
+    /* The workers' loops first, then a check that a connection can still
+     * be accepted, then their threads: no worker accepts before the check. */
+    int start_failed = 0, ninit = 0;
+    for (; ninit < cfg->workers; ninit++) {
+        int wrc = worker_init(srv, srv->workers[ninit], ninit);
         if (wrc != 0) {
-            fprintf(stderr, "servd: cannot start worker %d: %s\n", i, uv_strerror(wrc));
-            if (ready)
-                discard_loop(&w->loop);
-            /* the started workers stop as on SIGTERM; the exit says "not set
-             * up". Not exit(): the admin and log threads may be running. */
+            fprintf(stderr, "servd: cannot start worker %d: %s\n", ninit, uv_strerror(wrc));
             start_failed = 1;
-            if (i > 0)
-                begin_stop(srv, "startup failure");
             break;
         }
-        srv->nstarted = i + 1;
     }
-    /* Everything is open: a limit that leaves no descriptor for a single
-     * connection would keep every client waiting in the backlog. */
-    int spare = start_failed ? -1 : fcntl(srv->workers[0]->lfd[0], F_DUPFD_CLOEXEC, 0);
-    if (spare >= 0) {
-        close(spare);
-    } else if (!start_failed) {
+    /* Every descriptor servd holds is open: a limit that leaves none for a
+     * single connection would keep every client waiting in the backlog. */
+    int spare = start_failed ? 0 : fcntl(srv->workers[0]->lfd[0], F_DUPFD_CLOEXEC, 0);
+    if (spare < 0) {
         int e = errno;
         struct rlimit rl = {0, 0};
         getrlimit(RLIMIT_NOFILE, &rl);
@@ -818,8 +808,24 @@ int sv_server_run(const sv_config *cfg, sv_snapshot *snap)
                 "(ulimit -n, LimitNOFILE=)\n",
                 (unsigned long long)rl.rlim_cur, strerror(e));
         start_failed = 1;
-        begin_stop(srv, "startup failure");
+    } else if (!start_failed) {
+        close(spare);
     }
+    for (int i = 0; !start_failed && i < cfg->workers; i++) {
+        int wrc = uv_thread_create(&srv->workers[i]->thread, worker_main, srv->workers[i]);
+        if (wrc != 0) {
+            fprintf(stderr, "servd: cannot start worker %d: %s\n", i, uv_strerror(wrc));
+            start_failed = 1;
+            break;
+        }
+        srv->nstarted = i + 1;
+    }
+    for (int i = srv->nstarted; i < ninit; i++)
+        discard_loop(&srv->workers[i]->loop); /* set up, never run */
+    /* The started workers stop as on SIGTERM; the exit says "not set up".
+     * Not exit(): the admin and log threads may be running. */
+    if (start_failed && srv->nstarted > 0)
+        begin_stop(srv, "startup failure");
     if (!start_failed) {
         fprintf(stderr, "servd: serving pack %s (%llu paths) from %s\n", snap->id_hex,
                 (unsigned long long)snap->n_paths, cfg->pack_path);
