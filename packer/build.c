@@ -488,10 +488,14 @@ int pk_build(const pk_build_opts *o)
         (o->manifest && pk__resolve_output(&b, "--manifest", o->manifest, b.manifest,
                                            sizeof b.manifest, &b.manifest_stream) != 0))
         goto out_free;
-    /* --manifest may not be -o or --base, whatever the spelling or the links */
-    if (o->manifest && !b.manifest_stream) {
-        int is_out = pk__same_file(b.manifest, b.output);
-        if (is_out || (o->base && pk__same_file(b.manifest, o->base))) {
+    /* --manifest may not be -o or --base, whatever the spelling or the links;
+     * nor a stream (/dev/stdout) that is one of them (`> site.lmdb`) */
+    if (o->manifest) {
+        int is_out = b.manifest_stream ? pk__fd_is_file(b.manifest_fd, b.output)
+                                       : pk__same_file(b.manifest, b.output);
+        int is_base = o->base && (b.manifest_stream ? pk__fd_is_file(b.manifest_fd, o->base)
+                                                    : pk__same_file(b.manifest, o->base));
+        if (is_out || is_base) {
             pk_err("--manifest %s leads to the same file as %s %s", o->manifest,
                    is_out ? "-o" : "--base", is_out ? o->output : o->base);
             return PK_EXIT_USAGE;

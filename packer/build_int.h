@@ -90,6 +90,10 @@ int pk__resolve_output(build *b, const char *opt, const char *path, char *out, s
  * does not exist yet. */
 int pk__same_file(const char *a, const char *b);
 
+/* Whether descriptor fd is open on the file at path (a --manifest stream
+ * such as /dev/stdout redirected to -o). */
+int pk__fd_is_file(int fd, const char *path);
+
 /* -1 with b->err when path is one of the inputs (a file of the site or the
  * rules), else 0. */
 int pk__check_not_input(build *b, const char *opt, const char *path);

@@ -40,7 +40,10 @@ static int check_output_dir(build *b, const char *path)
         snprintf(b->err, sizeof b->err, "%.900s: %.900s is not a directory", path, d);
         return -1;
     }
-    if (st.st_nlink == 0) { /* removed, and still the cwd (stat and access pass) */
+    /* Removed, yet still the cwd: stat and access pass. (Only "." can name
+     * a removed directory; some FUSE file systems report 0 links for live
+     * ones.) */
+    if (st.st_nlink == 0 && strcmp(d, ".") == 0) {
         snprintf(b->err, sizeof b->err, "%.900s: output directory %.900s was deleted", path, d);
         return -1;
     }
@@ -227,6 +230,14 @@ int pk__same_file(const char *a, const char *b)
     if (stat(a, &sa) == 0 && stat(b, &sb) == 0)
         return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
     return pk_same_file_name(a, b);
+}
+
+/* Whether descriptor fd is open on the file at path. */
+int pk__fd_is_file(int fd, const char *path)
+{
+    struct stat sf, sp;
+    return fstat(fd, &sf) == 0 && stat(path, &sp) == 0 && sf.st_dev == sp.st_dev &&
+           sf.st_ino == sp.st_ino;
 }
 
 /* Refuses an output that is one of the inputs: writing it would destroy a

@@ -313,7 +313,7 @@ static void check_variant(verify *v, sf_view path, const sf_entry *e, const sf_v
         else if (pk_extras_of_200(var->h200.ptr, var->h200.len, &ex, &exn) != 0)
             problem(v, "%.*s: the %s header block has no Accept-Ranges line", sp, path.ptr, enc);
         else if (pk_etag_rep(var->body_key, e->mime.ptr, e->mime.len, ex, exn, etag) != 0)
-            problem(v, "%.*s: the %s ETag cannot be derived: SHA-256 failed", sp, path.ptr, enc);
+            v->oom = 1; /* OpenSSL could not allocate: no verdict */
         if (etag[0] &&
             (var->etag.len != PK_ETAG_LEN || memcmp(var->etag.ptr, etag, PK_ETAG_LEN) != 0)) {
             problem(v, "%.*s: the %s ETag %.*s is not derived from its body, type and headers (%s)",
@@ -511,8 +511,8 @@ int pk_cmd_verify(const char *site, int quiet)
     }
     goto out_report;
 out_nomem:
-    /* no verdict, whatever was found so far: not "FAILED", which says the
-     * pack is bad */
+    /* the rest was not checked: FAILED below only for problems found
+     * before memory ran out */
     pk_err("verify: %s: out of memory; the pack was not fully checked", site);
 out_report:
     if (v.problems > VERIFY_MAX_REPORTS)

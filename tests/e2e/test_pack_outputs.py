@@ -8,6 +8,7 @@ import fcntl
 import json
 import os
 import random
+import shutil
 import signal
 import socket
 import stat
@@ -190,6 +191,19 @@ def main():
         T.eq(json.loads(text[len(b"earlier lines\n"):])["servd_manifest"], 1, "the manifest")
         refused(["build", root, "-o", out_link, "-q"], 1, ["names descriptor 1"],
                 "-o standard output")
+        # Standard output that is -o or --base itself (`... --manifest /dev/stdout >>
+        # site.lmdb`): the manifest went into the replaced pack's old inode, lost.
+        for target, opt in ((pack, "-o"), (pack + ".base", "--base")):
+            if opt == "--base":
+                shutil.copyfile(pack, target)
+            with open(target, "ab") as out:
+                args = [T.PACK, "build", root, "-o", pack if opt == "-o" else pack + ".new",
+                        "--manifest", out_link, "-q"] + (["--base", target] if opt == "--base"
+                                                         else [])
+                p = subprocess.run(args, stdout=out, stderr=subprocess.PIPE, timeout=120)
+            T.eq(p.returncode, 2, "--manifest to a standard output that is %s (%r)"
+                 % (opt, p.stderr))
+            T.check(b"same file as " + opt.encode() in p.stderr, "message %r" % p.stderr)
         # The manifest never replaces the base, through a link or a hard link.
         base_link = os.path.join(work, "base-link")
         os.symlink(pack, base_link)
