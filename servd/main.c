@@ -339,13 +339,14 @@ int main(int argc, char **argv)
     /* A client that goes away must cost an EPIPE, not the process; nor must
      * a pack file cut short under its map (mapguard.h). */
     signal(SIGPIPE, SIG_IGN);
-    /* An ignored SIGCHLD is inherited too, and has children reaped unseen:
-     * the exit status of the pack check (--check-pack) would be lost. */
-    signal(SIGCHLD, SIG_DFL);
     /* Nor a file size limit (ulimit -f, LimitFSIZE=) the access log or a
      * redirected stderr reaches: the write fails with EFBIG, the log counts
      * its lost lines and says so once. */
     signal(SIGXFSZ, SIG_IGN);
+    /* An ignored SIGCHLD is inherited across exec, and has children reaped
+     * unseen: the exit status of the pack check (--check-pack) would be
+     * lost. */
+    signal(SIGCHLD, SIG_DFL);
     /* Until the main loop takes them (server.c), a reload or a log reopen
      * sent while servd starts (systemd's ExecReload, a logrotate script
      * during a restart) must not kill it by the default action: the pack
