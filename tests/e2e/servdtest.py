@@ -123,14 +123,20 @@ def free_port():
     binds (seen in CI: "admin: cannot listen ... Address already in use")."""
     low = _ephemeral_low()
     rng = random.Random()
-    port = bindable_port(rng.randrange(max(1024, low - 12000), low) for _ in range(200))
-    if port is not None:
-        return port
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
+    # Never one this process handed out already: two calls in a row for one
+    # servd (--listen and --admin) got the same port once in CI (1 in 12000).
+    port = bindable_port(p for p in (rng.randrange(max(1024, low - 12000), low)
+                                     for _ in range(200)) if p not in _given)
+    if port is None:
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        s.close()
+    _given.add(port)
     return port
+
+
+_given = set()  # ports free_port() returned
 
 
 
