@@ -275,9 +275,10 @@ static int parse_simple(int argc, char **argv, int *json, int *quiet, int *encod
                 return usage_error("%s: --headers is not an option of this command", argv[0]);
             *headers = 1;
             break;
-        case 'h':
-            print_help();
-            return -1;
+        case 'h': {
+            int rc = print_help();
+            return rc == PK_EXIT_OK ? -1 : rc;
+        }
         default:
             return option_error(c, argv);
         }

@@ -49,9 +49,10 @@ def main():
     T.check(p.stdout.decode().startswith("servd-pack "), "--version output: %r" % p.stdout)
     T.eq(T.run(["build", "--help"]).returncode, 0, "build --help")
     if os.path.exists("/dev/full"):  # output that cannot be written is a failure
-        for opt in ("--help", "--version"):
+        for opt in (["--help"], ["--version"], ["build", "--help"], ["ls", "-h"],
+                    ["verify", "--help"], ["diff", "-h"], ["cat", "--help"]):
             with open("/dev/full", "wb") as full:
-                p = subprocess.run([T.PACK, opt], stdout=full, stderr=subprocess.PIPE)
+                p = subprocess.run([T.PACK] + opt, stdout=full, stderr=subprocess.PIPE)
             T.eq(p.returncode, 1, "%s >/dev/full: exit status" % opt)
             T.check(b"writing to standard output" in p.stderr, "%s: %r" % (opt, p.stderr))
 
