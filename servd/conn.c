@@ -797,7 +797,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     after_input(c);
 }
 
-/* ---- Entry points from server.c ---- */
+/* ---- Entry points from worker.c ---- */
 
 void sv__conn_accept(sv_worker *w, int fd)
 {

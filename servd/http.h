@@ -4,7 +4,7 @@
  *   sv_http1_parse()   request head bytes  -> sv_request (views into the buffer)
  *   sv_respond()       sv_request + pack   -> sv_plan (iovecs ready for writev)
  *
- * The runtime (server.c, conn.c) reads into its worker's read buffer (or a
+ * The runtime (worker.c, conn.c) reads into its worker's read buffer (or a
  * connection's held input), calls the parser, calls sv_respond() and writes
  * the plan. Nothing here allocates: views point into the read buffer, the
  * pack map, the loop's Date line or a scratch buffer of the worker's batch.

@@ -10,7 +10,7 @@
  *   admin thread   /metrics and /healthz on --admin (admin.c)
  *   log thread     writes access-log buffers handed over by workers (log.c)
  *
- * Structures shared between server.c and conn.c live here (sv__ names are
+ * Structures shared between server.c, worker.c and conn.c live here (sv__ names are
  * internal to the daemon). docs/architecture.md tells the whole story.
  */
 #ifndef SV_SERVER_H
@@ -19,6 +19,7 @@
 #include <limits.h>
 #include <stddef.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <sys/socket.h>
@@ -118,7 +119,7 @@ typedef struct sv_config {
  * the sockets, the admin address or the access log cannot be set up). */
 int sv_server_run(const sv_config *cfg, sv_snapshot *snap);
 
-/* ---- Internals shared by server.c and conn.c ---- */
+/* ---- Internals shared by server.c, worker.c and conn.c ---- */
 
 /* An intrusive doubly linked list (circular, with a head node). */
 typedef struct sv_link {
@@ -155,15 +156,25 @@ static inline void sv__list_del(sv_link *l)
 typedef struct sv_server sv_server;
 typedef struct sv_log sv_log;
 
+/* What the main thread keeps per worker besides the worker itself: the
+ * lock that makes "send a wake-up" and "close the wake-up handle" exclusive,
+ * so that the main thread never signals a loop that is being torn down. */
+typedef struct sv_wslot {
+    pthread_mutex_t lock;
+    int closed; /* the wake-up handle is closed (or closing) */
+} sv_wslot;
+
 typedef struct sv_worker {
     int id;
-    sv_server *srv;
     const sv_config *cfg;
+    sv_wslot *slot;       /* the main thread's, for wake-ups */
+    atomic_int *finished; /* counted up when the loop has returned, */
+    uv_async_t *done;     /* and then this main-loop handle is sent */
     uv_loop_t loop;
     uv_thread_t thread;
 
     /* Swaps and stops: the main thread stores into pending / stop and then
-     * wakes the loop; the loop takes them in on_wake (server.c). */
+     * wakes the loop; the loop takes them in on_wake (worker.c). */
     uv_async_t wake;
     _Atomic(sv_snapshot *) pending;
     atomic_int stop;   /* 0 run, 1 drain gracefully, 2 close everything */
@@ -209,6 +220,28 @@ typedef struct sv_worker {
     sv_request req;
     char rbuf[SV_MAX_HEAD]; /* the loop's read buffer */
 } sv_worker;
+
+/* ---- Worker loops (worker.c) ---- */
+
+/* Sets up w's loop, its handles and the polling of its listening sockets
+ * (main thread, before w's thread starts). The caller has set id, cfg, ctr,
+ * log, slot, finished, done and the listening sockets; snap is the first
+ * snapshot, of which w takes a reference.
+ * @return 0, or a libuv error with nothing of the loop left open. */
+int sv__worker_init(sv_worker *w, sv_snapshot *snap);
+
+/* The worker's thread: runs its loop until the stop has closed every
+ * handle, then tells the main thread (finished, done). */
+void sv__worker_main(void *arg);
+
+/* Frees a worker whose thread has finished (or never started). A worker
+ * that ran closed its listening sockets when it drained. */
+void sv__worker_free(sv_worker *w, int started);
+
+/* Closes a loop that never ran, or whose thread could not start: its
+ * handles, then the loop (a worker's listening descriptors stay for
+ * sv__worker_free). */
+void sv__loop_discard(uv_loop_t *loop);
 
 /* Updates the Date lines (and log time) when the second has changed. */
 void sv__clock_update(sv_worker *w);
