@@ -44,9 +44,13 @@ int pk_pack_open_checked(const char *path, sf_pack **pack, char *err, size_t err
         return SF_EIO;
     }
     char fdpath[32];
-    snprintf(fdpath, sizeof fdpath, "/proc/self/fd/%d", fd);
-    int rc = sf_check_isolated(sf_pack_check_structure, SF_CHECK_NO_HASH, fdpath,
-                               SF_CHECK_TIMEOUT_MS, err, errlen);
+    int rc = sf_fd_path(fd, path, fdpath, sizeof fdpath, err, errlen);
+    if (rc != 0) {
+        close(fd);
+        return rc;
+    }
+    rc = sf_check_isolated(sf_pack_check_structure, SF_CHECK_NO_HASH, fdpath, SF_CHECK_TIMEOUT_MS,
+                           err, errlen);
     if (rc == 0)
         rc = sf_pack_open(fdpath, pack, err, errlen);
     close(fd); /* LMDB holds its own descriptor */

@@ -248,7 +248,12 @@ int sv_snapshot_open(const char *path, int nreaders, sv_snapshot **out, sv_file_
         return SF_EIO;
     }
     char fdpath[32];
-    snprintf(fdpath, sizeof fdpath, "/proc/self/fd/%d", fd);
+    if ((rc = sf_fd_path(fd, path, fdpath, sizeof fdpath, err, errlen)) != 0) {
+        close(fd);
+        if (seen)
+            seen->retry = 1; /* says nothing about the file */
+        return rc;
+    }
     /* LMDB trusts its page structure; a damaged pack must not crash a
      * running server. Walk it once in a child first (sf/isolate.h). */
     /* The check runs as a fresh program (servd --check-pack), not a bare

@@ -185,6 +185,17 @@ void sf_name_file(char *err, size_t errlen, const char *fdpath, const char *path
     snprintf(err, errlen, "%s", tmp);
 }
 
+int sf_fd_path(int fd, const char *path, char *out, size_t outlen, char *err, size_t errlen)
+{
+    struct stat named, open_file;
+    snprintf(out, outlen, "/proc/self/fd/%d", fd);
+    if (stat(out, &named) == 0 && fstat(fd, &open_file) == 0 && named.st_dev == open_file.st_dev &&
+        named.st_ino == open_file.st_ino)
+        return 0;
+    snprintf(err, errlen, "%s: cannot reach the open file as %s (is /proc mounted?)", path, out);
+    return SF_EIO;
+}
+
 extern char **environ;
 
 int sf_check_spawn(char *const argv[], const char *path, int timeout_ms, char *err, size_t errlen)

@@ -113,6 +113,16 @@ def runaway_lengths(work):
     T.check(b"/rand.bin" in p.stdout, "ls without /proc lists the pack")
     T.eq(T.run(["cat", good, "/rand.bin"], env=no_proc).stdout, bytes(blob),
          "cat without /proc gives the body")
+    # Without /proc/self/fd, the pack that was opened once cannot be checked and read
+    # by that name: the message says so, not "No such file" about a file that is there.
+    no_fd = T.shim_env(HIDE_PROC_FD="1")
+    for args in (["ls", good], ["verify", good], ["cat", good, "/rand.bin"],
+                 ["diff", good, good]):
+        p = T.run(args, env=no_fd)
+        err = p.stderr.decode()
+        T.eq(p.returncode, 1, "%s without /proc/self/fd: exit status (%s)" % (args[0], err))
+        T.check(good in err and "is /proc mounted?" in err and "No such file" not in err,
+                "%s without /proc/self/fd: message %r" % (args[0], err))
     cases = [("body", body, "the identity body of /rand.bin is damaged", None),
              ("record", rec, "corrupt entry record for path /index.html", None),
              ("body-past-end", past_end, "the identity body of /rand.bin is damaged", None),

@@ -323,6 +323,21 @@ def t_a_worker_that_cannot_start_is_exit_1():
     ok({1, 2} <= seen, "worker 1 and worker 2 were each made to fail (saw %s)" % sorted(seen))
 
 
+def t_no_proc_fd_is_named():
+    """Without /proc (a bare chroot or container), the pack opened once cannot be checked
+    through /proc/self/fd/N: servd must say so, not "No such file" about a pack that is
+    there."""
+    env = st.preload_env(os.path.join(st.BUILD_DIR, "swap_open.so"), HIDE_PROC_FD="1")
+    p = subprocess.run([st.SERVD, "--pack", good_pack(), "--listen",
+                        "127.0.0.1:%d" % st.free_port()], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env,
+                       timeout=REFUSE_TIMEOUT)
+    err = p.stderr.decode(errors="replace")
+    eq(p.returncode, 1, "without /proc/self/fd: exit status (stderr %r)" % err)
+    ok(good_pack() in err and "is /proc mounted?" in err and "No such file" not in err,
+       "without /proc/self/fd: message %r" % err)
+
+
 def t_closed_standard_descriptors():
     """Started as `servd <&- >&- 2>&-`, servd must not let the access log (or the pack, or
     a socket) take descriptor 2: its own messages would be written into the log."""

@@ -80,6 +80,13 @@ extern void (*sf__isolate_child_hook)(void);
  * puts path in its place (err unchanged when it begins otherwise). */
 void sf_name_file(char *err, size_t errlen, const char *fdpath, const char *path);
 
+/* Writes "/proc/self/fd/N" for fd into out (32 bytes are enough) and checks
+ * that it leads to fd's file: without /proc mounted (a bare chroot or
+ * container) it does not, and every later open by that name would say "No
+ * such file or directory" about a file that is there.
+ * @return 0, or SF_EIO with "PATH: cannot reach ... (is /proc mounted?)". */
+int sf_fd_path(int fd, const char *path, char *out, size_t outlen, char *err, size_t errlen);
+
 /* How long a structure walk in a child may take before the pack is refused. */
 #define SF_CHECK_TIMEOUT_MS 60000
 
