@@ -391,8 +391,9 @@ static int check_space(build *b, uint64_t need)
  * write failed for want of room: an I/O error from storing (io_error: LMDB
  * reports a short write as EIO), or a commit message that names no space,
  * a quota or an I/O error. Any other cause (a rename refused, a read-only
- * file) gets no hint: it would point the user the wrong way. */
-static void note_space(build *b, int io_error)
+ * file) gets no hint: it would point the user the wrong way. capacity
+ * bounds the pack file's size: a file size limit above it is no cause. */
+static void note_space(build *b, int io_error, uint64_t capacity)
 {
     static const int space_errors[] = {ENOSPC, EDQUOT, EIO, EFBIG};
     int related = io_error;
@@ -406,7 +407,7 @@ static void note_space(build *b, int io_error)
      * disk does: EFBIG, or a short write LMDB reports as EIO. */
     struct rlimit fs;
     if (related && getrlimit(RLIMIT_FSIZE, &fs) == 0 && fs.rlim_cur != RLIM_INFINITY &&
-        n < sizeof b->err) {
+        (uint64_t)fs.rlim_cur < capacity && n < sizeof b->err) {
         char l[32];
         pk_human_bytes((uint64_t)fs.rlim_cur, l, sizeof l);
         snprintf(b->err + n, sizeof b->err - n,
@@ -472,7 +473,7 @@ int pk__write_pack(build *b, pk_stats *st)
     note_tmp_names(b);
     sf_writer *w;
     if (sf_writer_open(o->output, capacity, &w, b->err, sizeof b->err) != 0) {
-        note_space(b, 0); /* LMDB's first pages did not fit */
+        note_space(b, 0, capacity); /* LMDB's first pages did not fit */
         free(refs);
         return -1;
     }
@@ -591,7 +592,7 @@ int pk__write_pack(build *b, pk_stats *st)
             pk_manifest_rollback();
         sigprocmask(SIG_SETMASK, &old, NULL);
         pk__end_turn(b);
-        note_space(b, 0);
+        note_space(b, 0, capacity);
         free(refs);
         return -1;
     }
@@ -624,7 +625,7 @@ out_abort:
     sf_pack_id_free(idsha);
     sf_writer_abort(w);
     if (rc == SF_EIO) /* once the partial pack is gone */
-        note_space(b, 1);
+        note_space(b, 1, capacity);
     if (o->manifest && !b->manifest_stream)
         pk_manifest_abort(o->manifest);
     free(refs);

@@ -53,6 +53,15 @@ def main():
             T.check("disk full? 2.0 MiB free on the output's file system" in err,
                     "message mentions the free space: %r" % err)
             T.eq(os.listdir(mnt), [], "nothing left after a write failure")
+
+            # A file size limit far above the pack is no cause: the hint is the disk's.
+            import resource
+            def fsize():
+                resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 30, 1 << 30))
+            err = subprocess.run([T.PACK, "build", tight, "-o", out, "-q"], stderr=subprocess.PIPE,
+                                 preexec_fn=fsize).stderr.decode()
+            T.check("disk full? 2.0 MiB free" in err and "file size limit" not in err,
+                    "a 1 GiB file size limit is not named for a full disk: %r" % err)
         finally:
             subprocess.run(["umount", mnt])
     T.finish("test_pack_space")
