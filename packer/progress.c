@@ -5,16 +5,45 @@
 
 #include "msg.h"
 
+#include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
-/* Characters of the bar itself: fits an 80-column terminal with the label. */
+/* Characters of the bar itself at most: fits an 80-column terminal with
+ * the label; narrower terminals get a shorter bar, down to BAR_MIN. */
 #define BAR_WIDTH 40
+#define BAR_MIN   10
+/* The rest of the line: "%-12s [" before the bar, "] 100%" after it. */
+#define BAR_FRAME (12 + 2 + 6)
+
+/* A terminal that cannot move the cursor or clear a line (TERM=dumb, as
+ * in Emacs' shell, or no TERM at all) would show every redraw as text. */
+static int terminal_draws(void)
+{
+    const char *term = getenv("TERM");
+    return term && *term && strcmp(term, "dumb") != 0;
+}
 
 void pk_progress_init(pk_progress *p, int quiet)
 {
     memset(p, 0, sizeof *p);
-    p->enabled = !quiet && isatty(STDERR_FILENO);
+    p->enabled = !quiet && isatty(STDERR_FILENO) && terminal_draws();
+}
+
+/* The bar's width for the terminal's current width (it may be resized
+ * during a build), leaving the last column free: a line that fills it
+ * wraps on some terminals, and \r then returns to the wrong line. 0: the
+ * terminal is too narrow for a bar. */
+static unsigned bar_width(void)
+{
+    struct winsize ws;
+    if (ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) != 0 || ws.ws_col == 0)
+        return BAR_WIDTH; /* unknown: assume 80 columns */
+    if (ws.ws_col < BAR_FRAME + BAR_MIN + 1)
+        return 0;
+    unsigned w = ws.ws_col - BAR_FRAME - 1u;
+    return w < BAR_WIDTH ? w : BAR_WIDTH;
 }
 
 void pk_progress_phase(pk_progress *p, const char *phase)
@@ -27,12 +56,17 @@ void pk_progress_tick(void *arg, uint64_t done, uint64_t total)
     pk_progress *p = arg;
     if (!p->enabled || total == 0)
         return;
+    unsigned width = bar_width();
+    if (width == 0) {
+        pk_progress_clear(p);
+        return;
+    }
     unsigned pct = (unsigned)(done * 100 / total);
-    unsigned fill = (unsigned)(done * BAR_WIDTH / total);
+    unsigned fill = (unsigned)(done * width / total);
     char bar[BAR_WIDTH + 1];
-    for (unsigned i = 0; i < BAR_WIDTH; i++)
+    for (unsigned i = 0; i < width; i++)
         bar[i] = i < fill ? '#' : '.';
-    bar[BAR_WIDTH] = '\0';
+    bar[width] = '\0';
     fprintf(stderr, "\r\033[K%-12s [%s] %3u%%", p->phase ? p->phase : "", bar, pct);
     fflush(stderr);
     p->drawn = 1;

@@ -1,6 +1,7 @@
 /*
  * progress.h - what servd-pack build tells the person watching: a progress
- * bar on stderr when stderr is a terminal (never in logs or pipes), and a
+ * bar on stderr when stderr is a terminal that can redraw a line (never in
+ * logs or pipes, nor with TERM=dumb), as wide as the terminal allows, and a
  * summary table at the end (unless -q).
  */
 #ifndef PK_PROGRESS_H
@@ -12,7 +13,7 @@
 #include <stdio.h>
 
 typedef struct pk_progress {
-    int enabled;       /* stderr is a tty and not -q */
+    int enabled;       /* stderr is a tty that can redraw, and not -q */
     const char *phase; /* "reading", "compressing", ... */
     int drawn;         /* a bar is on screen and must be cleared */
 } pk_progress;

@@ -34,6 +34,63 @@ def expect_failure(args, status, needles, what, outdir=None, out=None, preexec_f
     return err
 
 
+def under_terminal(args, term, cols):
+    """Runs servd-pack with stderr on a pseudo-terminal cols wide and TERM=term (None:
+    unset); returns the exit status and what the terminal received."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, cols, 0, 0))
+    env = {k: v for k, v in os.environ.items() if k != "TERM"}
+    if term is not None:
+        env["TERM"] = term
+    p = subprocess.Popen([T.PACK] + args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=slave, env=env)
+    os.close(slave)
+    got = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the last writer has closed the terminal
+            break
+        if not chunk:
+            break
+        got += chunk
+    os.close(master)
+    return p.wait(timeout=120), got
+
+
+def progress_bar(work):
+    """The progress bar is drawn only on a terminal that can redraw a line, and never
+    wider than the terminal: a line that fills the last column wraps, and each redraw
+    then leaves a line behind."""
+    import re
+    root = os.path.join(work, "bar-site")
+    T.make_site(root, big=1)
+    out = os.path.join(work, "bar.lmdb")
+    bar = re.compile(rb"\x1b\[K[a-z]+ *\[([#.]*)\] +\d+%")
+    for term, cols, width in (("xterm", 80, 40), ("xterm", 200, 40), ("xterm", 40, 19),
+                              ("xterm", 31, 10), ("xterm", 30, 0), ("dumb", 80, 0), (None, 80, 0)):
+        what = "TERM=%s, %d columns" % (term, cols)
+        rc, got = under_terminal(["build", root, "-o", out], term, cols)
+        T.eq(rc, 0, "%s: exit status (%r)" % (what, got[-300:]))
+        bars = bar.findall(got)
+        if width == 0:
+            T.check(b"\x1b" not in got and not bars, "%s: no bar, no escape: %r" % (what, got[:300]))
+            continue
+        T.check(bars, "%s: a bar is drawn: %r" % (what, got[:300]))
+        T.check(all(len(b) == width for b in bars), "%s: the bar is %d wide: %r"
+                % (what, width, sorted(set(len(b) for b in bars))))
+        for m in bar.finditer(got):
+            line = m.group(0)[3:]  # after ESC [ K
+            T.check(len(line) <= cols - 1, "%s: a drawn line of %d columns: %r"
+                    % (what, len(line), line))
+        T.check(got.count(b"\r\x1b[K") > len(bars), "%s: the bar is cleared at the end" % what)
+        T.check(b"paths" in got or b"path" in got, "%s: the summary follows: %r" % (what, got[-300:]))
+
+
 def main():
     # Help and version.
     p = T.run(["--help"])
@@ -489,6 +546,8 @@ def main():
         T.check(open(m_json, "rb").read() != before[1], "the new manifest is in place")
         T.eq([f for f in os.listdir(outdir) if ".old-" in f or ".tmp-" in f], [],
              "no copy or temporary file left after a good build")
+    with T.TempDir() as work:
+        progress_bar(work)
     T.finish("test_pack_cli")
 
 
