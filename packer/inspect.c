@@ -91,42 +91,63 @@ static json_t *view_str(sf_view v)
     return json_stringn_nocheck(v.ptr, v.len);
 }
 
-static int ls_json(ls_ctx *c, sf_view path, const sf_entry *e)
+/* Sets o[key] to v, which it takes over (jansson frees it on failure too).
+ * @return 1 when set; 0 when v is NULL or the object cannot grow. */
+static int put(json_t *o, const char *key, json_t *v)
 {
-    json_t *vars = json_array();
+    return v && json_object_set_new(o, key, v) == 0;
+}
+
+/* One path's object: every value checked, for a listing that is short of
+ * memory must fail, not print a path without its variants. */
+static json_t *ls_object(sf_view path, const sf_entry *e)
+{
     json_t *o = json_object();
-    if (!vars || !o)
-        goto out_nomem;
-    json_object_set_new(o, "path", view_str(path));
-    json_object_set_new(o, "kind", json_string(e->kind == SF_KIND_FILE ? "file" : "redirect"));
-    if (e->kind == SF_KIND_REDIRECT) {
-        json_object_set_new(o, "target", view_str(e->target));
-        json_decref(vars);
-    } else {
+    if (!o)
+        return NULL;
+    int ok = put(o, "path", view_str(path)) &&
+             put(o, "kind", json_string(e->kind == SF_KIND_FILE ? "file" : "redirect"));
+    if (ok && e->kind == SF_KIND_REDIRECT) {
+        ok = put(o, "target", view_str(e->target));
+    } else if (ok) {
         const sf_variant *id = &e->variants[0];
         const char *cc;
         size_t ccl;
-        json_object_set_new(o, "mime", view_str(e->mime));
-        json_object_set_new(o, "size", json_integer((json_int_t)id->body_len));
-        json_object_set_new(o, "etag", view_str(id->etag));
-        json_object_set_new(o, "last_modified", json_integer(e->last_modified));
-        if (pk_header_find(id->rep.ptr, id->rep.len, "Cache-Control", &cc, &ccl) == 0)
-            json_object_set_new(o, "cache_control", json_stringn_nocheck(cc, ccl));
-        for (unsigned i = 0; i < e->nvariants; i++) {
+        ok = put(o, "mime", view_str(e->mime)) &&
+             put(o, "size", json_integer((json_int_t)id->body_len)) &&
+             put(o, "etag", view_str(id->etag)) &&
+             put(o, "last_modified", json_integer(e->last_modified));
+        if (ok && pk_header_find(id->rep.ptr, id->rep.len, "Cache-Control", &cc, &ccl) == 0)
+            ok = put(o, "cache_control", json_stringn_nocheck(cc, ccl));
+        json_t *vars = ok ? json_array() : NULL;
+        for (unsigned i = 0; vars && ok && i < e->nvariants; i++) {
             const sf_variant *v = &e->variants[i];
-            json_array_append_new(
-                vars, json_pack("{s:s, s:I, s:o}", "encoding", sf_encoding_name(v->encoding),
-                                "size", (json_int_t)v->body_len, "etag", view_str(v->etag)));
+            json_t *vo = json_object();
+            ok = vo && put(vo, "encoding", json_string(sf_encoding_name(v->encoding))) &&
+                 put(vo, "size", json_integer((json_int_t)v->body_len)) &&
+                 put(vo, "etag", view_str(v->etag));
+            if (!ok)
+                json_decref(vo);
+            else
+                ok = json_array_append_new(vars, vo) == 0;
         }
-        json_object_set_new(o, "variants", vars);
+        if (!ok)
+            json_decref(vars);
+        else
+            ok = put(o, "variants", vars);
     }
-    if (json_array_append_new(c->arr, o) != 0)
-        goto out_nomem;
-    return 0;
-out_nomem:
-    json_decref(vars);
-    json_decref(o);
-    return SF_ENOMEM;
+    if (!ok) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+static int ls_json(ls_ctx *c, sf_view path, const sf_entry *e)
+{
+    json_t *o = ls_object(path, e);
+    /* the array takes o over, also when it cannot grow */
+    return o && json_array_append_new(c->arr, o) == 0 ? 0 : SF_ENOMEM;
 }
 
 static int ls_one(void *arg, sf_view path, const sf_entry *e)

@@ -299,6 +299,10 @@ int main(int argc, char **argv)
 {
     if (sf_std_fds_open() != 0)
         return PK_EXIT_FAIL; /* nowhere to say why */
+    if (sf_sha256_ready() != 0) {
+        pk_err("out of memory setting up SHA-256");
+        return PK_EXIT_FAIL;
+    }
     /* stderr is unbuffered: escaped text (pk_esc_fputs) would go out a byte
      * at a time, and a reader - a log, a script waiting for a message,
      * another build's lines in the same file - could see half a line. Line

@@ -232,11 +232,13 @@ static void check_blocks(verify *v, sf_view path, const sf_entry *e, const sf_va
     /* The fixed lines first: what follows them are the rule lines. */
     int rc = special ? pk_render_404(&fixed, &rep_off, &rep, var->encoding, var->body_len)
                      : pk_render_200(&fixed, &rep_off, &rep, var->encoding, var->body_len, etag);
+    if (rc != 0 && pk_buf_failed(&fixed)) {
+        v->oom = 1; /* no verdict: not a problem of the pack */
+        goto out_free_blocks;
+    }
     if (rc != 0) {
-        problem(v,
-                "%.*s: the %s header blocks cannot be rendered again (a date out of range, or "
-                "out of memory)",
-                sp, path.ptr, enc);
+        problem(v, "%.*s: the %s header blocks cannot be rendered again (a date out of range)", sp,
+                path.ptr, enc);
         goto out_free_blocks;
     }
     const char *which = special ? "404" : "200";
@@ -446,6 +448,8 @@ int pk_cmd_verify(const char *site, int quiet)
     int status = PK_EXIT_FAIL;
     char err[512] = "";
     rc = sf_foreach_path(v.r, check_path, &v, err, sizeof err);
+    if (rc == SF_ENOMEM || v.oom)
+        goto out_nomem;
     if (rc != 0) {
         problem(&v, "%s", err[0] ? err : sf_strerror(rc));
         goto out_report;
@@ -457,6 +461,8 @@ int pk_cmd_verify(const char *site, int quiet)
         for (unsigned i = 0; i < e.nvariants; i++)
             check_variant(&v, name, &e, &e.variants[i], 1);
         check_decodes(&v, name, &e);
+    } else if (rc == SF_ENOMEM) {
+        goto out_nomem;
     } else if (rc != SF_ENOTFOUND) {
         problem(&v, "status:404: %s", sf_strerror(rc));
     }
@@ -466,10 +472,10 @@ int pk_cmd_verify(const char *site, int quiet)
         qsort(v.refs, v.nrefs, sizeof *v.refs, cmp_ref);
     body_pass bp = {&v, 0, 0};
     rc = sf_foreach_body(v.r, check_body, &bp);
+    if (rc == SF_ENOMEM || v.oom)
+        goto out_nomem;
     if (rc != 0)
         problem(&v, "reading the bodies: %s", sf_strerror(rc));
-    if (v.oom)
-        goto out_nomem;
 
     uint8_t id[SF_PACK_ID_LEN];
     rc = sf_pack_id_compute(v.r, id);

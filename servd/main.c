@@ -171,9 +171,18 @@ int main(int argc, char **argv)
 {
     if (sf_std_fds_open() != 0)
         return 1; /* nowhere to say why */
+    int check = argc == 3 && strcmp(argv[1], "--check-pack") == 0;
+    if (sf_sha256_ready() != 0) {
+        if (check) {
+            printf("out of memory setting up SHA-256\n");
+            return SF_CHECK_EXIT_NO_VERDICT;
+        }
+        fprintf(stderr, "servd: out of memory setting up SHA-256\n");
+        return 1;
+    }
     /* Internal: the child that walks a new pack before the server maps it
      * (snapshot.c, sf/isolate.h). Prints the reason for a refusal. */
-    if (argc == 3 && strcmp(argv[1], "--check-pack") == 0) {
+    if (check) {
         char err[1024] = "";
         int rc = sf_pack_check_structure(NULL, argv[2], err, sizeof err);
         if (rc != 0)

@@ -321,6 +321,8 @@ int sv_snapshot_open(const char *path, int nreaders, sv_snapshot **out, sv_file_
     return 0;
 
 out_end_readers:
+    if (seen) /* out of memory for a reader or the walk: no verdict, as above */
+        seen->retry = rc == SF_EIO || rc == SF_ENOMEM;
     for (int i = 0; i < s->nreaders; i++)
         sf_reader_end(s->readers[i]);
     sv_mapguard_remove(s->guard);

@@ -58,13 +58,16 @@ static int64_t now_ms(void)
 /* Reads the child's report from fd into buf[0, cap) until the child closes
  * its end, cap bytes came, or timeout_ms passed; then closes fd, kills the
  * child if it timed out, and reaps it into *status. @return the bytes read;
- * *timed_out says whether the deadline ended it. */
+ * *timed_out says whether the deadline ended it, *read_errno is the error
+ * of a poll or read that failed (0: none), after which the report is lost
+ * whatever the child said. */
 static size_t collect(int fd, pid_t pid, void *buf, size_t cap, int timeout_ms, int *timed_out,
-                      int *status)
+                      int *read_errno, int *status)
 {
     size_t got = 0;
     int64_t deadline = now_ms() + timeout_ms;
     *timed_out = 0;
+    *read_errno = 0;
     while (got < cap) {
         int64_t left = deadline - now_ms();
         if (left <= 0) {
@@ -77,17 +80,20 @@ static size_t collect(int fd, pid_t pid, void *buf, size_t cap, int timeout_ms, 
             continue;
         if (n <= 0) {
             *timed_out = n == 0;
+            *read_errno = n < 0 ? errno : 0;
             break;
         }
         ssize_t rd = read(fd, (char *)buf + got, cap - got);
         if (rd < 0 && errno == EINTR)
             continue;
+        if (rd < 0)
+            *read_errno = errno;
         if (rd <= 0)
             break;
         got += (size_t)rd;
     }
     close(fd);
-    if (*timed_out)
+    if (*timed_out || *read_errno)
         kill(pid, SIGKILL);
     /* -1: not reaped (SIGCHLD ignored reaps children itself): no status,
      * which the callers must not read as "exited 0" */
@@ -115,6 +121,14 @@ static int stopped(const char *path, int sig, char *err, size_t errlen)
     snprintf(err, errlen, "%s: the check of the pack was stopped (signal %s); not a verdict", path,
              strsignal(sig));
     return SF_ENOMEM;
+}
+
+/* The refusal of a check whose report could not be read: no verdict. */
+static int report_lost(const char *path, int e, char *err, size_t errlen)
+{
+    snprintf(err, errlen, "%s: cannot check the pack: reading the check's report: %s", path,
+             strerror(e));
+    return SF_EIO;
 }
 
 /* The refusal of a check whose child could not be waited for: no verdict. */
@@ -147,8 +161,10 @@ int sf_check_isolated(sf_check_fn check, void *arg, const char *path, int timeou
 
     /* Read the report until the child closes its end (exit or death). */
     struct report r;
-    int timed_out, st;
-    size_t got = collect(fds[0], pid, &r, sizeof r, timeout_ms, &timed_out, &st);
+    int timed_out, read_errno, st;
+    size_t got = collect(fds[0], pid, &r, sizeof r, timeout_ms, &timed_out, &read_errno, &st);
+    if (read_errno)
+        return report_lost(path, read_errno, err, errlen);
 
     if (timed_out) {
         snprintf(err, errlen, "%s: corrupt pack: reading it did not finish in %d ms", path,
@@ -206,11 +222,14 @@ int sf_check_spawn(char *const argv[], const char *path, int timeout_ms, char *e
         return SF_EIO;
     }
     posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
     pid_t pid;
-    int rc = posix_spawn(&pid, argv[0], &fa, NULL, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
+    int rc = posix_spawn_file_actions_init(&fa);
+    if (rc == 0) {
+        /* without the dup2 the child's report would go to our stdout */
+        if ((rc = posix_spawn_file_actions_adddup2(&fa, fds[1], 1)) == 0)
+            rc = posix_spawn(&pid, argv[0], &fa, NULL, argv, environ);
+        posix_spawn_file_actions_destroy(&fa);
+    }
     close(fds[1]);
     if (rc != 0) {
         close(fds[0]);
@@ -218,8 +237,11 @@ int sf_check_spawn(char *const argv[], const char *path, int timeout_ms, char *e
         return SF_EIO;
     }
     char msg[1024];
-    int timed_out, st;
-    size_t got = collect(fds[0], pid, msg, sizeof msg - 1, timeout_ms, &timed_out, &st);
+    int timed_out, read_errno, st;
+    size_t got =
+        collect(fds[0], pid, msg, sizeof msg - 1, timeout_ms, &timed_out, &read_errno, &st);
+    if (read_errno)
+        return report_lost(path, read_errno, err, errlen);
     msg[got] = '\0';
     while (got > 0 && (msg[got - 1] == '\n' || msg[got - 1] == '\r'))
         msg[--got] = '\0';
@@ -232,10 +254,17 @@ int sf_check_spawn(char *const argv[], const char *path, int timeout_ms, char *e
         return not_waited(path, err, errlen);
     if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
         return SF_OK;
+    if (WIFEXITED(st) && WEXITSTATUS(st) == SF_CHECK_EXIT_NO_VERDICT) {
+        /* the child ran out of something; its message may not have come */
+        if (got > 0)
+            snprintf(err, errlen, "%s", msg);
+        else
+            snprintf(err, errlen, "%s: cannot check the pack: the check ran out of memory", path);
+        return SF_ENOMEM;
+    }
     if (WIFEXITED(st) && got > 0) {
         snprintf(err, errlen, "%s", msg);
-        /* SF_CHECK_EXIT_NO_VERDICT: the child ran out of something */
-        return WEXITSTATUS(st) == SF_CHECK_EXIT_NO_VERDICT ? SF_ENOMEM : SF_ECORRUPT;
+        return SF_ECORRUPT;
     }
     int sig = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
     if (stopped_from_outside(sig))
@@ -318,6 +347,13 @@ static int walk_body(void *arg, const uint8_t key[SF_KEY_LEN], sf_view bytes)
     return 0;
 }
 
+/* How a failed check begins its message: "corrupt pack" is a verdict on
+ * the file, which running out of memory or a failed read is not. */
+static const char *failed(int rc)
+{
+    return rc == SF_ENOMEM || rc == SF_EIO ? "cannot check the pack" : "corrupt pack";
+}
+
 /* The pack id in meta must be the one the records hash to (sf_pack_id_compute):
  * a byte changed inside a record after packing - a pre-rendered header
  * block, a Last-Modified, a MIME type - decodes fine and would be served as
@@ -327,7 +363,7 @@ static int check_pack_id(sf_pack *pack, sf_reader *rd, const char *path, char *e
     uint8_t id[SF_PACK_ID_LEN];
     int rc = sf_pack_id_compute(rd, id);
     if (rc != 0) {
-        snprintf(err, errlen, "%s: corrupt pack: cannot recompute the pack id: %s", path,
+        snprintf(err, errlen, "%s: %s: cannot recompute the pack id: %s", path, failed(rc),
                  sf_strerror(rc));
         return rc;
     }
@@ -347,7 +383,7 @@ static int check_pack_id(sf_pack *pack, sf_reader *rd, const char *path, char *e
     if (!sf_meta_has_id_404(m))
         return 0;
     if ((rc = sf_pack_id_404(rd, id)) != 0) {
-        snprintf(err, errlen, "%s: corrupt pack: cannot recompute the 404 entry's id: %s", path,
+        snprintf(err, errlen, "%s: %s: cannot recompute the 404 entry's id: %s", path, failed(rc),
                  sf_strerror(rc));
         return rc;
     }
@@ -476,7 +512,7 @@ int sf_pack_check_structure(void *arg, const char *path, char *err, size_t errle
     rc = sf_foreach_path(rd, walk_path, &w, why, sizeof why);
     if (rc != 0) {
         if (!err[0])
-            snprintf(err, errlen, "%s: corrupt pack: %s", path, why[0] ? why : sf_strerror(rc));
+            snprintf(err, errlen, "%s: %s: %s", path, failed(rc), why[0] ? why : sf_strerror(rc));
         goto out_end;
     }
     sf_entry e;
@@ -486,14 +522,14 @@ int sf_pack_check_structure(void *arg, const char *path, char *err, size_t errle
         if ((rc = check_variants(&w, name, &e)) != 0)
             goto out_end;
     } else if (rc != SF_ENOTFOUND) {
-        snprintf(err, errlen, "%s: corrupt pack: the 404 entry is %s", path, sf_strerror(rc));
+        snprintf(err, errlen, "%s: %s: the 404 entry is %s", path, failed(rc), sf_strerror(rc));
         goto out_end;
     }
     if (w.hash && (rc = check_pack_id(pack, rd, path, err, errlen)) != 0)
         goto out_end;
     err[0] = '\0';
     if ((rc = sf_foreach_body(rd, walk_body, &w)) != 0 && !err[0])
-        snprintf(err, errlen, "%s: corrupt pack: walking the bodies: %s", path, sf_strerror(rc));
+        snprintf(err, errlen, "%s: %s: walking the bodies: %s", path, failed(rc), sf_strerror(rc));
 out_end:
     sf_reader_end(rd);
 out_close:

@@ -16,8 +16,18 @@
  */
 #include "sf/store.h"
 
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <string.h>
+
+int sf_sha256_ready(void)
+{
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int len;
+    if (OPENSSL_init_crypto(0, NULL) != 1 || EVP_Digest("", 0, md, &len, EVP_sha256(), NULL) != 1)
+        return SF_ENOMEM;
+    return SF_OK;
+}
 
 /* An sf_pack_id * is OpenSSL's EVP_MD_CTX *: the incomplete type only keeps
  * OpenSSL out of store.h. It is never defined, so never dereferenced here. */

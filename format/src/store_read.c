@@ -68,39 +68,63 @@ int sf_lmdb_magic(const void *page, size_t len)
     return len >= 20 && ld32((const unsigned char *)page + 16) == LMDB_META_MAGIC;
 }
 
-static const char *lmdb_header_problem(const char *path)
+/* Reads the two LMDB meta pages before LMDB does (it would trust them).
+ * @return SF_OK; or SF_EMAGIC or SF_ECORRUPT with *why saying what is
+ * wrong with the file; or SF_EIO with *why the read's error, which says
+ * nothing about the file. */
+static int lmdb_header_problem(const char *path, const char **why)
 {
     unsigned char h[LMDB_HEAD_LEN], h1[LMDB_HEAD_LEN];
     struct stat st;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return NULL; /* mdb_env_open reports the errno */
+        return SF_OK; /* mdb_env_open reports the errno */
     ssize_t n = pread(fd, h, sizeof h, 0);
-    if (n != (ssize_t)sizeof h || fstat(fd, &st) != 0) {
+    int e = errno;
+    if (n < 0 || fstat(fd, &st) != 0) { /* the disk's problem, not the file's */
+        *why = strerror(n < 0 ? e : errno);
         close(fd);
-        return "not a servd pack (too short for an LMDB header)";
+        return SF_EIO;
+    }
+    if (n != (ssize_t)sizeof h) {
+        close(fd);
+        *why = "not a servd pack (too short for an LMDB header)";
+        return SF_EMAGIC;
     }
     if (!sf_lmdb_magic(h, sizeof h)) {
         close(fd);
-        return "not a servd pack (no LMDB magic)";
+        *why = "not a servd pack (no LMDB magic)";
+        return SF_EMAGIC;
     }
     uint32_t psize = ld32(h + 40);
     if (psize < 512 || psize > 65536 || (psize & (psize - 1)) != 0) {
         close(fd);
-        return "corrupt pack (invalid LMDB page size)";
+        *why = "corrupt pack (invalid LMDB page size)";
+        return SF_ECORRUPT;
     }
     /* LMDB reads the second meta page (at offset psize) too, and uses the
      * newer of the two: both must be there and agree on the page size. */
-    n = (uint64_t)st.st_size >= 2 * (uint64_t)psize ? pread(fd, h1, sizeof h1, psize) : -1;
+    n = (uint64_t)st.st_size >= 2 * (uint64_t)psize ? pread(fd, h1, sizeof h1, psize) : 0;
+    e = errno;
     close(fd);
-    if (n != (ssize_t)sizeof h1)
-        return "corrupt pack (truncated: the second LMDB meta page is missing)";
-    if (!sf_lmdb_magic(h1, sizeof h1) || ld32(h1 + 40) != psize)
-        return "corrupt pack (the second LMDB meta page is damaged)";
+    if (n < 0) {
+        *why = strerror(e);
+        return SF_EIO;
+    }
+    if (n != (ssize_t)sizeof h1) {
+        *why = "corrupt pack (truncated: the second LMDB meta page is missing)";
+        return SF_ECORRUPT;
+    }
+    if (!sf_lmdb_magic(h1, sizeof h1) || ld32(h1 + 40) != psize) {
+        *why = "corrupt pack (the second LMDB meta page is damaged)";
+        return SF_ECORRUPT;
+    }
     const unsigned char *newer = ld64(h1 + 144) > ld64(h + 144) ? h1 : h;
-    if (ld64(newer + 136) >= (uint64_t)st.st_size / psize)
-        return "truncated pack (pages missing at the end)";
-    return NULL;
+    if (ld64(newer + 136) >= (uint64_t)st.st_size / psize) {
+        *why = "truncated pack (pages missing at the end)";
+        return SF_ECORRUPT;
+    }
+    return SF_OK;
 }
 
 /*
@@ -171,10 +195,11 @@ int sf_pack_open(const char *path, sf_pack **out, char *err, size_t errlen)
     if (!S_ISREG(st.st_mode))
         return fail(err, errlen, SF_EIO, "%s: %s", path, "not a regular file");
 
-    const char *problem = lmdb_header_problem(path);
-    if (problem)
-        return fail(err, errlen, strncmp(problem, "corrupt", 7) == 0 ? SF_ECORRUPT : SF_EMAGIC,
-                    "%s: %s", path, problem);
+    const char *problem = NULL;
+    if ((rc = lmdb_header_problem(path, &problem)) == SF_EIO)
+        return fail(err, errlen, rc, "%s: cannot read it: %s", path, problem);
+    if (rc != SF_OK)
+        return fail(err, errlen, rc, "%s: %s", path, problem);
 
     sf_pack *p = calloc(1, sizeof *p);
     if (!p)
@@ -368,6 +393,7 @@ static int get(sf_reader *r, MDB_dbi db, const void *key, size_t klen, MDB_val *
         return SF_ECORRUPT;
     return rc == 0                                          ? SF_OK
            : rc == MDB_CORRUPTED || rc == MDB_PAGE_NOTFOUND ? SF_ECORRUPT
+           : rc == ENOMEM                                   ? SF_ENOMEM
                                                             : SF_ELMDB;
 }
 
@@ -419,9 +445,10 @@ static int foreach (sf_reader *r, MDB_dbi db, int (*each)(void *, MDB_val *, MDB
 {
     MDB_cursor *c;
     MDB_val k, v;
-    if (mdb_cursor_open(r->txn, db, &c) != 0)
-        return SF_ELMDB;
-    int rc, ret = 0;
+    int rc = mdb_cursor_open(r->txn, db, &c);
+    if (rc != 0) /* LMDB's malloc: no fault of the file */
+        return rc == ENOMEM ? SF_ENOMEM : SF_ELMDB;
+    int ret = 0;
     for (rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0;
          rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
         if (!in_file(r->pack, &k))
@@ -434,6 +461,7 @@ static int foreach (sf_reader *r, MDB_dbi db, int (*each)(void *, MDB_val *, MDB
         return ret;
     return rc == MDB_NOTFOUND                               ? SF_OK
            : rc == MDB_CORRUPTED || rc == MDB_PAGE_NOTFOUND ? SF_ECORRUPT
+           : rc == ENOMEM                                   ? SF_ENOMEM
                                                             : SF_ELMDB;
 }
 

@@ -284,6 +284,14 @@ int sf_foreach_body(sf_reader *r, sf_body_fn fn, void *arg);
  * reader recomputes it to prove that no record changed after packing. */
 typedef struct sf_pack_id sf_pack_id;
 
+/* Sets up OpenSSL's SHA-256 and checks that it works; call it first thing
+ * in main. OpenSSL builds its tables at the first use: done here, running
+ * out of memory in there stops the program before it reads any pack, not
+ * in the middle of a check. (OpenSSL 3.0 does not report every allocation
+ * that fails in there; the next use then crashes - here too, but still
+ * before any pack is read.) @return 0 or SF_ENOMEM. */
+int sf_sha256_ready(void);
+
 /* Starts an id. @return 0 or SF_ENOMEM. */
 int sf_pack_id_begin(sf_pack_id **out);
 
