@@ -65,8 +65,9 @@ out_nomem:
 /* Writes doc and a newline to fp and flushes it. @return 0, or -1 with errno. */
 static int dump(json_t *doc, FILE *fp)
 {
+    /* ferror too: jansson does not check every write (an object's keys) */
     if (json_dumpf(doc, fp, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII) != 0 ||
-        fputc('\n', fp) == EOF || fflush(fp) != 0) {
+        fputc('\n', fp) == EOF || fflush(fp) != 0 || ferror(fp)) {
         if (errno == 0)
             errno = EIO;
         return -1;
@@ -254,12 +255,20 @@ void pk_manifest_finish(void)
     state = NOT_COMMITTED;
 }
 
-void pk_manifest_rollback(void)
+void pk_manifest_rollback(char *note, size_t notelen)
 {
     if (state == NOT_COMMITTED)
         return;
-    if (state != COMMITTED_PREVIOUS || rename(old_name, final_name) != 0)
+    if (state != COMMITTED_PREVIOUS || rename(old_name, final_name) != 0) {
+        int e = errno;
         unlink(final_name);
+        if (state == COMMITTED_PREVIOUS && note) {
+            size_t n = strlen(note);
+            snprintf(note + n, notelen - n,
+                     "; the previous manifest could not be put back (%s): it is %s", strerror(e),
+                     old_name);
+        }
+    }
     state = NOT_COMMITTED;
 }
 

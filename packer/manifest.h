@@ -32,9 +32,13 @@ int pk_manifest_commit(const char *path, char *err, size_t errlen);
  * syncs the manifest's directory. */
 void pk_manifest_finish(void);
 /* The pack could not be put in place: restores the previous manifest, or
- * removes the new one if there was none. Async-signal-safe; a no-op
- * unless pk_manifest_commit succeeded and nothing followed it. */
-void pk_manifest_rollback(void);
+ * removes the new one if there was none. When the previous one cannot be
+ * renamed back, the new one is removed all the same (it describes a pack
+ * that is not there) and the previous one stays at "<path>.old-<pid>":
+ * that is appended to note, unless note is NULL. Async-signal-safe with a
+ * NULL note; a no-op unless pk_manifest_commit succeeded and nothing
+ * followed it. */
+void pk_manifest_rollback(char *note, size_t notelen);
 /* Removes the temporary file (after a failure before the commit). */
 void pk_manifest_abort(const char *path);
 /* Writes the manifest straight into path, which is not a regular file (a

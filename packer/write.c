@@ -54,7 +54,7 @@ static void on_signal(int sig)
         unlink(sig_tmp_pack);
     if (sig_tmp_manifest[0])
         unlink(sig_tmp_manifest);
-    pk_manifest_rollback(); /* a no-op unless the manifest was renamed */
+    pk_manifest_rollback(NULL, 0); /* a no-op unless the manifest was renamed */
     const char *m = sig_msg[sig_in_place ? 1 : 0];
     if (m[0] && write(STDERR_FILENO, m, strlen(m)) < 0) {
         /* nothing left to tell */
@@ -589,7 +589,7 @@ int pk__write_pack(build *b, pk_stats *st)
         if (in_place)
             pk_manifest_finish();
         else
-            pk_manifest_rollback();
+            pk_manifest_rollback(b->err, sizeof b->err);
         sigprocmask(SIG_SETMASK, &old, NULL);
         pk__end_turn(b);
         note_space(b, 0, capacity);

@@ -541,6 +541,23 @@ def main():
              "a failed build without hard links: the pack and the manifest are the previous ones")
         T.eq([f for f in os.listdir(outdir) if ".old-" in f or ".tmp-" in f], [],
              "no copy or temporary file left")
+        # And where the previous manifest cannot be renamed back either: the new one
+        # (which describes a pack that is not there) goes, and the message says where the
+        # previous one is. It was silently left aside.
+        p = T.run(["build", root, "-o", m_out, "--manifest", m_json, "-q"],
+                  env=dict(shim_env, FAIL_RENAME_TO="/m.lmdb", FAIL_RENAME_FROM=".old-"))
+        err = p.stderr.decode()
+        kept = [f for f in os.listdir(outdir) if f.startswith("m.json.old-")]
+        T.eq(p.returncode, 1, "the previous manifest cannot be put back: exit status (%s)" % err)
+        T.eq(len(kept), 1, "the previous manifest is kept aside: %s" % os.listdir(outdir))
+        T.check(kept and os.path.join(outdir, kept[0]) in err and "could not be put back" in err,
+                "the message says where the previous manifest is: %r" % err)
+        T.check(not os.path.exists(m_json), "the new manifest is not left beside the old pack")
+        T.eq(open(m_out, "rb").read(), before[0], "the pack is the previous one")
+        if kept:
+            T.eq(open(os.path.join(outdir, kept[0]), "rb").read(), before[1],
+                 "the kept manifest is the previous one")
+            os.rename(os.path.join(outdir, kept[0]), m_json)
         p = T.run(["build", root, "-o", m_out, "--manifest", m_json, "-q"], env=shim_env)
         T.eq(p.returncode, 0, "build without hard links: " + p.stderr.decode())
         T.check(open(m_json, "rb").read() != before[1], "the new manifest is in place")
