@@ -189,10 +189,13 @@ int pk__resolve_output(build *b, const char *opt, const char *path, char *out, s
     if (lstat(path, &lst) != 0)
         return check_output_dir(b, out); /* a new file */
     if (stat(path, &st) != 0) {
-        snprintf(b->err, sizeof b->err,
-                 "%s: a symbolic link to a file that cannot be reached (%s); remove the link or "
-                 "name the file itself",
-                 path, strerror(errno));
+        if (S_ISLNK(lst.st_mode))
+            snprintf(b->err, sizeof b->err,
+                     "%s: a symbolic link to a file that cannot be reached (%s); remove the "
+                     "link or name the file itself",
+                     path, strerror(errno));
+        else /* an I/O error between the two looks */
+            snprintf(b->err, sizeof b->err, "%s: %s", path, strerror(errno));
         return -1;
     }
     if (S_ISDIR(st.st_mode)) {

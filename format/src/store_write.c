@@ -211,9 +211,14 @@ int sf_writer_commit(sf_writer *w, const sf_meta *meta, char *err, size_t errlen
     /* Make the rename itself durable. The pack is in place either way, so a
      * failure here is reported but the file is not removed. */
     char *d = strdup(w->final);
-    rc = !d || fsync_path(dirname(d), 1) != 0 ? SF_EIO : SF_OK;
-    if (rc != SF_OK)
-        say(err, errlen, w->final, "renamed into place, but syncing its directory failed");
+    int e = !d ? ENOMEM : fsync_path(dirname(d), 1) != 0 ? errno : 0;
+    rc = e ? SF_EIO : SF_OK;
+    if (e) {
+        char why[128];
+        snprintf(why, sizeof why, "renamed into place, but syncing its directory failed: %s",
+                 strerror(e));
+        say(err, errlen, w->final, why);
+    }
     free(d);
     free(w->tmp);
     free(w->final);

@@ -91,6 +91,32 @@ def progress_bar(work):
         T.check(b"paths" in got or b"path" in got, "%s: the summary follows: %r" % (what, got[-300:]))
 
 
+def io_errors(work):
+    """I/O errors name their cause. A stat() of an existing -o that fails was "a symbolic
+    link to a file that cannot be reached" for a plain file; a directory that cannot be
+    synced after the rename gave no cause, and the pack is in place all the same."""
+    root = os.path.join(work, "io-site")
+    T.make_site(root)
+    out = os.path.join(work, "io.lmdb")
+    T.eq(T.run(["build", root, "-o", out, "-q"]).returncode, 0, "build")
+    before = open(out, "rb").read()
+    p = T.run(["build", root, "-o", out, "-q"], env=T.shim_env(FAIL_STAT="/io.lmdb"))
+    err = p.stderr.decode()
+    T.eq(p.returncode, 1, "stat of -o fails: exit status (%s)" % err)
+    T.check(out + ": Input/output error" in err and "symbolic link" not in err,
+            "stat of -o fails: message %r" % err)
+    T.eq(open(out, "rb").read(), before, "stat of -o fails: the pack is unchanged")
+    with open(os.path.join(root, "index.html"), "ab") as f:
+        f.write(b"<!-- io -->\n")
+    p = T.run(["build", root, "-o", out, "-q"], env=T.shim_env(FAIL_FSYNC_DIR="1"))
+    err = p.stderr.decode()
+    T.eq(p.returncode, 1, "directory sync fails: exit status (%s)" % err)
+    T.check("renamed into place, but syncing its directory failed: Input/output error" in err,
+            "directory sync fails: message names the cause: %r" % err)
+    T.check(open(out, "rb").read() != before, "directory sync fails: the new pack is in place")
+    T.eq(T.run(["verify", out, "-q"]).returncode, 0, "directory sync fails: the pack verifies")
+
+
 def main():
     # Help and version.
     p = T.run(["--help"])
@@ -565,6 +591,7 @@ def main():
              "no copy or temporary file left after a good build")
     with T.TempDir() as work:
         progress_bar(work)
+        io_errors(work)
     T.finish("test_pack_cli")
 
 
