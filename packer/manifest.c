@@ -234,25 +234,38 @@ int pk_manifest_commit(const char *path, char *err, size_t errlen)
     return 0;
 }
 
-void pk_manifest_finish(void)
+int pk_manifest_finish(char *err, size_t errlen)
 {
-    if (state == COMMITTED_PREVIOUS)
-        unlink(old_name);
+    int rc = 0;
+    if (state == COMMITTED_PREVIOUS && unlink(old_name) != 0 && errno != ENOENT) {
+        snprintf(err, errlen, "warning: %s: cannot remove the copy of the previous manifest: %s",
+                 old_name, strerror(errno));
+        rc = 1;
+    }
     if (state != NOT_COMMITTED) {
         /* Makes the rename durable: done now, not between the two renames,
-         * to keep that gap short. Best effort, as the pack's own. */
+         * to keep that gap short. */
         char dir[PATH_MAX];
         snprintf(dir, sizeof dir, "%s", final_name);
         char *slash = strrchr(dir, '/');
         if (slash)
             *(slash == dir ? slash + 1 : slash) = '\0';
         int fd = open(slash ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd >= 0) {
-            (void)fsync(fd);
-            close(fd);
+        if (fd < 0 || fsync(fd) != 0) {
+            /* EINVAL: a directory that cannot be synced (some FUSE and
+             * network file systems) is as durable as it gets. */
+            if (errno != EINVAL) {
+                snprintf(err, errlen,
+                         "%s: renamed into place, but syncing its directory failed: %s", final_name,
+                         strerror(errno));
+                rc = -1;
+            }
         }
+        if (fd >= 0)
+            close(fd);
     }
     state = NOT_COMMITTED;
+    return rc;
 }
 
 void pk_manifest_rollback(char *note, size_t notelen)

@@ -586,9 +586,13 @@ int pk__write_pack(build *b, pk_stats *st)
                        pst.st_ino == tst.st_ino;
         sig_tmp_pack[0] = '\0';
         sig_in_place = in_place;
-        if (in_place)
-            pk_manifest_finish();
-        else
+        if (in_place) {
+            char note[sizeof b->err];
+            if (pk_manifest_finish(note, sizeof note) != 0) {
+                size_t n = strlen(b->err);
+                snprintf(b->err + n, sizeof b->err - n, "; %s", note);
+            }
+        } else
             pk_manifest_rollback(b->err, sizeof b->err);
         sigprocmask(SIG_SETMASK, &old, NULL);
         pk__end_turn(b);
@@ -598,9 +602,19 @@ int pk__write_pack(build *b, pk_stats *st)
     }
     sig_tmp_pack[0] = '\0';
     sig_in_place = 1;
-    pk_manifest_finish();
+    int fin = pk_manifest_finish(b->err, sizeof b->err);
     sigprocmask(SIG_SETMASK, &old, NULL);
     pk__end_turn(b);
+    if (fin < 0) {
+        size_t n = strlen(b->err);
+        snprintf(b->err + n, sizeof b->err - n, " (the pack %s is in place)", o->output);
+        free(refs);
+        return -1;
+    }
+    if (fin > 0) {
+        pk_err("%s", b->err);
+        b->err[0] = '\0';
+    }
     /* A stream has no previous content to restore: it is written once the
      * pack is in place, so it never describes a pack that is not there. */
     if (o->manifest && b->manifest_stream &&

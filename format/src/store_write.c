@@ -212,6 +212,8 @@ int sf_writer_commit(sf_writer *w, const sf_meta *meta, char *err, size_t errlen
      * failure here is reported but the file is not removed. */
     char *d = strdup(w->final);
     int e = !d ? ENOMEM : fsync_path(dirname(d), 1) != 0 ? errno : 0;
+    if (e == EINVAL) /* a directory that cannot be synced (some FUSE and network file systems) */
+        e = 0;
     rc = e ? SF_EIO : SF_OK;
     if (e) {
         char why[128];

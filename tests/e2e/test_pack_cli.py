@@ -116,6 +116,40 @@ def io_errors(work):
     T.check(open(out, "rb").read() != before, "directory sync fails: the new pack is in place")
     T.eq(T.run(["verify", out, "-q"]).returncode, 0, "directory sync fails: the pack verifies")
 
+    # The manifest in a directory of its own: its sync failing is the same exit 1 with
+    # both files in place; a copy of the previous manifest that cannot be removed is a
+    # warning (the build succeeded), and the copy is named.
+    mdir = os.path.join(work, "io-manifests")
+    os.mkdir(mdir)
+    man = os.path.join(mdir, "site.json")
+    T.eq(T.run(["build", root, "-o", out, "--manifest", man, "-q"]).returncode, 0,
+         "build with a manifest")
+    with open(os.path.join(root, "index.html"), "ab") as f:
+        f.write(b"<!-- io 2 -->\n")
+    p = T.run(["build", root, "-o", out, "--manifest", man, "-q"],
+              env=T.shim_env(FAIL_FSYNC_DIR="/io-manifests"))
+    err = p.stderr.decode()
+    T.eq(p.returncode, 1, "manifest directory sync fails: exit status (%s)" % err)
+    T.check(man + ": renamed into place, but syncing its directory failed: Input/output error"
+            in err and ("the pack %s is in place" % out) in err,
+            "manifest directory sync fails: message %r" % err)
+    listed = {e["path"]: e for e in json.loads(T.run(["ls", out, "--json"]).stdout)}
+    T.eq(json.load(open(man))["paths"]["/index.html"]["variants"][0]["etag"],
+         listed["/index.html"]["etag"],
+         "manifest directory sync fails: the new manifest describes the new pack")
+    T.eq(sorted(os.listdir(mdir)), ["site.json"], "manifest directory sync fails: no copy left")
+    with open(os.path.join(root, "index.html"), "ab") as f:
+        f.write(b"<!-- io 3 -->\n")
+    p = T.run(["build", root, "-o", out, "--manifest", man, "-q"],
+              env=T.shim_env(FAIL_UNLINK="site.json.old-"))
+    err = p.stderr.decode()
+    T.eq(p.returncode, 0, "copy of the manifest cannot be removed: exit status (%s)" % err)
+    left = [n for n in os.listdir(mdir) if n.startswith("site.json.old-")]
+    T.eq(len(left), 1, "copy of the manifest cannot be removed: it is there")
+    T.check(left and ("warning: %s: cannot remove the copy of the previous manifest: "
+                      "Device or resource busy" % os.path.join(mdir, left[0])) in err,
+            "copy of the manifest cannot be removed: the warning names it: %r" % err)
+
 
 def main():
     # Help and version.
