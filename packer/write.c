@@ -235,6 +235,8 @@ void pk__end_turn(build *b)
 typedef struct body_ref {
     uint8_t key[PK_DIGEST_LEN];
     uint64_t len;
+    size_t file; /* the file and encoding it is a variant of */
+    int enc;
 } body_ref;
 
 static int cmp_body(const void *a, const void *c)
@@ -463,7 +465,9 @@ int pk__write_pack(build *b, pk_stats *st)
         for (int e = 0; e < SF_ENC_COUNT; e++)
             if (s->files[i].var[e].present) {
                 memcpy(refs[r].key, s->files[i].var[e].digest, PK_DIGEST_LEN);
-                refs[r++].len = s->files[i].var[e].len;
+                refs[r].len = s->files[i].var[e].len;
+                refs[r].file = i;
+                refs[r++].enc = e;
             }
     qsort(refs, r, sizeof *refs, cmp_body);
     if (check_space(b, distinct_bytes(refs, r, NULL) + record_bytes) != 0) {
@@ -487,17 +491,31 @@ int pk__write_pack(build *b, pk_stats *st)
         goto out_abort;
     }
     pk_progress_phase(&b->prog, "writing");
+    /* The bodies in key order, each once, so that the writer appends them;
+     * each file's copy is freed once it is in the pack. */
+    for (size_t i = 0; i < r; i++) {
+        pk_file *f = &s->files[refs[i].file];
+        pk_variant *v = &f->var[refs[i].enc];
+        if ((i == 0 || memcmp(refs[i].key, refs[i - 1].key, PK_DIGEST_LEN) != 0) &&
+            (rc = sf_writer_put_body(w, v->digest, v->bytes, v->len)) != 0) {
+            snprintf(b->err, sizeof b->err, "%s: cannot store the %s body of %s: %s", o->output,
+                     sf_encoding_name(refs[i].enc), f->key, store_error(rc));
+            goto out_abort;
+        }
+        if (v->owned) {
+            free((void *)v->bytes);
+            v->bytes = NULL;
+            v->owned = 0;
+        }
+        if (b->prog.enabled && i % WRITE_TICK_EVERY == 0)
+            pk_progress_tick(&b->prog, i, r + s->n);
+    }
     for (size_t i = 0; i < s->n; i++) {
         const pk_file *f = &s->files[i];
         for (int e = 0; e < SF_ENC_COUNT; e++) {
             const pk_variant *v = &f->var[e];
             if (!v->present)
                 continue;
-            if ((rc = sf_writer_put_body(w, v->digest, v->bytes, v->len)) != 0) {
-                snprintf(b->err, sizeof b->err, "%s: cannot store the %s body of %s: %s", o->output,
-                         sf_encoding_name(e), f->key, store_error(rc));
-                goto out_abort;
-            }
             st->enc_files[e]++;
             st->enc_bytes[e] += v->len;
             st->enc_identity[e] += f->size;
@@ -529,7 +547,7 @@ int pk__write_pack(build *b, pk_stats *st)
         }
         meta.identity_bytes += f->size;
         if (b->prog.enabled && i % WRITE_TICK_EVERY == 0)
-            pk_progress_tick(&b->prog, i, s->n);
+            pk_progress_tick(&b->prog, r + i, r + s->n);
     }
     pk_progress_clear(&b->prog);
 

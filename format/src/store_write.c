@@ -2,11 +2,19 @@
  * store_write.c - building a pack so that it appears atomically.
  *
  * The pack is built in "<final>.tmp-<pid>" beside the target (same file
- * system, so rename(2) is atomic), in one LMDB write transaction with
- * MDB_NOSYNC; at seal the transaction is committed and the file synced; at
+ * system, so rename(2) is atomic), in LMDB write transactions with
+ * MDB_NOSYNC; at seal the last one is committed and the file synced; at
  * commit it is renamed over the final name and the directory is synced. A
  * reader therefore sees either no file, the old file, or the complete new
  * one - never a half-written pack.
+ *
+ * Memory: LMDB keeps every page a transaction writes in the heap until the
+ * commit, so one transaction for the whole pack held a second copy of the
+ * site. The transaction is committed (without a sync: nobody reads the
+ * temporary file) whenever SF_WRITER_BATCH bytes have been put, and a new
+ * one begun. Keys put in ascending order are appended (MDB_APPEND): the
+ * pages fill up instead of splitting in half, and a commit copies only the
+ * rightmost path of each tree, so the batches cost no space.
  */
 #include "sf/store.h"
 
@@ -20,10 +28,22 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* Bytes put between two commits of the write transaction. */
+#define SF_WRITER_BATCH (64u << 20)
+
+/* The greatest key put so far into one database: a greater one is appended. */
+typedef struct last_key {
+    uint8_t *p;
+    size_t len, cap;
+    int any;
+} last_key;
+
 struct sf_writer {
     MDB_env *env;
     MDB_txn *txn;
     MDB_dbi meta_db, paths_db, bodies_db;
+    last_key last_path, last_body;
+    uint64_t batch; /* bytes put since the last commit */
     char *tmp;
     char *final;
     uint8_t id_404[SF_PACK_ID_LEN]; /* of the status:404 record stored; zeros without one */
@@ -115,38 +135,97 @@ void sf_writer_abort(sf_writer *w)
         mdb_env_close(w->env);
     if (w->tmp)
         unlink(w->tmp);
+    free(w->last_path.p);
+    free(w->last_body.p);
     free(w->tmp);
     free(w->final);
     free(w);
 }
 
-static int put(sf_writer *w, MDB_dbi db, const void *k, size_t kl, const void *v, size_t vl,
-               int dup_ok)
+/* LMDB's default order (mdb_cmp_memn): bytes, then the shorter first. */
+static int key_after(const last_key *last, const void *k, size_t kl)
 {
+    if (!last->any)
+        return 1;
+    size_t n = kl < last->len ? kl : last->len;
+    int c = memcmp(k, last->p, n);
+    return c > 0 || (c == 0 && kl > last->len);
+}
+
+static int remember(last_key *last, const void *k, size_t kl)
+{
+    if (kl > last->cap) {
+        uint8_t *p = realloc(last->p, kl);
+        if (!p)
+            return SF_ENOMEM;
+        last->p = p;
+        last->cap = kl;
+    }
+    memcpy(last->p, k, kl);
+    last->len = kl;
+    last->any = 1;
+    return SF_OK;
+}
+
+static int lmdb_error(int rc)
+{
+    if (rc == MDB_MAP_FULL)
+        return SF_EFULL;
+    if (rc == ENOMEM)
+        return SF_ENOMEM;
+    return rc == ENOSPC || rc == EIO || rc == EDQUOT || rc == EFBIG ? SF_EIO : SF_ELMDB;
+}
+
+/* Commits what the transaction holds and begins the next one, so that its
+ * dirty pages leave the heap. On a failure the writer has no transaction
+ * left: everything after fails, and sf_writer_abort removes the file. */
+static int next_batch(sf_writer *w)
+{
+    int rc = mdb_txn_commit(w->txn);
+    w->txn = NULL;
+    if (rc == 0)
+        rc = mdb_txn_begin(w->env, NULL, 0, &w->txn);
+    if (rc != 0) {
+        w->txn = NULL;
+        return lmdb_error(rc);
+    }
+    w->batch = 0;
+    return SF_OK;
+}
+
+static int put(sf_writer *w, MDB_dbi db, last_key *last, const void *k, size_t kl, const void *v,
+               size_t vl, int dup_ok)
+{
+    if (!w->txn || w->sealed)
+        return SF_EINVAL; /* a failed batch commit, or after the seal */
     MDB_val key = {kl, (void *)k}, val = {vl, (void *)v};
-    int rc = mdb_put(w->txn, db, &key, &val, MDB_NOOVERWRITE);
+    int append = last && key_after(last, k, kl);
+    int rc = mdb_put(w->txn, db, &key, &val, append ? MDB_APPEND : MDB_NOOVERWRITE);
     if (rc == MDB_KEYEXIST)
         return dup_ok ? SF_OK : SF_EINVAL;
     if (rc == MDB_BAD_VALSIZE)
         return SF_ETOOLONG;
-    if (rc == MDB_MAP_FULL)
-        return SF_EFULL;
-    return rc == 0 ? SF_OK : rc == ENOSPC || rc == EIO ? SF_EIO : SF_ELMDB;
+    if (rc != 0)
+        return lmdb_error(rc);
+    if (append && (rc = remember(last, k, kl)) != SF_OK)
+        return rc;
+    w->batch += kl + vl;
+    return w->batch >= SF_WRITER_BATCH ? next_batch(w) : SF_OK;
 }
 
 int sf_writer_put_body(sf_writer *w, const uint8_t key[SF_KEY_LEN], const void *p, size_t n)
 {
-    return put(w, w->bodies_db, key, SF_KEY_LEN, p, n, 1);
+    return put(w, w->bodies_db, &w->last_body, key, SF_KEY_LEN, p, n, 1);
 }
 
 int sf_writer_put_path(sf_writer *w, const char *path, size_t len, const void *rec, size_t n)
 {
-    return put(w, w->paths_db, path, len, rec, n, 0);
+    return put(w, w->paths_db, &w->last_path, path, len, rec, n, 0);
 }
 
 int sf_writer_put_special(sf_writer *w, const char *name, const void *rec, size_t n)
 {
-    int rc = put(w, w->meta_db, name, strlen(name), rec, n, 0);
+    int rc = put(w, w->meta_db, NULL, name, strlen(name), rec, n, 0);
     if (rc == 0 && strcmp(name, SF_SPECIAL_404) == 0)
         rc = sf_record_id(rec, n, w->id_404);
     return rc;
@@ -172,7 +251,7 @@ int sf_writer_seal(sf_writer *w, const sf_meta *meta, char *err, size_t errlen)
     sf_meta m = *meta;
     memcpy(m.id_404, w->id_404, sizeof m.id_404); /* the writer's, whatever the caller says */
     sf_meta_encode(&m, rec);
-    int rc = put(w, w->meta_db, "meta", 4, rec, sizeof rec, 0);
+    int rc = put(w, w->meta_db, NULL, "meta", 4, rec, sizeof rec, 0);
     if (rc != SF_OK) {
         say(err, errlen, w->tmp, "cannot store the meta record");
         return rc;

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <lmdb.h>
+#include <malloc.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -464,6 +465,78 @@ TEST(pack_writer_abort_leaves_nothing)
     /* A writer into a missing directory fails with a message naming it. */
     ASSERT_NE(sf_writer_open("/nonexistent-dir/x.lmdb", 1 << 20, &w, err, sizeof err), SF_OK);
     ASSERT(strstr(err, "/nonexistent-dir/x.lmdb") != NULL);
+}
+
+/* The heap in use, or 0 where the allocator does not say (ASan's). */
+static size_t heap_in_use(void)
+{
+    struct mallinfo2 mi = mallinfo2();
+    return mi.uordblks + mi.hblkhd;
+}
+
+/* Many bodies in more than one transaction: ascending keys (appended),
+ * keys below the last one (inserted), the same key again, paths out of
+ * order and a path twice all read back or fail as with one transaction,
+ * and LMDB's copy of what was written does not grow with the pack. */
+TEST(pack_writer_batches)
+{
+    enum { BODY = 1 << 20, N = 160 };
+    char *path = tmp("batches.lmdb");
+    char err[512];
+    sf_writer *w;
+    ASSERT_EQ(sf_writer_open(path, (uint64_t)(N + 8) * (BODY + 8192), &w, err, sizeof err), SF_OK);
+    uint8_t *body = malloc(BODY);
+    ASSERT(body != NULL);
+    size_t base = heap_in_use(), peak = 0;
+    uint8_t k[SF_KEY_LEN];
+    for (int i = 0; i < N; i++) {
+        int n = i < N / 2 ? i : N + N / 2 - 1 - i; /* 0..79, then 159 down to 80 */
+        memset(body, n, BODY);
+        memset(k, 0, sizeof k);
+        k[0] = (uint8_t)n;
+        ASSERT_EQ(sf_writer_put_body(w, k, body, BODY - (size_t)n), SF_OK);
+        if (i == N / 2 || i == N - 1) /* the same key: the last one, an earlier one */
+            ASSERT_EQ(sf_writer_put_body(w, k, "x", 1), SF_OK);
+        size_t now = heap_in_use();
+        peak = now > peak ? now : peak;
+    }
+    if (base) /* far less than the 160 MiB put: one batch (64 MiB) and a body */
+        ASSERT(peak - base < (size_t)96 << 20);
+    sf_entry_spec s = file_spec(1);
+    s.variants[0].body_len = BODY;
+    size_t n;
+    uint8_t *rec = enc(&s, &n);
+    ASSERT_EQ(sf_writer_put_path(w, "/m", 2, rec, n), SF_OK);
+    ASSERT_EQ(sf_writer_put_path(w, "/z", 2, rec, n), SF_OK);
+    ASSERT_EQ(sf_writer_put_path(w, "/a", 2, rec, n), SF_OK);
+    ASSERT_EQ(sf_writer_put_path(w, "/zz", 3, rec, n), SF_OK);
+    ASSERT_NE(sf_writer_put_path(w, "/zz", 3, rec, n), SF_OK); /* the last one again */
+    ASSERT_NE(sf_writer_put_path(w, "/m", 2, rec, n), SF_OK);  /* an earlier one again */
+    free(rec);
+    sf_meta m = sample_meta();
+    if (sf_writer_commit(w, &m, err, sizeof err) != SF_OK)
+        t__fail(__FILE__, __LINE__, "commit: %s", err);
+
+    sf_pack *p;
+    ASSERT_EQ(sf_pack_open(path, &p, err, sizeof err), SF_OK);
+    sf_reader *r;
+    ASSERT_EQ(sf_reader_begin(p, &r), SF_OK);
+    for (int i = 0; i < N; i++) {
+        sf_view v;
+        memset(k, 0, sizeof k);
+        k[0] = (uint8_t)i;
+        ASSERT_EQ(sf_body_by_key(r, k, &v), SF_OK);
+        ASSERT_EQ(v.len, (size_t)(BODY - i)); /* the first copy is kept */
+        const uint8_t *b = (const uint8_t *)v.ptr;
+        ASSERT(b[0] == (uint8_t)i && b[v.len - 1] == (uint8_t)i);
+    }
+    sf_entry e;
+    ASSERT_EQ(sf_lookup(r, "/a", 2, &e), SF_OK);
+    ASSERT_EQ(sf_lookup(r, "/zz", 3, &e), SF_OK);
+    ASSERT_EQ(sf_lookup(r, "/mm", 3, &e), SF_ENOTFOUND);
+    sf_reader_end(r);
+    sf_pack_close(p);
+    free(body);
 }
 
 TEST(pack_writer_seal_then_commit_or_abort)
