@@ -814,7 +814,7 @@ void sv__conn_accept(sv_worker *w, int fd)
         if (getpeername(fd, &c->peer.sa, &len) != 0)
             c->peer.sa.sa_family = 0;
     }
-    uv_tcp_init(&w->loop, &c->tcp);
+    uv_tcp_init(&w->loop, &c->tcp); /* no socket yet (AF_UNSPEC): cannot fail */
     c->w = w;
     c->state = SV_CS_OPEN;
     sv__list_init(&c->ready);

@@ -226,8 +226,8 @@ int sf_pack_open(const char *path, sf_pack **out, char *err, size_t errlen)
      * refuse it up front. */
     MDB_envinfo info;
     MDB_stat est;
-    mdb_env_info(p->env, &info);
-    mdb_env_stat(p->env, &est);
+    if ((rc = mdb_env_info(p->env, &info)) != 0 || (rc = mdb_env_stat(p->env, &est)) != 0)
+        goto out_lmdb;
     mdb_filehandle_t fh;
     p->fd = mdb_env_get_fd(p->env, &fh) == 0 ? fh : -1;
     /* liblmdb 0.9 opens it without O_CLOEXEC: a program that spawns
