@@ -255,9 +255,10 @@ int pk_manifest_finish(char *err, size_t errlen)
             /* EINVAL: a directory that cannot be synced (some FUSE and
              * network file systems) is as durable as it gets. */
             if (errno != EINVAL) {
-                snprintf(err, errlen,
-                         "%s: renamed into place, but syncing its directory failed: %s", final_name,
-                         strerror(errno));
+                size_t n = rc ? strlen(err) : 0; /* after the warning, if there is one */
+                snprintf(err + n, errlen - n,
+                         "%s%s: renamed into place, but syncing its directory failed: %s",
+                         n ? "; " : "", final_name, strerror(errno));
                 rc = -1;
             }
         }

@@ -1,6 +1,6 @@
 /*
- * write.c - the last phase of servd-pack build: every record and body into
- * a temporary pack in one LMDB transaction, the manifest, and both put in
+ * write.c - the last phase of servd-pack build: every body and record into
+ * a temporary pack (format/src/store_write.c), the manifest, and both put in
  * place; the signal handler that cleans up after an interrupted build, and
  * the turn that builds into one directory take for their renames.
  */
@@ -448,6 +448,19 @@ static const char *store_error(int rc)
                           : sf_strerror(rc);
 }
 
+/* Says in b->err that storing what (rc) failed; or, when the writer's batch
+ * commit inside that put failed, that writing the pack did, and why: what
+ * was stored, and the cause is the disk's. */
+static void store_failed(build *b, const sf_writer *w, int rc, const char *what)
+{
+    const char *cause = sf_writer_cause(w);
+    if (cause)
+        snprintf(b->err, sizeof b->err, "%s: cannot write the pack: %s", b->o->output, cause);
+    else
+        snprintf(b->err, sizeof b->err, "%s: cannot store %s: %s", b->o->output, what,
+                 store_error(rc));
+}
+
 int pk__write_pack(build *b, pk_stats *st)
 {
     const pk_build_opts *o = b->o;
@@ -498,8 +511,9 @@ int pk__write_pack(build *b, pk_stats *st)
         pk_variant *v = &f->var[refs[i].enc];
         if ((i == 0 || memcmp(refs[i].key, refs[i - 1].key, PK_DIGEST_LEN) != 0) &&
             (rc = sf_writer_put_body(w, v->digest, v->bytes, v->len)) != 0) {
-            snprintf(b->err, sizeof b->err, "%s: cannot store the %s body of %s: %s", o->output,
-                     sf_encoding_name(refs[i].enc), f->key, store_error(rc));
+            char what[SF_KEY_MAX + 32];
+            snprintf(what, sizeof what, "the %s body of %s", sf_encoding_name(refs[i].enc), f->key);
+            store_failed(b, w, rc, what);
             goto out_abort;
         }
         if (v->owned) {
@@ -529,8 +543,9 @@ int pk__write_pack(build *b, pk_stats *st)
             rc = sf_pack_id_add(idsha, f->key, f->key_len, rec, reclen);
         free(rec);
         if (rc != 0) {
-            snprintf(b->err, sizeof b->err, "%s: cannot store the record of %s: %s", o->output,
-                     f->key, store_error(rc));
+            char what[SF_KEY_MAX + 32];
+            snprintf(what, sizeof what, "the record of %s", f->key);
+            store_failed(b, w, rc, what);
             goto out_abort;
         }
         if (strcmp(f->key, PK_404_KEY) == 0) {
@@ -539,8 +554,7 @@ int pk__write_pack(build *b, pk_stats *st)
             rc = sf_writer_put_special(w, PK_404_SPECIAL, rec, reclen); /* and its id_404 */
             free(rec);
             if (rc != 0) {
-                snprintf(b->err, sizeof b->err, "%s: cannot store the 404 entry: %s", o->output,
-                         store_error(rc));
+                store_failed(b, w, rc, "the 404 entry");
                 goto out_abort;
             }
             has_404 = 1;
@@ -614,7 +628,8 @@ int pk__write_pack(build *b, pk_stats *st)
             pk_manifest_rollback(b->err, sizeof b->err);
         sigprocmask(SIG_SETMASK, &old, NULL);
         pk__end_turn(b);
-        note_space(b, 0, capacity);
+        if (!in_place) /* nothing is partial: the new pack is there */
+            note_space(b, 0, capacity);
         free(refs);
         return -1;
     }

@@ -28,7 +28,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Bytes put between two commits of the write transaction. */
+/* Bytes put between two commits of the write transaction: what LMDB holds
+ * in the heap is about this much (more when one value is larger, or when
+ * many values just too large for a leaf each take a page of their own).
+ * Big enough that the pages a commit copies are few against what it
+ * writes, small against the memory of any machine that builds a site. */
 #define SF_WRITER_BATCH (64u << 20)
 
 /* The greatest key put so far into one database: a greater one is appended. */
@@ -44,6 +48,7 @@ struct sf_writer {
     MDB_dbi meta_db, paths_db, bodies_db;
     last_key last_path, last_body;
     uint64_t batch; /* bytes put since the last commit */
+    int failed;     /* LMDB's code for a batch commit that failed: every later call fails */
     char *tmp;
     char *final;
     uint8_t id_404[SF_PACK_ID_LEN]; /* of the status:404 record stored; zeros without one */
@@ -125,6 +130,15 @@ out_free:
     return SF_ENOMEM;
 }
 
+static void writer_free(sf_writer *w)
+{
+    free(w->last_path.p);
+    free(w->last_body.p);
+    free(w->tmp);
+    free(w->final);
+    free(w);
+}
+
 void sf_writer_abort(sf_writer *w)
 {
     if (!w)
@@ -135,11 +149,12 @@ void sf_writer_abort(sf_writer *w)
         mdb_env_close(w->env);
     if (w->tmp)
         unlink(w->tmp);
-    free(w->last_path.p);
-    free(w->last_body.p);
-    free(w->tmp);
-    free(w->final);
-    free(w);
+    writer_free(w);
+}
+
+const char *sf_writer_cause(const sf_writer *w)
+{
+    return w->failed ? mdb_strerror(w->failed) : NULL;
 }
 
 /* LMDB's default order (mdb_cmp_memn): bytes, then the shorter first. */
@@ -152,7 +167,9 @@ static int key_after(const last_key *last, const void *k, size_t kl)
     return c > 0 || (c == 0 && kl > last->len);
 }
 
-static int remember(last_key *last, const void *k, size_t kl)
+/* Room for a key of kl bytes in last, made before the key is put: once
+ * in the database, it must be remembered. */
+static int reserve(last_key *last, size_t kl)
 {
     if (kl > last->cap) {
         uint8_t *p = realloc(last->p, kl);
@@ -161,19 +178,25 @@ static int remember(last_key *last, const void *k, size_t kl)
         last->p = p;
         last->cap = kl;
     }
-    memcpy(last->p, k, kl);
-    last->len = kl;
-    last->any = 1;
     return SF_OK;
 }
 
+static void remember(last_key *last, const void *k, size_t kl)
+{
+    memcpy(last->p, k, kl);
+    last->len = kl;
+    last->any = 1;
+}
+
+/* LMDB's code as one of ours: an errno is about the system (the disk, a
+ * limit, a permission), anything else about LMDB. */
 static int lmdb_error(int rc)
 {
     if (rc == MDB_MAP_FULL)
         return SF_EFULL;
     if (rc == ENOMEM)
         return SF_ENOMEM;
-    return rc == ENOSPC || rc == EIO || rc == EDQUOT || rc == EFBIG ? SF_EIO : SF_ELMDB;
+    return rc > 0 ? SF_EIO : SF_ELMDB;
 }
 
 /* Commits what the transaction holds and begins the next one, so that its
@@ -187,6 +210,7 @@ static int next_batch(sf_writer *w)
         rc = mdb_txn_begin(w->env, NULL, 0, &w->txn);
     if (rc != 0) {
         w->txn = NULL;
+        w->failed = rc;
         return lmdb_error(rc);
     }
     w->batch = 0;
@@ -196,19 +220,23 @@ static int next_batch(sf_writer *w)
 static int put(sf_writer *w, MDB_dbi db, last_key *last, const void *k, size_t kl, const void *v,
                size_t vl, int dup_ok)
 {
+    if (w->failed)
+        return lmdb_error(w->failed);
     if (!w->txn || w->sealed)
-        return SF_EINVAL; /* a failed batch commit, or after the seal */
+        return SF_EINVAL; /* after the seal */
     MDB_val key = {kl, (void *)k}, val = {vl, (void *)v};
     int append = last && key_after(last, k, kl);
+    if (append && reserve(last, kl) != SF_OK)
+        return SF_ENOMEM;
     int rc = mdb_put(w->txn, db, &key, &val, append ? MDB_APPEND : MDB_NOOVERWRITE);
-    if (rc == MDB_KEYEXIST)
-        return dup_ok ? SF_OK : SF_EINVAL;
+    if (rc == MDB_KEYEXIST) /* an append never meets an equal key: that would be our bug */
+        return append ? SF_ELMDB : dup_ok ? SF_OK : SF_EINVAL;
     if (rc == MDB_BAD_VALSIZE)
         return SF_ETOOLONG;
     if (rc != 0)
         return lmdb_error(rc);
-    if (append && (rc = remember(last, k, kl)) != SF_OK)
-        return rc;
+    if (append)
+        remember(last, k, kl);
     w->batch += kl + vl;
     return w->batch >= SF_WRITER_BATCH ? next_batch(w) : SF_OK;
 }
@@ -236,13 +264,18 @@ static int fsync_path(const char *path, int dir)
     int fd = open(path, (dir ? O_RDONLY | O_DIRECTORY : O_RDONLY) | O_CLOEXEC);
     if (fd < 0)
         return -1;
-    int rc = fsync(fd);
+    int rc = fsync(fd), e = errno;
     close(fd);
+    errno = e;
     return rc;
 }
 
 int sf_writer_seal(sf_writer *w, const sf_meta *meta, char *err, size_t errlen)
 {
+    if (w->failed) {
+        say(err, errlen, w->tmp, mdb_strerror(w->failed));
+        return lmdb_error(w->failed);
+    }
     if (w->sealed || !w->txn) { /* sealed, or a seal that failed */
         say(err, errlen, w->tmp, "the pack is already sealed");
         return SF_EINVAL;
@@ -262,7 +295,7 @@ int sf_writer_seal(sf_writer *w, const sf_meta *meta, char *err, size_t errlen)
         rc = mdb_env_sync(w->env, 1);
     if (rc != 0) {
         say(err, errlen, w->tmp, mdb_strerror(rc));
-        return SF_EIO;
+        return lmdb_error(rc);
     }
     mdb_env_close(w->env);
     w->env = NULL;
@@ -290,9 +323,12 @@ int sf_writer_commit(sf_writer *w, const sf_meta *meta, char *err, size_t errlen
     /* Make the rename itself durable. The pack is in place either way, so a
      * failure here is reported but the file is not removed. */
     char *d = strdup(w->final);
-    int e = !d ? ENOMEM : fsync_path(dirname(d), 1) != 0 ? errno : 0;
-    if (e == EINVAL) /* a directory that cannot be synced (some FUSE and network file systems) */
-        e = 0;
+    int e = 0;
+    if (!d)
+        e = ENOMEM;
+    else if (fsync_path(dirname(d), 1) != 0 && errno != EINVAL)
+        e = errno; /* EINVAL: a directory that cannot be synced (some FUSE and network file
+                      systems) is as durable as it gets */
     rc = e ? SF_EIO : SF_OK;
     if (e) {
         char why[128];
@@ -301,9 +337,7 @@ int sf_writer_commit(sf_writer *w, const sf_meta *meta, char *err, size_t errlen
         say(err, errlen, w->final, why);
     }
     free(d);
-    free(w->tmp);
-    free(w->final);
-    free(w);
+    writer_free(w);
     return rc;
 
 out_abort:

@@ -9,9 +9,11 @@
 #include <fcntl.h>
 #include <lmdb.h>
 #include <malloc.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -536,6 +538,48 @@ TEST(pack_writer_batches)
     ASSERT_EQ(sf_lookup(r, "/mm", 3, &e), SF_ENOTFOUND);
     sf_reader_end(r);
     sf_pack_close(p);
+    free(body);
+}
+
+/* A batch commit that fails (the file size limit, as a full disk would)
+ * fails that put with the system's cause, and every call after it, the
+ * seal too; nothing is left behind. */
+TEST(pack_writer_failed_batch)
+{
+    enum { BODY = 1 << 20 };
+    char *path = tmp("failed-batch.lmdb");
+    char err[512];
+    sf_writer *w;
+    ASSERT_EQ(sf_writer_open(path, (uint64_t)200 * (BODY + 8192), &w, err, sizeof err), SF_OK);
+    ASSERT(sf_writer_cause(w) == NULL);
+    uint8_t *body = calloc(1, BODY);
+    ASSERT(body != NULL);
+    struct rlimit old, lim;
+    ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &old), 0);
+    lim = old;
+    lim.rlim_cur = (rlim_t)100 << 20; /* the first commit (64 MiB) fits, the second does not */
+    void (*was)(int) = signal(SIGXFSZ, SIG_IGN);
+    ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &lim), 0);
+    uint8_t k[SF_KEY_LEN];
+    int rc = SF_OK, i;
+    for (i = 0; i < 200 && rc == SF_OK; i++) {
+        memset(k, 0, sizeof k);
+        k[0] = (uint8_t)i;
+        rc = sf_writer_put_body(w, k, body, BODY);
+    }
+    ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &old), 0);
+    signal(SIGXFSZ, was);
+    ASSERT_EQ(rc, SF_EIO);
+    ASSERT(i > 64 && i <= 130); /* at the second commit */
+    ASSERT(sf_writer_cause(w) != NULL);
+    ASSERT_EQ(sf_writer_put_path(w, "/a", 2, "x", 1), SF_EIO); /* and after it */
+    sf_meta m = sample_meta();
+    ASSERT_EQ(sf_writer_commit(w, &m, err, sizeof err), SF_EIO);
+    ASSERT(strstr(err, "already sealed") == NULL);
+    ASSERT_EQ(access(path, F_OK), -1);
+    char tmpname[1100];
+    snprintf(tmpname, sizeof tmpname, "%s.tmp-%ld", path, (long)getpid());
+    ASSERT_EQ(access(tmpname, F_OK), -1);
     free(body);
 }
 

@@ -361,12 +361,22 @@ int sf_writer_open(const char *final_path, uint64_t capacity, sf_writer **out, c
                    size_t errlen);
 
 /* Stores a body under its key. Storing the same key twice is not an error
- * (content addressing: the first copy is kept). */
+ * (content addressing: the first copy is kept). Keys put in ascending order
+ * are appended (pages fill up). Every 64 MiB put, a put also commits the
+ * transaction (without a sync) and begins the next: its error may then be
+ * that commit's, with sf_writer_cause saying why, and every later call
+ * fails the same way.
+ * @return 0, SF_EIO (the system: disk, limit, permission), SF_EFULL,
+ *         SF_ENOMEM, SF_ETOOLONG or SF_ELMDB. */
 int sf_writer_put_body(sf_writer *w, const uint8_t key[SF_KEY_LEN], const void *p, size_t n);
 
-/* Stores an encoded entry record under a normalised path. A path may be
- * stored once. */
+/* Stores an encoded entry record under a normalised path, as
+ * sf_writer_put_body does. A path may be stored once (SF_EINVAL). */
 int sf_writer_put_path(sf_writer *w, const char *path, size_t len, const void *rec, size_t n);
+
+/* Why a batch commit inside a put failed (strerror's words for an errno),
+ * or NULL when none did. */
+const char *sf_writer_cause(const sf_writer *w);
 
 /* Stores a special entry in "meta" (e.g. "status:404"). For SF_SPECIAL_404
  * the writer also keeps the record's id, which sf_writer_seal puts in
@@ -386,7 +396,8 @@ int sf_writer_seal(sf_writer *w, const sf_meta *meta, char *err, size_t errlen);
  * renames it to its final name and fsyncs the directory. The writer is freed
  * whatever the result; on a failure before the rename the temporary file is
  * removed and nothing appears. A failure to sync the directory leaves the
- * pack in place and still returns SF_EIO.
+ * pack in place and still returns SF_EIO (EINVAL, a file system that cannot
+ * sync a directory, is no failure).
  * @return 0, SF_EIO or SF_ELMDB (with a sentence in err). */
 int sf_writer_commit(sf_writer *w, const sf_meta *meta, char *err, size_t errlen);
 
