@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Characters of the bar itself at most: fits an 80-column terminal with
@@ -25,10 +26,19 @@ static int terminal_draws(void)
     return term && *term && strcmp(term, "dumb") != 0;
 }
 
+static double monotonic_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 void pk_progress_init(pk_progress *p, int quiet)
 {
     memset(p, 0, sizeof *p);
-    p->enabled = !quiet && isatty(STDERR_FILENO) && terminal_draws();
+    p->enabled = !quiet;
+    p->lines = !(isatty(STDERR_FILENO) && terminal_draws());
+    p->last_line = monotonic_seconds();
 }
 
 /* The bar's width for the terminal's current width (it may be resized
@@ -56,12 +66,21 @@ void pk_progress_tick(void *arg, uint64_t done, uint64_t total)
     pk_progress *p = arg;
     if (!p->enabled || total == 0)
         return;
+    unsigned pct = (unsigned)(done * 100 / total);
+    if (p->lines) {
+        double now = monotonic_seconds();
+        if (now - p->last_line >= PK_PROGRESS_LINE_S) {
+            fprintf(stderr, "servd-pack: %s: %u%%\n", p->phase ? p->phase : "working", pct);
+            fflush(stderr);
+            p->last_line = now;
+        }
+        return;
+    }
     unsigned width = bar_width();
     if (width == 0) {
         pk_progress_clear(p);
         return;
     }
-    unsigned pct = (unsigned)(done * 100 / total);
     unsigned fill = (unsigned)(done * width / total);
     char bar[BAR_WIDTH + 1];
     for (unsigned i = 0; i < width; i++)

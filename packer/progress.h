@@ -1,8 +1,9 @@
 /*
  * progress.h - what servd-pack build tells the person watching: a progress
- * bar on stderr when stderr is a terminal that can redraw a line (never in
- * logs or pipes, nor with TERM=dumb), as wide as the terminal allows, and a
- * summary table at the end (unless -q).
+ * bar on stderr when stderr is a terminal that can redraw a line, as wide
+ * as the terminal allows; elsewhere (a log, a pipe, TERM=dumb) a line every
+ * PK_PROGRESS_LINE_S seconds, so that a long build in a CI job is not
+ * silent for minutes; and a summary table at the end (unless -q).
  */
 #ifndef PK_PROGRESS_H
 #define PK_PROGRESS_H
@@ -12,8 +13,13 @@
 #include <stdint.h>
 #include <stdio.h>
 
+/* Seconds between two progress lines where no bar can be drawn. */
+#define PK_PROGRESS_LINE_S 10
+
 typedef struct pk_progress {
-    int enabled;       /* stderr is a tty that can redraw, and not -q */
+    int enabled;       /* not -q: ticks are wanted */
+    int lines;         /* no bar: a line now and then */
+    double last_line;  /* when the last line (or the build) started, monotonic seconds */
     const char *phase; /* "reading", "compressing", ... */
     int drawn;         /* a bar is on screen and must be cleared */
 } pk_progress;

@@ -4,6 +4,7 @@
 #include "walk.h"
 
 #include "mime.h"
+#include "progress.h"
 #include "sf/path.h"
 
 #include <dirent.h>
@@ -24,6 +25,11 @@ typedef struct walk {
         dev_t dev;
         ino_t ino;
     } stack[PK_WALK_MAX_DEPTH + 1]; /* directories being walked: loop detection */
+    /* Files over PK_FILE_MAX: all are counted before the walk fails, so that
+     * one run names the problem whole (the first few by name). */
+    uint64_t oversize;
+    char oversize_names[3][PATH_MAX];
+    long long oversize_first;
 } walk;
 
 void pk_site_free(pk_site *s)
@@ -84,9 +90,11 @@ static int add_file(walk *w, const char *src, const char *key, const struct stat
 {
     pk_site *s = w->site;
     if ((uint64_t)st->st_size > PK_FILE_MAX) {
-        snprintf(w->err, w->errlen, "%s: %lld bytes is larger than the limit of %llu bytes", src,
-                 (long long)st->st_size, (unsigned long long)PK_FILE_MAX);
-        return -1;
+        if (w->oversize < 3)
+            snprintf(w->oversize_names[w->oversize], PATH_MAX, "%s", src);
+        if (w->oversize++ == 0)
+            w->oversize_first = (long long)st->st_size;
+        return 0;
     }
     if (s->n == s->cap) {
         size_t cap = s->cap ? s->cap * 2 : 256;
@@ -400,6 +408,21 @@ int pk_walk(const char *root, const pk_rules *rules, pk_site *site, char *err, s
         dir[0] = '\0'; /* "/" + "/name" would double the slash */
     if (walk_dir(&w, dir[0] ? dir : "", "", "", 0) != 0)
         return -1;
+    if (w.oversize) {
+        char h[32];
+        pk_human_bytes((uint64_t)w.oversize_first, h, sizeof h);
+        int n = snprintf(err, errlen,
+                         "%s: %lld bytes is larger than the limit of %llu bytes (%s, over 1 "
+                         "GiB: servd-pack holds every file in memory)",
+                         w.oversize_names[0], w.oversize_first, (unsigned long long)PK_FILE_MAX, h);
+        for (uint64_t i = 1; i < w.oversize && i < 3 && n >= 0 && (size_t)n < errlen; i++)
+            n += snprintf(err + n, errlen - (size_t)n, "%s%s", i == 1 ? "; so are " : ", ",
+                          w.oversize_names[i]);
+        if (w.oversize > 3 && n >= 0 && (size_t)n < errlen)
+            snprintf(err + n, errlen - (size_t)n, " and %llu more",
+                     (unsigned long long)(w.oversize - 3));
+        return -1;
+    }
     if (site->n) {
         qsort(site->files, site->n, sizeof *site->files, cmp_file);
     }

@@ -91,6 +91,30 @@ def progress_bar(work):
         T.check(b"paths" in got or b"path" in got, "%s: the summary follows: %r" % (what, got[-300:]))
 
 
+def progress_lines(work):
+    """Where no bar can be drawn (a CI log), a long build is not silent: a line every 10 s
+    says the phase and how far it is. A short build prints none."""
+    root = os.path.join(work, "slow-site")
+    T.make_site(root)
+    out = os.path.join(work, "slow.lmdb")
+    p = T.run(["build", root, "-o", out])
+    T.eq(p.returncode, 0, "quick build")
+    T.check(b"servd-pack: reading:" not in p.stderr, "quick build: no progress line: %r" % p.stderr)
+    t0 = time.monotonic()
+    p = T.run(["build", root, "-o", out],
+              env=T.shim_env(SLOW_READ="/index.html", SLOW_READ_MS="11000"))
+    took = time.monotonic() - t0
+    err = p.stderr.decode()
+    T.eq(p.returncode, 0, "slow build (%s)" % err)
+    lines = [ln for ln in err.splitlines() if ln.startswith("servd-pack: reading: ")]
+    T.check(took >= 11 and len(lines) == 1 and lines[0].endswith("%"),
+            "slow build (%.1f s): one progress line: %r" % (took, err))
+    T.check("\r" not in err and "\033" not in err, "no terminal codes in a log: %r" % err)
+    p = T.run(["build", root, "-o", out, "-q"],
+              env=T.shim_env(SLOW_READ="/index.html", SLOW_READ_MS="11000"))
+    T.eq((p.returncode, p.stderr), (0, b""), "slow build with -q: silent")
+
+
 def io_errors(work):
     """I/O errors name their cause. A stat() of an existing -o that fails was "a symbolic
     link to a file that cannot be reached" for a plain file; a directory that cannot be
@@ -379,6 +403,16 @@ def main():
         expect_failure(["build", huge_root, "-o", out], 1,
                        [huge, "1073741825 bytes is larger than the limit of 1073741824 bytes"],
                        "a file of 1 GiB + 1 byte", outdir, out)
+        # Every file over the limit is named in one run (a media site fixes them all at
+        # once), the first three by name, walked in byte order.
+        for i, name in enumerate(("v1.mp4", "v2.mp4", "v3.mp4", "v4.mp4", "v5.mp4")):
+            with open(os.path.join(huge_root, name), "wb") as f:
+                f.truncate((1 << 30) + 1 + i)
+        expect_failure(["build", huge_root, "-o", out], 1,
+                       [huge + ": 1073741825 bytes is larger than the limit of 1073741824 bytes "
+                        "(1.0 GiB, over 1 GiB", "; so are %s, %s and 3 more" % (
+                            os.path.join(huge_root, "v1.mp4"), os.path.join(huge_root, "v2.mp4"))],
+                       "six files over the limit", outdir, out)
         shutil.rmtree(huge_root)
 
         # Output lost to a closed stdout (`servd-pack ls x >&-`) is an error, as it
@@ -626,6 +660,7 @@ def main():
              "no copy or temporary file left after a good build")
     with T.TempDir() as work:
         progress_bar(work)
+        progress_lines(work)
         io_errors(work)
     T.finish("test_pack_cli")
 
