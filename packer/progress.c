@@ -136,7 +136,8 @@ void pk_summary_print(FILE *out, const pk_stats *s, const char *output)
     fprintf(out, "  stored (distinct bodies): %llu bytes (%s)\n",
             (unsigned long long)s->stored_bytes, h2);
     fprintf(out,
-            "  skipped: %llu dotfiles, %llu sidecars, %llu excluded; reused from --base: %llu "
+            "  skipped: %llu dotfiles, %llu sidecars, %llu excluded; compression reused from "
+            "--base: %llu "
             "files\n",
             (unsigned long long)s->skipped_dot, (unsigned long long)s->skipped_sidecar,
             (unsigned long long)s->skipped_excluded, (unsigned long long)s->reused);
