@@ -115,6 +115,15 @@ def progress_lines(work):
     T.eq((p.returncode, p.stderr), (0, b""), "slow build with -q: silent")
 
 
+def rebuild(root, args, mark, **shim):
+    """Changes the site's index.html (appends mark), then builds with the shim steered by
+    shim; returns (exit status, stderr text)."""
+    with open(os.path.join(root, "index.html"), "ab") as f:
+        f.write(mark)
+    p = T.run(args, env=T.shim_env(**shim))
+    return p.returncode, p.stderr.decode()
+
+
 def io_errors(work):
     """I/O errors name their cause. A stat() of an existing -o that fails was "a symbolic
     link to a file that cannot be reached" for a plain file; a directory that cannot be
@@ -130,11 +139,9 @@ def io_errors(work):
     T.check(out + ": Input/output error" in err and "symbolic link" not in err,
             "stat of -o fails: message %r" % err)
     T.eq(open(out, "rb").read(), before, "stat of -o fails: the pack is unchanged")
-    with open(os.path.join(root, "index.html"), "ab") as f:
-        f.write(b"<!-- io -->\n")
-    p = T.run(["build", root, "-o", out, "-q"], env=T.shim_env(FAIL_FSYNC_DIR="1"))
-    err = p.stderr.decode()
-    T.eq(p.returncode, 1, "directory sync fails: exit status (%s)" % err)
+    rc, err = rebuild(root, ["build", root, "-o", out, "-q"], b"<!-- io -->\n",
+                      FAIL_FSYNC_DIR="1")
+    T.eq(rc, 1, "directory sync fails: exit status (%s)" % err)
     T.check("renamed into place, but syncing its directory failed: Input/output error" in err
             and "disk full" not in err,
             "directory sync fails: message names the cause, and no partial pack: %r" % err)
@@ -149,12 +156,9 @@ def io_errors(work):
     man = os.path.join(mdir, "site.json")
     T.eq(T.run(["build", root, "-o", out, "--manifest", man, "-q"]).returncode, 0,
          "build with a manifest")
-    with open(os.path.join(root, "index.html"), "ab") as f:
-        f.write(b"<!-- io 2 -->\n")
-    p = T.run(["build", root, "-o", out, "--manifest", man, "-q"],
-              env=T.shim_env(FAIL_FSYNC_DIR="/io-manifests"))
-    err = p.stderr.decode()
-    T.eq(p.returncode, 1, "manifest directory sync fails: exit status (%s)" % err)
+    build = ["build", root, "-o", out, "--manifest", man, "-q"]
+    rc, err = rebuild(root, build, b"<!-- io 2 -->\n", FAIL_FSYNC_DIR="/io-manifests")
+    T.eq(rc, 1, "manifest directory sync fails: exit status (%s)" % err)
     T.check(man + ": renamed into place, but syncing its directory failed: Input/output error"
             in err and ("the pack %s is in place" % out) in err,
             "manifest directory sync fails: message %r" % err)
@@ -163,12 +167,8 @@ def io_errors(work):
          listed["/index.html"]["etag"],
          "manifest directory sync fails: the new manifest describes the new pack")
     T.eq(sorted(os.listdir(mdir)), ["site.json"], "manifest directory sync fails: no copy left")
-    with open(os.path.join(root, "index.html"), "ab") as f:
-        f.write(b"<!-- io 3 -->\n")
-    p = T.run(["build", root, "-o", out, "--manifest", man, "-q"],
-              env=T.shim_env(FAIL_UNLINK="site.json.old-"))
-    err = p.stderr.decode()
-    T.eq(p.returncode, 0, "copy of the manifest cannot be removed: exit status (%s)" % err)
+    rc, err = rebuild(root, build, b"<!-- io 3 -->\n", FAIL_UNLINK="site.json.old-")
+    T.eq(rc, 0, "copy of the manifest cannot be removed: exit status (%s)" % err)
     left = [n for n in os.listdir(mdir) if n.startswith("site.json.old-")]
     T.eq(len(left), 1, "copy of the manifest cannot be removed: it is there")
     T.check(left and ("warning: %s: cannot remove the copy of the previous manifest: "
