@@ -238,8 +238,8 @@ int pk_manifest_finish(char *err, size_t errlen)
 {
     int rc = 0;
     if (state == COMMITTED_PREVIOUS && unlink(old_name) != 0 && errno != ENOENT) {
-        snprintf(err, errlen, "warning: %s: cannot remove the copy of the previous manifest: %s",
-                 old_name, strerror(errno));
+        snprintf(err, errlen, "%s: cannot remove the copy of the previous manifest: %s", old_name,
+                 strerror(errno));
         rc = 1;
     }
     if (state != NOT_COMMITTED) {

@@ -29,7 +29,7 @@ int pk_manifest_write_tmp(const char *path, const pk_site *site, const sf_meta *
  * @return 0 or -1 with err (nothing changed at path). */
 int pk_manifest_commit(const char *path, char *err, size_t errlen);
 /* The pack is in place too: drops the copy of the previous manifest and
- * syncs the manifest's directory. @return 0; 1 with a warning in err when
+ * syncs the manifest's directory. @return 0; 1 with a warning's text in err when
  * the copy cannot be removed; -1 with err when the directory cannot be
  * synced (the manifest is in place all the same). */
 int pk_manifest_finish(char *err, size_t errlen);

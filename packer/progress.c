@@ -5,6 +5,7 @@
 
 #include "msg.h"
 
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -70,8 +71,16 @@ void pk_progress_tick(void *arg, uint64_t done, uint64_t total)
     if (p->lines) {
         double now = monotonic_seconds();
         if (now - p->last_line >= PK_PROGRESS_LINE_S) {
+            /* a reader of the log that went away ends the lines, not the build
+             * (which would leave its temporary file) */
+            struct sigaction ign = {.sa_handler = SIG_IGN}, old;
+            sigaction(SIGPIPE, &ign, &old);
             fprintf(stderr, "servd-pack: %s: %u%%\n", p->phase ? p->phase : "working", pct);
-            fflush(stderr);
+            if (fflush(stderr) != 0 || ferror(stderr)) {
+                clearerr(stderr);
+                p->enabled = 0;
+            }
+            sigaction(SIGPIPE, &old, NULL);
             p->last_line = now;
         }
         return;

@@ -4,7 +4,6 @@
 #include "walk.h"
 
 #include "mime.h"
-#include "progress.h"
 #include "sf/path.h"
 
 #include <dirent.h>
@@ -409,14 +408,15 @@ int pk_walk(const char *root, const pk_rules *rules, pk_site *site, char *err, s
     if (walk_dir(&w, dir[0] ? dir : "", "", "", 0) != 0)
         return -1;
     if (w.oversize) {
-        char h[32];
-        pk_human_bytes((uint64_t)w.oversize_first, h, sizeof h);
         int n = snprintf(err, errlen,
-                         "%s: %lld bytes is larger than the limit of %llu bytes (%s, over 1 "
-                         "GiB: servd-pack holds every file in memory)",
-                         w.oversize_names[0], w.oversize_first, (unsigned long long)PK_FILE_MAX, h);
+                         "%.400s: %lld bytes is larger than the limit of %llu bytes (1 GiB: "
+                         "servd-pack holds every file in memory)",
+                         w.oversize_names[0], w.oversize_first, (unsigned long long)PK_FILE_MAX);
         for (uint64_t i = 1; i < w.oversize && i < 3 && n >= 0 && (size_t)n < errlen; i++)
-            n += snprintf(err + n, errlen - (size_t)n, "%s%s", i == 1 ? "; so are " : ", ",
+            n += snprintf(err + n, errlen - (size_t)n, "%s%.400s",
+                          i > 1             ? ", "
+                          : w.oversize == 2 ? "; so is "
+                                            : "; so are ",
                           w.oversize_names[i]);
         if (w.oversize > 3 && n >= 0 && (size_t)n < errlen)
             snprintf(err + n, errlen - (size_t)n, " and %llu more",

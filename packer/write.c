@@ -453,7 +453,7 @@ static const char *store_error(int rc)
  * was stored, and the cause is the disk's. */
 static void store_failed(build *b, const sf_writer *w, int rc, const char *what)
 {
-    const char *cause = sf_writer_cause(w);
+    const char *cause = rc == SF_EFULL ? NULL : sf_writer_cause(w);
     if (cause)
         snprintf(b->err, sizeof b->err, "%s: cannot write the pack: %s", b->o->output, cause);
     else
@@ -645,7 +645,7 @@ int pk__write_pack(build *b, pk_stats *st)
         return -1;
     }
     if (fin > 0) {
-        pk_err("%s", b->err);
+        pk_err("warning: %s", b->err);
         b->err[0] = '\0';
     }
     /* A stream has no previous content to restore: it is written once the

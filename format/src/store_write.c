@@ -285,8 +285,9 @@ int sf_writer_seal(sf_writer *w, const sf_meta *meta, char *err, size_t errlen)
     memcpy(m.id_404, w->id_404, sizeof m.id_404); /* the writer's, whatever the caller says */
     sf_meta_encode(&m, rec);
     int rc = put(w, w->meta_db, NULL, "meta", 4, rec, sizeof rec, 0);
-    if (rc != SF_OK) {
-        say(err, errlen, w->tmp, "cannot store the meta record");
+    if (rc != SF_OK) { /* a batch commit that failed says why */
+        say(err, errlen, w->tmp,
+            w->failed ? mdb_strerror(w->failed) : "cannot store the meta record");
         return rc;
     }
     rc = mdb_txn_commit(w->txn);

@@ -113,6 +113,24 @@ def progress_lines(work):
     p = T.run(["build", root, "-o", out, "-q"],
               env=T.shim_env(SLOW_READ="/index.html", SLOW_READ_MS="11000"))
     T.eq((p.returncode, p.stderr), (0, b""), "slow build with -q: silent")
+    # A log reader that has gone (`2>&1 | head`, a dead log shipper): the progress line
+    # must not kill the build halfway (SIGPIPE) and leave its temporary file. The pack is
+    # put in place; only the summary, after it, still meets the closed pipe.
+    with open(os.path.join(root, "index.html"), "ab") as f:
+        f.write(b"<!-- pipe -->\n")
+    before = open(out, "rb").read()
+    r, w = os.pipe()
+    os.close(r)
+    try:
+        q = subprocess.run([T.PACK, "build", root, "-o", out], stdout=subprocess.DEVNULL,
+                           stderr=w, timeout=120,
+                           env=T.shim_env(SLOW_READ="/index.html", SLOW_READ_MS="11000"))
+    finally:
+        os.close(w)
+    T.check(q.returncode in (0, -signal.SIGPIPE), "closed log: status %d" % q.returncode)
+    T.check(open(out, "rb").read() != before, "closed log: the new pack is in place")
+    T.eq([n for n in os.listdir(work) if ".tmp-" in n], [], "closed log: no temporary file")
+    T.eq(T.run(["verify", out, "-q"]).returncode, 0, "closed log: the pack verifies")
 
 
 def rebuild(root, args, mark, **shim):
@@ -408,11 +426,16 @@ def main():
         for i, name in enumerate(("v1.mp4", "v2.mp4", "v3.mp4", "v4.mp4", "v5.mp4")):
             with open(os.path.join(huge_root, name), "wb") as f:
                 f.truncate((1 << 30) + 1 + i)
+        v1, v2 = (os.path.join(huge_root, n) for n in ("v1.mp4", "v2.mp4"))
         expect_failure(["build", huge_root, "-o", out], 1,
                        [huge + ": 1073741825 bytes is larger than the limit of 1073741824 bytes "
-                        "(1.0 GiB, over 1 GiB", "; so are %s, %s and 3 more" % (
-                            os.path.join(huge_root, "v1.mp4"), os.path.join(huge_root, "v2.mp4"))],
+                        "(1 GiB: servd-pack holds every file in memory)",
+                        "; so are %s, %s and 3 more" % (v1, v2)],
                        "six files over the limit", outdir, out)
+        for name in ("v2.mp4", "v3.mp4", "v4.mp4", "v5.mp4"):
+            os.unlink(os.path.join(huge_root, name))
+        expect_failure(["build", huge_root, "-o", out], 1, ["; so is %s" % v1],
+                       "two files over the limit", outdir, out)
         shutil.rmtree(huge_root)
 
         # Output lost to a closed stdout (`servd-pack ls x >&-`) is an error, as it

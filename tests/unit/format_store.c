@@ -556,6 +556,11 @@ TEST(pack_writer_failed_batch)
     ASSERT(body != NULL);
     struct rlimit old, lim;
     ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &old), 0);
+    if (old.rlim_max != RLIM_INFINITY && old.rlim_max < ((rlim_t)200 << 20)) {
+        sf_writer_abort(w); /* a hard limit below what the test writes: it cannot run */
+        free(body);
+        return;
+    }
     lim = old;
     lim.rlim_cur = (rlim_t)100 << 20; /* the first commit (64 MiB) fits, the second does not */
     void (*was)(int) = signal(SIGXFSZ, SIG_IGN);

@@ -389,7 +389,8 @@ int sf_writer_put_special(sf_writer *w, const char *name, const void *rec, size_
  * after it. The writer is kept whatever the result: sf_writer_commit or
  * sf_writer_abort follows. Sealing first lets a caller put other files in
  * place (a manifest) in the short gap before the pack's rename.
- * @return 0, SF_EIO or SF_ELMDB (with a sentence in err). */
+ * @return 0, SF_EIO, SF_EFULL, SF_ENOMEM, SF_ELMDB, or SF_EINVAL when already
+ *         sealed (with a sentence in err). */
 int sf_writer_seal(sf_writer *w, const sf_meta *meta, char *err, size_t errlen);
 
 /* Seals the pack unless sf_writer_seal already did (meta is then unused),
@@ -398,7 +399,7 @@ int sf_writer_seal(sf_writer *w, const sf_meta *meta, char *err, size_t errlen);
  * removed and nothing appears. A failure to sync the directory leaves the
  * pack in place and still returns SF_EIO (EINVAL, a file system that cannot
  * sync a directory, is no failure).
- * @return 0, SF_EIO or SF_ELMDB (with a sentence in err). */
+ * @return 0, or what sf_writer_seal returns (with a sentence in err). */
 int sf_writer_commit(sf_writer *w, const sf_meta *meta, char *err, size_t errlen);
 
 /* Abandons the pack: removes the temporary file and frees the writer. */
