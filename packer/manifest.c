@@ -245,25 +245,14 @@ int pk_manifest_finish(char *err, size_t errlen)
     if (state != NOT_COMMITTED) {
         /* Makes the rename durable: done now, not between the two renames,
          * to keep that gap short. */
-        char dir[PATH_MAX];
-        snprintf(dir, sizeof dir, "%s", final_name);
-        char *slash = strrchr(dir, '/');
-        if (slash)
-            *(slash == dir ? slash + 1 : slash) = '\0';
-        int fd = open(slash ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0 || fsync(fd) != 0) {
-            /* EINVAL: a directory that cannot be synced (some FUSE and
-             * network file systems) is as durable as it gets. */
-            if (errno != EINVAL) {
-                size_t n = rc ? strlen(err) : 0; /* after the warning, if there is one */
-                snprintf(err + n, errlen - n,
-                         "%s%s: renamed into place, but syncing its directory failed: %s",
-                         n ? "; " : "", final_name, strerror(errno));
-                rc = -1;
-            }
+        int e = sf_sync_dir_of(final_name);
+        if (e) {
+            size_t n = rc ? strlen(err) : 0; /* after the warning, if there is one */
+            snprintf(err + n, errlen - n,
+                     "%s%s: renamed into place, but syncing its directory failed: %s",
+                     n ? "; " : "", final_name, strerror(e));
+            rc = -1;
         }
-        if (fd >= 0)
-            close(fd);
     }
     state = NOT_COMMITTED;
     return rc;

@@ -14,6 +14,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
+/* Files over PK_FILE_MAX named in the message; the rest are counted. */
+#define OVERSIZE_NAMES 3
+
 typedef struct walk {
     const pk_rules *rules;
     pk_site *site;
@@ -27,7 +30,7 @@ typedef struct walk {
     /* Files over PK_FILE_MAX: all are counted before the walk fails, so that
      * one run names the problem whole (the first few by name). */
     uint64_t oversize;
-    char oversize_names[3][PATH_MAX];
+    char oversize_names[OVERSIZE_NAMES][PATH_MAX];
     long long oversize_first;
 } walk;
 
@@ -89,7 +92,7 @@ static int add_file(walk *w, const char *src, const char *key, const struct stat
 {
     pk_site *s = w->site;
     if ((uint64_t)st->st_size > PK_FILE_MAX) {
-        if (w->oversize < 3)
+        if (w->oversize < OVERSIZE_NAMES)
             snprintf(w->oversize_names[w->oversize], PATH_MAX, "%s", src);
         if (w->oversize++ == 0)
             w->oversize_first = (long long)st->st_size;
@@ -412,15 +415,16 @@ int pk_walk(const char *root, const pk_rules *rules, pk_site *site, char *err, s
                          "%.400s: %lld bytes is larger than the limit of %llu bytes (1 GiB: "
                          "servd-pack holds every file in memory)",
                          w.oversize_names[0], w.oversize_first, (unsigned long long)PK_FILE_MAX);
-        for (uint64_t i = 1; i < w.oversize && i < 3 && n >= 0 && (size_t)n < errlen; i++)
+        for (uint64_t i = 1; i < w.oversize && i < OVERSIZE_NAMES && n >= 0 && (size_t)n < errlen;
+             i++)
             n += snprintf(err + n, errlen - (size_t)n, "%s%.400s",
                           i > 1             ? ", "
                           : w.oversize == 2 ? "; so is "
                                             : "; so are ",
                           w.oversize_names[i]);
-        if (w.oversize > 3 && n >= 0 && (size_t)n < errlen)
+        if (w.oversize > OVERSIZE_NAMES && n >= 0 && (size_t)n < errlen)
             snprintf(err + n, errlen - (size_t)n, " and %llu more",
-                     (unsigned long long)(w.oversize - 3));
+                     (unsigned long long)(w.oversize - OVERSIZE_NAMES));
         return -1;
     }
     if (site->n) {

@@ -14,7 +14,8 @@
  * temporary file) whenever SF_WRITER_BATCH bytes have been put, and a new
  * one begun. Keys put in ascending order are appended (MDB_APPEND): the
  * pages fill up instead of splitting in half, and a commit copies only the
- * rightmost path of each tree, so the batches cost no space.
+ * rightmost path of each tree, so the batches cost almost no space (a
+ * review found 9 free pages in a pack written in several).
  */
 #include "sf/store.h"
 
@@ -38,8 +39,7 @@
 /* The greatest key put so far into one database: a greater one is appended. */
 typedef struct last_key {
     uint8_t *p;
-    size_t len, cap;
-    int any;
+    size_t len, cap; /* len 0: none yet (LMDB keys are never empty) */
 } last_key;
 
 struct sf_writer {
@@ -160,7 +160,7 @@ const char *sf_writer_cause(const sf_writer *w)
 /* LMDB's default order (mdb_cmp_memn): bytes, then the shorter first. */
 static int key_after(const last_key *last, const void *k, size_t kl)
 {
-    if (!last->any)
+    if (last->len == 0)
         return 1;
     size_t n = kl < last->len ? kl : last->len;
     int c = memcmp(k, last->p, n);
@@ -185,7 +185,6 @@ static void remember(last_key *last, const void *k, size_t kl)
 {
     memcpy(last->p, k, kl);
     last->len = kl;
-    last->any = 1;
 }
 
 /* LMDB's code as one of ours: an errno is about the system (the disk, a
@@ -270,6 +269,18 @@ static int fsync_path(const char *path, int dir)
     return rc;
 }
 
+int sf_sync_dir_of(const char *path)
+{
+    char *d = strdup(path);
+    int e = 0;
+    if (!d)
+        e = ENOMEM;
+    else if (fsync_path(dirname(d), 1) != 0 && errno != EINVAL)
+        e = errno; /* EINVAL: the file system cannot sync a directory; as durable as it gets */
+    free(d);
+    return e;
+}
+
 int sf_writer_seal(sf_writer *w, const sf_meta *meta, char *err, size_t errlen)
 {
     if (w->failed) {
@@ -323,13 +334,7 @@ int sf_writer_commit(sf_writer *w, const sf_meta *meta, char *err, size_t errlen
     }
     /* Make the rename itself durable. The pack is in place either way, so a
      * failure here is reported but the file is not removed. */
-    char *d = strdup(w->final);
-    int e = 0;
-    if (!d)
-        e = ENOMEM;
-    else if (fsync_path(dirname(d), 1) != 0 && errno != EINVAL)
-        e = errno; /* EINVAL: a directory that cannot be synced (some FUSE and network file
-                      systems) is as durable as it gets */
+    int e = sf_sync_dir_of(w->final);
     rc = e ? SF_EIO : SF_OK;
     if (e) {
         char why[128];
@@ -337,7 +342,6 @@ int sf_writer_commit(sf_writer *w, const sf_meta *meta, char *err, size_t errlen
                  strerror(e));
         say(err, errlen, w->final, why);
     }
-    free(d);
     writer_free(w);
     return rc;
 

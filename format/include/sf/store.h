@@ -352,6 +352,11 @@ int sf_tmp_name(const char *final_path, char *out, size_t cap);
  * or is empty (a placeholder, such as mktemp(1) leaves, not a pack). */
 void sf_keep_attributes(const char *tmp, const char *final_path);
 
+/* Syncs the directory path is in, so that a rename into it is durable.
+ * @return 0, or an errno. EINVAL from fsync (a file system that cannot sync
+ * a directory: some FUSE and network ones) counts as done. */
+int sf_sync_dir_of(const char *path);
+
 /* Starts a pack that will appear at final_path only when committed. Builds
  * into sf_tmp_name(final_path) in the same directory.
  * @param[in] capacity  an upper bound of the bytes that will be stored
