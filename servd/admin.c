@@ -7,10 +7,20 @@
  * One request per connection (Connection: close); requests are parsed with
  * the daemon's own HTTP/1.1 parser. This path allocates freely: it serves a
  * few requests a minute.
+ *
+ * Accepted with accept4() on a uv_poll_t, as the workers do, not with
+ * uv_listen(): out of descriptors, libuv frees a descriptor it keeps in
+ * reserve to accept and drop the connection, and when a worker has taken
+ * that descriptor meanwhile, libuv's accept loop spins until one is free.
+ * Here the scraper waits in the backlog instead, and accepting pauses.
  */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -32,14 +42,14 @@
 
 struct sv_admin {
     uv_loop_t loop;
-    uv_tcp_t listener;
+    uv_poll_t listener; /* readable: connections to accept from lfd */
+    uv_timer_t pause;   /* accepting again after running out of descriptors */
+    int lfd;
     uv_async_t stop;
     uv_thread_t thread;
     sv_metrics *m;
     atomic_int *stopping;
     int nconns;
-    uv_tcp_t spare; /* drops a connection when no memory is left for it */
-    int spare_busy;
 };
 
 typedef struct aconn {
@@ -240,27 +250,22 @@ static void on_timeout(uv_timer_t *t)
     aconn_close(t->data);
 }
 
-static void on_spare_closed(uv_handle_t *h)
+static void on_listen(uv_poll_t *p, int status, int events);
+
+static void on_pause_end(uv_timer_t *t)
 {
-    ((sv_admin *)h->data)->spare_busy = 0;
+    sv_admin *a = t->data;
+    if (uv_poll_start(&a->listener, UV_READABLE, on_listen) != 0)
+        uv_timer_start(&a->pause, on_pause_end, SV_ACCEPT_PAUSE_MS, 0);
 }
 
-static void on_connection(uv_stream_t *server, int status)
+/* Takes an accepted socket: a connection, or a refusal when there are too
+ * many, or nothing when there is no memory for it. */
+static void take(sv_admin *a, int fd)
 {
-    sv_admin *a = server->data;
-    if (status < 0)
-        return;
     aconn *c = calloc(1, sizeof *c);
     if (!c) {
-        /* Out of memory: accept into the spare handle and drop it, so the
-         * listener keeps going. */
-        if (!a->spare_busy) {
-            a->spare_busy = 1;
-            uv_tcp_init(&a->loop, &a->spare);
-            a->spare.data = a;
-            uv_accept(server, (uv_stream_t *)&a->spare);
-            uv_close((uv_handle_t *)&a->spare, on_spare_closed);
-        }
+        close(fd);
         return;
     }
     c->a = a;
@@ -269,7 +274,8 @@ static void on_connection(uv_stream_t *server, int status)
     uv_timer_init(&a->loop, &c->timer);
     c->handles = 2;
     a->nconns++;
-    if (uv_accept(server, (uv_stream_t *)&c->tcp) != 0) {
+    if (uv_tcp_open(&c->tcp, fd) != 0) {
+        close(fd);
         aconn_close(c);
         return;
     }
@@ -282,9 +288,7 @@ static void on_connection(uv_stream_t *server, int status)
                                    "too many admin connections; try again\n";
         uv_buf_t b = uv_buf_init((char *)busy, sizeof busy - 1);
         uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
-        uv_os_fd_t fd;
-        if (uv_fileno((uv_handle_t *)&c->tcp, &fd) == 0)
-            sv__drop_arrived(fd, c->buf, sizeof c->buf); /* unused: nothing read yet */
+        sv__drop_arrived(fd, c->buf, sizeof c->buf); /* unused: nothing read yet */
         aconn_close(c);
         return;
     }
@@ -293,14 +297,43 @@ static void on_connection(uv_stream_t *server, int status)
         aconn_close(c);
 }
 
+static void on_listen(uv_poll_t *p, int status, int events)
+{
+    sv_admin *a = p->data;
+    (void)events;
+    if (status < 0)
+        return;
+    for (int i = 0; i < SV_ACCEPT_BATCH; i++) {
+        int fd = accept4(a->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd >= 0) {
+            take(a, fd);
+        } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            return;
+        } else if (errno != EINTR && errno != ECONNABORTED && errno != EPROTO) {
+            /* Out of descriptors or memory: the connection waits in the
+             * backlog, and accepting pauses rather than spins. */
+            uv_poll_stop(&a->listener);
+            uv_timer_start(&a->pause, on_pause_end, SV_ACCEPT_PAUSE_MS, 0);
+            return;
+        }
+    }
+}
+
+static void on_listener_closed(uv_handle_t *h)
+{
+    sv_admin *a = h->data;
+    close(a->lfd);
+    a->lfd = -1;
+}
+
 static void close_any(uv_handle_t *h, void *arg)
 {
     sv_admin *a = arg;
     if (uv_is_closing(h))
         return;
-    if (h == (uv_handle_t *)&a->spare)
-        return; /* already closing whenever it is open */
-    if (h->data == a)
+    if (h == (uv_handle_t *)&a->listener)
+        uv_close(h, on_listener_closed);
+    else if (h->data == a)
         uv_close(h, NULL);
     else
         aconn_close(h->data);
@@ -315,6 +348,7 @@ static void on_stop(uv_async_t *h)
 static void admin_main(void *arg)
 {
     sv_admin *a = arg;
+    pthread_setname_np(pthread_self(), "servd-admin");
     uv_run(&a->loop, UV_RUN_DEFAULT);
 }
 
@@ -337,22 +371,28 @@ int sv_admin_start(int fd, const char *addr_text, sv_metrics *m, atomic_int *sto
         snprintf(err, errlen, "%s: %s", addr_text, uv_strerror(rc));
         return -1;
     }
-    uv_tcp_init(&a->loop, &a->listener); /* no socket yet: cannot fail */
-    int stop_open = (rc = uv_async_init(&a->loop, &a->stop, on_stop)) == 0;
-    a->listener.data = a->stop.data = a;
-    if (rc == 0 && (rc = uv_tcp_open(&a->listener, fd)) == 0)
-        fd = -1; /* the handle has it */
-    if (fd >= 0)
-        close(fd);
-    if (rc != 0 ||
-        (rc = uv_listen((uv_stream_t *)&a->listener, SV_ADMIN_BACKLOG, on_connection)) != 0 ||
-        (rc = uv_thread_create(&a->thread, admin_main, a)) != 0) {
+    a->lfd = fd;
+    uv_timer_init(&a->loop, &a->pause); /* cannot fail */
+    int stop_open = (rc = uv_async_init(&a->loop, &a->stop, on_stop)) == 0, poll_open = 0;
+    a->listener.data = a->pause.data = a->stop.data = a;
+    if (rc == 0 && listen(fd, SV_ADMIN_BACKLOG) != 0) /* an inherited socket listens already */
+        rc = uv_translate_sys_error(errno);
+    if (rc == 0) /* makes the socket non-blocking */
+        poll_open = (rc = uv_poll_init(&a->loop, &a->listener, fd)) == 0;
+    if (rc == 0)
+        rc = uv_poll_start(&a->listener, UV_READABLE, on_listen);
+    if (rc == 0)
+        rc = uv_thread_create(&a->thread, admin_main, a);
+    if (rc != 0) {
         snprintf(err, errlen, "%s: %s", addr_text, uv_strerror(rc));
-        uv_close((uv_handle_t *)&a->listener, NULL); /* closes fd, if it took it */
+        if (poll_open)
+            uv_close((uv_handle_t *)&a->listener, NULL);
+        uv_close((uv_handle_t *)&a->pause, NULL);
         if (stop_open)
             uv_close((uv_handle_t *)&a->stop, NULL);
         uv_run(&a->loop, UV_RUN_DEFAULT);
         uv_loop_close(&a->loop);
+        close(fd);
         free(a);
         return -1;
     }

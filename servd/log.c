@@ -134,6 +134,7 @@ static void do_reopen(sv_log *log)
 static void *writer(void *arg)
 {
     sv_log *log = arg;
+    pthread_setname_np(pthread_self(), "servd-log");
     for (;;) {
         pthread_mutex_lock(&log->wlock);
         while (!log->pending && !log->reopen && !log->stop)

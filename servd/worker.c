@@ -18,6 +18,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -212,6 +213,9 @@ static void on_wake(uv_async_t *a)
 void sv__worker_main(void *arg)
 {
     sv_worker *w = arg;
+    char name[16]; /* the kernel keeps 15 bytes: top -H and ps -L show it */
+    snprintf(name, sizeof name, "servd-w%d", w->id);
+    pthread_setname_np(pthread_self(), name);
     uv_run(&w->loop, UV_RUN_DEFAULT);
     atomic_fetch_add(w->finished, 1);
     uv_async_send(w->done);

@@ -203,6 +203,28 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def thread_cpu(pid):
+    """{thread name (with its id): user + system CPU seconds} of every thread."""
+    out = {}
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
+                head, tail = f.read().rsplit(")", 1)
+        except OSError:
+            continue  # the thread ended meanwhile
+        fields = tail.split()
+        name = head.split("(", 1)[1]
+        out["%s/%s" % (name, tid)] = (int(fields[11]) + int(fields[12])) / os.sysconf(
+            "SC_CLK_TCK")
+    return out
+
+
+def thread_cpu_since(pid, before):
+    """The CPU each thread used since thread_cpu() returned before, as text."""
+    now = thread_cpu(pid)
+    return ", ".join("%s %.2f s" % (k, v - before.get(k, 0.0)) for k, v in sorted(now.items()))
+
+
 def status_kib(pid, key):
     with open("/proc/%d/status" % pid) as f:
         for line in f:
