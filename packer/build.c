@@ -71,29 +71,28 @@ static int opened_inside(int fd, const char *root)
     return strncmp(real, root, rl) == 0 && (real[rl] == '/' || (rl == 1 && root[0] == '/'));
 }
 
-/* Reads the file the walk found. The tree can change in between (a deploy
+/* Opens the file the walk found. The tree can change in between (a deploy
  * step still writing it): what is opened must be that same file, not a
  * link put in its place (which could lead outside the root) nor a FIFO
- * (O_NONBLOCK: the open does not wait for a writer), and it must not be
- * written while it is read, or the pack would hold bytes that never
- * existed together. */
-static int read_file(pk_file *f, const char *root, char *err, size_t errlen)
+ * (O_NONBLOCK: the open does not wait for a writer). @return the
+ * descriptor, with *st, or -1 with err filled. */
+static int open_walked(const pk_file *f, const char *root, struct stat *st, char *err,
+                       size_t errlen)
 {
     int fd = open(f->src, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd < 0) {
         snprintf(err, errlen, "%s: cannot open: %s", f->src, strerror(errno));
         return -1;
     }
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
+    if (fstat(fd, st) != 0) {
         snprintf(err, errlen, "%s: %s", f->src, strerror(errno));
         goto out_close;
     }
-    if (!S_ISREG(st.st_mode)) {
+    if (!S_ISREG(st->st_mode)) {
         snprintf(err, errlen, "%s: no longer a regular file", f->src);
         goto out_close;
     }
-    if ((uint64_t)st.st_dev != f->dev || (uint64_t)st.st_ino != f->ino) {
+    if ((uint64_t)st->st_dev != f->dev || (uint64_t)st->st_ino != f->ino) {
         snprintf(err, errlen, "%s: replaced while being packed (no longer the file the walk found)",
                  f->src);
         goto out_close;
@@ -112,23 +111,35 @@ static int read_file(pk_file *f, const char *root, char *err, size_t errlen)
         snprintf(err, errlen, "%s: %s", f->src, strerror(errno));
         goto out_close;
     }
-    if ((uint64_t)st.st_size > PK_FILE_MAX) {
+    if ((uint64_t)st->st_size > PK_FILE_MAX) {
         snprintf(err, errlen, "%s: larger than the limit of %llu bytes", f->src,
                  (unsigned long long)PK_FILE_MAX);
         goto out_close;
     }
-    size_t n = (size_t)st.st_size;
+    return fd;
+out_close:
+    close(fd);
+    return -1;
+}
+
+/* Reads the whole of fd, opened as st, into a new buffer; it must not be
+ * written while it is read, or the pack would hold bytes that never
+ * existed together. @return the bytes (st->st_size of them), with *after,
+ * or NULL with err filled. */
+static uint8_t *read_whole(const pk_file *f, int fd, const struct stat *st, struct stat *after,
+                           char *err, size_t errlen)
+{
+    size_t n = (size_t)st->st_size;
     uint8_t *p = malloc(n ? n : 1);
     if (!p) {
         snprintf(err, errlen, "%s: out of memory (%zu bytes)", f->src, n);
-        goto out_close;
+        return NULL;
     }
     int rc = read_all(fd, p, n);
-    struct stat after;
-    if (rc == 0 && fstat(fd, &after) != 0) {
+    if (rc == 0 && fstat(fd, after) != 0) {
         rc = -1;
-    } else if (rc == 0 && (!same_time(&after.st_mtim, &st.st_mtim) ||
-                           !same_time(&after.st_ctim, &st.st_ctim))) {
+    } else if (rc == 0 && (!same_time(&after->st_mtim, &st->st_mtim) ||
+                           !same_time(&after->st_ctim, &st->st_ctim))) {
         errno = EAGAIN; /* written in place, same size */
         rc = -1;
     }
@@ -136,17 +147,44 @@ static int read_file(pk_file *f, const char *root, char *err, size_t errlen)
         snprintf(err, errlen, "%s: cannot read: %s", f->src,
                  errno == EAGAIN ? "the file changed while being read" : strerror(errno));
         free(p);
-        goto out_close;
+        return NULL;
     }
+    return p;
+}
+
+static void changed_after_read(const pk_file *f, char *err, size_t errlen)
+{
+    snprintf(err, errlen,
+             "%s: changed while the site was being packed (after it was read); pack "
+             "the tree once it is complete",
+             f->src);
+}
+
+/* Reads and hashes a file the walk found, and decides its type (with the
+ * thread's libmagic handle, *magic). A file nothing will compress, and
+ * whose bytes no sidecar check needs, keeps only its digest: the write
+ * reads it again (pk__reread), so a site of images or video is never held
+ * in memory whole. */
+static int read_file(build *b, pk_file *f, pk_magic **magic, char *err, size_t errlen)
+{
+    struct stat st, after;
+    int fd = open_walked(f, b->site.root, &st, err, errlen);
+    if (fd < 0)
+        return -1;
+    uint8_t *p = read_whole(f, fd, &st, &after, err, errlen);
     close(fd);
+    if (!p)
+        return -1;
+    size_t n = (size_t)st.st_size;
     f->read_size = (uint64_t)after.st_size;
     f->read_mtim = after.st_mtim;
     f->read_ctim = after.st_ctim;
-    if (pk_svgz_key(f->key, f->key_len) && n >= 2 && p[0] == 0x1f && p[1] == 0x8b) {
+    int svgz = pk_svgz_key(f->key, f->key_len);
+    if (svgz && n >= 2 && p[0] == 0x1f && p[1] == 0x8b) {
         uint8_t *svg;
         size_t svgn;
         char why[128];
-        rc = pk_decompress(SF_ENC_GZIP, p, n, PK_FILE_MAX, &svg, &svgn, why, sizeof why);
+        int rc = pk_decompress(SF_ENC_GZIP, p, n, PK_FILE_MAX, &svg, &svgn, why, sizeof why);
         free(p);
         if (rc == PK_DECODE_NOMEM) {
             snprintf(err, errlen, "%s: out of memory decompressing it", f->src);
@@ -171,10 +209,54 @@ static int read_file(pk_file *f, const char *root, char *err, size_t errlen)
         snprintf(err, errlen, "%s: SHA-256 failed", f->src);
         return -1;
     }
+    char why[512];
+    f->mime = pk_mime_decide(f->key, f->key_len, pk_rules_mime(b->rules, f->key, f->key_len), p, n,
+                             magic, why, sizeof why);
+    if (!f->mime) {
+        snprintf(err, errlen, "%s: %s", f->src, why);
+        return -1;
+    }
+    f->cls = pk_mime_class(f->mime);
+    /* .svgz: the bytes stored are not the file's (and are compressed) */
+    if (f->cls == PK_CLASS_NONE && !f->keep_bytes && !svgz && n > 0) {
+        free(p);
+        v->bytes = NULL;
+        v->owned = 0;
+        f->reread = 1;
+    }
     return 0;
-out_close:
+}
+
+int pk__reread(const pk_file *f, const char *root, uint8_t **out, char *err, size_t errlen)
+{
+    struct stat st, after;
+    int fd = open_walked(f, root, &st, err, errlen);
+    if (fd < 0)
+        return -1;
+    if ((uint64_t)st.st_size != f->read_size || !same_time(&st.st_mtim, &f->read_mtim) ||
+        !same_time(&st.st_ctim, &f->read_ctim)) {
+        close(fd);
+        changed_after_read(f, err, errlen);
+        return -1;
+    }
+    uint8_t *p = read_whole(f, fd, &st, &after, err, errlen);
     close(fd);
-    return -1;
+    if (!p)
+        return -1;
+    uint8_t digest[PK_DIGEST_LEN];
+    if (pk_sha256(p, f->read_size, digest) != 0) {
+        free(p);
+        snprintf(err, errlen, "%s: SHA-256 failed", f->src);
+        return -1;
+    }
+    /* the same size and times, other bytes: written with its times put back */
+    if (memcmp(digest, f->var[SF_ENC_IDENTITY].digest, PK_DIGEST_LEN) != 0) {
+        free(p);
+        changed_after_read(f, err, errlen);
+        return -1;
+    }
+    *out = p;
+    return 0;
 }
 
 /* Whether every file is still what was read: a file written, replaced or
@@ -195,10 +277,7 @@ int pk__tree_unchanged(const pk_site *s, char *err, size_t errlen)
         if ((uint64_t)st.st_dev != f->dev || (uint64_t)st.st_ino != f->ino ||
             (uint64_t)st.st_size != f->read_size || !same_time(&st.st_mtim, &f->read_mtim) ||
             !same_time(&st.st_ctim, &f->read_ctim)) {
-            snprintf(err, errlen,
-                     "%s: changed while the site was being packed (after it was read); pack "
-                     "the tree once it is complete",
-                     f->src);
+            changed_after_read(f, err, errlen);
             return -1;
         }
     }
@@ -262,7 +341,7 @@ static int run_job(void *arg, size_t j, unsigned thread, char *err, size_t errle
     const job *jb = &b->jobs[j];
     pk_file *f = &b->site.files[jb->file];
     if (jb->enc == SF_ENC_IDENTITY)
-        return read_file(f, b->site.root, err, errlen);
+        return read_file(b, f, &b->magic[thread], err, errlen);
     if (jb->enc == JOB_REUSE)
         return reuse(b, f, err, errlen);
     return compress_one(b, f, jb->enc, thread, err, errlen);
@@ -318,7 +397,6 @@ static int run_jobs(build *b, const char *phase)
 
 static int decide(build *b)
 {
-    pk_magic *magic = NULL;
     size_t nh = pk_rules_nheaders(b->rules);
     int rc = 0;
     size_t future = 0;
@@ -327,15 +405,6 @@ static int decide(build *b)
     for (size_t i = 0; i < b->site.n && rc == 0; i++) {
         pk_file *f = &b->site.files[i];
         const pk_variant *id = &f->var[SF_ENC_IDENTITY];
-        char why[512];
-        f->mime = pk_mime_decide(f->key, f->key_len, pk_rules_mime(b->rules, f->key, f->key_len),
-                                 id->bytes, id->len, &magic, why, sizeof why);
-        if (!f->mime) {
-            snprintf(b->err, sizeof b->err, "%s: %s", f->src, why);
-            rc = -1;
-            break;
-        }
-        f->cls = pk_mime_class(f->mime);
         f->cache_control = pk_rules_cache_control(b->rules, f->key, f->key_len, f->mime);
         if (nh) {
             f->extra = calloc(nh, sizeof *f->extra);
@@ -374,7 +443,6 @@ static int decide(build *b)
         if (!b->o->have_epoch && f->mtime > b->now && future++ == 0)
             first_future = f;
     }
-    pk_magic_close(magic);
     pk_buf_free(&extras);
     if (rc == 0 && future == 1)
         pk_err("warning: %s has a modification time in the future; its Last-Modified is the "
@@ -551,9 +619,11 @@ int pk_build(const pk_build_opts *o)
         }
     }
 
-    /* Read and hash every file. */
+    /* Read and hash every file, and decide its type. */
+    pk_sidecars_mark(&b.site);
     b.jobs = malloc(b.site.n * sizeof *b.jobs);
-    if (!b.jobs) {
+    b.magic = calloc(b.nthreads, sizeof *b.magic);
+    if (!b.jobs || !b.magic) {
         snprintf(b.err, sizeof b.err, "out of memory");
         goto out_free;
     }
@@ -591,6 +661,9 @@ out_free:
     for (unsigned i = 0; b.comp && i < b.nthreads; i++)
         pk_compressor_free(b.comp[i]);
     free(b.comp);
+    for (unsigned i = 0; b.magic && i < b.nthreads; i++)
+        pk_magic_close(b.magic[i]);
+    free(b.magic);
     free(b.jobs);
     pk_site_free(&b.site); /* before the base: it may point into it */
     pk_base_close(b.base);

@@ -9,6 +9,7 @@
 #include "base.h"
 #include "build.h"
 #include "compress.h"
+#include "mime.h"
 #include "progress.h"
 #include "rules.h"
 #include "walk.h"
@@ -33,6 +34,7 @@ typedef struct build {
     pk_site site;
     pk_base *base;
     pk_compressor **comp;
+    pk_magic **magic; /* one libmagic handle per thread, opened on first use */
     unsigned nthreads;
     job *jobs;
     size_t njobs;
@@ -54,6 +56,12 @@ typedef struct build {
  * removed since would make the pack a mix of two states of the tree).
  * @return 0, or -1 with err naming the file. */
 int pk__tree_unchanged(const pk_site *s, char *err, size_t errlen);
+
+/* Reads a file whose identity bytes were dropped after the reads (reread)
+ * again, into a new buffer of f->read_size bytes, for the write: it must
+ * still be the file that was read, the same size, times and SHA-256 (else
+ * "changed while the site was being packed"). @return 0, or -1 with err. */
+int pk__reread(const pk_file *f, const char *root, uint8_t **out, char *err, size_t errlen);
 
 /* ---- write.c ---- */
 

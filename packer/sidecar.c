@@ -19,19 +19,35 @@ static int cmp_file(const void *a, const void *b)
     return strcmp(((const pk_file *)a)->key, ((const pk_file *)b)->key);
 }
 
+/* The file X of s that f would be a sidecar of under extension e, or NULL. */
+static pk_file *sidecar_base(const pk_site *s, const pk_file *f, size_t e)
+{
+    size_t el = strlen(sidecar_ext[e].ext);
+    if (f->key_len <= el + 1 || strcmp(f->key + f->key_len - el, sidecar_ext[e].ext) != 0)
+        return NULL;
+    char base[SF_KEY_MAX + 1];
+    memcpy(base, f->key, f->key_len - el);
+    base[f->key_len - el] = '\0';
+    pk_file probe = {.key = base};
+    return bsearch(&probe, s->files, s->n, sizeof *s->files, cmp_file);
+}
+
+void pk_sidecars_mark(pk_site *s)
+{
+    for (size_t i = 0; i < s->n; i++)
+        for (size_t e = 0; e < sizeof sidecar_ext / sizeof sidecar_ext[0]; e++) {
+            pk_file *x = sidecar_base(s, &s->files[i], e);
+            if (x)
+                s->files[i].keep_bytes = x->keep_bytes = 1;
+        }
+}
+
 /* 1 if f is X.gz / X.br / X.zst of a packed X and decompresses to X; 0 if
  * not; -1 when memory ran out before it could tell. */
 static int true_sidecar(const pk_site *s, const pk_file *f)
 {
     for (size_t e = 0; e < sizeof sidecar_ext / sizeof sidecar_ext[0]; e++) {
-        size_t el = strlen(sidecar_ext[e].ext);
-        if (f->key_len <= el + 1 || strcmp(f->key + f->key_len - el, sidecar_ext[e].ext) != 0)
-            continue;
-        char base[SF_KEY_MAX + 1];
-        memcpy(base, f->key, f->key_len - el);
-        base[f->key_len - el] = '\0';
-        pk_file probe = {.key = base};
-        const pk_file *x = bsearch(&probe, s->files, s->n, sizeof *s->files, cmp_file);
+        const pk_file *x = sidecar_base(s, f, e);
         const pk_variant *fv = &f->var[SF_ENC_IDENTITY];
         int same =
             x ? pk_decompresses_to(sidecar_ext[e].enc, fv->bytes, fv->len,
@@ -74,6 +90,7 @@ int pk_sidecars_drop(pk_site *s, char *err, size_t errlen)
         else
             free(f->key);
         free(f->src);
+        free(f->mime);
         if (f->var[SF_ENC_IDENTITY].owned)
             free((void *)f->var[SF_ENC_IDENTITY].bytes);
         s->skipped_sidecar++;

@@ -13,6 +13,11 @@
 
 #include "site.h"
 
+/* Marks keep_bytes on every file that could be a sidecar (X.gz, X.br or X.zst
+ * of a file X of s) and on each such X: pk_sidecars_drop compares their bytes
+ * after all the reads. s is sorted by key. */
+void pk_sidecars_mark(pk_site *s);
+
 /* Removes the true sidecars from s (sorted, identity bytes read), counting
  * them in s->skipped_sidecar and keeping the first PK_SIDECAR_NAMES keys in
  * s->sidecar_names for the summary. @return 0, or -1 (out of memory) with

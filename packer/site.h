@@ -39,8 +39,11 @@ typedef struct pk_file {
     const char *cache_control; /* from the rules or a default: not owned */
     pk_header *extra;          /* owned array; strings live in the rules */
     size_t nextra;
-    int cls;                      /* enum pk_class */
-    int reused;                   /* compressed variants came from --base */
+    int cls;        /* enum pk_class */
+    int reused;     /* compressed variants came from --base */
+    int keep_bytes; /* X.gz, X.br, X.zst or such an X: compared after the reads (sidecar.h) */
+    int reread;     /* identity bytes dropped once hashed (nothing compresses them): the
+                     * write reads the file again and checks its SHA-256 (build_int.h) */
     pk_variant var[SF_ENC_COUNT]; /* indexed by sf_encoding; var[0] = identity */
 
     /* What the file was when it was read: it must not move until the pack

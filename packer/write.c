@@ -505,17 +505,27 @@ int pk__write_pack(build *b, pk_stats *st)
     }
     pk_progress_phase(&b->prog, "writing");
     /* The bodies in key order, each once, so that the writer appends them;
-     * each file's copy is freed once it is in the pack. */
+     * each file's copy is freed once it is in the pack, and a file whose
+     * bytes were dropped after the reads is read again (pk__reread). */
     for (size_t i = 0; i < r; i++) {
         pk_file *f = &s->files[refs[i].file];
         pk_variant *v = &f->var[refs[i].enc];
-        if ((i == 0 || memcmp(refs[i].key, refs[i - 1].key, PK_DIGEST_LEN) != 0) &&
-            (rc = sf_writer_put_body(w, v->digest, v->bytes, v->len)) != 0) {
+        if (i > 0 && memcmp(refs[i].key, refs[i - 1].key, PK_DIGEST_LEN) == 0)
+            goto stored;
+        if (!v->bytes && f->reread) {
+            uint8_t *p;
+            if (pk__reread(f, s->root, &p, b->err, sizeof b->err) != 0)
+                goto out_abort;
+            v->bytes = p;
+            v->owned = 1;
+        }
+        if ((rc = sf_writer_put_body(w, v->digest, v->bytes, v->len)) != 0) {
             char what[SF_KEY_MAX + 32];
             snprintf(what, sizeof what, "the %s body of %s", sf_encoding_name(refs[i].enc), f->key);
             store_failed(b, w, rc, what);
             goto out_abort;
         }
+    stored:
         if (v->owned) {
             free((void *)v->bytes);
             v->bytes = NULL;

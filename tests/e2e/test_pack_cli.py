@@ -602,6 +602,9 @@ def main():
                 # rewritten once read, while the rest is compressed: the pack would
                 # hold the old bytes beside files of the new tree
                 ("after", "/b.txt", "changed while the site was being packed", "b.txt"),
+                # the same for a file nothing compresses, whose bytes are not kept
+                # after the read but read again when written
+                ("after", "/pic.jpg", "changed while the site was being packed", "pic.jpg"),
                 # a directory swapped for a link while the walk is inside it
                 ("dir:" + outside, "/sub", "reached outside the root", "sub/secret.txt")):
             shutil.rmtree(race, ignore_errors=True)
@@ -612,8 +615,11 @@ def main():
                 f.write(b"inside\n")
             with open(os.path.join(race, "b.txt"), "wb") as f:
                 f.write(b"the walked file\n" * 100)
-            # an older mtime, so that the rewrite moves it whatever the clock's tick
-            os.utime(os.path.join(race, "b.txt"), (time.time() - 60, time.time() - 60))
+            with open(os.path.join(race, "pic.jpg"), "wb") as f:
+                f.write(b"\xff\xd8\xff\xe0" + random.Random(3).randbytes(5000))
+            # older mtimes, so that the rewrite moves them whatever the clock's tick
+            for name in ("b.txt", "pic.jpg"):
+                os.utime(os.path.join(race, name), (time.time() - 60, time.time() - 60))
             env = T.shim_env(SWAP_SUFFIX=suffix, SWAP_KIND=kind)
             race_out = os.path.join(outdir, "race.lmdb")
             expect_failure(["build", race, "-o", race_out, "-q"], 1,
