@@ -160,6 +160,25 @@ static void changed_after_read(const pk_file *f, char *err, size_t errlen)
              f->src);
 }
 
+/* Whether f, by its path, is still the file that was read: the same file,
+ * size and times. @return 0, or -1 with err naming the file. */
+static int file_unchanged(const pk_file *f, char *err, size_t errlen)
+{
+    struct stat st;
+    if (stat(f->src, &st) != 0) {
+        snprintf(err, errlen, "%s: %s while the site was being packed", f->src,
+                 errno == ENOENT ? "removed" : strerror(errno));
+        return -1;
+    }
+    if ((uint64_t)st.st_dev != f->dev || (uint64_t)st.st_ino != f->ino ||
+        (uint64_t)st.st_size != f->read_size || !same_time(&st.st_mtim, &f->read_mtim) ||
+        !same_time(&st.st_ctim, &f->read_ctim)) {
+        changed_after_read(f, err, errlen);
+        return -1;
+    }
+    return 0;
+}
+
 /* Reads and hashes a file the walk found, and decides its type (with the
  * thread's libmagic handle, *magic). A file nothing will compress, and
  * whose bytes no sidecar check needs, keeps only its digest: the write
@@ -229,6 +248,10 @@ static int read_file(build *b, pk_file *f, pk_magic **magic, char *err, size_t e
 
 int pk__reread(const pk_file *f, const char *root, uint8_t **out, char *err, size_t errlen)
 {
+    /* first by its path, in the words of the final check (pk__tree_unchanged)
+     * that a file still in memory would meet; then the file opened */
+    if (file_unchanged(f, err, errlen) != 0)
+        return -1;
     struct stat st, after;
     int fd = open_walked(f, root, &st, err, errlen);
     if (fd < 0)
@@ -266,21 +289,9 @@ int pk__reread(const pk_file *f, const char *root, uint8_t **out, char *err, siz
  * err naming the file. */
 int pk__tree_unchanged(const pk_site *s, char *err, size_t errlen)
 {
-    for (size_t i = 0; i < s->n; i++) {
-        const pk_file *f = &s->files[i];
-        struct stat st;
-        if (stat(f->src, &st) != 0) {
-            snprintf(err, errlen, "%s: %s while the site was being packed", f->src,
-                     errno == ENOENT ? "removed" : strerror(errno));
+    for (size_t i = 0; i < s->n; i++)
+        if (file_unchanged(&s->files[i], err, errlen) != 0)
             return -1;
-        }
-        if ((uint64_t)st.st_dev != f->dev || (uint64_t)st.st_ino != f->ino ||
-            (uint64_t)st.st_size != f->read_size || !same_time(&st.st_mtim, &f->read_mtim) ||
-            !same_time(&st.st_ctim, &f->read_ctim)) {
-            changed_after_read(f, err, errlen);
-            return -1;
-        }
-    }
     return 0;
 }
 
