@@ -38,8 +38,11 @@
  * and the three database roots) on top of what the records and bodies need. */
 #define MAP_SLACK (1u << 20)
 
-/* Paths written between two redraws of the progress bar while writing. */
+/* Paths written between two redraws of the progress bar while writing; and
+ * a body at least this large redraws it too (it may have been read again
+ * from disk, and a run of large ones would otherwise be silent). */
 #define WRITE_TICK_EVERY 256
+#define WRITE_TICK_BYTES (1u << 20)
 
 /* Temporary names removed if a signal ends the process mid-write, and the
  * line that says what the signal left (written before and after the pack
@@ -531,7 +534,7 @@ int pk__write_pack(build *b, pk_stats *st)
             v->bytes = NULL;
             v->owned = 0;
         }
-        if (b->prog.enabled && i % WRITE_TICK_EVERY == 0)
+        if (b->prog.enabled && (i % WRITE_TICK_EVERY == 0 || v->len >= WRITE_TICK_BYTES))
             pk_progress_tick(&b->prog, i, r + s->n);
     }
     for (size_t i = 0; i < s->n; i++) {
