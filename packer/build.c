@@ -346,6 +346,21 @@ static int compress_one(build *b, pk_file *f, int enc, unsigned thread, char *er
     return 0;
 }
 
+/* Drops the identity bytes of f once nothing but the write needs them,
+ * which then reads the file again (pk__reread): so the compression phase
+ * does not hold every file beside all of its variants. Not an .svgz,
+ * whose bytes are the SVG inside, not the file's. */
+static void drop_identity(pk_file *f)
+{
+    pk_variant *id = &f->var[SF_ENC_IDENTITY];
+    if (!id->owned || id->len == 0 || pk_svgz_key(f->key, f->key_len))
+        return;
+    free((void *)id->bytes);
+    id->bytes = NULL;
+    id->owned = 0;
+    f->reread = 1;
+}
+
 static int run_job(void *arg, size_t j, unsigned thread, char *err, size_t errlen)
 {
     build *b = arg;
@@ -355,7 +370,12 @@ static int run_job(void *arg, size_t j, unsigned thread, char *err, size_t errle
         return read_file(b, f, &b->magic[thread], err, errlen);
     if (jb->enc == JOB_REUSE)
         return reuse(b, f, err, errlen);
-    return compress_one(b, f, jb->enc, thread, err, errlen);
+    if (compress_one(b, f, jb->enc, thread, err, errlen) != 0)
+        return -1;
+    /* the last of the file's jobs: the others are done with its bytes */
+    if (atomic_fetch_sub_explicit(&b->pending[jb->file], 1, memory_order_acq_rel) == 1)
+        drop_identity(f);
+    return 0;
 }
 
 static uint64_t job_weight(const build *b, const job *jb)
@@ -366,14 +386,64 @@ static uint64_t job_weight(const build *b, const job *jb)
     return size * pk_compress_cost(jb->enc);
 }
 
-static const uint64_t *sort_weights; /* qsort has no context argument */
+/* Files are taken in blocks of about this much input, largest files first;
+ * within a block, the heaviest job first. A file's jobs thus end close
+ * together, and its bytes are dropped early (drop_identity), while one
+ * encoder still runs over many files in a row (interleaving encoders job
+ * by job cost 7-10% more CPU on a site of small files, in two pairs of
+ * runs). */
+#define JOB_BLOCK_BYTES (8u << 20)
+
+/* qsort has no context argument */
+static const uint64_t *sort_weights;
+static const size_t *sort_block; /* per job: its file's block */
 
 static int cmp_weight_desc(const void *a, const void *c)
 {
     size_t x = *(const size_t *)a, y = *(const size_t *)c;
+    if (sort_block[x] != sort_block[y])
+        return sort_block[x] > sort_block[y] ? 1 : -1;
     if (sort_weights[x] != sort_weights[y])
         return sort_weights[x] < sort_weights[y] ? 1 : -1;
     return (x > y) - (x < y);
+}
+
+static const pk_file *sort_files;
+
+static int cmp_size_desc(const void *a, const void *c)
+{
+    size_t x = *(const size_t *)a, y = *(const size_t *)c;
+    if (sort_files[x].size != sort_files[y].size)
+        return sort_files[x].size < sort_files[y].size ? 1 : -1;
+    return (x > y) - (x < y);
+}
+
+/* block[job]: the block of the job's file (JOB_BLOCK_BYTES). @return 0, or
+ * -1 out of memory. */
+static int job_blocks(const build *b, size_t *block)
+{
+    size_t n = b->site.n;
+    size_t *files = malloc((n ? n : 1) * sizeof *files),
+           *fblock = malloc((n ? n : 1) * sizeof *fblock);
+    if (!files || !fblock) {
+        free(files);
+        free(fblock);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++)
+        files[i] = i;
+    sort_files = b->site.files;
+    qsort(files, n, sizeof *files, cmp_size_desc);
+    uint64_t sum = 0;
+    for (size_t i = 0; i < n; i++) {
+        fblock[files[i]] = (size_t)(sum / JOB_BLOCK_BYTES);
+        sum += b->site.files[files[i]].size;
+    }
+    for (size_t j = 0; j < b->njobs; j++)
+        block[j] = fblock[b->jobs[j].file];
+    free(files);
+    free(fblock);
+    return 0;
 }
 
 /* Runs b->jobs on the pool, heaviest first. @return 0 or -1 (b->err set). */
@@ -383,10 +453,12 @@ static int run_jobs(build *b, const char *phase)
         return 0;
     uint64_t *w = malloc(b->njobs * sizeof *w);
     size_t *order = malloc(b->njobs * sizeof *order);
-    if (!w || !order) {
+    size_t *block = malloc(b->njobs * sizeof *block);
+    if (!w || !order || !block || job_blocks(b, block) != 0) {
         snprintf(b->err, sizeof b->err, "out of memory scheduling %zu jobs", b->njobs);
         free(w);
         free(order);
+        free(block);
         return -1;
     }
     for (size_t i = 0; i < b->njobs; i++) {
@@ -394,7 +466,9 @@ static int run_jobs(build *b, const char *phase)
         order[i] = i;
     }
     sort_weights = w;
+    sort_block = block;
     qsort(order, b->njobs, sizeof *order, cmp_weight_desc);
+    free(block);
     pk_progress_phase(&b->prog, phase);
     int rc = pk_pool_run(b->njobs, order, w, b->nthreads, run_job, b, pk_progress_tick, &b->prog,
                          b->err, sizeof b->err);
@@ -506,6 +580,11 @@ static int plan_compression(build *b, uint64_t *reused)
         snprintf(b->err, sizeof b->err, "out of memory planning compression");
         return -1;
     }
+    b->pending = calloc(b->site.n ? b->site.n : 1, sizeof *b->pending);
+    if (!b->pending) {
+        snprintf(b->err, sizeof b->err, "out of memory planning compression");
+        return -1;
+    }
     for (size_t i = 0; i < b->site.n; i++) {
         pk_file *f = &b->site.files[i];
         if (f->cls == PK_CLASS_NONE || f->size <= PK_KEEP_MIN_BYTES)
@@ -514,10 +593,12 @@ static int plan_compression(build *b, uint64_t *reused)
             f->reused = 1;
             (*reused)++;
             b->jobs[b->njobs++] = (job){i, JOB_REUSE};
+            drop_identity(f); /* the variants come from the base */
             continue;
         }
         for (int e = SF_ENC_GZIP; e < SF_ENC_COUNT; e++)
             b->jobs[b->njobs++] = (job){i, e};
+        atomic_init(&b->pending[i], SF_ENC_COUNT - 1);
     }
     return 0;
 }
@@ -675,6 +756,7 @@ out_free:
     for (unsigned i = 0; b.magic && i < b.nthreads; i++)
         pk_magic_close(b.magic[i]);
     free(b.magic);
+    free(b.pending);
     free(b.jobs);
     pk_site_free(&b.site); /* before the base: it may point into it */
     pk_base_close(b.base);

@@ -15,6 +15,7 @@
 #include "walk.h"
 
 #include <limits.h>
+#include <stdatomic.h>
 
 /* Room for a message naming a file and a cause. */
 #define PK_ERR_LEN 2048
@@ -34,7 +35,8 @@ typedef struct build {
     pk_site site;
     pk_base *base;
     pk_compressor **comp;
-    pk_magic **magic; /* one libmagic handle per thread, opened on first use */
+    pk_magic **magic;     /* one libmagic handle per thread, opened on first use */
+    atomic_uint *pending; /* per file: its compression jobs not yet done */
     unsigned nthreads;
     job *jobs;
     size_t njobs;
