@@ -59,8 +59,8 @@ typedef struct build {
  * @return 0, or -1 with err naming the file. */
 int pk__tree_unchanged(const pk_site *s, char *err, size_t errlen);
 
-/* Reads a file whose identity bytes were dropped after the reads (reread)
- * again, into a new buffer of f->read_size bytes, for the write: it must
+/* Reads a file whose identity bytes were dropped (reread) again, into a
+ * new buffer of f->read_size bytes, for the write: it must
  * still be the file that was read, the same size, times and SHA-256 (else
  * "changed while the site was being packed"). @return 0, or -1 with err. */
 int pk__reread(const pk_file *f, const char *root, uint8_t **out, char *err, size_t errlen);

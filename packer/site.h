@@ -42,8 +42,9 @@ typedef struct pk_file {
     int cls;        /* enum pk_class */
     int reused;     /* compressed variants came from --base */
     int keep_bytes; /* X.gz, X.br, X.zst or such an X: compared after the reads (sidecar.h) */
-    int reread;     /* identity bytes dropped once hashed (nothing compresses them): the
-                     * write reads the file again and checks its SHA-256 (build_int.h) */
+    int reread;     /* identity bytes dropped once only the write needed them (after the
+                     * read, or after compression): the write reads the file again and
+                     * checks its SHA-256 (pk__reread, build_int.h) */
     pk_variant var[SF_ENC_COUNT]; /* indexed by sf_encoding; var[0] = identity */
 
     /* What the file was when it was read: it must not move until the pack

@@ -15,7 +15,6 @@
  * Here the scraper waits in the backlog instead, and accepting pauses.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>

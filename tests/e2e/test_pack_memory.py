@@ -27,14 +27,6 @@ MAX_SHARE = 0.8
 JOBS = 2
 
 
-def sanitized():
-    try:
-        with open(os.path.join(T.BUILD_DIR, "CMakeCache.txt")) as f:
-            return any(line.strip() == "SERVD_ASAN:BOOL=ON" for line in f)
-    except OSError:
-        return False
-
-
 def make_site(root):
     """Writes the site; returns {key: (SHA-256, size)}. One file at a time: the peak RSS
     the kernel gives for the build counts this process's own peak too (posix_spawn's
@@ -81,7 +73,7 @@ def main():
         print("  MEASURE build of %d x %d MB incompressible files, --jobs %d: peak RSS %.1f MB, "
               "%.2f of the site's %.1f MB" % (NFILES, FILE_BYTES // 1000000, JOBS, peak / 1e6,
                                               peak / site_bytes, site_bytes / 1e6), flush=True)
-        if sanitized():
+        if T.sanitized():
             print("  (peak not checked under the sanitizers)")
         else:
             T.check(peak < MAX_SHARE * site_bytes,

@@ -145,14 +145,6 @@ def runaway_lengths(work):
             T.eq(p.stdout, b"", "%s %s: nothing written to stdout" % (name, args[0]))
 
 
-def sanitized():
-    try:
-        with open(os.path.join(T.BUILD_DIR, "CMakeCache.txt")) as f:
-            return any(line.strip() == "SERVD_ASAN:BOOL=ON" for line in f)
-    except OSError:
-        return False
-
-
 def out_of_memory(work):
     """build and verify short of memory. verify that runs out of memory has no
     verdict: a good pack is never called corrupt. A failed allocation inside the brotli or zstd decoder read as "not valid
@@ -160,7 +152,7 @@ def out_of_memory(work):
     Swept over address-space limits; not under AddressSanitizer, whose shadow memory
     needs an unlimited address space."""
     import resource
-    if sanitized():
+    if T.sanitized():
         print("SKIP (part): RLIMIT_AS under AddressSanitizer")
         return
     root = os.path.join(work, "large-site")
@@ -211,7 +203,7 @@ def allocation_failures(work):
     check calling the pack corrupt were each found this way. Not under
     AddressSanitizer, whose allocator is never this one."""
     import subprocess
-    if sanitized():
+    if T.sanitized():
         print("SKIP (part): allocation failures under AddressSanitizer")
         return
     shim = os.path.join(T.BUILD_DIR, "fail_alloc.so")
