@@ -8,7 +8,7 @@
  * the daemon's own HTTP/1.1 parser. This path allocates freely: it serves a
  * few requests a minute.
  *
- * Accepted with accept4() on a uv_poll_t, as the workers do, not with
+ * Accepted with sv__accept_one() on a uv_poll_t, as the workers do, not with
  * uv_listen(): out of descriptors, libuv frees a descriptor it keeps in
  * reserve to accept and drop the connection, and when a worker has taken
  * that descriptor meanwhile, libuv's accept loop spins until one is free.
@@ -303,18 +303,15 @@ static void on_listen(uv_poll_t *p, int status, int events)
     if (status < 0)
         return;
     for (int i = 0; i < SV_ACCEPT_BATCH; i++) {
-        int fd = accept4(a->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd >= 0) {
-            take(a, fd);
-        } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        int fd = sv__accept_one(a->lfd);
+        if (fd == SV_ACCEPT_NONE)
             return;
-        } else if (errno != EINTR && errno != ECONNABORTED && errno != EPROTO) {
-            /* Out of descriptors or memory: the connection waits in the
-             * backlog, and accepting pauses rather than spins. */
+        if (fd == SV_ACCEPT_PAUSE) {
             uv_poll_stop(&a->listener);
             uv_timer_start(&a->pause, on_pause_end, SV_ACCEPT_PAUSE_MS, 0);
             return;
         }
+        take(a, fd);
     }
 }
 

@@ -260,6 +260,16 @@ void sv__worker_idle(sv_worker *w);
  * some stacks let a reset destroy the answer before it is read. */
 void sv__drop_arrived(int fd, char *buf, size_t len);
 
+/* Accepts one connection from the non-blocking listening socket lfd
+ * (non-blocking and close-on-exec itself), skipping those aborted before
+ * their turn. @return its descriptor; SV_ACCEPT_NONE when none waits; or
+ * SV_ACCEPT_PAUSE, with errno, when accepting must pause: out of
+ * descriptors or memory, or an error that would come back at once, which
+ * leaves the waiting connections in the backlog instead of spinning. */
+#define SV_ACCEPT_NONE  (-1)
+#define SV_ACCEPT_PAUSE (-2)
+int sv__accept_one(int lfd);
+
 /* ---- The admin endpoint (admin.c) ---- */
 
 typedef struct sv_admin sv_admin;

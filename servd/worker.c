@@ -101,6 +101,19 @@ void sv__drop_arrived(int fd, char *buf, size_t len)
         ;
 }
 
+int sv__accept_one(int lfd)
+{
+    for (;;) {
+        int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd >= 0)
+            return fd;
+        if (errno == EAGAIN || errno == EWOULDBLOCK)
+            return SV_ACCEPT_NONE;
+        if (errno != EINTR && errno != ECONNABORTED && errno != EPROTO)
+            return SV_ACCEPT_PAUSE;
+    }
+}
+
 static void on_listen(uv_poll_t *p, int status, int events)
 {
     sv_worker *w = p->data;
@@ -119,15 +132,10 @@ static void on_listen(uv_poll_t *p, int status, int events)
             uv_timer_start(&w->accept_pause, on_accept_pause_end, 0, 0);
             return;
         }
-        int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0) {
-            if (errno == EAGAIN || errno == EWOULDBLOCK)
-                return;
-            if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO)
-                continue;
-            /* Out of descriptors or memory (or anything unexpected, which
-             * would fail again at once): leave the waiting connections in
-             * the backlog and look again later, never spin. */
+        int fd = sv__accept_one(lfd);
+        if (fd == SV_ACCEPT_NONE)
+            return;
+        if (fd == SV_ACCEPT_PAUSE) {
             int emfile = errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM;
             sv__count(&w->ctr->errors[emfile ? SV_ERR_EMFILE : SV_ERR_ACCEPT], 1);
             set_accepting(w, 0);
