@@ -603,13 +603,6 @@ static int plan_compression(build *b, uint64_t *reused)
     return 0;
 }
 
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static int start_compressors(build *b)
 {
     b->comp = calloc(b->nthreads, sizeof *b->comp);
@@ -633,7 +626,7 @@ int pk_build(const pk_build_opts *o)
     b.lock_fd = -1;
     b.nthreads = o->jobs ? o->jobs : 1;
     pk_progress_init(&b.prog, o->quiet);
-    double t0 = now_seconds();
+    double t0 = pk_monotonic_seconds();
     pk_stats st;
     memset(&st, 0, sizeof st);
     int ok = 0, code = 1;
@@ -741,7 +734,7 @@ int pk_build(const pk_build_opts *o)
     st.sidecar_names = (const char *const *)b.site.sidecar_names;
     st.nsidecar_names = b.site.nsidecar_names;
     st.skipped_excluded = b.site.skipped_excluded;
-    st.seconds = now_seconds() - t0;
+    st.seconds = pk_monotonic_seconds() - t0;
     if (!o->quiet)
         pk_summary_print(stderr, &st, o->output);
 

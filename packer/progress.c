@@ -27,7 +27,7 @@ static int terminal_draws(void)
     return term && *term && strcmp(term, "dumb") != 0;
 }
 
-static double monotonic_seconds(void)
+double pk_monotonic_seconds(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -39,7 +39,7 @@ void pk_progress_init(pk_progress *p, int quiet)
     memset(p, 0, sizeof *p);
     p->enabled = !quiet;
     p->lines = !(isatty(STDERR_FILENO) && terminal_draws());
-    p->last_line = monotonic_seconds();
+    p->last_line = pk_monotonic_seconds();
 }
 
 /* The bar's width for the terminal's current width (it may be resized
@@ -69,7 +69,7 @@ void pk_progress_tick(void *arg, uint64_t done, uint64_t total)
         return;
     unsigned pct = (unsigned)(done * 100 / total);
     if (p->lines) {
-        double now = monotonic_seconds();
+        double now = pk_monotonic_seconds();
         if (now - p->last_line >= PK_PROGRESS_LINE_S) {
             /* a reader of the log that went away ends the lines, not the build
              * (which would leave its temporary file) */

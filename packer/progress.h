@@ -24,6 +24,9 @@ typedef struct pk_progress {
     int drawn;         /* a bar is on screen and must be cleared */
 } pk_progress;
 
+/* CLOCK_MONOTONIC in seconds: the build's own timings. */
+double pk_monotonic_seconds(void);
+
 void pk_progress_init(pk_progress *p, int quiet);
 void pk_progress_phase(pk_progress *p, const char *phase);
 /* A pk_tick_fn (pool.h): arg is the pk_progress. */

@@ -37,8 +37,9 @@
  * mistake, and each level holds an open directory handle. */
 #define PK_WALK_MAX_DEPTH 64
 
-/* Largest file packed: everything is held in memory while packing and the
- * encoders take one contiguous buffer. */
+/* Largest file packed: a file is held whole in memory while it is read,
+ * compressed (the encoders take one contiguous buffer) and written, twice
+ * while written (LMDB's copy of the value). */
 #define PK_FILE_MAX ((uint64_t)1 << 30)
 
 /* Walks root into site (zeroed by the caller). @return 0, or -1 with
