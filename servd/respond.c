@@ -43,7 +43,8 @@
  *      preflight gets the CORS headers a rules file gave the path.
  * Every response of a negotiable entry (200, 206, 304, 406, 412, 416, HEAD)
  * carries exactly one "Vary: Accept-Encoding": the pre-rendered blocks have
- * it, and the formatted ones add it.
+ * it, and the formatted ones add it. The 406, 412 and 416 of a file also
+ * carry the Access-Control-* lines of its stored 200 block (add_cors).
  *
  * Nothing is allocated: the plan points into the pack map (header blocks,
  * bodies), the sv_date, the caller's scratch (formatted lines) or static
@@ -192,9 +193,10 @@ static void plan_reset(sv_plan *plan, int close)
     plan->iovcnt = 0;
 }
 
-/* A text error: head block, an optional extra static line, Date, body. */
-static void error_plan(sv_plan *plan, int status, const char *extra, size_t extra_len,
-                       const char *date, size_t date_len, int head)
+/* A text error in two steps, so that lines can go between: error_start()
+ * adds the head block and an optional extra static line, error_end() the
+ * Date and the body. */
+static const err_text *error_start(sv_plan *plan, int status, const char *extra, size_t extra_len)
 {
     const err_text *t = find_error(status);
     if (!t)
@@ -204,11 +206,22 @@ static void error_plan(sv_plan *plan, int status, const char *extra, size_t extr
     add(plan, t->head, t->head_len);
     if (extra)
         add(plan, extra, extra_len);
+    return t;
+}
+
+static void error_end(sv_plan *plan, const err_text *t, const char *date, size_t date_len, int head)
+{
     add(plan, date, date_len);
     if (!head) {
         add(plan, t->body, t->body_len);
         plan->body_bytes = t->body_len;
     }
+}
+
+static void error_plan(sv_plan *plan, int status, const char *extra, size_t extra_len,
+                       const char *date, size_t date_len, int head)
+{
+    error_end(plan, error_start(plan, status, extra, extra_len), date, date_len, head);
 }
 
 void sv_respond_error_method(int status, int close, int method, const sv_date *date, sv_plan *plan)
@@ -231,11 +244,49 @@ static int fail(ctx *c, int status)
     return 0;
 }
 
-/* An error about a resource: carries Vary when it is negotiable. */
-static int fail_vary(ctx *c, int status, int vary)
+/* Adds the Access-Control-* lines of a stored 200 block h (those a rules
+ * file gave the path) to the plan, from the map: adjacent lines as one
+ * piece, and rules lines are stored together, so nearly always one. keep:
+ * iovecs the caller still needs after them. @return 0, or -1 when the lines
+ * lie in more separate runs than the plan has room for (a crafted pack). */
+static int add_cors(ctx *c, sf_view h, int keep)
 {
-    error_plan(c->plan, status, vary ? vary_line : NULL, sizeof vary_line - 1, c->date, c->date_len,
-               c->head);
+    static const char ac[] = "access-control-";
+    sv_plan *plan = c->plan;
+    struct iovec *run = NULL;
+    if (h.len == 0)
+        return 0;
+    const char *end = h.ptr + h.len;
+    for (const char *p = h.ptr; p < end;) {
+        const char *eol = memchr(p, '\n', (size_t)(end - p));
+        size_t n = eol ? (size_t)(eol - p) + 1 : (size_t)(end - p);
+        if (n > sizeof ac - 1 && strncasecmp(p, ac, sizeof ac - 1) == 0) {
+            if (run && (const char *)run->iov_base + run->iov_len == p) {
+                run->iov_len += n;
+            } else {
+                if (plan->iovcnt + keep >= SV_PLAN_IOV)
+                    return -1;
+                add(plan, p, n);
+                run = &plan->iov[plan->iovcnt - 1];
+            }
+        }
+        p += n;
+    }
+    return 0;
+}
+
+/* An error about a file (406, 412): carries Vary when it is negotiable, and
+ * the Access-Control-* lines of h, the selected variant's 200 block. A
+ * browser checks CORS on every status: without them a cross-origin script
+ * that sent If-Match would see a network error rather than the 412. */
+static int fail_file(ctx *c, int status, int vary, sf_view h)
+{
+    const err_text *t = error_start(c->plan, status, vary ? vary_line : NULL, sizeof vary_line - 1);
+    if (add_cors(c, h, 2) != 0) {
+        c->plan->iovcnt = 0;
+        return fail(c, 500);
+    }
+    error_end(c->plan, t, c->date, c->date_len, c->head);
     return 0;
 }
 
@@ -385,6 +436,10 @@ static int send_416(ctx *c, const sf_variant *v, int vary)
         return fail(c, 500);
     c->plan->status = 416;
     add(c->plan, h, n);
+    if (add_cors(c, v->h200, 1) != 0) {
+        c->plan->iovcnt = 0;
+        return fail(c, 500);
+    }
     add(c->plan, c->date, c->date_len);
     return 0;
 }
@@ -518,12 +573,12 @@ static int preconditions(ctx *c, const sf_variant *v, int vary)
     int64_t t;
     if (req->n_if_match) {
         if (!any_etag_match(req, "if-match", v->etag, 0))
-            return fail_vary(c, 412, vary), 1;
+            return fail_file(c, 412, vary, v->h200), 1;
     } else if (req->n_if_unmodified_since == 1 &&
                sf_http_date_parse(req->if_unmodified_since.ptr, req->if_unmodified_since.len, &t) ==
                    0 &&
                c->lm > t) {
-        return fail_vary(c, 412, vary), 1;
+        return fail_file(c, 412, vary, v->h200), 1;
     }
     if (req->n_if_none_match) {
         if (any_etag_match(req, "if-none-match", v->etag, 1))
@@ -558,7 +613,7 @@ static int serve(ctx *c, const sf_entry *e, int is404, const sf_view *bodies)
     int idx = negotiate(req, e);
     if (idx < 0) {
         if (vary && !is404)
-            return fail_vary(c, 406, 1);
+            return fail_file(c, 406, 1, e->variants[0].h200);
         idx = 0; /* one representation, or an error page: sent rather than refused */
     }
     const sf_variant *v = &e->variants[idx];
@@ -730,20 +785,13 @@ static int redirect_encoded(ctx *c)
  * block, which is what a browser's CORS preflight looks for: without them a
  * cross-origin request with a custom header could never be made, however
  * the rules set up CORS. Nothing is added that the rules did not give the
- * path. The lines go out from the map, adjacent ones as one piece (rules
- * lines are stored together, so nearly always one); more separate runs than
- * the plan has room for -> 500. */
+ * path. More separate runs of them than the plan has room for -> 500. */
 static int options(ctx *c)
 {
     static const char head[] = "HTTP/1.1 200 OK\r\n";
     static const char tail[] = "Content-Length: 0\r\n";
-    static const char ac[] = "access-control-";
-    struct {
-        const char *p;
-        size_t n;
-    } runs[SV_PLAN_IOV - 4]; /* the plan's room beside head, Allow, tail and Date */
-    size_t nruns = 0;
     sf_entry e;
+    sf_view h = {NULL, 0};
     if (c->req->target_form != SV_TF_ASTERISK) {
         char key[KEY_ROOM];
         size_t klen;
@@ -760,30 +808,15 @@ static int options(ctx *c)
             return stored_redirect(c, &e);
         if (e.kind != SF_KIND_FILE || e.nvariants == 0)
             return fail(c, 500);
-        const sf_view h = e.variants[0].h200;
-        const char *end = h.ptr + h.len;
-        for (const char *p = h.ptr; p < end;) {
-            const char *eol = memchr(p, '\n', (size_t)(end - p));
-            size_t n = eol ? (size_t)(eol - p) + 1 : (size_t)(end - p);
-            if (n > sizeof ac - 1 && strncasecmp(p, ac, sizeof ac - 1) == 0) {
-                if (nruns > 0 && runs[nruns - 1].p + runs[nruns - 1].n == p) {
-                    runs[nruns - 1].n += n; /* adjacent: one piece */
-                } else {
-                    if (nruns == sizeof runs / sizeof runs[0])
-                        return fail(c, 500);
-                    runs[nruns].p = p;
-                    runs[nruns].n = n;
-                    nruns++;
-                }
-            }
-            p += n;
-        }
+        h = e.variants[0].h200;
     }
     c->plan->status = 200;
     add(c->plan, head, sizeof head - 1);
     add(c->plan, allow_line, sizeof allow_line - 1);
-    for (size_t i = 0; i < nruns; i++)
-        add(c->plan, runs[i].p, runs[i].n);
+    if (add_cors(c, h, 2) != 0) {
+        c->plan->iovcnt = 0;
+        return fail(c, 500);
+    }
     add(c->plan, tail, sizeof tail - 1);
     add(c->plan, c->date, c->date_len);
     return 0;

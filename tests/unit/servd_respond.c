@@ -155,6 +155,8 @@ static void open_pack(int with404)
     tvar png[] = {{SF_ENC_IDENTITY, img, 20}};
     put_file(w, "/img.png", "image/png", png, 1, 0);
     put_file(w, "/cors.json", "application/json", png, 1, 0);
+    tvar text[] = {TV(SF_ENC_IDENTITY, "cross-origin text"), TV(SF_ENC_GZIP, "GZcors")};
+    put_file(w, "/cors.txt", "text/plain; charset=utf-8", text, 2, 0);
     tvar empty[] = {{SF_ENC_IDENTITY, "", 0}};
     put_file(w, "/empty.txt", "text/plain; charset=utf-8", empty, 1, 0);
     sf_entry_spec redir;
@@ -590,6 +592,50 @@ TEST(respond_options)
     ASSERT_EQ(run("OPTIONS /%2e%2e/x HTTP/1.1\r\nHost: t\r\n\r\n"), 400);
     ASSERT_EQ(memcmp(out, "HTTP/1.1 400 ", 13), 0);
     ASSERT_EQ(run("OPTIONS https://t/img.png HTTP/1.1\r\nHost: t\r\n\r\n"), 421);
+}
+
+/* The statuses a file's own request can end in (406, 412, 416) carry the
+ * Access-Control-* lines its rules gave it, as its 200 and 304 do: a browser
+ * checks CORS on every response, and without them a cross-origin script
+ * that sent If-Match or a Range past the end sees a network error, not the
+ * status. Other lines of the rules (X-Frame-Options) stay off. */
+TEST(respond_cors_on_file_errors)
+{
+    open_pack(1);
+    static const char cors[] = "Access-Control-Allow-Origin: *\r\n"
+                               "access-control-allow-headers: X-Client\r\n";
+    ASSERT_EQ(get("/cors.json", "If-Match: \"nope\"\r\n"), 412);
+    OUT_IS("HTTP/1.1 412 Precondition Failed\r\nContent-Type: text/plain; charset=utf-8\r\n"
+           "Content-Length: 24\r\nCache-Control: no-cache\r\nAccess-Control-Allow-Origin: *\r\n"
+           "access-control-allow-headers: X-Client\r\n" DATE_LINE "\r\n412 Precondition Failed\n");
+    ASSERT_EQ(get("/cors.json", "If-Unmodified-Since: Sat, 01 Jan 2000 00:00:00 GMT\r\n"), 412);
+    ASSERT_EQ(has_header(cors), 1);
+    ASSERT_EQ(get("/cors.json", "Range: bytes=20-\r\n"), 416);
+    OUT_IS("HTTP/1.1 416 Range Not Satisfiable\r\nContent-Range: bytes */20\r\n"
+           "Content-Length: 0\r\nAccess-Control-Allow-Origin: *\r\n"
+           "access-control-allow-headers: X-Client\r\n" DATE_LINE "\r\n");
+    ASSERT_EQ(get("/cors.txt", "Accept-Encoding: identity;q=0\r\n"), 406);
+    OUT_IS("HTTP/1.1 406 Not Acceptable\r\nContent-Type: text/plain; charset=utf-8\r\n"
+           "Content-Length: 19\r\nCache-Control: no-cache\r\nVary: Accept-Encoding\r\n"
+           "Access-Control-Allow-Origin: *\r\naccess-control-allow-headers: X-Client\r\n" DATE_LINE
+           "\r\n406 Not Acceptable\n");
+    /* the selected variant's block: the gzip one here */
+    ASSERT_EQ(get("/cors.txt", "Accept-Encoding: gzip\r\nRange: bytes=6-\r\n"), 416);
+    OUT_IS("HTTP/1.1 416 Range Not Satisfiable\r\nContent-Range: bytes */6\r\n"
+           "Content-Length: 0\r\nVary: Accept-Encoding\r\nAccess-Control-Allow-Origin: *\r\n"
+           "access-control-allow-headers: X-Client\r\n" DATE_LINE "\r\n");
+    ASSERT_EQ(run("HEAD /cors.json HTTP/1.1\r\nHost: t\r\nIf-Match: \"x\"\r\n\r\n"), 412);
+    OUT_IS("HTTP/1.1 412 Precondition Failed\r\nContent-Type: text/plain; charset=utf-8\r\n"
+           "Content-Length: 24\r\nCache-Control: no-cache\r\nAccess-Control-Allow-Origin: *\r\n"
+           "access-control-allow-headers: X-Client\r\n" DATE_LINE "\r\n");
+    /* the 200 has every line the rules gave */
+    ASSERT_EQ(get("/cors.json", ""), 200);
+    ASSERT_EQ(has_header("\r\nX-Frame-Options: DENY\r\n"), 1);
+    ASSERT_EQ(get("/cors.json", "If-Match: \"nope\"\r\n"), 412);
+    ASSERT_EQ(has_header("X-Frame-Options"), 0);
+    /* a path without such rules gets none */
+    ASSERT_EQ(get("/img.png", "Range: bytes=20-\r\n"), 416);
+    ASSERT_EQ(has_header("ccess-Control"), 0);
 }
 
 TEST(respond_bad_paths)
