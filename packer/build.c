@@ -603,6 +603,25 @@ static int plan_compression(build *b, uint64_t *reused)
     return 0;
 }
 
+/* The per-thread helpers, freed as soon as their phase is over: a
+ * compressor holds its encoders' working memory (libdeflate's alone is
+ * 9 MB at level 12), a libmagic handle about 10 MB, per thread. */
+static void free_compressors(build *b)
+{
+    for (unsigned i = 0; b->comp && i < b->nthreads; i++)
+        pk_compressor_free(b->comp[i]);
+    free(b->comp);
+    b->comp = NULL;
+}
+
+static void close_magic(build *b)
+{
+    for (unsigned i = 0; b->magic && i < b->nthreads; i++)
+        pk_magic_close(b->magic[i]);
+    free(b->magic);
+    b->magic = NULL;
+}
+
 static int start_compressors(build *b)
 {
     b->comp = calloc(b->nthreads, sizeof *b->comp);
@@ -717,6 +736,7 @@ int pk_build(const pk_build_opts *o)
     b.njobs = b.site.n;
     if (run_jobs(&b, "reading") != 0 || pk_sidecars_drop(&b.site, b.err, sizeof b.err) != 0)
         goto out_free;
+    close_magic(&b);
     /* The time of packing is taken after the reads: a file written during
      * a long read phase is not "in the future" (nor clamped). */
     b.now = (int64_t)time(NULL);
@@ -726,6 +746,7 @@ int pk_build(const pk_build_opts *o)
     if (plan_compression(&b, &st.reused) != 0 || start_compressors(&b) != 0 ||
         run_jobs(&b, "compressing") != 0 || name_variants(&b) != 0)
         goto out_free;
+    free_compressors(&b);
     if (pk__write_pack(&b, &st) != 0)
         goto out_free;
     ok = 1;
@@ -743,12 +764,8 @@ out_free:
     if (!ok)
         pk_err("%s", b.err[0] ? b.err : "build failed");
     pk__end_turn(&b);
-    for (unsigned i = 0; b.comp && i < b.nthreads; i++)
-        pk_compressor_free(b.comp[i]);
-    free(b.comp);
-    for (unsigned i = 0; b.magic && i < b.nthreads; i++)
-        pk_magic_close(b.magic[i]);
-    free(b.magic);
+    free_compressors(&b);
+    close_magic(&b);
     free(b.pending);
     free(b.jobs);
     pk_site_free(&b.site); /* before the base: it may point into it */
