@@ -11,11 +11,12 @@
  * Memory: LMDB keeps every page a transaction writes in the heap until the
  * commit, so one transaction for the whole pack held a second copy of the
  * site. The transaction is committed (without a sync: nobody reads the
- * temporary file) whenever SF_WRITER_BATCH bytes have been put, and a new
- * one begun. Keys put in ascending order are appended (MDB_APPEND): the
- * pages fill up instead of splitting in half, and a commit copies only the
- * rightmost path of each tree, so the batches cost almost no space (a
- * review found 9 free pages in a pack written in several).
+ * temporary file) whenever the pages its puts took reach SF_WRITER_BATCH
+ * bytes (page_bytes), and a new one begun. Keys put in ascending order are
+ * appended (MDB_APPEND): the pages fill up instead of splitting in half,
+ * and a commit copies only the rightmost path of each tree, so the batches
+ * cost almost no space (a review found 9 free pages in a pack written in
+ * several).
  */
 #include "sf/store.h"
 
@@ -29,12 +30,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Bytes put between two commits of the write transaction: what LMDB holds
- * in the heap is about this much (more when one value is larger, or when
- * many values just too large for a leaf each take a page of their own).
- * Big enough that the pages a commit copies are few against what it
- * writes, small against the memory of any machine that builds a site. */
-#define SF_WRITER_BATCH (64u << 20)
+/* Bytes of pages put between two commits of the write transaction: what
+ * LMDB holds in the heap is about this much (more when one value is
+ * larger). Big enough that the pages a commit copies are few against what
+ * it writes, small against the memory of any machine that builds a site.
+ * Halving it from 64 MiB cost no measurable time (bench/RESULTS.md, "Pack:
+ * memory"). */
+#define SF_WRITER_BATCH (32u << 20)
 
 /* The greatest key put so far into one database: a greater one is appended. */
 typedef struct last_key {
@@ -47,7 +49,8 @@ struct sf_writer {
     MDB_txn *txn;
     MDB_dbi meta_db, paths_db, bodies_db;
     last_key last_path, last_body;
-    uint64_t batch; /* bytes put since the last commit */
+    uint64_t batch; /* bytes of pages put since the last commit (page_bytes) */
+    size_t psize;   /* LMDB's page size */
     int failed;     /* LMDB's code for a batch commit that failed: every later call fails */
     char *tmp;
     char *final;
@@ -114,6 +117,10 @@ int sf_writer_open(const char *final_path, uint64_t capacity, sf_writer **out, c
         (rc = mdb_dbi_open(w->txn, "paths", MDB_CREATE, &w->paths_db)) != 0 ||
         (rc = mdb_dbi_open(w->txn, "bodies", MDB_CREATE, &w->bodies_db)) != 0)
         goto out_lmdb;
+    MDB_stat st;
+    if ((rc = mdb_env_stat(w->env, &st)) != 0)
+        goto out_lmdb;
+    w->psize = st.ms_psize;
     *out = w;
     return SF_OK;
 
@@ -216,6 +223,23 @@ static int next_batch(sf_writer *w)
     return SF_OK;
 }
 
+/* The heap a put of a kl-byte key and a vl-byte value makes LMDB hold
+ * until the commit. A node too large for half a leaf page goes to pages of
+ * its own: a value of 2.1 KB takes a 4 KiB page, and counting only its
+ * bytes let a batch of such values hold twice SF_WRITER_BATCH. Smaller
+ * ones share leaf pages, which appended keys fill (the node's header and
+ * its index slot counted). The sizes are LMDB's (mdb.c: PAGEHDRSZ,
+ * NODESIZE, me_nodemax), which its file format fixes. */
+static uint64_t page_bytes(const sf_writer *w, size_t kl, size_t vl)
+{
+    const size_t page_header = 16, node_header = 8, slot = 2;
+    size_t node_max = ((w->psize - page_header) / 2) & ~(size_t)1;
+    if (node_header + kl + vl <= node_max)
+        return node_header + kl + vl + slot;
+    uint64_t pages = ((uint64_t)vl + page_header + w->psize - 1) / w->psize;
+    return pages * w->psize + node_header + kl + sizeof(uint64_t) + slot;
+}
+
 static int put(sf_writer *w, MDB_dbi db, last_key *last, const void *k, size_t kl, const void *v,
                size_t vl, int dup_ok)
 {
@@ -236,7 +260,7 @@ static int put(sf_writer *w, MDB_dbi db, last_key *last, const void *k, size_t k
         return lmdb_error(rc);
     if (append)
         remember(last, k, kl);
-    w->batch += kl + vl;
+    w->batch += page_bytes(w, kl, vl);
     return w->batch >= SF_WRITER_BATCH ? next_batch(w) : SF_OK;
 }
 
