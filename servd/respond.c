@@ -44,7 +44,8 @@
  * Every response of a negotiable entry (200, 206, 304, 406, 412, 416, HEAD)
  * carries exactly one "Vary: Accept-Encoding": the pre-rendered blocks have
  * it, and the formatted ones add it. The 406, 412 and 416 of a file also
- * carry the Access-Control-* lines of its stored 200 block (add_cors).
+ * carry the Access-Control-* lines of its stored 200 block (add_cors), and
+ * a 301 to a page those of the page.
  *
  * Nothing is allocated: the plan points into the pack map (header blocks,
  * bodies), the sv_date, the caller's scratch (formatted lines) or static
@@ -373,7 +374,10 @@ static int add_query(sv_scratch *s, sf_view q)
  * (Chromium: until the cache evicts it), so a deploy that turns /docs
  * from a directory into a file would never reach them. The redirect is
  * cached like the page it leads to: it carries page's Cache-Control, or
- * no-cache when there is no page (a redirect entry). */
+ * no-cache when there is no page (a redirect entry). It also carries the
+ * page's Access-Control-* lines: a browser checks CORS on each response of
+ * a redirect chain, so without them a cross-origin fetch of "/docs" would
+ * fail where one of "/docs/" succeeds. */
 static int redirect(ctx *c, const char *key, size_t klen, int add_slash, const sf_entry *page)
 {
     static const char cc[] = "\r\nCache-Control: ";
@@ -406,7 +410,12 @@ static int redirect(ctx *c, const char *key, size_t klen, int add_slash, const s
     c->plan->status = 301;
     add(c->plan, s->buf + start, s->used - start);
     add(c->plan, policy.ptr, policy.len);
-    add(c->plan, tail, sizeof tail - 1);
+    add(c->plan, tail, 2); /* the policy's CRLF */
+    if (page && page->nvariants > 0 && add_cors(c, page->variants[0].h200, 2) != 0) {
+        c->plan->iovcnt = 0;
+        return fail(c, 500);
+    }
+    add(c->plan, tail + 2, sizeof tail - 3);
     add(c->plan, c->date, c->date_len);
     return 0;
 

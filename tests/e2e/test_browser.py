@@ -5,7 +5,8 @@ tests/e2e/browser/run.mjs, which drives Debian's headless Chromium with playwrig
 resource arrives 200/304 with an encoding Chromium offered, decodes to the packed bytes,
 that the page's script ran and rendered /data/site.json, and that a cross-origin fetch
 with a custom header passes its CORS preflight (OPTIONS) where rules allow it, and that
-such a fetch sees the 412 of a failing If-Match and the 416 of a range past the end.
+such a fetch sees the 412 of a failing If-Match and the 416 of a range past the end, and
+follows the 301 from /docs to /docs/.
 
 Installs nothing itself except the pinned npm dependency (`npm ci`, when node_modules is
 missing); tests/deps.sh test installs chromium and nodejs. A missing chromium, node or
@@ -49,7 +50,8 @@ def main():
         json.dump({"headers": [
             {"match": "/data/site.json", "name": "Access-Control-Allow-Origin", "value": "*"},
             {"match": "/data/site.json", "name": "Access-Control-Allow-Headers",
-             "value": "X-Client, If-Match, Range"}]}, f)
+             "value": "X-Client, If-Match, Range"},
+            {"match": "/docs/index.html", "name": "Access-Control-Allow-Origin", "value": "*"}]}, f)
     pack = st.pack(st.WWW, "www-browser.lmdb", extra=["--rules", rules])
     with st.Servd(pack, workers=2) as srv:
         cmd = ["node", os.path.join(BROWSER_DIR, "run.mjs"), "--base",

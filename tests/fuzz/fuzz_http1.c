@@ -44,6 +44,8 @@ static void put(sf_writer *w, const char *path, const char *mime, int n, const i
                 const char *const *bodies, int is404)
 {
     static char buf[SF_ENC_COUNT][3][512];
+    /* lines a rules file gives, which 406, 412, 416 and OPTIONS copy */
+    int cors = path && strcmp(path, "/app.js") == 0;
     sf_entry_spec s;
     memset(&s, 0, sizeof s);
     s.kind = SF_KIND_FILE;
@@ -66,8 +68,9 @@ static void put(sf_writer *w, const char *path, const char *mime, int n, const i
                                 "Content-Type: %s\r\n%s%s%s%sETag: %s\r\nLast-Modified: Tue, 14 "
                                 "Nov 2023 22:13:20 GMT\r\nCache-Control: no-cache\r\n%s%s",
                                 mime, enc[i] ? "Content-Encoding: " : "",
-                                enc[i] ? sf_encoding_name(enc[i]) : "", enc[i] ? "\r\n" : "", "",
-                                buf[i][0], n > 1 ? "Vary: Accept-Encoding\r\n" : "",
+                                enc[i] ? sf_encoding_name(enc[i]) : "", enc[i] ? "\r\n" : "",
+                                cors ? "Access-Control-Allow-Origin: *\r\n" : "", buf[i][0],
+                                n > 1 ? "Vary: Accept-Encoding\r\n" : "",
                                 is404 ? "" : "Accept-Ranges: bytes\r\n");
         int l3 = snprintf(buf[i][2], 512,
                           "HTTP/1.1 304 Not Modified\r\nETag: %s\r\nCache-Control: no-cache\r\n%s",

@@ -157,6 +157,7 @@ static void open_pack(int with404)
     put_file(w, "/cors.json", "application/json", png, 1, 0);
     tvar text[] = {TV(SF_ENC_IDENTITY, "cross-origin text"), TV(SF_ENC_GZIP, "GZcors")};
     put_file(w, "/cors.txt", "text/plain; charset=utf-8", text, 2, 0);
+    put_file(w, "/cors/index.html", "text/html; charset=utf-8", docs, 1, 0);
     tvar empty[] = {{SF_ENC_IDENTITY, "", 0}};
     put_file(w, "/empty.txt", "text/plain; charset=utf-8", empty, 1, 0);
     sf_entry_spec redir;
@@ -598,7 +599,8 @@ TEST(respond_options)
  * Access-Control-* lines its rules gave it, as its 200 and 304 do: a browser
  * checks CORS on every response, and without them a cross-origin script
  * that sent If-Match or a Range past the end sees a network error, not the
- * status. Other lines of the rules (X-Frame-Options) stay off. */
+ * status. So does the 301 from "/dir" to "/dir/", with the lines of the
+ * page it leads to. Other lines of the rules (X-Frame-Options) stay off. */
 TEST(respond_cors_on_file_errors)
 {
     open_pack(1);
@@ -633,6 +635,13 @@ TEST(respond_cors_on_file_errors)
     ASSERT_EQ(has_header("\r\nX-Frame-Options: DENY\r\n"), 1);
     ASSERT_EQ(get("/cors.json", "If-Match: \"nope\"\r\n"), 412);
     ASSERT_EQ(has_header("X-Frame-Options"), 0);
+    ASSERT_EQ(get("/cors?q", ""), 301);
+    OUT_IS("HTTP/1.1 301 Moved Permanently\r\nLocation: /cors/?q\r\nCache-Control: no-cache\r\n"
+           "Access-Control-Allow-Origin: *\r\naccess-control-allow-headers: X-Client\r\n"
+           "Content-Length: 0\r\n" DATE_LINE "\r\n");
+    ASSERT_EQ(get("/docs", ""), 301); /* a page without them */
+    OUT_IS("HTTP/1.1 301 Moved Permanently\r\nLocation: /docs/\r\nCache-Control: no-cache\r\n"
+           "Content-Length: 0\r\n" DATE_LINE "\r\n");
     /* a path without such rules gets none */
     ASSERT_EQ(get("/img.png", "Range: bytes=20-\r\n"), 416);
     ASSERT_EQ(has_header("ccess-Control"), 0);

@@ -12,8 +12,9 @@
 //   - the body Chromium decoded is byte-identical to the file in the web root;
 // and that the page's script ran: body[data-ready=yes], the vendor script was found,
 // /data/site.json was fetched and rendered (every feature title appears in #features),
-// and that a cross-origin fetch with a custom header passes its CORS preflight and sees
-// the 412 and the 416 of a failing If-Match and of a range past the end.
+// and that a cross-origin fetch with a custom header passes its CORS preflight, sees
+// the 412 and the 416 of a failing If-Match and of a range past the end, and follows
+// the 301 from /docs to /docs/.
 // Exits 0 when everything holds; otherwise prints each failure and exits 1.
 import { chromium } from "playwright-core";
 import fs from "node:fs";
@@ -268,27 +269,32 @@ async function main() {
     // the preflight must carry them too, or the fetch fails. /robots.txt has no CORS
     // headers: that fetch must fail.
     const other = base.replace("://127.0.0.1", "://localhost");
-    const crossFetch = (url, extra = {}) => page.evaluate(async ([u, h]) => {
+    const crossFetch = (url, headers = { "X-Client": "1" }) => page.evaluate(async ([u, h]) => {
       try {
-        const r = await fetch(u, { headers: { "X-Client": "1", ...h }, cache: "no-store" });
-        return { status: r.status, text: await r.text() };
+        const r = await fetch(u, { headers: h, cache: "no-store" });
+        return { status: r.status, url: r.url, text: await r.text() };
       } catch (e) {
         return { error: String(e) };
       }
-    }, [url, extra]);
+    }, [url, headers]);
     const cors = await crossFetch(other + "/data/site.json");
     const want = fs.readFileSync(path.join(root, "data", "site.json"), "utf8");
     if (cors.error || cors.status !== 200 || cors.text !== want)
       fail(`cross-origin fetch of /data/site.json with X-Client: ${JSON.stringify(cors).slice(0, 200)}`);
-    // A failed precondition and a range past the end: the script must see the 412 and the
-    // 416, which it can only when they carry the CORS headers too (a browser checks CORS
-    // on every status).
+    // A failed precondition, a range past the end, and the 301 from /docs to /docs/: the
+    // script must see the 412 and the 416, and follow the 301, which it can only when they
+    // carry the CORS headers too (a browser checks CORS on every status, and on every
+    // response of a redirect chain).
     const failedIf = await crossFetch(other + "/data/site.json", { "If-Match": '"not-it"' });
     if (failedIf.error || failedIf.status !== 412)
       fail(`cross-origin fetch with a failing If-Match: ${JSON.stringify(failedIf).slice(0, 200)} (want 412)`);
     const pastEnd = await crossFetch(other + "/data/site.json", { "Range": "bytes=99999999-" });
     if (pastEnd.error || pastEnd.status !== 416)
       fail(`cross-origin fetch of a range past the end: ${JSON.stringify(pastEnd).slice(0, 200)} (want 416)`);
+    const dir = await crossFetch(other + "/docs", {});
+    const docs = fs.readFileSync(path.join(root, "docs", "index.html"), "utf8");
+    if (dir.error || dir.status !== 200 || dir.url !== other + "/docs/" || dir.text !== docs)
+      fail(`cross-origin fetch of /docs (301 to /docs/): ${JSON.stringify(dir).slice(0, 200)}`);
     const denied = await crossFetch(other + "/robots.txt");
     if (!denied.error)
       fail(`cross-origin fetch of /robots.txt (no CORS rules) succeeded: ${denied.status}`);
