@@ -4,6 +4,7 @@
 #include "sidecar.h"
 
 #include "decode.h"
+#include "mime.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,19 +43,24 @@ void pk_sidecars_mark(pk_site *s)
         }
 }
 
-/* 1 if f is X.gz / X.br / X.zst of a packed X and decompresses to X; 0 if
- * not; -1 when memory ran out before it could tell. */
-static int true_sidecar(const pk_site *s, const pk_file *f)
+/* 1 if f is X.gz / X.br / X.zst of a packed X that servd-pack compresses
+ * and decompresses to X (*base = X); 0 if not; -1 when memory ran out before
+ * it could tell. Beside an X of a type stored only as identity (an image, a
+ * disk image: PK_CLASS_NONE), X.gz is no precompressed copy: servd-pack
+ * makes no variant to replace it, and a link to it is a download. */
+static int true_sidecar(const pk_site *s, const pk_file *f, const pk_file **base)
 {
     for (size_t e = 0; e < sizeof sidecar_ext / sizeof sidecar_ext[0]; e++) {
         const pk_file *x = sidecar_base(s, f, e);
+        if (!x || x->cls == PK_CLASS_NONE)
+            continue;
         const pk_variant *fv = &f->var[SF_ENC_IDENTITY];
-        int same =
-            x ? pk_decompresses_to(sidecar_ext[e].enc, fv->bytes, fv->len,
-                                   x->var[SF_ENC_IDENTITY].bytes, x->var[SF_ENC_IDENTITY].len)
-              : 0;
-        if (same != 0)
+        int same = pk_decompresses_to(sidecar_ext[e].enc, fv->bytes, fv->len,
+                                      x->var[SF_ENC_IDENTITY].bytes, x->var[SF_ENC_IDENTITY].len);
+        if (same != 0) {
+            *base = x;
             return same;
+        }
     }
     return 0;
 }
@@ -68,16 +74,33 @@ int pk_sidecars_drop(pk_site *s, char *err, size_t errlen)
         snprintf(err, errlen, "out of memory checking sidecars");
         return -1;
     }
+    size_t *base = malloc(s->n * sizeof *base);
+    if (!base) {
+        free(drop);
+        snprintf(err, errlen, "out of memory checking sidecars");
+        return -1;
+    }
     for (size_t i = 0; i < s->n; i++) {
-        int t = true_sidecar(s, &s->files[i]);
+        const pk_file *x = NULL;
+        int t = true_sidecar(s, &s->files[i], &x);
         if (t < 0) {
             /* kept, it would be packed as a file of its own: another pack */
             free(drop);
+            free(base);
             snprintf(err, errlen, "%s: out of memory checking it as a sidecar", s->files[i].src);
             return -1;
         }
         drop[i] = (unsigned char)t;
+        base[i] = t ? (size_t)(x - s->files) : i;
     }
+    /* A sidecar of a dropped sidecar (X.gz.gz when a mime rule makes .gz
+     * files text and X.gz goes) stays: nothing else would serve its bytes.
+     * A base sorts before its sidecars (its key is their prefix), so its
+     * verdict is final when theirs is looked at. */
+    for (size_t i = 0; i < s->n; i++)
+        if (drop[i] && drop[base[i]])
+            drop[i] = 0;
+    free(base);
     size_t o = 0;
     for (size_t i = 0; i < s->n; i++) {
         pk_file *f = &s->files[i];

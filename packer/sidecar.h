@@ -4,9 +4,11 @@
  * A root prepared for nginx's gzip_static has X.gz next to X: servd-pack
  * makes its own, usually smaller, variants of X and keeps them consistent
  * with it, so such a sidecar is skipped and counted. Only a true sidecar is:
- * X.gz is skipped when it decompresses to exactly X's bytes (decompression
- * bounded by X's size); any other X.gz (an archive of an older X, unrelated
- * data, a corrupt file) is an ordinary file, served as it is.
+ * X.gz is skipped when X is of a type servd-pack compresses and X.gz
+ * decompresses to exactly X's bytes (decompression bounded by X's size);
+ * any other X.gz (an archive of an older X, unrelated data, a corrupt file,
+ * a download beside an image or a disk image that no variant replaces, a
+ * sidecar of a skipped sidecar) is an ordinary file, served as it is.
  */
 #ifndef PK_SIDECAR_H
 #define PK_SIDECAR_H

@@ -23,7 +23,8 @@ static uint8_t *squeeze(int enc, const void *p, size_t n, size_t *outn)
     return out;
 }
 
-/* Adds a file with the given identity bytes (copied) to s. */
+/* Adds a file with the given identity bytes (copied) to s, of the class
+ * its key's type has (as the read sets it). */
 static void add(pk_site *s, const char *key, const void *p, size_t n)
 {
     s->files = realloc(s->files, (s->n + 1) * sizeof *s->files);
@@ -33,6 +34,8 @@ static void add(pk_site *s, const char *key, const void *p, size_t n)
     f->key = strdup(key);
     f->src = strdup(key);
     f->key_len = strlen(key);
+    const char *type = pk_mime_by_ext(key, f->key_len);
+    f->cls = type ? pk_mime_class(type) : PK_CLASS_NONE;
     uint8_t *b = malloc(n ? n : 1);
     memcpy(b, p, n);
     f->var[SF_ENC_IDENTITY] = (pk_variant){.present = 1, .bytes = b, .owned = 1, .len = n};
@@ -76,6 +79,49 @@ TEST(sidecar_only_true_copies_dropped)
     free(br);
     free(zs);
     free(other);
+}
+
+/* X.gz beside an X stored only as identity (an image, an unknown binary) is
+ * no precompressed copy: servd-pack makes no gzip variant of X, so dropping
+ * it would leave its bytes unserved and a link to it broken. Nor is a
+ * sidecar of a dropped sidecar dropped. */
+TEST(sidecar_kept_when_nothing_replaces_it)
+{
+    pk_site s;
+    memset(&s, 0, sizeof s);
+    size_t gn, ggn, jn, tn, tgn;
+    uint8_t *gz = squeeze(SF_ENC_GZIP, text_a, strlen(text_a), &gn);
+    uint8_t *gzgz = squeeze(SF_ENC_GZIP, gz, gn, &ggn); /* a.txt.gz, gzipped */
+    uint8_t *jpg = squeeze(SF_ENC_GZIP, text_b, strlen(text_b), &jn);
+    uint8_t *tgz = squeeze(SF_ENC_GZIP, text_b, strlen(text_b), &tn);
+    uint8_t *tgzgz = squeeze(SF_ENC_GZIP, tgz, tn, &tgn);
+    add(&s, "/a.txt", text_a, strlen(text_a));
+    add(&s, "/a.txt.gz", gz, gn);       /* a true sidecar: dropped */
+    add(&s, "/a.txt.gz.gz", gzgz, ggn); /* of a.txt.gz, application/gzip: kept */
+    add(&s, "/disk.img", text_a, strlen(text_a));
+    add(&s, "/disk.img.gz", gz, gn); /* a download of an unknown binary: kept */
+    add(&s, "/n.txt", text_b, strlen(text_b));
+    add(&s, "/n.txt.gz", tgz, tn); /* dropped, though a rule made .gz text here */
+    s.files[s.n - 1].cls = PK_CLASS_TEXT;
+    add(&s, "/n.txt.gz.gz", tgzgz, tgn); /* of a dropped file: kept */
+    add(&s, "/photo.jpg", text_b, strlen(text_b));
+    add(&s, "/photo.jpg.gz", jpg, jn); /* beside an image: kept */
+    ASSERT_EQ(s.files[3].cls, PK_CLASS_NONE);
+    ASSERT_EQ(s.files[8].cls, PK_CLASS_NONE);
+    char err[128];
+    ASSERT_EQ(pk_sidecars_drop(&s, err, sizeof err), 0);
+    const char *want[] = {"/a.txt", "/a.txt.gz.gz", "/disk.img",  "/disk.img.gz",
+                          "/n.txt", "/n.txt.gz.gz", "/photo.jpg", "/photo.jpg.gz"};
+    ASSERT_EQ(s.n, sizeof want / sizeof want[0]);
+    for (size_t i = 0; i < s.n; i++)
+        ASSERT_STR_EQ(s.files[i].key, want[i]);
+    ASSERT_EQ(s.skipped_sidecar, 2);
+    pk_site_free(&s);
+    free(gz);
+    free(gzgz);
+    free(jpg);
+    free(tgz);
+    free(tgzgz);
 }
 
 TEST(decode_bounds_and_errors)
