@@ -297,11 +297,28 @@ int pk__tree_unchanged(const pk_site *s, char *err, size_t errlen)
 
 /* ---- compress / reuse ---- */
 
+/* Drops the identity bytes of f once nothing but the write needs them,
+ * which then reads the file again (pk__reread): so the compression phase
+ * does not hold every file beside all of its variants. Not an .svgz,
+ * whose bytes are the SVG inside, not the file's. */
+static void drop_identity(pk_file *f)
+{
+    pk_variant *id = &f->var[SF_ENC_IDENTITY];
+    if (!id->owned || id->len == 0 || pk_svgz_key(f->key, f->key_len))
+        return;
+    free((void *)id->bytes);
+    id->bytes = NULL;
+    id->owned = 0;
+    f->reread = 1;
+}
+
 static int reuse(build *b, pk_file *f, char *err, size_t errlen)
 {
-    const pk_base_entry *be = pk_base_find(b->base, f->var[SF_ENC_IDENTITY].digest, f->cls);
+    const pk_variant *id = &f->var[SF_ENC_IDENTITY];
+    const pk_base_entry *be = pk_base_find(b->base, id->digest, f->cls);
     for (unsigned i = 0; be && i < be->nvar; i++) {
         pk_variant *v = &f->var[be->v[i].encoding];
+        const char *enc = sf_encoding_name(be->v[i].encoding);
         v->bytes = (const uint8_t *)be->v[i].bytes.ptr;
         v->len = be->v[i].bytes.len;
         v->owned = 0;
@@ -311,11 +328,23 @@ static int reuse(build *b, pk_file *f, char *err, size_t errlen)
             snprintf(err, errlen,
                      "%s: the %s body of %s is corrupt (SHA-256 mismatch); run servd-pack "
                      "verify on it",
-                     b->o->base, sf_encoding_name(be->v[i].encoding), f->key);
+                     b->o->base, enc, f->key);
+            return -1;
+        }
+        /* And decode: an intact body that a damaged record names for the
+         * wrong file (another file's gzip) must not be served as this one. */
+        int same = pk_decompresses_to(be->v[i].encoding, v->bytes, v->len, id->bytes, id->len);
+        if (same != 1) {
+            snprintf(err, errlen,
+                     same < 0 ? "%s: out of memory checking the %s body of %s"
+                              : "%s: the %s body it gives %s does not decompress to that file; "
+                                "run servd-pack verify on it",
+                     b->o->base, enc, f->key);
             return -1;
         }
         v->present = 1;
     }
+    drop_identity(f); /* the variants come from the base */
     return 0;
 }
 
@@ -344,21 +373,6 @@ static int compress_one(build *b, pk_file *f, int enc, unsigned thread, char *er
     }
     v->present = 1;
     return 0;
-}
-
-/* Drops the identity bytes of f once nothing but the write needs them,
- * which then reads the file again (pk__reread): so the compression phase
- * does not hold every file beside all of its variants. Not an .svgz,
- * whose bytes are the SVG inside, not the file's. */
-static void drop_identity(pk_file *f)
-{
-    pk_variant *id = &f->var[SF_ENC_IDENTITY];
-    if (!id->owned || id->len == 0 || pk_svgz_key(f->key, f->key_len))
-        return;
-    free((void *)id->bytes);
-    id->bytes = NULL;
-    id->owned = 0;
-    f->reread = 1;
 }
 
 static int run_job(void *arg, size_t j, unsigned thread, char *err, size_t errlen)
@@ -592,8 +606,7 @@ static int plan_compression(build *b, uint64_t *reused)
         if (pk_base_find(b->base, f->var[SF_ENC_IDENTITY].digest, f->cls)) {
             f->reused = 1;
             (*reused)++;
-            b->jobs[b->njobs++] = (job){i, JOB_REUSE};
-            drop_identity(f); /* the variants come from the base */
+            b->jobs[b->njobs++] = (job){i, JOB_REUSE}; /* which drops its bytes */
             continue;
         }
         for (int e = SF_ENC_GZIP; e < SF_ENC_COUNT; e++)
