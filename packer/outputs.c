@@ -178,8 +178,15 @@ int pk__resolve_output(build *b, const char *opt, const char *path, char *out, s
                      path, fd, opt);
             return -1;
         }
-        if (fcntl(fd, F_GETFD) < 0) {
+        int fl = fcntl(fd, F_GETFL);
+        if (fl < 0) {
             snprintf(b->err, sizeof b->err, "%s: descriptor %d is not open", path, fd);
+            return -1;
+        }
+        /* a descriptor closed when servd-pack started is /dev/null read-only
+         * (sf_std_fds_open): found out now, not once the pack is in place */
+        if ((fl & O_ACCMODE) == O_RDONLY) {
+            snprintf(b->err, sizeof b->err, "%s: descriptor %d is not open for writing", path, fd);
             return -1;
         }
         b->manifest_fd = fd;

@@ -191,6 +191,18 @@ def main():
         T.eq(json.loads(text[len(b"earlier lines\n"):])["servd_manifest"], 1, "the manifest")
         refused(["build", root, "-o", out_link, "-q"], 1, ["names descriptor 1"],
                 "-o standard output")
+        # Standard output closed (`>&-`): servd-pack holds /dev/null there, read only. The
+        # manifest could never be written: refused before the build, the pack untouched.
+        before = os.stat(pack).st_ino  # a new pack would be a new inode
+        p = subprocess.run([T.PACK, "build", root, "-o", pack, "--manifest", "/dev/stdout",
+                            "-q"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                           timeout=120, preexec_fn=lambda: os.close(1))
+        T.eq(p.returncode, 1, "--manifest /dev/stdout with standard output closed (%r)"
+             % p.stderr)
+        T.check(b"/dev/stdout: descriptor 1 is not open for writing" in p.stderr,
+                "message %r" % p.stderr)
+        T.eq(os.stat(pack).st_ino, before,
+             "the pack is not replaced when the manifest cannot be written")
         # Standard output that is -o or --base itself (`... --manifest /dev/stdout >>
         # site.lmdb`): the manifest went into the replaced pack's old inode, lost.
         for target, opt in ((pack, "-o"), (pack + ".base", "--base")):
