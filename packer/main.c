@@ -195,7 +195,9 @@ static int cmd_build(int argc, char **argv)
             char *end;
             errno = 0;
             long n = strtol(optarg, &end, 10);
-            if (errno || *end || n < 1 || n > PK_POOL_MAX_THREADS) {
+            /* digits only, as SOURCE_DATE_EPOCH: not " 1" or "+1" */
+            if (errno || *end || optarg[0] < '0' || optarg[0] > '9' || n < 1 ||
+                n > PK_POOL_MAX_THREADS) {
                 pk_err("--jobs %s: not a number from 1 to %d", optarg, PK_POOL_MAX_THREADS);
                 return PK_EXIT_USAGE;
             }

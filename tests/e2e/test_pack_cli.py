@@ -258,6 +258,9 @@ def main():
                        "a root whose files are all skipped", outdir, out)
         expect_failure(["build", root, "-o", out, "--jobs", "0"], 2, ["--jobs"], "--jobs 0", outdir, out)
         expect_failure(["build", root, "-o", out, "--jobs", "x"], 2, ["--jobs"], "--jobs x", outdir, out)
+        for spelling in (" 1", "+1", "-1", "1 "):  # digits only, as SOURCE_DATE_EPOCH
+            expect_failure(["build", root, "-o", out, "--jobs", spelling], 2, ["--jobs"],
+                           "--jobs %r" % spelling, outdir, out)
         expect_failure(["build", root, "-o", out], 2, ["SOURCE_DATE_EPOCH"], "bad SOURCE_DATE_EPOCH",
                        outdir, out, env={"SOURCE_DATE_EPOCH": "yesterday"})
         for bad in ("253402300800", "99999999999999999999", "-1", "1e9"):
