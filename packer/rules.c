@@ -9,12 +9,14 @@
 #include "sf/store.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 typedef struct rule {
     pk_glob *glob;
@@ -234,77 +236,92 @@ static int parse_section(const char *path, json_t *arr, const char *sname, enum 
     return 0;
 }
 
-/* The offset of the first NUL byte in the file (at most
- * PK_RULES_MAX_BYTES, checked by the caller), or -1: a NUL is never in JSON
- * text, and a binary file (a pack passed as --rules) has them early. */
-static long first_nul(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return -1;
-    long off = 0, at = -1;
-    char buf[4096];
-    size_t n;
-    while (at < 0 && (n = fread(buf, 1, sizeof buf, f)) > 0) {
-        const char *z = memchr(buf, 0, n);
-        if (z)
-            at = off + (long)(z - buf);
-        off += (long)n;
-    }
-    fclose(f);
-    return at;
-}
-
-/* Whether the file starts with a UTF-8 byte order mark (RFC 8259 §8.1:
- * JSON text must not). */
-static int has_bom(const char *path)
-{
-    unsigned char b[3] = {0};
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return 0;
-    size_t n = fread(b, 1, sizeof b, f);
-    fclose(f);
-    return n == 3 && b[0] == 0xef && b[1] == 0xbb && b[2] == 0xbf;
-}
-
-int pk_rules_load(const char *path, pk_rules **out, char *err, size_t errlen)
+/* Reads the rules file whole into *buf (malloc'd, *len bytes): a regular
+ * file, or a pipe (`--rules <(jq ... )`), read once, so that what is
+ * checked is what is parsed. @return 0, or -1 with err. */
+static int read_rules(const char *path, char **buf, size_t *len, char *err, size_t errlen)
 {
     struct stat st;
     if (stat(path, &st) != 0) {
         snprintf(err, errlen, "%s: %s", path, strerror(errno));
         return -1;
     }
-    if (!S_ISREG(st.st_mode)) {
-        snprintf(err, errlen, "%s: not a regular file", path);
+    /* looked at before it is opened: opening a device can do things */
+    if (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode)) {
+        snprintf(err, errlen, "%s: not a regular file or a pipe", path);
         return -1;
     }
-    if (st.st_size > PK_RULES_MAX_BYTES) {
-        snprintf(err, errlen, "%s: larger than %d bytes; is this a rules file?", path,
-                 PK_RULES_MAX_BYTES);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
         return -1;
     }
+    size_t cap = PK_RULES_MAX_BYTES + 1, n = 0; /* one more: a larger file shows */
+    char *p = malloc(cap);
+    if (!p) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        close(fd);
+        return -1;
+    }
+    for (;;) {
+        ssize_t r = read(fd, p + n, cap - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            snprintf(err, errlen, "%s: %s", path, strerror(errno));
+            goto out_fail;
+        }
+        if (r == 0)
+            break;
+        n += (size_t)r;
+        if (n == cap) {
+            snprintf(err, errlen, "%s: larger than %d bytes; is this a rules file?", path,
+                     PK_RULES_MAX_BYTES);
+            goto out_fail;
+        }
+    }
+    close(fd);
+    *buf = p;
+    *len = n;
+    return 0;
+
+out_fail:
+    close(fd);
+    free(p);
+    return -1;
+}
+
+int pk_rules_load(const char *path, pk_rules **out, char *err, size_t errlen)
+{
+    char *text;
+    size_t len;
+    if (read_rules(path, &text, &len, err, errlen) != 0)
+        return -1;
     json_error_t je;
-    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
     if (!root) {
         /* jansson's words for two mistakes people make, in theirs */
-        const char *text = je.text;
-        if (je.line <= 1 && has_bom(path))
-            text = "starts with a UTF-8 byte order mark (EF BB BF); save it without one";
+        const char *msg = je.text;
+        const char *nul = memchr(text, 0, len);
+        /* RFC 8259 §8.1: JSON text must not start with a byte order mark */
+        if (je.line <= 1 && len >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0)
+            msg = "starts with a UTF-8 byte order mark (EF BB BF); save it without one";
         else if (strstr(je.text, "JSON_ALLOW_NUL"))
-            text = "\\u0000 (NUL) is not allowed in a string";
-        long nul = first_nul(path);
-        if (nul >= 0) {
-            /* jansson stops at a NUL byte and calls it the end of the file */
-            snprintf(err, errlen, "%s: not a JSON text file (a NUL byte at offset %ld)", path, nul);
-            return -1;
+            msg = "\\u0000 (NUL) is not allowed in a string";
+        if (nul) {
+            /* a NUL is never in JSON text, and a binary file (a pack passed
+             * as --rules) has them early */
+            snprintf(err, errlen, "%s: not a JSON text file (a NUL byte at offset %ld)", path,
+                     (long)(nul - text));
+        } else if (je.line > 0) {
+            snprintf(err, errlen, "%s:%d:%d: %s", path, je.line, je.column, msg);
+        } else {
+            snprintf(err, errlen, "%s: %s", path, msg);
         }
-        if (je.line > 0)
-            snprintf(err, errlen, "%s:%d:%d: %s", path, je.line, je.column, text);
-        else
-            snprintf(err, errlen, "%s: %s", path, text);
+        free(text);
         return -1;
     }
+    free(text);
     pk_rules *r = calloc(1, sizeof *r);
     if (!r) {
         snprintf(err, errlen, "%s: out of memory", path);

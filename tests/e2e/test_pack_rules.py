@@ -4,6 +4,7 @@ the manifest agrees with the pack; the example rules in manifests/examples build
 import json
 import os
 import re
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "pack"))
@@ -64,6 +65,13 @@ def main():
                 "directory named with a trailing slash: " + err)
         T.check("/exclude/1" not in err and "/exclude/2" not in err,
                 "an exclude that found nothing, or that was used, is not named: " + err)
+
+        # The rules from a pipe (`--rules <(jq ...)` in a pipeline): the same pack.
+        piped = os.path.join(work, "piped.lmdb")
+        p = subprocess.run(["bash", "-c", 'exec "$0" build "$1" -o "$2" -q --rules <(cat "$3")',
+                            T.PACK, root, piped, rules], stderr=subprocess.PIPE, timeout=120)
+        T.eq(p.returncode, 0, "build with the rules from a pipe: " + p.stderr.decode())
+        T.eq(T.ls_json(piped), T.ls_json(pack), "the rules from a pipe give the same pack")
 
         listing = {e["path"]: e for e in T.ls_json(pack)}
         for gone in ("/dup/one.txt", "/dup/two.txt", "/app.wasm"):
