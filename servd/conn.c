@@ -30,8 +30,9 @@
  * and resumes when its queue drains (on_write) or on the next turn (ready
  * list run from an idle handle).
  *
- * Closing: after a response that ends the connection, the write side is shut
- * down once everything is written and the input is drained for up to
+ * Closing: after a response that ends the connection, input is still read
+ * and dropped while it is written (close_after_write); the write side is
+ * shut down once everything is written and the input is drained for up to
  * SV_LINGER_MS (lingering close), then the socket is closed. The timeouts
  * that close a connection, and the stop, are in sweep.c.
  */
@@ -188,8 +189,13 @@ static void stop_reading(sv_conn *c)
     }
 }
 
-/* The last response is planned: read no more; the write side is shut down
- * after the next flush (flush -> start_shutdown). */
+/* The last response is planned: no more requests are answered; the write
+ * side is shut down after the next flush (flush -> start_shutdown). Input
+ * is still read, and dropped (on_read), while the response is written: a
+ * client may write its whole request, a body servd does not drain
+ * included, before it reads, and would block in its write while servd
+ * blocks in its own until the send timeout (RFC 9112 §9.6: a server that
+ * closes should keep reading and discarding what the client sends). */
 static void close_after_write(sv_conn *c)
 {
     if (c->state != SV_CS_OPEN)
@@ -200,7 +206,8 @@ static void close_after_write(sv_conn *c)
         sv__list_del(&c->ready);
         c->in_ready = 0;
     }
-    stop_reading(c);
+    if (!c->eof)
+        start_reading(c); /* a paused connection had stopped */
 }
 
 static void on_shutdown(uv_shutdown_t *req, int status)
@@ -758,10 +765,19 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 
     if (nread == 0)
         return;
+    if (nread == UV_EOF)
+        c->reading = 0; /* libuv stopped reading */
     if (c->state == SV_CS_LINGER) {
         if (nread < 0)
             sv__conn_close(c); /* the client closed too: done */
         return;                /* input after our last response is discarded */
+    }
+    if (c->state == SV_CS_CLOSING) { /* input after the last request: discarded */
+        if (nread == UV_EOF)
+            c->eof = 1; /* closed at once when the response is out (on_shutdown) */
+        else if (nread < 0)
+            sv__conn_close(c); /* reset: the rest of the response cannot arrive */
+        return;
     }
     if (c->state != SV_CS_OPEN)
         return;

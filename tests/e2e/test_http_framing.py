@@ -194,6 +194,39 @@ def t_get_with_large_body_answered_then_closed(S):
         c.expect_closed("GET with a body larger than servd drains")
 
 
+def t_large_body_read_while_closing(S):
+    """A client that writes its whole request before it reads: a body servd does not drain
+    (over 64 KiB, or chunked) ends the connection after the response, and servd must go on
+    reading (and dropping) the body while it writes a response larger than the socket
+    buffers hold, or both sides block in their writes until the send timeout (RFC 9112
+    §9.6). The response arrives whole, with Connection: close, then the end."""
+    root = os.path.join(st.tmpdir(), "large-body-site")
+    os.makedirs(root, exist_ok=True)
+    big = os.urandom(6 << 20)  # more than the server's send buffer and the client's receive
+    with open(os.path.join(root, "big.bin"), "wb") as f:
+        f.write(big)
+    pack = st.pack(root, "large-body.lmdb")
+    chunk = b"z" * (1 << 20)
+    bodies = {
+        "Content-Length": (["Content-Length: %d" % (24 * len(chunk))], chunk * 24),
+        "chunked": (["Transfer-Encoding: chunked"],
+                    (b"%x\r\n" % len(chunk) + chunk + b"\r\n") * 24 + b"0\r\n\r\n"),
+    }
+    with st.Servd(pack) as srv:
+        for what, (fields, body) in bodies.items():
+            with st.Conn(srv.port, timeout=20) as c:
+                try:
+                    c.send(H("GET /big.bin HTTP/1.1", "Host: x", *fields) + body)
+                except (socket.timeout, OSError) as e:
+                    raise st.Fail("%s body of 24 MB: the request could not be sent whole (%s): "
+                                  "servd stopped reading" % (what, e))
+                r = c.read_response()
+                eq(r.status, 200, what + ": status")
+                eq(r.need("Connection").lower(), "close", what + ": Connection")
+                ok(r.body == big, "%s: the 6 MB body arrived whole (%d bytes)" % (what, len(r.body)))
+                c.expect_closed(what + ": closed after the response")
+
+
 def t_expect_100_continue(S):
     """A client that sends Expect: 100-continue may wait for the 100 before its body, and
     curl reuses the connection without ever sending it if the final answer comes first:
