@@ -41,7 +41,8 @@
 /* The greatest key put so far into one database: a greater one is appended. */
 typedef struct last_key {
     uint8_t *p;
-    size_t len, cap; /* len 0: none yet (LMDB keys are never empty) */
+    size_t len, cap;  /* len 0: none yet (LMDB keys are never empty) */
+    size_t leaf_room; /* bytes left in the leaf page appends go to (page_bytes) */
 } last_key;
 
 struct sf_writer {
@@ -220,24 +221,45 @@ static int next_batch(sf_writer *w)
         return lmdb_error(rc);
     }
     w->batch = 0;
+    /* the next append copies the last leaf of its tree: a page again */
+    w->last_path.leaf_room = w->last_body.leaf_room = 0;
     return SF_OK;
 }
 
+/* LMDB's page layout (liblmdb 0.9.24, mdb.c: PAGEHDRSZ, NODESIZE,
+ * sizeof(indx_t), sizeof(pgno_t)), which its file format fixes. */
+enum { LMDB_PAGE_HDR = 16, LMDB_NODE_HDR = 8, LMDB_SLOT = 2, LMDB_PGNO = 8 };
+
 /* The heap a put of a kl-byte key and a vl-byte value makes LMDB hold
- * until the commit. A node too large for half a leaf page goes to pages of
- * its own: a value of 2.1 KB takes a 4 KiB page, and counting only its
- * bytes let a batch of such values hold twice SF_WRITER_BATCH. Smaller
- * ones share leaf pages, which appended keys fill (the node's header and
- * its index slot counted). The sizes are LMDB's (mdb.c: PAGEHDRSZ,
- * NODESIZE, me_nodemax), which its file format fixes. */
-static uint64_t page_bytes(const sf_writer *w, size_t kl, size_t vl)
+ * until the commit. A node larger than me_nodemax (2,038 bytes with 4 KiB
+ * pages) puts its value in overflow pages of its own (OVPAGES): a value of
+ * 2.1 KB takes a 4 KiB page, and counting only its bytes let a batch of
+ * such values hold twice SF_WRITER_BATCH. The node itself (rounded to an
+ * even size, plus its index slot) goes to a leaf page; appended keys fill
+ * the last leaf of their database until the next node does not fit, so
+ * each new leaf is counted whole when it is begun (last->leaf_room). A
+ * put out of order (last NULL, or a key inside the tree) counts its node. */
+static uint64_t page_bytes(const sf_writer *w, last_key *last, int append, size_t kl, size_t vl)
 {
-    const size_t page_header = 16, node_header = 8, slot = 2;
-    size_t node_max = ((w->psize - page_header) / 2) & ~(size_t)1;
-    if (node_header + kl + vl <= node_max)
-        return node_header + kl + vl + slot;
-    uint64_t pages = ((uint64_t)vl + page_header + w->psize - 1) / w->psize;
-    return pages * w->psize + node_header + kl + sizeof(uint64_t) + slot;
+    size_t node_max = (((w->psize - LMDB_PAGE_HDR) / 2) & ~(size_t)1) - LMDB_SLOT;
+    size_t node = LMDB_NODE_HDR + kl;
+    uint64_t bytes = 0;
+    if (node + vl > node_max) {
+        bytes = ((uint64_t)vl + LMDB_PAGE_HDR - 1) / w->psize + 1; /* OVPAGES */
+        bytes *= w->psize;
+        node += LMDB_PGNO;
+    } else {
+        node += vl;
+    }
+    size_t need = ((node + 1) & ~(size_t)1) + LMDB_SLOT;
+    if (!last || !append)
+        return bytes + need;
+    if (need > last->leaf_room) { /* a new leaf page */
+        bytes += w->psize;
+        last->leaf_room = w->psize - LMDB_PAGE_HDR;
+    }
+    last->leaf_room -= need;
+    return bytes;
 }
 
 static int put(sf_writer *w, MDB_dbi db, last_key *last, const void *k, size_t kl, const void *v,
@@ -260,7 +282,7 @@ static int put(sf_writer *w, MDB_dbi db, last_key *last, const void *k, size_t k
         return lmdb_error(rc);
     if (append)
         remember(last, k, kl);
-    w->batch += page_bytes(w, kl, vl);
+    w->batch += page_bytes(w, last, append, kl, vl);
     return w->batch >= SF_WRITER_BATCH ? next_batch(w) : SF_OK;
 }
 
