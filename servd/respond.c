@@ -45,7 +45,7 @@
  * carries exactly one "Vary: Accept-Encoding": the pre-rendered blocks have
  * it, and the formatted ones add it. The 406, 412 and 416 of a file also
  * carry the Access-Control-* lines of its stored 200 block (add_cors), and
- * a 301 to a page those of the page.
+ * a 301 to a page (a directory's, or a raw UTF-8 path's) those of the page.
  *
  * Nothing is allocated: the plan points into the pack map (header blocks,
  * bodies), the sv_date, the caller's scratch (formatted lines) or static
