@@ -358,17 +358,17 @@ int main(int argc, char **argv)
     signal(SIGCHLD, SIG_DFL);
     /* Until the main loop takes them (server.c), a reload or a log reopen
      * sent while servd starts (systemd's ExecReload, a logrotate script
-     * during a restart) must not kill it by the default action: the pack
-     * and the log it is opening are the current ones anyway. */
-    signal(SIGHUP, SIG_IGN);
-    signal(SIGUSR1, SIG_IGN);
+     * during a restart) must not kill it by the default action; nor be
+     * lost: a deploy that renamed a new pack over the path after servd
+     * opened the old one sends SIGHUP for it. They are noted, and acted on
+     * once servd is listening. */
+    sv_server_note_early_signals();
     /* A signal mask is inherited across exec: a supervisor or script that
      * leaked one with SIGTERM or SIGHUP blocked left a servd that neither
      * stopped nor reloaded (the signals stayed pending), and a blocked
      * SIGBUS would bypass the map guard and kill the process. Unblocked
-     * once SIGHUP and SIGUSR1 are ignored (a pending one is dropped: the
-     * pack and log opened next are the current ones anyway); every thread
-     * servd starts inherits this mask. */
+     * once SIGHUP and SIGUSR1 are caught (a pending one is noted like any
+     * other); every thread servd starts inherits this mask. */
     sigset_t used;
     sigemptyset(&used);
     static const int used_signals[] = {SIGHUP, SIGUSR1, SIGTERM, SIGINT, SIGBUS};

@@ -235,6 +235,28 @@ static void begin_stop(sv_server *srv, const char *why)
     uv_timer_start(&srv->stop_timer, on_stop_timeout, srv->cfg->shutdown_ms, 0);
 }
 
+/* SIGHUP and SIGUSR1 that came while servd started (sv_server_note_early_signals). */
+static volatile sig_atomic_t early_hup, early_usr1;
+
+static void on_early_signal(int signum)
+{
+    if (signum == SIGHUP)
+        early_hup = 1;
+    else
+        early_usr1 = 1;
+}
+
+void sv_server_note_early_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_early_signal;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGHUP, &sa, NULL);
+    sigaction(SIGUSR1, &sa, NULL);
+}
+
 static void on_signal(uv_signal_t *h, int signum)
 {
     sv_server *srv = h->data;
@@ -551,6 +573,13 @@ int sv_server_run(const sv_config *cfg, sv_snapshot *snap)
         fprintf(stderr, "servd: listening on %s with %d worker%s%s%s\n", where, cfg->workers,
                 cfg->workers == 1 ? "" : "s", cfg->has_admin ? "; admin on " : "",
                 cfg->has_admin ? admin_where : "");
+        /* A deploy's rename + SIGHUP, or a log rotation, that came while
+         * servd was opening the very files they replaced: done now, as the
+         * signal asked (nothing to reload when the path did not change). */
+        if (early_hup)
+            reload(srv, "SIGHUP during startup");
+        if (early_usr1 && srv->log)
+            sv_log_reopen(srv->log);
     }
 
     if (srv->nstarted > 0) {

@@ -114,6 +114,11 @@ typedef struct sv_config {
     const struct sv_user *user; /* switch to it after binding (privdrop.c); NULL: stay */
 } sv_config;
 
+/* Until the main loop takes SIGHUP and SIGUSR1, notes them rather than
+ * letting their default action kill servd while it starts; sv_server_run
+ * acts on them once servd is listening. Called before the pack is opened. */
+void sv_server_note_early_signals(void);
+
 /* Runs servd until it is stopped. Takes over the caller's reference on
  * snap. @return the process exit code (0 after a graceful stop, 1 when
  * the sockets, the admin address or the access log cannot be set up). */

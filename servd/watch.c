@@ -265,6 +265,9 @@ int sv_watch_start(uv_loop_t *loop, const char *path, const sv_file_seen *curren
 void sv_watch_note(sv_watch *w, const sv_file_seen *seen)
 {
     w->noted = *seen;
+    /* a SIGHUP that followed a flip to another directory: watch that one
+     * now, not at the next look (never, with --watch-interval 0) */
+    aim_all(w);
 }
 
 static void on_closed(uv_handle_t *h)

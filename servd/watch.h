@@ -62,7 +62,8 @@ int sv_watch_start(uv_loop_t *loop, const char *path, const sv_file_seen *curren
 /* Records what a reload (from the watch or from SIGHUP) just opened or
  * refused: the watch calls back only when the path changes again. A
  * SIGHUP that already loaded the file thus cancels the watch's reload of
- * the same file. */
+ * the same file. The directory watches are aimed again at where the path
+ * now leads. */
 void sv_watch_note(sv_watch *w, const sv_file_seen *seen);
 
 /* Stops the watch and closes its handles; the memory is freed once the loop

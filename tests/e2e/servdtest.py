@@ -193,8 +193,9 @@ class Servd:
     """A running servd. Use as a context manager; leaving it stops servd and checks
     that it exited 0 after SIGTERM (a crash or sanitizer report fails the test)."""
 
-    def __init__(self, pack_path, workers=1, spa=False, extra=()):
+    def __init__(self, pack_path, workers=1, spa=False, extra=(), env=None):
         ensure_binaries()
+        self.env = env  # None: this process's environment
         self.pack = pack_path
         self.workers = workers
         self.spa = spa
@@ -212,7 +213,7 @@ class Servd:
             self.log = os.path.join(tmpdir(), "servd-%d-%d.log" % (self.port, attempt))
             logf = open(self.log, "wb")
             self.proc = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL)
+                                         stdin=subprocess.DEVNULL, env=self.env)
             logf.close()
             deadline = time.time() + START_TIMEOUT
             while time.time() < deadline:

@@ -422,6 +422,46 @@ def t_directory_symlink_flip_needs_the_stat_fallback(s):
                 wait_body(d.port, s.v.index(2), "--watch-interval 0: SIGHUP still loads")
 
 
+def t_sighup_after_a_flip_to_another_directory_watches_it(s):
+    # A release layout (current -> rel/A, the pack at current/site.lmdb): a flip of the
+    # directory link, then SIGHUP, loads rel/B; the watch must then look at rel/B, so that
+    # a rename there is seen at once, even without the stat fallback (--watch-interval 0).
+    base = os.path.join(st.tmpdir(), "hupflip")
+    for n, ver in (("A", 1), ("B", 2)):
+        os.makedirs(os.path.join(base, "rel", n), exist_ok=True)
+        st_copy(s.v.packs[ver - 1], os.path.join(base, "rel", n, "site.lmdb"))
+    cur = os.path.join(base, "current")
+    os.symlink(os.path.join("rel", "A"), cur)
+    with st.Servd(os.path.join(cur, "site.lmdb"), workers=1,
+                  extra=["--watch-interval", "0"]) as d:
+        eq(st.get(d.port, "/").body, s.v.index(1), "start from rel/A")
+        tmp = os.path.join(base, "tmp")
+        os.symlink(os.path.join("rel", "B"), tmp)
+        os.rename(tmp, cur)
+        d.proc.send_signal(signal.SIGHUP)
+        wait_body(d.port, s.v.index(2), "SIGHUP after the flip to rel/B")
+        new = os.path.join(base, "rel", "B", ".new")
+        st_copy(s.v.packs[2], new)
+        os.rename(new, os.path.join(base, "rel", "B", "site.lmdb"))
+        wait_body(d.port, s.v.index(3), "a rename in rel/B after the SIGHUP that moved there")
+
+
+def t_a_deploy_while_servd_starts_is_loaded(s):
+    # The deploy renames a new pack over the path after servd opened the old one, and sends
+    # SIGHUP, all before servd listens (swap_open.so does both when the pack check is
+    # reaped). The SIGHUP is acted on once servd listens, even with --no-watch.
+    live = sw.Live("startup-live")
+    live.rename_in(s.v.packs[0])
+    new = live.path + ".new"
+    st_copy(s.v.packs[1], new)
+    env = st.preload_env(os.path.join(st.BUILD_DIR, "swap_open.so"), WAIT_RENAME_FROM=new,
+                         WAIT_RENAME_TO=live.path, WAIT_RENAME_SIGHUP="1")
+    with st.Servd(live.path, workers=1, extra=["--no-watch"], env=env) as d:
+        wait_body(d.port, s.v.index(2), "--no-watch: a rename + SIGHUP during startup")
+        ok("SIGHUP during startup: now serving pack" in d.read_log(),
+           "the startup SIGHUP is logged: " + d.read_log()[-800:])
+
+
 def t_no_watch_leaves_reloads_to_sighup(s):
     live = sw.Live("nowatch-live")
     live.rename_in(s.v.packs[0])
