@@ -104,22 +104,25 @@ void sv__conn_stop_all(sv_worker *w, int force)
     if (force && w->nconns) {
         /* Say what the graceful stop was still waiting for: the forced
          * close is the exception, and the reason is gone once it is done. */
-        unsigned queued_n = 0, head = 0, held = 0, paused = 0, body = 0, open = 0;
+        unsigned queued_n = 0, unacked = 0, head = 0, held = 0, paused = 0, body = 0, open = 0;
         for (sv_link *l = w->conns.next; l != &w->conns; l = l->next) {
             sv_conn *c = SV__CONTAINER(l, sv_conn, link);
             if (c->state == SV_CS_CLOSED)
                 continue;
             open++;
             queued_n += sv__conn_queued(c) != 0;
+            /* all handed to the kernel, not all acknowledged (a slow reader) */
+            unacked += sv__conn_queued(c) == 0 && kernel_unacked(c) > 0;
             head += c->t_head != 0;
             held += c->inlen != 0;
             paused += c->paused != 0;
             body += c->drain != 0;
         }
         fprintf(stderr,
-                "servd: worker %d: closing %u connections (%u with responses queued, %u with "
-                "a head pending, %u with input held, %u paused, %u with a body to drain)\n",
-                w->id, open, queued_n, head, held, paused, body);
+                "servd: worker %d: closing %u connection%s (%u with responses queued, %u with "
+                "responses sent but not yet acknowledged, %u with a head pending, %u with input "
+                "held, %u paused, %u with a body to drain)\n",
+                w->id, open, open == 1 ? "" : "s", queued_n, unacked, head, held, paused, body);
     }
     for (sv_link *l = w->conns.next; l != &w->conns; l = l->next) {
         sv_conn *c = SV__CONTAINER(l, sv_conn, link);

@@ -551,7 +551,7 @@ def t_shutdown_timeout_bounds_the_wait():
         # well under the default 10 s; the upper bound leaves room for a sanitizer's exit
         ok(0.8 <= took <= 8.0, "exited %.2f s after SIGTERM with --shutdown-timeout 1" % took)
         # servd(1): what the timeout cut off is reported per worker
-        ok(re.search(r"servd: worker \d+: closing 1 connections \(1 with responses queued",
+        ok(re.search(r"servd: worker \d+: closing 1 connection \(1 with responses queued",
                      s.read_log()), "the report of what was closed: %s" % s.read_log()[-600:])
         stuck.close()
     finally:
