@@ -41,6 +41,16 @@ static void add(pk_site *s, const char *key, const void *p, size_t n)
     f->var[SF_ENC_IDENTITY] = (pk_variant){.present = 1, .bytes = b, .owned = 1, .len = n};
 }
 
+/* Drops the sidecars of s and checks the keys left, in order. */
+static void drop_leaves(pk_site *s, const char *const *want, size_t n)
+{
+    char err[128];
+    ASSERT_EQ(pk_sidecars_drop(s, err, sizeof err), 0);
+    ASSERT_EQ(s->n, n);
+    for (size_t i = 0; i < n; i++)
+        ASSERT_STR_EQ(s->files[i].key, want[i]);
+}
+
 TEST(sidecar_only_true_copies_dropped)
 {
     pk_site s;
@@ -62,13 +72,9 @@ TEST(sidecar_only_true_copies_dropped)
     add(&s, "/d.bin.gz", gz, gn);    /* no d.bin: kept */
     add(&s, "/e.txt", text_a, strlen(text_a) - 1);
     add(&s, "/e.txt.gz", gz, gn); /* decompresses to one byte more than e.txt */
-    char err[128];
-    ASSERT_EQ(pk_sidecars_drop(&s, err, sizeof err), 0);
-    const char *want[] = {"/a.js",     "/b.css",    "/b.css.gz", "/c.txt",
-                          "/c.txt.gz", "/d.bin.gz", "/e.txt",    "/e.txt.gz"};
-    ASSERT_EQ(s.n, sizeof want / sizeof want[0]);
-    for (size_t i = 0; i < s.n; i++)
-        ASSERT_STR_EQ(s.files[i].key, want[i]);
+    const char *const want[] = {"/a.js",     "/b.css",    "/b.css.gz", "/c.txt",
+                                "/c.txt.gz", "/d.bin.gz", "/e.txt",    "/e.txt.gz"};
+    drop_leaves(&s, want, sizeof want / sizeof want[0]);
     ASSERT_EQ(s.skipped_sidecar, 3);
     ASSERT_EQ(s.nsidecar_names, 3);
     ASSERT_STR_EQ(s.sidecar_names[0], "/a.js.br");
@@ -108,13 +114,9 @@ TEST(sidecar_kept_when_nothing_replaces_it)
     add(&s, "/photo.jpg.gz", jpg, jn); /* beside an image: kept */
     ASSERT_EQ(s.files[3].cls, PK_CLASS_NONE);
     ASSERT_EQ(s.files[8].cls, PK_CLASS_NONE);
-    char err[128];
-    ASSERT_EQ(pk_sidecars_drop(&s, err, sizeof err), 0);
-    const char *want[] = {"/a.txt", "/a.txt.gz.gz", "/disk.img",  "/disk.img.gz",
-                          "/n.txt", "/n.txt.gz.gz", "/photo.jpg", "/photo.jpg.gz"};
-    ASSERT_EQ(s.n, sizeof want / sizeof want[0]);
-    for (size_t i = 0; i < s.n; i++)
-        ASSERT_STR_EQ(s.files[i].key, want[i]);
+    const char *const want[] = {"/a.txt", "/a.txt.gz.gz", "/disk.img",  "/disk.img.gz",
+                                "/n.txt", "/n.txt.gz.gz", "/photo.jpg", "/photo.jpg.gz"};
+    drop_leaves(&s, want, sizeof want / sizeof want[0]);
     ASSERT_EQ(s.skipped_sidecar, 2);
     pk_site_free(&s);
     free(gz);
