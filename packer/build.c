@@ -152,12 +152,34 @@ static uint8_t *read_whole(const pk_file *f, int fd, const struct stat *st, stru
     return p;
 }
 
+/* Drops the identity bytes of f once nothing but the write needs them,
+ * which then reads the file again (pk__reread): so the compression phase
+ * does not hold every file beside all of its variants. Not an .svgz,
+ * whose bytes are the SVG inside, not the file's. */
+static void drop_identity(pk_file *f)
+{
+    pk_variant *id = &f->var[SF_ENC_IDENTITY];
+    if (!id->owned || id->len == 0 || pk_svgz_key(f->key, f->key_len))
+        return;
+    free((void *)id->bytes);
+    id->bytes = NULL;
+    id->owned = 0;
+    f->reread = 1;
+}
+
 static void changed_after_read(const pk_file *f, char *err, size_t errlen)
 {
     snprintf(err, errlen,
              "%s: changed while the site was being packed (after it was read); pack "
              "the tree once it is complete",
              f->src);
+}
+
+/* Whether st, of f's file, shows the size and times f had when it was read. */
+static int same_as_read(const pk_file *f, const struct stat *st)
+{
+    return (uint64_t)st->st_size == f->read_size && same_time(&st->st_mtim, &f->read_mtim) &&
+           same_time(&st->st_ctim, &f->read_ctim);
 }
 
 /* Whether f, by its path, is still the file that was read: the same file,
@@ -170,9 +192,7 @@ static int file_unchanged(const pk_file *f, char *err, size_t errlen)
                  errno == ENOENT ? "removed" : strerror(errno));
         return -1;
     }
-    if ((uint64_t)st.st_dev != f->dev || (uint64_t)st.st_ino != f->ino ||
-        (uint64_t)st.st_size != f->read_size || !same_time(&st.st_mtim, &f->read_mtim) ||
-        !same_time(&st.st_ctim, &f->read_ctim)) {
+    if ((uint64_t)st.st_dev != f->dev || (uint64_t)st.st_ino != f->ino || !same_as_read(f, &st)) {
         changed_after_read(f, err, errlen);
         return -1;
     }
@@ -236,13 +256,9 @@ static int read_file(build *b, pk_file *f, pk_magic **magic, char *err, size_t e
         return -1;
     }
     f->cls = pk_mime_class(f->mime);
-    /* .svgz: the bytes stored are not the file's (and are compressed) */
-    if (f->cls == PK_CLASS_NONE && !f->keep_bytes && !svgz && n > 0) {
-        free(p);
-        v->bytes = NULL;
-        v->owned = 0;
-        f->reread = 1;
-    }
+    /* nothing will compress it, and no sidecar check needs its bytes */
+    if (f->cls == PK_CLASS_NONE && !f->keep_bytes)
+        drop_identity(f);
     return 0;
 }
 
@@ -256,8 +272,7 @@ int pk__reread(const pk_file *f, const char *root, uint8_t **out, char *err, siz
     int fd = open_walked(f, root, &st, err, errlen);
     if (fd < 0)
         return -1;
-    if ((uint64_t)st.st_size != f->read_size || !same_time(&st.st_mtim, &f->read_mtim) ||
-        !same_time(&st.st_ctim, &f->read_ctim)) {
+    if (!same_as_read(f, &st)) {
         close(fd);
         changed_after_read(f, err, errlen);
         return -1;
@@ -296,21 +311,6 @@ int pk__tree_unchanged(const pk_site *s, char *err, size_t errlen)
 }
 
 /* ---- compress / reuse ---- */
-
-/* Drops the identity bytes of f once nothing but the write needs them,
- * which then reads the file again (pk__reread): so the compression phase
- * does not hold every file beside all of its variants. Not an .svgz,
- * whose bytes are the SVG inside, not the file's. */
-static void drop_identity(pk_file *f)
-{
-    pk_variant *id = &f->var[SF_ENC_IDENTITY];
-    if (!id->owned || id->len == 0 || pk_svgz_key(f->key, f->key_len))
-        return;
-    free((void *)id->bytes);
-    id->bytes = NULL;
-    id->owned = 0;
-    f->reread = 1;
-}
 
 static int reuse(build *b, pk_file *f, char *err, size_t errlen)
 {
