@@ -23,17 +23,6 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-/* LMDB's page layout, for sizing the map from what will really be stored:
- * a value whose node (header + key + value) exceeds LMDB_NODE_MAX goes to
- * overflow pages of its own, rounded up to whole pages; smaller ones share
- * leaf pages, which splits leave at worst half full. The constants are
- * liblmdb's (mdb.c: PAGEHDRSZ, NODESIZE, me_nodemax for 4 KiB pages). */
-#define LMDB_PAGE      4096u
-#define LMDB_PAGE_HDR  16u
-#define LMDB_NODE_HDR  8u
-#define LMDB_NODE_MAX  2038u
-#define LMDB_INDEX_LEN 2u
-
 /* Slack added to the map capacity for LMDB's own pages (meta, branch pages
  * and the three database roots) on top of what the records and bodies need. */
 #define MAP_SLACK (1u << 20)
@@ -305,16 +294,6 @@ static int encode_entry(const pk_file *f, int for_404, uint8_t **rec, size_t *re
     return rc == 0 ? 0 : -1;
 }
 
-/* Bytes of map one key/value pair can take (see LMDB_PAGE). */
-static uint64_t lmdb_cost(size_t klen, uint64_t vlen)
-{
-    uint64_t node = LMDB_NODE_HDR + klen + vlen;
-    if (node <= LMDB_NODE_MAX)
-        return 2 * (node + LMDB_INDEX_LEN); /* in a leaf page at least half full */
-    uint64_t pages = (LMDB_PAGE_HDR + vlen + LMDB_PAGE - 1) / LMDB_PAGE;
-    return pages * LMDB_PAGE + 2 * (LMDB_NODE_HDR + klen + sizeof(uint64_t) + LMDB_INDEX_LEN);
-}
-
 /* The map capacity the pack needs: every body and every encoded record as
  * LMDB will lay it out (records are encoded once here to learn their real
  * length: header values such as a long Cache-Control repeat in every block).
@@ -328,7 +307,7 @@ static int map_capacity(build *b, uint64_t *capacity, size_t *nrefs, uint64_t *r
         const pk_file *f = &s->files[i];
         for (int e = 0; e < SF_ENC_COUNT; e++)
             if (f->var[e].present) {
-                cap += lmdb_cost(SF_KEY_LEN, f->var[e].len);
+                cap += sf_store_cost(SF_KEY_LEN, f->var[e].len);
                 refs++;
             }
         for (int for_404 = 0; for_404 <= (strcmp(f->key, PK_404_KEY) == 0); for_404++) {
@@ -337,7 +316,7 @@ static int map_capacity(build *b, uint64_t *capacity, size_t *nrefs, uint64_t *r
             if (encode_entry(f, for_404, &rec, &reclen, b->err, sizeof b->err) != 0)
                 return -1;
             free(rec);
-            cap += lmdb_cost(for_404 ? strlen(PK_404_SPECIAL) : f->key_len, reclen);
+            cap += sf_store_cost(for_404 ? strlen(PK_404_SPECIAL) : f->key_len, reclen);
             records += reclen;
         }
     }

@@ -101,7 +101,8 @@ int sf_writer_open(const char *final_path, uint64_t capacity, sf_writer **out, c
     /* Room for every byte plus B-tree and overflow-page overhead. The map is
      * address space only: the file grows as pages are written. */
     uint64_t map = capacity + capacity / 2 + (64u << 20);
-    map = (map + 4095) & ~(uint64_t)4095;
+    uint64_t ps = sf_store_page_size();
+    map = (map + ps - 1) / ps * ps;
 
     int rc;
     if ((rc = mdb_env_create(&w->env)) != 0)
@@ -227,31 +228,60 @@ static int next_batch(sf_writer *w)
 }
 
 /* LMDB's page layout (liblmdb 0.9.24, mdb.c: PAGEHDRSZ, NODESIZE,
- * sizeof(indx_t), sizeof(pgno_t)), which its file format fixes. */
+ * sizeof(indx_t), sizeof(pgno_t), MAX_PAGESIZE), which its file format
+ * fixes. The one place servd knows it: the writer's batch (page_bytes) and
+ * the packer's map size (sf_store_cost) both count with it. */
 enum { LMDB_PAGE_HDR = 16, LMDB_NODE_HDR = 8, LMDB_SLOT = 2, LMDB_PGNO = 8 };
+enum { LMDB_MAX_PAGE = 32768 };
+
+/* The largest node a leaf page of psize bytes holds (me_nodemax: 2,038
+ * bytes with 4 KiB pages); a larger one puts its value in overflow pages. */
+static size_t node_max(size_t psize)
+{
+    return (((psize - LMDB_PAGE_HDR) / 2) & ~(size_t)1) - LMDB_SLOT;
+}
+
+/* The bytes of the overflow pages a vl-byte value takes (OVPAGES). */
+static uint64_t overflow_bytes(size_t psize, uint64_t vl)
+{
+    return ((vl + LMDB_PAGE_HDR - 1) / psize + 1) * psize;
+}
+
+/* The bytes a node of a kl-byte key takes in its leaf page, index slot
+ * included, with the value inline or (overflow) as a page number. */
+static size_t leaf_bytes(size_t kl, uint64_t vl, int overflow)
+{
+    size_t node = LMDB_NODE_HDR + kl + (overflow ? LMDB_PGNO : (size_t)vl);
+    return ((node + 1) & ~(size_t)1) + LMDB_SLOT;
+}
+
+size_t sf_store_page_size(void)
+{
+    long ps = sysconf(_SC_PAGESIZE); /* what LMDB gives a new file */
+    return ps <= 0 ? 4096 : ps > LMDB_MAX_PAGE ? LMDB_MAX_PAGE : (size_t)ps;
+}
+
+uint64_t sf_store_cost(size_t kl, uint64_t vl)
+{
+    size_t psize = sf_store_page_size();
+    int overflow = LMDB_NODE_HDR + kl + vl > node_max(psize);
+    /* Leaf pages that split are left half full: count each node twice. */
+    return (overflow ? overflow_bytes(psize, vl) : 0) + 2 * (uint64_t)leaf_bytes(kl, vl, overflow);
+}
 
 /* The heap a put of a kl-byte key and a vl-byte value makes LMDB hold
- * until the commit. A node larger than me_nodemax (2,038 bytes with 4 KiB
- * pages) puts its value in overflow pages of its own (OVPAGES): a value of
- * 2.1 KB takes a 4 KiB page, and counting only its bytes let a batch of
- * such values hold twice SF_WRITER_BATCH. The node itself (rounded to an
- * even size, plus its index slot) goes to a leaf page; appended keys fill
+ * until the commit. A node larger than node_max() puts its value in
+ * overflow pages of its own: a value of 2.1 KB takes a 4 KiB page, and
+ * counting only its bytes let a batch of such values hold twice
+ * SF_WRITER_BATCH. The node itself goes to a leaf page; appended keys fill
  * the last leaf of their database until the next node does not fit, so
  * each new leaf is counted whole when it is begun (last->leaf_room). A
  * put out of order (last NULL, or a key inside the tree) counts its node. */
 static uint64_t page_bytes(const sf_writer *w, last_key *last, int append, size_t kl, size_t vl)
 {
-    size_t node_max = (((w->psize - LMDB_PAGE_HDR) / 2) & ~(size_t)1) - LMDB_SLOT;
-    size_t node = LMDB_NODE_HDR + kl;
-    uint64_t bytes = 0;
-    if (node + vl > node_max) {
-        bytes = ((uint64_t)vl + LMDB_PAGE_HDR - 1) / w->psize + 1; /* OVPAGES */
-        bytes *= w->psize;
-        node += LMDB_PGNO;
-    } else {
-        node += vl;
-    }
-    size_t need = ((node + 1) & ~(size_t)1) + LMDB_SLOT;
+    int overflow = LMDB_NODE_HDR + kl + vl > node_max(w->psize);
+    uint64_t bytes = overflow ? overflow_bytes(w->psize, vl) : 0;
+    size_t need = leaf_bytes(kl, vl, overflow);
     if (!last || !append)
         return bytes + need;
     if (need > last->leaf_room) { /* a new leaf page */

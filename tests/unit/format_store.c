@@ -502,7 +502,7 @@ TEST(pack_writer_batches)
         size_t now = heap_in_use();
         peak = now > peak ? now : peak;
     }
-    if (base) /* far less than the 160 MiB put: one batch (64 MiB) and a body */
+    if (base) /* far less than the 160 MiB put: one batch (32 MiB of pages) and a body */
         ASSERT(peak - base < (size_t)96 << 20);
     sf_entry_spec s = file_spec(1);
     s.variants[0].body_len = BODY;
@@ -541,6 +541,66 @@ TEST(pack_writer_batches)
     free(body);
 }
 
+/* sf_store_cost bounds what a pack takes, for every kind of value: small
+ * ones that share leaf pages, ones just under and just over LMDB's node
+ * limit (2,038 bytes with 4 KiB pages: the smallest overflow value takes a
+ * whole page), and large ones; put in order and out of it, with the page
+ * size the pack really has. The sum of the costs, plus LMDB's own few
+ * pages, is at least the file's size: packer/write.c sizes the map from
+ * that sum. */
+TEST(pack_store_cost_bounds_the_file)
+{
+    static const size_t sizes[] = {1, 100, 900, 2000, 2006, 2007, 2100, 4081, 4096, 5000, 70000};
+    enum { N = 600 };
+    char *path = tmp("cost.lmdb");
+    char err[512];
+    sf_writer *w;
+    ASSERT_EQ(sf_writer_open(path, 64 << 20, &w, err, sizeof err), SF_OK);
+    uint8_t *body = calloc(1, 70000);
+    ASSERT(body != NULL);
+    uint64_t cost = 0;
+    uint8_t k[SF_KEY_LEN];
+    for (int i = 0; i < N; i++) {
+        size_t len = sizes[i % (sizeof sizes / sizeof sizes[0])];
+        memset(k, 0, sizeof k);
+        int n = i < N / 2 ? 2 * i : 2 * (i - N / 2) + 1; /* the odd keys go in between */
+        k[0] = (uint8_t)(n >> 8);
+        k[1] = (uint8_t)n;
+        ASSERT_EQ(sf_writer_put_body(w, k, body, len), SF_OK);
+        cost += sf_store_cost(SF_KEY_LEN, len);
+    }
+    sf_entry_spec s = file_spec(1);
+    size_t n;
+    uint8_t *rec = enc(&s, &n);
+    for (int i = 0; i < N; i++) {
+        char p[32];
+        int pl = snprintf(p, sizeof p, "/page-%d.html", (i * 7919) % N);
+        ASSERT_EQ(sf_writer_put_path(w, p, (size_t)pl, rec, n), SF_OK);
+        cost += sf_store_cost((size_t)pl, n);
+    }
+    free(rec);
+    sf_meta m = sample_meta();
+    if (sf_writer_commit(w, &m, err, sizeof err) != SF_OK)
+        t__fail(__FILE__, __LINE__, "commit: %s", err);
+    free(body);
+
+    MDB_env *env;
+    MDB_stat st;
+    ASSERT_EQ(mdb_env_create(&env), 0);
+    ASSERT_EQ(mdb_env_open(env, path, MDB_RDONLY | MDB_NOSUBDIR | MDB_NOLOCK, 0), 0);
+    ASSERT_EQ(mdb_env_stat(env, &st), 0);
+    mdb_env_close(env);
+    ASSERT_EQ((size_t)st.ms_psize, sf_store_page_size());
+    struct stat fs;
+    ASSERT_EQ(stat(path, &fs), 0);
+    uint64_t own = 16 * (uint64_t)st.ms_psize; /* meta, roots and branch pages */
+    if ((uint64_t)fs.st_size > cost + own)
+        t__fail(__FILE__, __LINE__, "the pack is %lld bytes, its costs %llu + %llu",
+                (long long)fs.st_size, (unsigned long long)cost, (unsigned long long)own);
+    /* and not wildly above it either: the cost is a bound, not a guess */
+    ASSERT((uint64_t)fs.st_size * 3 > cost);
+}
+
 /* A batch commit that fails (the file size limit, as a full disk would)
  * fails that put with the system's cause, and every call after it, the
  * seal too; nothing is left behind. */
@@ -562,7 +622,7 @@ TEST(pack_writer_failed_batch)
         return;
     }
     lim = old;
-    lim.rlim_cur = (rlim_t)100 << 20; /* the first commit (64 MiB) fits, the second does not */
+    lim.rlim_cur = (rlim_t)100 << 20; /* the first commits (32 MiB each) fit, a later one not */
     void (*was)(int) = signal(SIGXFSZ, SIG_IGN);
     ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &lim), 0);
     uint8_t k[SF_KEY_LEN];
@@ -575,7 +635,7 @@ TEST(pack_writer_failed_batch)
     ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &old), 0);
     signal(SIGXFSZ, was);
     ASSERT_EQ(rc, SF_EIO);
-    ASSERT(i > 64 && i <= 130); /* at the second commit */
+    ASSERT(i > 64 && i <= 130); /* at the commit past 100 MiB */
     ASSERT(sf_writer_cause(w) != NULL);
     ASSERT_EQ(sf_writer_put_path(w, "/a", 2, "x", 1), SF_EIO); /* and after it */
     sf_meta m = sample_meta();

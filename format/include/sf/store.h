@@ -357,18 +357,28 @@ void sf_keep_attributes(const char *tmp, const char *final_path);
  * a directory: some FUSE and network ones) counts as done. */
 int sf_sync_dir_of(const char *path);
 
+/* The page size LMDB gives a pack built on this machine: the system's,
+ * at most 32 KiB. */
+size_t sf_store_page_size(void);
+
+/* The most bytes of the pack one put of a kl-byte key and a vl-byte value
+ * can take, laid out as LMDB lays it (overflow pages for a large value,
+ * and leaf pages counted half full): the sum over every put is the
+ * capacity to give sf_writer_open. */
+uint64_t sf_store_cost(size_t kl, uint64_t vl);
+
 /* Starts a pack that will appear at final_path only when committed. Builds
  * into sf_tmp_name(final_path) in the same directory.
- * @param[in] capacity  an upper bound of the bytes that will be stored
- *                      (bodies plus records); the map is sized from it.
+ * @param[in] capacity  the sum of sf_store_cost over every put (bodies,
+ *                      records and specials); the map is sized from it.
  * @return 0, SF_EIO, SF_ELMDB or SF_ENOMEM (with a sentence in err). */
 int sf_writer_open(const char *final_path, uint64_t capacity, sf_writer **out, char *err,
                    size_t errlen);
 
 /* Stores a body under its key. Storing the same key twice is not an error
  * (content addressing: the first copy is kept). Keys put in ascending order
- * are appended (pages fill up). Every 64 MiB put, a put also commits the
- * transaction (without a sync) and begins the next: its error may then be
+ * are appended (pages fill up). Every 32 MiB of LMDB pages put, a put also
+ * commits the transaction (without a sync) and begins the next: its error may then be
  * that commit's, with sf_writer_cause saying why, and every later call
  * fails the same way.
  * @return 0, SF_EIO (the system: disk, limit, permission), SF_EFULL,
