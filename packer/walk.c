@@ -30,6 +30,7 @@ typedef struct walk {
     /* Files over PK_FILE_MAX: all are counted before the walk fails, so that
      * one run names the problem whole (the first few by name). */
     uint64_t oversize;
+    uint64_t linked; /* entries walked whose real location is elsewhere */
     char oversize_names[OVERSIZE_NAMES][PATH_MAX];
     long long oversize_first;
 } walk;
@@ -334,6 +335,14 @@ static int walk_entry(walk *w, const char *dir, const char *dirkey, const char *
                  "%s: reached through a symbolic link, this is %s, which is excluded by the "
                  "rules and never packed; exclude %s too, or change the rule",
                  src, realkey, key);
+        return -1;
+    }
+    if (strcmp(realkey, key) != 0 && ++w->linked > PK_WALK_MAX_LINKED) {
+        snprintf(w->err, w->errlen,
+                 "%s: more than %u paths are reached through symbolic links (do links to "
+                 "directories lead to each other? each such link multiplies the paths below "
+                 "it); exclude some with rules \"exclude\" globs",
+                 src, PK_WALK_MAX_LINKED);
         return -1;
     }
     if (S_ISDIR(st.st_mode)) {

@@ -13,7 +13,8 @@
  *   lives: a hidden path (a segment starting with '.', except a top-level
  *   .well-known) or a path the excludes match; below a linked directory each
  *   entry is also checked against the excludes at its real key. Exclude such
- *   a link with a rules "exclude" glob to pack anyway.
+ *   a link with a rules "exclude" glob to pack anyway. More than
+ *   PK_WALK_MAX_LINKED paths reached through links are an error too.
  * - Special files (FIFO, socket, device) are errors, unless excluded.
  * - Excludes come first: a file, special file or link whose key matches an
  *   exclude glob, and a directory (or link to one) every path under which an
@@ -36,6 +37,13 @@
 /* Directory depth limit: deeper trees are almost certainly a loop or a
  * mistake, and each level holds an open directory handle. */
 #define PK_WALK_MAX_DEPTH 64
+
+/* Paths reached through symbolic links (a path whose real location is
+ * elsewhere): links to directories that link to each other multiply the
+ * paths (two links per level, twenty levels: a million copies), and the
+ * depth limit alone would let such a walk run for hours. Far above what a
+ * site's aliases ("latest" -> "v5") need. */
+#define PK_WALK_MAX_LINKED (1u << 17)
 
 /* Largest file packed: a file is held whole in memory while it is read,
  * compressed (the encoders take one contiguous buffer) and written, twice

@@ -155,6 +155,30 @@ TEST(walk_broken_symlink_and_loop_refused)
     walk_fails("directory loop");
 }
 
+/* Links to directories that link to each other multiply the paths: the
+ * walk stops once PK_WALK_MAX_LINKED are reached through links, instead of
+ * running until the depth limit (hours, and all the memory). Here 9 links
+ * to a directory of 16 links to one of 1,024 files: 147,609 such paths. */
+TEST(walk_linked_paths_bounded)
+{
+    fresh_root("dag");
+    char p[4096];
+    for (int i = 0; i < 1024; i++) {
+        snprintf(p, sizeof p, "leaf/f%d", i);
+        mk(p, "");
+    }
+    mk("mid", NULL);
+    for (int i = 0; i < 16; i++) {
+        snprintf(p, sizeof p, "%s/mid/l%d", root, i);
+        ASSERT_EQ(symlink("../leaf", p), 0);
+    }
+    for (int i = 0; i < 9; i++) {
+        snprintf(p, sizeof p, "%s/m%d", root, i);
+        ASSERT_EQ(symlink("mid", p), 0);
+    }
+    walk_fails("paths are reached through symbolic links");
+}
+
 TEST(walk_special_files_refused)
 {
     fresh_root("fifo");
