@@ -601,15 +601,19 @@ static int preconditions(ctx *c, const sf_variant *v, int vary)
     return 0;
 }
 
-/* The date an If-Range may name for v (RFC 9110 §13.1.5, §8.8.2.2). Only the
- * identity representation's: it is the file, whose Last-Modified moves when
- * its bytes do. A compressed one can change under the same Last-Modified
- * (another encoder or level at the next pack, with --base keeping the date
- * of unchanged sources), so a date is no strong validator for it and a
- * resumed download could splice two encodings; its ETag is one. */
+/* The date an If-Range may name for v (RFC 9110 §13.1.5, §8.8.2.2), when
+ * it is a strong validator. Only the identity representation's: it is the
+ * file, whose Last-Modified moves when its bytes do. A compressed one can
+ * change under the same Last-Modified (another encoder or level at the
+ * next pack, with --base keeping the date of unchanged sources), so a date
+ * is no strong validator for it and a resumed download could splice two
+ * encodings; its ETag is one. And only a Last-Modified at least a second
+ * before the Date: the file may change again within its second (two packs
+ * built in it), and a stored date ahead of the clock is sent as the Date
+ * itself (c->lm). */
 static int64_t if_range_date(const ctx *c, const sf_variant *v)
 {
-    return v->encoding == SF_ENC_IDENTITY ? c->lm : SV_NO_DATE;
+    return v->encoding == SF_ENC_IDENTITY && c->lm < c->now ? c->lm : SV_NO_DATE;
 }
 
 /* Serves a file entry: status 200, or 404 for the site's 404 page.

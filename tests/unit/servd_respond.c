@@ -900,6 +900,27 @@ TEST(respond_range_merged_and_limited)
     ASSERT_EQ(plan.iovcnt, 3 + 2 * SV_MAX_RANGES + 1);
 }
 
+/* A date in If-Range is a strong validator only when Last-Modified is at
+ * least a second before the Date (RFC 9110 §13.1.5, §8.8.2.2): within its
+ * own second the file may have changed twice, and a resumed download
+ * would splice two files. */
+TEST(respond_if_range_date_of_this_second_is_weak)
+{
+    open_pack(1);
+    static const char ir[] = "Range: bytes=0-1\r\nIf-Range: " LM_DATE "\r\n";
+    sv_date_update(&date, LM); /* Date == Last-Modified */
+    ASSERT_EQ(get("/img.png", ir), 200);
+    ASSERT_EQ(has_header("Date: " LM_DATE "\r\n"), 1);
+    sv_date_update(&date, LM + 1);
+    ASSERT_EQ(get("/img.png", ir), 206);
+    /* a strong ETag needs no such delay */
+    sv_date_update(&date, LM);
+    char f[1024];
+    snprintf(f, sizeof f, "Range: bytes=0-1\r\nIf-Range: %s\r\n", etag_of("/img.png", 0));
+    ASSERT_EQ(get("/img.png", f), 206);
+    sv_date_update(&date, NOW);
+}
+
 /* A Last-Modified later than the clock (a pack built where the clock runs
  * ahead) goes out as the Date in every block that carries it (RFC 9110
  * §8.8.2.1), and the largest plan still fits: 16 parts of a multipart 206
@@ -924,6 +945,9 @@ TEST(respond_last_modified_ahead_of_the_clock)
     ASSERT_EQ(get("/app.js", "If-Modified-Since: " LM_DATE "\r\n"), 304);
     ASSERT_EQ(get("/app.js", "If-Modified-Since: Tue, 14 Nov 2023 21:13:19 GMT\r\n"), 200);
     ASSERT_EQ(get("/app.js", "Range: bytes=0-1\r\nIf-Range: " LM_DATE "\r\n"), 200);
+    /* nor the date sent: it is the Date's own second (RFC 9110 §8.8.2.2) */
+    ASSERT_EQ(get("/img.png", "Range: bytes=0-1\r\nIf-Range: Tue, 14 Nov 2023 21:13:20 GMT\r\n"),
+              200);
     size_t n = (size_t)snprintf(f, sizeof f, "Range: bytes=0-0");
     for (int i = 1; i < SV_MAX_RANGES; i++)
         n += (size_t)snprintf(f + n, sizeof f - n, ",%d-%d", 2 * i, 2 * i);
