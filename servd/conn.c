@@ -242,10 +242,9 @@ static void start_shutdown(sv_conn *c)
     c->shut = 1;
 }
 
-/* Closes now, or after its queued responses when it has any. */
 void sv__conn_close_when_written(sv_conn *c)
 {
-    if (sv__conn_queued(c)) {
+    if (sv__conn_queued(c) || sv__conn_kernel_unacked(c)) {
         close_after_write(c);
         start_shutdown(c);
     } else {

@@ -71,8 +71,14 @@ size_t sv__conn_queued(sv_conn *c);
 /* Closes c now: queued writes are cancelled. Safe on a closed connection. */
 void sv__conn_close(sv_conn *c);
 
-/* Closes c now, or after its queued responses when it has any. */
+/* Closes c now when the client has everything; else after its queued
+ * responses, with a lingering close (write side shut, input read until the
+ * client's FIN): also when only the kernel still holds response bytes, which
+ * a RST from a close with unread input would destroy. */
 void sv__conn_close_when_written(sv_conn *c);
+
+/* sweep.c: response bytes the kernel holds for c, not yet acknowledged. */
+size_t sv__conn_kernel_unacked(sv_conn *c);
 
 /* sweep.c: whether a request is on its way on c although nothing is queued
  * (see there); a graceful stop answers it before closing. */

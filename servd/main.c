@@ -56,7 +56,7 @@ static const char usage_text[] =
     "      --access-log FILE     append a line per response (combined format plus\n"
     "                            content coding and microseconds); reopened on SIGUSR1\n"
     "      --spa                 answer missing extension-less paths with /index.html\n"
-    "      --idle-timeout S      close keep-alive connections idle this long (60)\n"
+    "      --idle-timeout S      close keep-alive connections idle this long (75)\n"
     "      --header-timeout S    a request head must arrive whole within this (10)\n"
     "      --send-timeout S      close when a client reads nothing for this long (60)\n"
     "      --shutdown-timeout S  on SIGTERM, wait at most this for responses in\n"
@@ -68,7 +68,7 @@ static const char usage_text[] =
     "  -V, --version             show the version and exit\n"
     "\n"
     "Signals: SIGHUP reloads the pack (a bad pack is refused, the old one keeps\n"
-    "serving), SIGUSR1 reopens the access log, SIGTERM/SIGINT stop gracefully.\n"
+    "serving), SIGUSR1 reopens the access log, SIGTERM/SIGINT/SIGQUIT stop gracefully.\n"
     "Sockets passed by systemd (LISTEN_FDS) are served instead of binding.\n"
     "Exit status: 0 after a stop, 1 if the pack or the server setup fails, 2 for\n"
     "a usage error. See servd(1).\n";
@@ -371,7 +371,7 @@ int main(int argc, char **argv)
      * other); every thread servd starts inherits this mask. */
     sigset_t used;
     sigemptyset(&used);
-    static const int used_signals[] = {SIGHUP, SIGUSR1, SIGTERM, SIGINT, SIGBUS};
+    static const int used_signals[] = {SIGHUP, SIGUSR1, SIGTERM, SIGINT, SIGQUIT, SIGBUS};
     for (size_t i = 0; i < sizeof used_signals / sizeof used_signals[0]; i++)
         sigaddset(&used, used_signals[i]);
     pthread_sigmask(SIG_UNBLOCK, &used, NULL);

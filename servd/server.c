@@ -34,6 +34,9 @@
 #include "privdrop.h"
 #include "watch.h"
 
+/* The signals the main loop handles: SIGHUP, SIGUSR1, SIGTERM, SIGINT, SIGQUIT. */
+#define SV_NSIGNALS 5
+
 struct sv_server {
     const sv_config *cfg;
     sv_metrics metrics;
@@ -47,7 +50,7 @@ struct sv_server {
     int nstarted;
 
     uv_loop_t loop; /* the main thread's: signals and the stop timer */
-    uv_signal_t sig[4];
+    uv_signal_t sig[SV_NSIGNALS];
     uv_timer_t stop_timer;
     uv_timer_t retry_timer; /* a reload again after a refusal that was no verdict */
     uint64_t retry_ms;      /* its last wait: 0, or doubling up to SV_RETRY_MAX_MS */
@@ -274,6 +277,9 @@ static void on_signal(uv_signal_t *h, int signum)
     case SIGINT:
         begin_stop(srv, "SIGINT");
         break;
+    case SIGQUIT: /* nginx's graceful stop, and the STOPSIGNAL of images built for it */
+        begin_stop(srv, "SIGQUIT");
+        break;
     }
 }
 
@@ -284,7 +290,7 @@ static void on_worker_done(uv_async_t *a)
     /* unreferenced below: the last worker's own send came after the count */
     if (!uv_has_ref((uv_handle_t *)a) || atomic_load(&srv->nfinished) < srv->nstarted)
         return;
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < SV_NSIGNALS; i++)
         uv_close((uv_handle_t *)&srv->sig[i], NULL);
     uv_close((uv_handle_t *)&srv->stop_timer, NULL);
     uv_close((uv_handle_t *)&srv->retry_timer, NULL);
@@ -302,7 +308,7 @@ static void on_worker_done(uv_async_t *a)
  * signal pipe and eventfd), with nothing left open. */
 static int main_loop_init(sv_server *srv)
 {
-    static const int signums[4] = {SIGHUP, SIGUSR1, SIGTERM, SIGINT};
+    static const int signums[SV_NSIGNALS] = {SIGHUP, SIGUSR1, SIGTERM, SIGINT, SIGQUIT};
     /* The first loop of a process makes libuv's process-wide signal pipe
      * after the loop's epoll descriptor, and libuv aborts when it cannot:
      * three descriptors must be free. */
@@ -318,7 +324,7 @@ static int main_loop_init(sv_server *srv)
     int rc = uv_loop_init(&srv->loop);
     if (rc != 0)
         return rc;
-    for (int i = 0; i < 4 && rc == 0; i++) {
+    for (int i = 0; i < SV_NSIGNALS && rc == 0; i++) {
         if ((rc = uv_signal_init(&srv->loop, &srv->sig[i])) == 0) {
             srv->sig[i].data = srv;
             rc = uv_signal_start(&srv->sig[i], on_signal, signums[i]);

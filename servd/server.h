@@ -37,9 +37,12 @@
 /* Most worker threads: one per core, and 256 cores is beyond any machine we
  * target; it also bounds the per-snapshot reader array. */
 #define SV_MAX_WORKERS 256
-/* Default keep-alive idle timeout: what nginx uses (keepalive_timeout 75s)
- * rounded down; long enough for a CDN to reuse origin connections. */
-#define SV_DEFAULT_IDLE_MS 60000
+/* Default keep-alive idle timeout: what nginx uses (keepalive_timeout 75s).
+ * Longer than the idle timeout of the CDNs' connection pools to their
+ * origins (CloudFront's keep-alive at most 60 s, Varnish's
+ * backend_idle_timeout 60 s): the pool, not the origin, should end an idle
+ * connection, or a request sent on it as it closes fails. */
+#define SV_DEFAULT_IDLE_MS 75000
 /* Default time allowed for a whole request head (slowloris): generous for
  * any real client, short enough that a trickling attacker holds a slot for
  * little time. nginx's client_header_timeout is 60 s; we are stricter. */

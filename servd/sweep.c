@@ -15,7 +15,7 @@
  * one). The send buffer grows to net.ipv4.tcp_wmem's maximum (4 MiB by
  * default), so for a slow reader this is seconds or minutes of its reading
  * while servd's own write queue stands still or is empty. */
-static size_t kernel_unacked(sv_conn *c)
+size_t sv__conn_kernel_unacked(sv_conn *c)
 {
     uv_os_fd_t fd;
     int n = 0;
@@ -46,7 +46,7 @@ void sv__conn_sweep(sv_worker *w)
             continue;
         size_t flight = sv__conn_queued(c);
         if (flight || c->in_kernel) {
-            size_t k = kernel_unacked(c);
+            size_t k = sv__conn_kernel_unacked(c);
             c->in_kernel = k > 0;
             flight += k;
         }
@@ -73,7 +73,9 @@ void sv__conn_sweep(sv_worker *w)
                     sv__count(&w->ctr->timeouts[SV_TO_HEADER], 1);
                     sv__conn_close(c);
                 }
-            } else if (now - c->t_active >= cfg->idle_ms) {
+            } else if (now - c->t_active >= cfg->idle_ms && !sv__conn_request_coming(c)) {
+                /* A request that came since the loop last read (timers
+                 * run before the poll) is served, not met with a RST. */
                 sv__count(&w->ctr->timeouts[SV_TO_IDLE], 1);
                 sv__conn_close(c);
             }
@@ -104,7 +106,8 @@ void sv__conn_stop_all(sv_worker *w, int force)
     if (force && w->nconns) {
         /* Say what the graceful stop was still waiting for: the forced
          * close is the exception, and the reason is gone once it is done. */
-        unsigned queued_n = 0, unacked = 0, head = 0, held = 0, paused = 0, body = 0, open = 0;
+        unsigned queued_n = 0, unacked = 0, head = 0, held = 0, paused = 0, body = 0, open = 0,
+                 linger = 0;
         for (sv_link *l = w->conns.next; l != &w->conns; l = l->next) {
             sv_conn *c = SV__CONTAINER(l, sv_conn, link);
             if (c->state == SV_CS_CLOSED)
@@ -112,17 +115,20 @@ void sv__conn_stop_all(sv_worker *w, int force)
             open++;
             queued_n += sv__conn_queued(c) != 0;
             /* all handed to the kernel, not all acknowledged (a slow reader) */
-            unacked += sv__conn_queued(c) == 0 && kernel_unacked(c) > 0;
+            unacked += sv__conn_queued(c) == 0 && sv__conn_kernel_unacked(c) > 0;
             head += c->t_head != 0;
             held += c->inlen != 0;
             paused += c->paused != 0;
             body += c->drain != 0;
+            linger += c->state == SV_CS_LINGER && sv__conn_kernel_unacked(c) == 0;
         }
         fprintf(stderr,
                 "servd: worker %d: closing %u connection%s (%u with responses queued, %u with "
                 "responses sent but not yet acknowledged, %u with a head pending, %u with input "
-                "held, %u paused, %u with a body to drain)\n",
-                w->id, open, open == 1 ? "" : "s", queued_n, unacked, head, held, paused, body);
+                "held, %u paused, %u with a body to drain, %u with all sent, waiting for the "
+                "client to close)\n",
+                w->id, open, open == 1 ? "" : "s", queued_n, unacked, head, held, paused, body,
+                linger);
     }
     for (sv_link *l = w->conns.next; l != &w->conns; l = l->next) {
         sv_conn *c = SV__CONTAINER(l, sv_conn, link);

@@ -7,6 +7,7 @@ and the three timeouts: header (slowloris), keep-alive idle and send (a client t
 stops reading)."""
 import os
 import random
+import signal
 import socket
 import sys
 import threading
@@ -282,6 +283,30 @@ def t_idle_timeout():
                 time.sleep(0.4)
         m = st.metrics(adm)
         ok(m['servd_timeouts_total{kind="idle"}'] >= 1, "idle timeouts counted")
+
+
+def t_idle_timeout_serves_a_request_that_just_arrived():
+    """A request that arrives as the idle timeout passes, before servd's loop has read
+    it, is answered: the sweep (a timer, run before the loop polls) looks for input
+    first. Closed with that request unread, the client got a RST (7 in 1,000 such
+    races). Here servd is stopped while the request arrives, so that its loop wakes
+    with the timeout passed and the request unread."""
+    with st.Servd(pack(), extra=["--idle-timeout", "1"]) as s:
+        with st.Conn(s.port) as c:
+            c.send(st.req("GET", "/small.txt"))
+            eq(c.read_response().status, 200, "first request")
+            s.proc.send_signal(signal.SIGSTOP)
+            try:
+                time.sleep(1.5)
+                c.send(st.req("GET", "/small.txt"))
+                time.sleep(0.1)
+            finally:
+                s.proc.send_signal(signal.SIGCONT)
+            try:
+                r = c.read_response()
+            except (st.Closed, ConnectionResetError) as e:
+                ok(False, "the request that came at the idle timeout was not answered: %r" % e)
+            eq(r.status, 200, "the request that came at the idle timeout")
 
 
 def t_send_timeout_client_stops_reading():

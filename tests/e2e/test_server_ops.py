@@ -21,6 +21,7 @@ FILES = {
     "/index.html": b"<html><body><h1>It works!!</h1></body></html>\n",
     "/app.js": b"".join(b"function f%d(a){return a+%d}\n" % (i, i) for i in range(4000)),
     "/big.bin": random.Random(5).randbytes(12 * 1024 * 1024),
+    "/mid.bin": random.Random(6).randbytes(3 * 1000 * 1000),
 }
 
 
@@ -390,6 +391,41 @@ def t_sigterm_graceful():
            "(%d of %d bytes)" % (len(body), len(FILES["/big.bin"])))
         eq(s.proc.wait(timeout=st.STOP_TIMEOUT), 0, "exit status after SIGTERM")
         ok("stopped" in s.read_log(), "log: %r" % s.read_log()[-300:])
+    finally:
+        s.stop(check=False)
+
+
+def t_sigquit_stop_lingers_while_the_kernel_holds_the_response():
+    """A response servd has handed whole to the kernel is still in flight: at a stop
+    (SIGQUIT, nginx's graceful stop, here) servd shuts its write side and reads until
+    the client closes, instead of closing at once. Closed, a request the client sends
+    meanwhile met a RST, which cut the response short (0.6 of 3 MB arrived)."""
+    s = st.Servd(pack(), extra=["--shutdown-timeout", "10"]).start()
+    try:
+        c = socket.create_connection(("127.0.0.1", s.port), timeout=st.IO_TIMEOUT)
+        c.sendall(st.req("GET", "/mid.bin"))
+        data = c.recv(1000)
+        time.sleep(0.3)  # servd writes the rest into the socket buffers
+        s.proc.send_signal(signal.SIGQUIT)
+        sent = False
+        try:
+            while True:
+                chunk = c.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+                time.sleep(0.02)
+                if len(data) > 500000 and not sent:
+                    c.sendall(st.req("GET", "/index.html"))
+                    sent = True
+        except ConnectionResetError:
+            ok(False, "reset after %d bytes" % len(data))
+        c.close()
+        head, _, body = data.partition(b"\r\n\r\n")
+        ok(body == FILES["/mid.bin"], "the response handed to the kernel arrived whole "
+           "(%d of %d bytes)" % (len(body), len(FILES["/mid.bin"])))
+        eq(s.proc.wait(timeout=st.STOP_TIMEOUT), 0, "exit status after SIGQUIT")
+        ok("SIGQUIT" in s.read_log(), "log: %r" % s.read_log()[-300:])
     finally:
         s.stop(check=False)
 
