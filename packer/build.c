@@ -200,8 +200,8 @@ static int file_unchanged(const pk_file *f, char *err, size_t errlen)
 }
 
 /* Reads and hashes a file the walk found, and decides its type (with the
- * thread's libmagic handle, *magic). A file nothing will compress, and
- * whose bytes no sidecar check needs, keeps only its digest: the write
+ * thread's libmagic handle, *magic). A file nothing will compress keeps
+ * only its digest: the write
  * reads it again (pk__reread), so a site of images or video is never held
  * in memory whole. */
 static int read_file(build *b, pk_file *f, pk_magic **magic, char *err, size_t errlen)
@@ -256,8 +256,7 @@ static int read_file(build *b, pk_file *f, pk_magic **magic, char *err, size_t e
         return -1;
     }
     f->cls = pk_mime_class(f->mime);
-    /* nothing will compress it, and no sidecar check needs its bytes */
-    if (f->cls == PK_CLASS_NONE && !f->keep_bytes)
+    if (f->cls == PK_CLASS_NONE) /* nothing will compress it */
         drop_identity(f);
     return 0;
 }
@@ -698,14 +697,12 @@ int pk_build(const pk_build_opts *o)
     if (b.site.n == 0) {
         /* say where the files went, when the walk saw some */
         const pk_site *ws = &b.site;
-        if (ws->skipped_dot + ws->skipped_excluded + ws->skipped_sidecar == 0)
+        if (ws->skipped_dot + ws->skipped_excluded == 0)
             snprintf(b.err, sizeof b.err, "%s: no files to pack", o->root);
         else
             snprintf(b.err, sizeof b.err,
-                     "%s: no files to pack (skipped: %llu dotfiles, %llu sidecars, %llu excluded "
-                     "by rules)",
+                     "%s: no files to pack (skipped: %llu dotfiles, %llu excluded by rules)",
                      o->root, (unsigned long long)ws->skipped_dot,
-                     (unsigned long long)ws->skipped_sidecar,
                      (unsigned long long)ws->skipped_excluded);
         goto out_free;
     }
@@ -737,7 +734,6 @@ int pk_build(const pk_build_opts *o)
     }
 
     /* Read and hash every file, and decide its type. */
-    pk_sidecars_mark(&b.site);
     b.jobs = malloc(b.site.n * sizeof *b.jobs);
     b.magic = calloc(b.nthreads, sizeof *b.magic);
     if (!b.jobs || !b.magic) {
@@ -747,8 +743,9 @@ int pk_build(const pk_build_opts *o)
     for (size_t i = 0; i < b.site.n; i++)
         b.jobs[i] = (job){i, SF_ENC_IDENTITY};
     b.njobs = b.site.n;
-    if (run_jobs(&b, "reading") != 0 || pk_sidecars_drop(&b.site, b.err, sizeof b.err) != 0)
+    if (run_jobs(&b, "reading") != 0)
         goto out_free;
+    pk_sidecars_note(&b.site);
     close_magic(&b);
     /* The time of packing is taken after the reads: a file written during
      * a long read phase is not "in the future" (nor clamped). */
@@ -764,7 +761,7 @@ int pk_build(const pk_build_opts *o)
         goto out_free;
     ok = 1;
     st.skipped_dot = b.site.skipped_dot;
-    st.skipped_sidecar = b.site.skipped_sidecar;
+    st.sidecars = b.site.sidecars;
     st.sidecar_names = (const char *const *)b.site.sidecar_names;
     st.nsidecar_names = b.site.nsidecar_names;
     st.skipped_excluded = b.site.skipped_excluded;

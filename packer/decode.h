@@ -3,7 +3,7 @@
  * output size.
  *
  * Used where servd-pack must know what compressed bytes stand for: a
- * sidecar X.gz is skipped only when it is exactly X compressed (walk.h), an
+ * variant reused from --base must be exactly the file compressed, an
  * .svgz is stored as the SVG it contains (mime.h), and verify checks that
  * every compressed variant decodes to its identity body. The bound keeps a
  * decompression bomb from taking more memory than the answer needs.

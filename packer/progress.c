@@ -145,20 +145,20 @@ void pk_summary_print(FILE *out, const pk_stats *s, const char *output)
     fprintf(out, "  stored (distinct bodies): %llu bytes (%s)\n",
             (unsigned long long)s->stored_bytes, h2);
     fprintf(out,
-            "  skipped: %llu dotfiles, %llu sidecars, %llu excluded; compression reused from "
-            "--base: %llu "
+            "  skipped: %llu dotfiles, %llu excluded; compression reused from --base: %llu "
             "files\n",
-            (unsigned long long)s->skipped_dot, (unsigned long long)s->skipped_sidecar,
-            (unsigned long long)s->skipped_excluded, (unsigned long long)s->reused);
+            (unsigned long long)s->skipped_dot, (unsigned long long)s->skipped_excluded,
+            (unsigned long long)s->reused);
     if (s->nsidecar_names) {
-        fputs("  sidecars skipped (the same bytes as the file beside them): ", out);
+        fputs("  precompressed copies packed at their own URLs (servd-pack makes the variants "
+              "itself; exclude the copies with a rule if nothing links to them): ",
+              out);
         for (size_t i = 0; i < s->nsidecar_names; i++) {
             fputs(i ? ", " : "", out);
             pk_esc_fputs(s->sidecar_names[i], out);
         }
-        if (s->skipped_sidecar > s->nsidecar_names)
-            fprintf(out, " and %llu more",
-                    (unsigned long long)(s->skipped_sidecar - s->nsidecar_names));
+        if (s->sidecars > s->nsidecar_names)
+            fprintf(out, " and %llu more", (unsigned long long)(s->sidecars - s->nsidecar_names));
         fputc('\n', out);
     }
 }

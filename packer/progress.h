@@ -42,8 +42,9 @@ typedef struct pk_stats {
     uint64_t enc_files[SF_ENC_COUNT];    /* paths that have the encoding */
     uint64_t enc_bytes[SF_ENC_COUNT];    /* bytes of those variants */
     uint64_t enc_identity[SF_ENC_COUNT]; /* identity bytes of those paths */
-    uint64_t skipped_dot, skipped_sidecar, skipped_excluded;
-    const char *const *sidecar_names; /* the first skipped sidecars (not owned) */
+    uint64_t skipped_dot, skipped_excluded;
+    uint64_t sidecars;                /* X.gz beside an X compressed: packed (sidecar.h) */
+    const char *const *sidecar_names; /* the first of them (not owned) */
     size_t nsidecar_names;
     uint64_t reused; /* paths whose variants came from --base */
     double seconds;

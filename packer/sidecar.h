@@ -1,29 +1,25 @@
 /*
- * sidecar.h - dropping precompressed sidecars (X.gz, X.br, X.zst beside X).
+ * sidecar.h - precompressed copies (X.gz, X.br, X.zst beside X).
  *
- * A root prepared for nginx's gzip_static has X.gz next to X: servd-pack
- * makes its own, usually smaller, variants of X and keeps them consistent
- * with it, so such a sidecar is skipped and counted. Only a true sidecar is:
- * X.gz is skipped when X is of a type servd-pack compresses and X.gz
- * decompresses to exactly X's bytes (decompression bounded by X's size);
- * any other X.gz (an archive of an older X, unrelated data, a corrupt file,
- * a download beside an image or a disk image that no variant replaces, a
- * sidecar of a skipped sidecar) is an ordinary file, served as it is.
+ * A root prepared for nginx's gzip_static has X.gz next to X. servd-pack
+ * makes its own variants of X and keeps them consistent with it, so X.gz is
+ * never sent as X's gzip. But X.gz is a file of the site, and a URL that
+ * names it (a download link, a sitemap.xml.gz named in robots.txt) keeps
+ * working, as it does with nginx, Caddy and h2o: it is packed as any other
+ * file, by its own type (application/gzip), stored as it is. Skipping it
+ * broke such links silently. Copies beside a file servd-pack compresses are
+ * counted, and the first few named in the summary, so that a user who
+ * ships them only for gzip_static can exclude them with a rule.
  */
 #ifndef PK_SIDECAR_H
 #define PK_SIDECAR_H
 
 #include "site.h"
 
-/* Marks keep_bytes on every file that could be a sidecar (X.gz, X.br or X.zst
- * of a file X of s) and on each such X: pk_sidecars_drop compares their bytes
- * after all the reads. s is sorted by key. */
-void pk_sidecars_mark(pk_site *s);
-
-/* Removes the true sidecars from s (sorted, identity bytes read), counting
- * them in s->skipped_sidecar and keeping the first PK_SIDECAR_NAMES keys in
- * s->sidecar_names for the summary. @return 0, or -1 (out of memory) with
- * err filled. */
-int pk_sidecars_drop(pk_site *s, char *err, size_t errlen);
+/* Counts in s->sidecars the files X.gz, X.br and X.zst of s beside a file X
+ * of a type servd-pack compresses (the types are decided: after the reads),
+ * keeping the first PK_SIDECAR_NAMES keys (not owned) in s->sidecar_names.
+ * s is sorted by key. */
+void pk_sidecars_note(pk_site *s);
 
 #endif

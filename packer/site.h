@@ -39,12 +39,11 @@ typedef struct pk_file {
     const char *cache_control; /* from the rules or a default: not owned */
     pk_header *extra;          /* owned array; strings live in the rules */
     size_t nextra;
-    int cls;        /* enum pk_class */
-    int reused;     /* compressed variants came from --base */
-    int keep_bytes; /* X.gz, X.br, X.zst or such an X: compared after the reads (sidecar.h) */
-    int reread;     /* identity bytes dropped once only the write needed them (after the
-                     * read, or after compression): the write reads the file again and
-                     * checks its SHA-256 (pk__reread, build_int.h) */
+    int cls;    /* enum pk_class */
+    int reused; /* compressed variants came from --base */
+    int reread; /* identity bytes dropped once only the write needed them (after the
+                 * read, or after compression): the write reads the file again and
+                 * checks its SHA-256 (pk__reread, build_int.h) */
     pk_variant var[SF_ENC_COUNT]; /* indexed by sf_encoding; var[0] = identity */
 
     /* What the file was when it was read: it must not move until the pack
@@ -53,17 +52,17 @@ typedef struct pk_file {
     struct timespec read_mtim, read_ctim;
 } pk_file;
 
-/* Sidecar names kept for the summary: a few show what was skipped, the
- * rest are counted ("and N more"). */
+/* Names of precompressed copies kept for the summary: a few show what they
+ * are, the rest are counted ("and N more"). */
 #define PK_SIDECAR_NAMES 3
 
 typedef struct pk_site {
     char *root; /* realpath of the web root */
     pk_file *files;
     size_t n, cap;
-    uint64_t skipped_dot;                  /* dotfiles and dot-directories (one each) */
-    uint64_t skipped_sidecar;              /* X.gz / X.br / X.zst beside X, the same bytes */
-    char *sidecar_names[PK_SIDECAR_NAMES]; /* the first skipped sidecars' keys */
+    uint64_t skipped_dot; /* dotfiles and dot-directories (one each) */
+    uint64_t sidecars;    /* X.gz / X.br / X.zst beside an X compressed (sidecar.h) */
+    const char *sidecar_names[PK_SIDECAR_NAMES]; /* the first of them: keys, not owned */
     size_t nsidecar_names;
     uint64_t skipped_excluded; /* files matched by an exclude rule */
 } pk_site;

@@ -48,8 +48,6 @@ void pk_site_free(pk_site *s)
                 free((void *)f->var[e].bytes);
     }
     free(s->files);
-    for (size_t i = 0; i < s->nsidecar_names; i++)
-        free(s->sidecar_names[i]);
     free(s->root);
     memset(s, 0, sizeof *s);
 }

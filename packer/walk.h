@@ -23,8 +23,7 @@
  *   a bad name, a broken link or a loop in it.
  * - A name that cannot be a key (invalid UTF-8, a control byte, a backslash)
  *   is an error naming the file.
- * - Sidecars (X.gz beside X) are kept by the walk; build drops the true
- *   ones once the bytes are read (sidecar.h).
+ * - X.gz beside X is a file like any other (sidecar.h).
  */
 #ifndef PK_WALK_H
 #define PK_WALK_H

@@ -254,7 +254,7 @@ def main():
         with open(rules, "w") as f:
             f.write('{"exclude": ["*.txt"]}')
         expect_failure(["build", empty, "-o", out, "--rules", rules], 1,
-                       ["no files to pack (skipped: 1 dotfiles, 0 sidecars, 1 excluded by rules)"],
+                       ["no files to pack (skipped: 1 dotfiles, 1 excluded by rules)"],
                        "a root whose files are all skipped", outdir, out)
         expect_failure(["build", root, "-o", out, "--jobs", "0"], 2, ["--jobs"], "--jobs 0", outdir, out)
         expect_failure(["build", root, "-o", out, "--jobs", "x"], 2, ["--jobs"], "--jobs x", outdir, out)
@@ -515,13 +515,14 @@ def main():
         p = T.run(["build", root, "-o", out])
         T.eq(p.returncode, 0, "build: " + p.stderr.decode())
         summary = p.stderr.decode()
-        for word in ("identity", "gzip", "br", "zstd", "3 dotfiles", "1 sidecars", "paths"):
+        for word in ("identity", "gzip", "br", "zstd", "3 dotfiles", "paths"):
             T.check(word in summary, "summary mentions %r: %s" % (word, summary))
-        T.check("sidecars skipped (the same bytes as the file beside them): /js/app.js.gz\n" in summary,
-                "summary names the skipped sidecar: " + summary)
+        T.check("precompressed copies packed at their own URLs (servd-pack makes the variants "
+                "itself; exclude the copies with a rule if nothing links to them): "
+                "/js/app.js.gz\n" in summary, "summary names the precompressed copy: " + summary)
         T.eq(T.run(["build", root, "-o", out, "-q"]).stderr, b"", "-q prints nothing")
 
-        # More sidecars than the summary names: the first three, then how many more.
+        # More copies than the summary names: the first three, then how many more.
         many = os.path.join(work, "many-sidecars")
         os.makedirs(many)
         for n in "abcde":
@@ -532,9 +533,9 @@ def main():
                 f.write(gzip.compress(body))
         p = T.run(["build", many, "-o", os.path.join(work, "many.lmdb")])
         T.eq(p.returncode, 0, "build with five sidecars: " + p.stderr.decode())
-        T.check("sidecars skipped (the same bytes as the file beside them): /a.js.gz, /b.js.gz, "
+        T.check("exclude the copies with a rule if nothing links to them): /a.js.gz, /b.js.gz, "
                 "/c.js.gz and 2 more\n" in p.stderr.decode(),
-                "summary of five sidecars: " + p.stderr.decode())
+                "summary of five copies: " + p.stderr.decode())
 
         # An .svgz is stored as the SVG it contains, with the usual variants.
         svg_root = os.path.join(work, "svgz-site")
@@ -557,7 +558,9 @@ def main():
         expect_failure(["build", svg_root, "-o", svg_out + ".2"], 1,
                        [os.path.join(svg_root, "logo.svgz"), "gzip"], "corrupt .svgz")
 
-        # Only true sidecars are skipped: X.gz that is not X compressed is a file.
+        # X.gz beside X is a file of the site like any other, whether or not it is X
+        # compressed: a link to it (a download, a sitemap.xml.gz named in robots.txt)
+        # works, as with nginx, Caddy and h2o. X's variants are servd-pack's own.
         sc_root = os.path.join(work, "sidecar-site")
         os.mkdir(sc_root)
         data = b"id,name\n" + b"".join(b"%d,item %d\n" % (i, i) for i in range(200))
@@ -571,11 +574,13 @@ def main():
         p = T.run(["build", sc_root, "-o", sc_out])
         T.eq(p.returncode, 0, "build with sidecars: " + p.stderr.decode())
         keys = [line.split("\t")[0] for line in T.ls(sc_out).splitlines()]
-        T.eq(keys, ["/data.csv", "/data.csv.gz", "/notes.txt", "/notes.txt.zst"],
-             "unrelated sidecars are packed, the true one is not")
-        T.check("1 sidecars" in p.stderr.decode() and "/data.csv.br" in p.stderr.decode(),
+        T.eq(keys, ["/data.csv", "/data.csv.br", "/data.csv.gz", "/notes.txt", "/notes.txt.zst"],
+             "every X.gz, X.br and X.zst is packed")
+        T.check("/data.csv.br, /data.csv.gz, /notes.txt.zst\n" in p.stderr.decode(),
                 "summary: " + p.stderr.decode())
-        T.eq(T.cat(sc_out, "/data.csv.gz"), older_gz, "an unrelated X.gz is stored as is")
+        T.eq(T.cat(sc_out, "/data.csv.gz"), older_gz, "X.gz is stored as it is")
+        T.eq(T.cat(sc_out, "/data.csv.br"), T.encode("br", data), "so is an exact X.br")
+        T.eq(T.decode("br", T.cat(sc_out, "/data.csv", "br")), data, "X's own br variant")
         expect_failure(["cat", out, "/nope.html"], 1, ["/nope.html", "no such path"], "cat of a missing path")
         expect_failure(["cat", out, "/img/photo.png", "--encoding", "br"], 1,
                        ["/img/photo.png", "no br variant"], "cat of a missing variant")

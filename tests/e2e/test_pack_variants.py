@@ -121,7 +121,9 @@ def main():
         T.eq(by_path["/tiny.txt"]["variants"][1:], [], "tiny file: identity only")
         T.eq(by_path["/empty.txt"]["size"], 0, "empty file")
         T.eq(by_path["/dup/one.txt"]["etag"], by_path["/dup/two.txt"]["etag"], "duplicates share ETag")
-        T.check("/js/app.js.gz" not in by_path, "sidecar js/app.js.gz skipped")
+        T.eq(by_path["/js/app.js.gz"]["mime"], "application/gzip", "js/app.js.gz packed as a file")
+        T.eq([v["encoding"] for v in by_path["/js/app.js.gz"]["variants"]], ["identity"],
+             "a precompressed copy is served as it is")
         T.check("/.well-known/security.txt" in by_path, ".well-known packed")
         T.eq(by_path["/js/app.3f9a1c2e.js"]["cache_control"], "public, max-age=31536000, immutable",
              "hashed name immutable")

@@ -1,5 +1,5 @@
-/* Sidecars and bounded decompression: X.gz / X.br / X.zst are dropped only
- * when they decompress to exactly X. */
+/* Precompressed copies (X.gz beside X: packed, and noted) and bounded
+ * decompression. */
 #include "compress.h"
 #include "decode.h"
 #include "mime.h"
@@ -41,89 +41,38 @@ static void add(pk_site *s, const char *key, const void *p, size_t n)
     f->var[SF_ENC_IDENTITY] = (pk_variant){.present = 1, .bytes = b, .owned = 1, .len = n};
 }
 
-/* Drops the sidecars of s and checks the keys left, in order. */
-static void drop_leaves(pk_site *s, const char *const *want, size_t n)
-{
-    char err[128];
-    ASSERT_EQ(pk_sidecars_drop(s, err, sizeof err), 0);
-    ASSERT_EQ(s->n, n);
-    for (size_t i = 0; i < n; i++)
-        ASSERT_STR_EQ(s->files[i].key, want[i]);
-}
-
-TEST(sidecar_only_true_copies_dropped)
+/* Precompressed copies are packed like any file (a link to X.gz keeps
+ * working) and only counted, the first three by name: X.gz, X.br, X.zst
+ * beside an X servd-pack compresses, whatever their bytes. */
+TEST(sidecar_copies_kept_and_noted)
 {
     pk_site s;
     memset(&s, 0, sizeof s);
-    size_t gn, bn, zn, on;
+    size_t gn, bn;
     uint8_t *gz = squeeze(SF_ENC_GZIP, text_a, strlen(text_a), &gn);
     uint8_t *br = squeeze(SF_ENC_BR, text_a, strlen(text_a), &bn);
-    uint8_t *zs = squeeze(SF_ENC_ZSTD, text_b, strlen(text_b), &zn);
-    uint8_t *other = squeeze(SF_ENC_GZIP, text_b, strlen(text_b), &on);
     /* Sorted by key, as the walk leaves them. */
     add(&s, "/a.js", text_a, strlen(text_a));
-    add(&s, "/a.js.br", br, bn); /* a true sidecar */
-    add(&s, "/a.js.gz", gz, gn); /* a true sidecar */
+    add(&s, "/a.js.br", br, bn); /* a copy */
+    add(&s, "/a.js.gz", gz, gn); /* a copy */
     add(&s, "/b.css", text_b, strlen(text_b));
-    add(&s, "/b.css.gz", other, on - 1); /* truncated: kept */
-    add(&s, "/b.css.zst", zs, zn);       /* a true sidecar */
+    add(&s, "/b.css.gz", "stale", 5); /* a copy by its name, whatever it holds */
     add(&s, "/c.txt", "c", 1);
-    add(&s, "/c.txt.gz", other, on); /* another file's bytes: kept */
-    add(&s, "/d.bin.gz", gz, gn);    /* no d.bin: kept */
-    add(&s, "/e.txt", text_a, strlen(text_a) - 1);
-    add(&s, "/e.txt.gz", gz, gn); /* decompresses to one byte more than e.txt */
-    const char *const want[] = {"/a.js",     "/b.css",    "/b.css.gz", "/c.txt",
-                                "/c.txt.gz", "/d.bin.gz", "/e.txt",    "/e.txt.gz"};
-    drop_leaves(&s, want, sizeof want / sizeof want[0]);
-    ASSERT_EQ(s.skipped_sidecar, 3);
+    add(&s, "/c.txt.zst", "z", 1); /* a copy: named once the first three are */
+    add(&s, "/d.bin.gz", gz, gn);  /* no d.bin */
+    add(&s, "/photo.jpg", text_b, strlen(text_b));
+    add(&s, "/photo.jpg.gz", gz, gn); /* beside an image: a download, no copy */
+    ASSERT_EQ(s.files[8].cls, PK_CLASS_NONE);
+    pk_sidecars_note(&s);
+    ASSERT_EQ(s.n, 10); /* nothing dropped */
+    ASSERT_EQ(s.sidecars, 4);
     ASSERT_EQ(s.nsidecar_names, 3);
     ASSERT_STR_EQ(s.sidecar_names[0], "/a.js.br");
     ASSERT_STR_EQ(s.sidecar_names[1], "/a.js.gz");
-    ASSERT_STR_EQ(s.sidecar_names[2], "/b.css.zst");
+    ASSERT_STR_EQ(s.sidecar_names[2], "/b.css.gz");
     pk_site_free(&s);
     free(gz);
     free(br);
-    free(zs);
-    free(other);
-}
-
-/* X.gz beside an X stored only as identity (an image, an unknown binary) is
- * no precompressed copy: servd-pack makes no gzip variant of X, so dropping
- * it would leave its bytes unserved and a link to it broken. Nor is a
- * sidecar of a dropped sidecar dropped. */
-TEST(sidecar_kept_when_nothing_replaces_it)
-{
-    pk_site s;
-    memset(&s, 0, sizeof s);
-    size_t gn, ggn, jn, tn, tgn;
-    uint8_t *gz = squeeze(SF_ENC_GZIP, text_a, strlen(text_a), &gn);
-    uint8_t *gzgz = squeeze(SF_ENC_GZIP, gz, gn, &ggn); /* a.txt.gz, gzipped */
-    uint8_t *jpg = squeeze(SF_ENC_GZIP, text_b, strlen(text_b), &jn);
-    uint8_t *tgz = squeeze(SF_ENC_GZIP, text_b, strlen(text_b), &tn);
-    uint8_t *tgzgz = squeeze(SF_ENC_GZIP, tgz, tn, &tgn);
-    add(&s, "/a.txt", text_a, strlen(text_a));
-    add(&s, "/a.txt.gz", gz, gn);       /* a true sidecar: dropped */
-    add(&s, "/a.txt.gz.gz", gzgz, ggn); /* of a.txt.gz, application/gzip: kept */
-    add(&s, "/disk.img", text_a, strlen(text_a));
-    add(&s, "/disk.img.gz", gz, gn); /* a download of an unknown binary: kept */
-    add(&s, "/n.txt", text_b, strlen(text_b));
-    add(&s, "/n.txt.gz", tgz, tn); /* dropped, though a rule made .gz text here */
-    s.files[s.n - 1].cls = PK_CLASS_TEXT;
-    add(&s, "/n.txt.gz.gz", tgzgz, tgn); /* of a dropped file: kept */
-    add(&s, "/photo.jpg", text_b, strlen(text_b));
-    add(&s, "/photo.jpg.gz", jpg, jn); /* beside an image: kept */
-    ASSERT_EQ(s.files[3].cls, PK_CLASS_NONE);
-    ASSERT_EQ(s.files[8].cls, PK_CLASS_NONE);
-    const char *const want[] = {"/a.txt", "/a.txt.gz.gz", "/disk.img",  "/disk.img.gz",
-                                "/n.txt", "/n.txt.gz.gz", "/photo.jpg", "/photo.jpg.gz"};
-    drop_leaves(&s, want, sizeof want / sizeof want[0]);
-    ASSERT_EQ(s.skipped_sidecar, 2);
-    pk_site_free(&s);
-    free(gz);
-    free(gzgz);
-    free(jpg);
-    free(tgz);
-    free(tgzgz);
 }
 
 TEST(decode_bounds_and_errors)
