@@ -8,7 +8,12 @@
  * not count (for packs not built with --base, where every mtime moved).
  *
  * Every path is printed as the URL that names it (sf_path_to_url: a space is
- * %20, '%' is %25, '?' is %3F), which is what a CDN keys its cache on.
+ * %20, '%' is %25, '?' is %3F), which is what a CDN keys its cache on. A
+ * browser writes '[', ']', '^' and '|' in a path as they are (WHATWG URL:
+ * they are not in its path percent-encode set), and a cache that keys on
+ * the request target as received (Varnish's req.url, nginx's $request_uri)
+ * holds that spelling: a URL with them is listed in both spellings, the
+ * browser's as a derived line "via" the path.
  *
  * Besides the paths of the packs, servd answers URLs derived from them, and
  * caches hold those too: "/d/" serves "/d/index.html" ("/" serves
@@ -168,6 +173,7 @@ typedef struct change {
     char *path;      /* owned: what the URL names, as a path (decoded) */
     const char *via; /* NULL, or the index path this URL is derived from */
     int status;      /* derived URLs: 200 (the index) or 301 (the redirect) */
+    int browser;     /* url is the browser's spelling of another line's URL */
 } change;
 
 typedef struct changes {
@@ -189,8 +195,36 @@ static char *url_of(const char *path, size_t len, size_t *urllen)
     return u;
 }
 
-/* Adds the URL of path[0, len); via names the index path it derives from. */
-static int push(changes *c, char sign, const char *path, size_t len, const char *via, int status)
+/* The characters a browser leaves raw in a path that sf_path_to_url
+ * escapes (WHATWG URL's path percent-encode set lacks them). */
+static const char browser_raw[] = "[]^|";
+
+static int hex_digit(char ch)
+{
+    return ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10 : -1;
+}
+
+/* Writes into u (NUL-terminated, in place) the browser's spelling of the URL
+ * u, as sf_path_to_url writes it: the escapes of browser_raw undone.
+ * @return its length. */
+static size_t browser_spelling(char *u, size_t len)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < len; i++) {
+        int h = i + 2 < len && u[i] == '%' ? hex_digit(u[i + 1]) : -1;
+        int l = h >= 0 ? hex_digit(u[i + 2]) : -1;
+        if (l >= 0 && h * 16 + l != 0 && strchr(browser_raw, h * 16 + l)) {
+            u[o++] = (char)(h * 16 + l);
+            i += 2;
+        } else {
+            u[o++] = u[i];
+        }
+    }
+    u[o] = '\0';
+    return o;
+}
+
+static int push_one(changes *c, change ch)
 {
     if (c->n == c->cap) {
         size_t cap = c->cap ? c->cap * 2 : 64;
@@ -200,14 +234,40 @@ static int push(changes *c, char sign, const char *path, size_t len, const char 
         c->v = nv;
         c->cap = cap;
     }
+    c->v[c->n++] = ch;
+    return 0;
+}
+
+/* Adds the URL of path[0, len), and its browser's spelling when that
+ * differs; via names the index path it derives from. */
+static int push(changes *c, char sign, const char *path, size_t len, const char *via, int status)
+{
     size_t ulen;
     char *u = url_of(path, len, &ulen), *p = strndup(path, len);
-    if (!u || !p) {
+    if (!u || !p || push_one(c, (change){sign, u, ulen, p, via, status, 0}) != 0) {
         free(u);
         free(p);
         return -1;
     }
-    c->v[c->n++] = (change){sign, u, ulen, p, via, status};
+    size_t blen;
+    char *b = strndup(u, ulen), *bp = strndup(path, len);
+    if (!b || !bp) {
+        free(b);
+        free(bp);
+        return -1;
+    }
+    if ((blen = browser_spelling(b, ulen)) == ulen) {
+        free(b);
+        free(bp);
+        return 0;
+    }
+    /* via: the index this derives from, or the path itself (p, owned by the
+     * line above and freed with it, after this one is printed) */
+    if (push_one(c, (change){sign, b, blen, bp, via ? via : p, status ? status : 200, 1}) != 0) {
+        free(b);
+        free(bp);
+        return -1;
+    }
     return 0;
 }
 
@@ -261,7 +321,9 @@ static int print_text(const changes *c)
             printf("%c %s\n", ch->sign, ch->url);
         else
             printf("%c %s\tvia %s%s\n", ch->sign, ch->url, ch->via,
-                   ch->status == 301 ? " (301)" : "");
+                   ch->status == 301 ? (ch->browser ? " (301, as browsers write it)" : " (301)")
+                   : ch->browser     ? " (as browsers write it)"
+                                     : "");
     }
     return 0;
 }
@@ -282,11 +344,15 @@ static int print_json(const changes *c)
             json_t *l = lists[ch->sign == '+' ? 0 : ch->sign == '~' ? 1 : 2];
             if (json_array_append_new(l, json_string_nocheck(ch->path)) != 0)
                 goto out_free_json;
-        } else if (json_array_append_new(derived,
-                                         json_pack("{s:s%, s:s, s:s, s:i}", "url", ch->url, ch->len,
-                                                   "via", ch->via, "change", change_name(ch->sign),
-                                                   "status", ch->status)) != 0) {
-            goto out_free_json;
+        } else {
+            json_t *d = json_pack("{s:s%, s:s, s:s, s:i}", "url", ch->url, ch->len, "via", ch->via,
+                                  "change", change_name(ch->sign), "status", ch->status);
+            if (d && ch->browser && json_object_set_new(d, "browser", json_true()) != 0) {
+                json_decref(d);
+                d = NULL;
+            }
+            if (json_array_append_new(derived, d) != 0)
+                goto out_free_json;
         }
     }
     if (json_object_set(doc, "added", lists[0]) != 0 ||

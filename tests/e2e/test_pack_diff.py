@@ -116,6 +116,35 @@ def main():
         T.eq(doc["urls"], ["/", "/copy", "/copy/", "/copy/index.html", "/docs/", "/docs/index.html",
                            "/index.html", "/new", "/new/", "/new/index.html"], "--json urls")
 
+        # Names with '[', ']', '^' or '|' (a framework's "[slug]" route): a browser sends
+        # them raw (WHATWG URL), a cache keyed on the target as received holds that
+        # spelling, so both are listed; the browser's as derived "via" the path.
+        e = os.path.join(work, "e")
+        shutil.copytree(a, e)
+        os.makedirs(os.path.join(e, "[slug]"))
+        with open(os.path.join(e, "[slug]", "index.html"), "w") as f:
+            f.write("<p>a route</p>\n")
+        with open(os.path.join(e, "pipe|x^y.txt"), "w") as f:
+            f.write("odd\n")
+        epack = os.path.join(work, "e.lmdb")
+        T.build(e, epack, env=env)
+        T.eq(T.run(["diff", old, epack]).stdout.decode().splitlines(),
+             ["+ /%5Bslug%5D\tvia /[slug]/index.html (301)",
+              "+ /%5Bslug%5D/\tvia /[slug]/index.html",
+              "+ /%5Bslug%5D/index.html",
+              "+ /[slug]\tvia /[slug]/index.html (301, as browsers write it)",
+              "+ /[slug]/\tvia /[slug]/index.html (as browsers write it)",
+              "+ /[slug]/index.html\tvia /[slug]/index.html (as browsers write it)",
+              "+ /pipe%7Cx%5Ey.txt",
+              "+ /pipe|x^y.txt\tvia /pipe|x^y.txt (as browsers write it)"],
+             "diff lines of names a browser writes raw")
+        doc = json.loads(T.run(["diff", old, epack, "--json"]).stdout)
+        T.eq(doc["added"], ["/[slug]/index.html", "/pipe|x^y.txt"], "--json added: paths once")
+        T.eq(doc["derived"][-1], {"url": "/pipe|x^y.txt", "via": "/pipe|x^y.txt",
+                                  "change": "added", "status": 200, "browser": True},
+             "--json: the browser's spelling")
+        T.eq(len(doc["urls"]), 8, "--json urls: both spellings")
+
         # Identical packs.
         again = os.path.join(work, "again.lmdb")
         T.build(a, again, env=env)
