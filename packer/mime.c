@@ -465,6 +465,18 @@ static int no_charset_parameter(const char *base)
            strcmp(base, "application/toml") == 0;
 }
 
+/* 1 if p[0, n) is UTF-8 text: not empty, valid, and no control byte but
+ * tab, line feed, form feed and carriage return. */
+static int plain_text(const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++)
+        if ((b[i] < 0x20 && b[i] != '\t' && b[i] != '\n' && b[i] != '\f' && b[i] != '\r') ||
+            b[i] == 0x7f)
+            return 0;
+    return n > 0 && pk_utf8_valid(p, n);
+}
+
 char *pk_mime_decide(const char *key, size_t keylen, const char *rule_type, const void *data,
                      size_t n, pk_magic **magic, char *err, size_t errlen)
 {
@@ -476,6 +488,13 @@ char *pk_mime_decide(const char *key, size_t keylen, const char *rule_type, cons
             if (!*magic && pk_magic_open(magic, err, errlen) != 0)
                 return NULL;
             type = pk_magic_type(*magic, data, n);
+            /* libmagic names some plain text by a format it looks like
+             * (a README that starts "PAM for Debian" is
+             * application/vnd.hp-HPGL): a browser downloads such a type,
+             * and nothing compresses it. UTF-8 text without control bytes
+             * whose type servd-pack does not know is text/plain. */
+            if (pk_mime_class(type) == PK_CLASS_NONE && plain_text(data, n))
+                type = "text/plain";
         }
         /* Claim UTF-8 only when the bytes are UTF-8: the charset of the
          * header overrides the file's own <meta charset>, CSS @charset and

@@ -270,6 +270,17 @@ TEST(mime_decide_libmagic_fallback)
     t = decide("/empty", NULL, "", 0);
     ASSERT_STR_EQ(t, "application/octet-stream");
     free(t);
+    /* libmagic 5.44 calls this README application/vnd.hp-HPGL, which a
+     * browser downloads: plain UTF-8 text of a type servd-pack does not
+     * know is text/plain; a plotter file with a control byte is left alone */
+    const char *readme = "PAM for Debian\n--------------\n\nSome notes on the package.\n";
+    t = decide("/README.Debian", NULL, readme, strlen(readme));
+    ASSERT_STR_EQ(t, "text/plain; charset=utf-8");
+    free(t);
+    const char *plot = "IN;SP1;PA10,10;\x03\n";
+    t = decide("/plot", NULL, plot, strlen(plot));
+    ASSERT_EQ(strncmp(t, "text/", 5) != 0, 1);
+    free(t);
     /* libmagic 5.44 calls this page text/csv (one comma on each line), and a
      * browser would download it: a page's first tag decides first */
     const char *page = "<!doctype html><title>Prices, 2026</title>\n<p>One, two</p>\n"
