@@ -4,6 +4,7 @@
 #include "walk.h"
 
 #include "mime.h"
+#include "msg.h"
 #include "sf/path.h"
 
 #include <dirent.h>
@@ -16,6 +17,10 @@
 
 /* Files over PK_FILE_MAX named in the message; the rest are counted. */
 #define OVERSIZE_NAMES 3
+
+/* Problems of the tree (a broken link, a FIFO, a bad name, ...) printed in
+ * full when there are several; the rest are counted. */
+#define PROBLEMS_SHOWN 10
 
 typedef struct walk {
     const pk_rules *rules;
@@ -31,9 +36,24 @@ typedef struct walk {
      * one run names the problem whole (the first few by name). */
     uint64_t oversize;
     uint64_t linked; /* entries walked whose real location is elsewhere */
+    /* Problems of entries: the walk goes on past them, so that one run
+     * names every one (the first PROBLEMS_SHOWN in full), then fails. */
+    uint64_t problems;
+    char *problem[PROBLEMS_SHOWN];
     char oversize_names[OVERSIZE_NAMES][PATH_MAX];
     long long oversize_first;
 } walk;
+
+/* Notes the problem w->err describes and goes on: 0, or -1 (out of memory). */
+static int problem(walk *w)
+{
+    if (w->problems < PROBLEMS_SHOWN && !(w->problem[w->problems] = strdup(w->err))) {
+        snprintf(w->err, w->errlen, "out of memory");
+        return -1;
+    }
+    w->problems++;
+    return 0;
+}
 
 void pk_site_free(pk_site *s)
 {
@@ -131,9 +151,11 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Reads the names of a directory, sorted (so errors come in a stable order). */
+/* Reads the names of a directory, sorted (so errors come in a stable order).
+ * @return 0; -1, a problem of the directory (in w->err); -2, out of memory. */
 static int read_names(walk *w, const char *dir, char ***out, size_t *nout)
 {
+    int rc = -1;
     DIR *d = opendir(dir);
     if (!d) {
         snprintf(w->err, w->errlen, "%s: cannot open directory: %s", dir, strerror(errno));
@@ -170,12 +192,13 @@ static int read_names(walk *w, const char *dir, char ***out, size_t *nout)
     return 0;
 out_nomem:
     snprintf(w->err, w->errlen, "%s: out of memory", dir);
+    rc = -2;
 out_free:
     for (size_t i = 0; i < n; i++)
         free(v[i]);
     free(v);
     closedir(d);
-    return -1;
+    return rc;
 }
 
 static void free_names(char **v, size_t n)
@@ -260,23 +283,23 @@ static int walk_entry(walk *w, const char *dir, const char *dirkey, const char *
     int sn = snprintf(src, sizeof src, "%s/%s", dir, name);
     if (sn < 0 || (size_t)sn >= sizeof src) {
         snprintf(w->err, w->errlen, "%s/%s: path too long", dir, name);
-        return -1;
+        return problem(w);
     }
     int kn = snprintf(key, sizeof key, "%s/%s", dirkey, name);
     if (kn < 0 || (size_t)kn >= sizeof key) {
         snprintf(w->err, w->errlen, "%s: path too long", src);
-        return -1;
+        return problem(w);
     }
     size_t klen = (size_t)kn;
     int rn = snprintf(realkey, sizeof realkey, "%s/%s", dirreal, name);
     if (rn < 0 || (size_t)rn >= sizeof realkey) {
         snprintf(w->err, w->errlen, "%s: path too long", src);
-        return -1;
+        return problem(w);
     }
     struct stat st;
     if (lstat(src, &st) != 0) {
         snprintf(w->err, w->errlen, "%s: %s", src, strerror(errno));
-        return -1;
+        return problem(w);
     }
     if (entry_excluded(w, src, &st, key, klen)) {
         w->site->skipped_excluded++;
@@ -286,32 +309,32 @@ static int walk_entry(walk *w, const char *dir, const char *dirkey, const char *
     const char *why = pk_key_problem(name, strlen(name));
     if (why) {
         snprintf(w->err, w->errlen, "%s: the name %s", src, why);
-        return -1;
+        return problem(w);
     }
     if (klen > SF_KEY_MAX) {
         snprintf(w->err, w->errlen, "%s: its URL path is longer than %d bytes", src, SF_KEY_MAX);
-        return -1;
+        return problem(w);
     }
     if (sf_path_check(key, klen) != 0) {
         snprintf(w->err, w->errlen, "%s: the name cannot be a URL path (%s)", src, key);
-        return -1;
+        return problem(w);
     }
     if (S_ISLNK(st.st_mode)) {
         char real[PATH_MAX];
         if (!realpath(src, real)) {
             snprintf(w->err, w->errlen, "%s: broken symbolic link (%s)", src, strerror(errno));
-            return -1;
+            return problem(w);
         }
         if (!inside_root(w, real)) {
             snprintf(w->err, w->errlen,
                      "%s: symbolic link leads outside the root (to %s); only links inside the "
                      "root are followed (exclude it with a rules \"exclude\" glob)",
                      src, real);
-            return -1;
+            return problem(w);
         }
         if (stat(real, &st) != 0) {
             snprintf(w->err, w->errlen, "%s: %s", src, strerror(errno));
-            return -1;
+            return problem(w);
         }
         /* A link must not publish what the walk would skip where it really
          * lives: "ln -s .env env.txt" or a link into an excluded directory. */
@@ -325,7 +348,7 @@ static int walk_entry(walk *w, const char *dir, const char *dirkey, const char *
                      "%s: symbolic link leads to %s, which is %s and never packed; exclude the "
                      "link with a rules \"exclude\" glob, or change the rule",
                      src, realkey, skipped);
-            return -1;
+            return problem(w);
         }
     } else if (strcmp(realkey, key) != 0 && real_excluded(w, realkey, S_ISDIR(st.st_mode))) {
         /* Below a linked directory: the rules see the real location too. */
@@ -333,7 +356,7 @@ static int walk_entry(walk *w, const char *dir, const char *dirkey, const char *
                  "%s: reached through a symbolic link, this is %s, which is excluded by the "
                  "rules and never packed; exclude %s too, or change the rule",
                  src, realkey, key);
-        return -1;
+        return problem(w);
     }
     if (strcmp(realkey, key) != 0 && ++w->linked > PK_WALK_MAX_LINKED) {
         snprintf(w->err, w->errlen,
@@ -341,21 +364,21 @@ static int walk_entry(walk *w, const char *dir, const char *dirkey, const char *
                  "directories lead to each other? each such link multiplies the paths below "
                  "it); exclude some with rules \"exclude\" globs",
                  src, PK_WALK_MAX_LINKED);
-        return -1;
+        return -1; /* not a problem of one entry: the walk itself must stop */
     }
     if (S_ISDIR(st.st_mode)) {
         for (int i = 0; i <= depth; i++) {
             if (w->stack[i].dev == st.st_dev && w->stack[i].ino == st.st_ino) {
                 snprintf(w->err, w->errlen,
                          "%s: directory loop (a symbolic link leads back to a parent)", src);
-                return -1;
+                return problem(w);
             }
         }
         if (depth + 1 >= PK_WALK_MAX_DEPTH) {
             snprintf(w->err, w->errlen,
                      "%s: a directory %d levels below the root (the limit is %d levels)", src,
                      depth + 1, PK_WALK_MAX_DEPTH - 1);
-            return -1;
+            return problem(w);
         }
         w->stack[depth + 1].dev = st.st_dev;
         w->stack[depth + 1].ino = st.st_ino;
@@ -364,7 +387,7 @@ static int walk_entry(walk *w, const char *dir, const char *dirkey, const char *
     if (!S_ISREG(st.st_mode)) {
         snprintf(w->err, w->errlen, "%s: is %s; only regular files can be packed", src,
                  pk_kind_name(st.st_mode));
-        return -1;
+        return problem(w);
     }
     return add_file(w, src, key, &st);
 }
@@ -373,9 +396,9 @@ static int walk_dir(walk *w, const char *dir, const char *dirkey, const char *di
 {
     char **names;
     size_t n;
-    if (read_names(w, *dir ? dir : "/", &names, &n) != 0)
-        return -1;
-    int rc = 0;
+    int rc = read_names(w, *dir ? dir : "/", &names, &n);
+    if (rc != 0)
+        return rc == -1 ? problem(w) : -1;
     for (size_t i = 0; i < n && rc == 0; i++)
         rc = walk_entry(w, dir, dirkey, dirreal, names[i], depth);
     free_names(names, n);
@@ -415,9 +438,8 @@ int pk_walk(const char *root, const pk_rules *rules, pk_site *site, char *err, s
         dir[--dl] = '\0';
     if (strcmp(dir, "/") == 0)
         dir[0] = '\0'; /* "/" + "/name" would double the slash */
-    if (walk_dir(&w, dir[0] ? dir : "", "", "", 0) != 0)
-        return -1;
-    if (w.oversize) {
+    int rc = walk_dir(&w, dir[0] ? dir : "", "", "", 0);
+    if (rc == 0 && w.oversize) {
         int n = snprintf(err, errlen,
                          "%.400s: %lld bytes is larger than the limit of %llu bytes (1 GiB: "
                          "servd-pack holds a file whole in memory, twice while writing it)",
@@ -432,8 +454,28 @@ int pk_walk(const char *root, const pk_rules *rules, pk_site *site, char *err, s
         if (w.oversize > OVERSIZE_NAMES && n >= 0 && (size_t)n < errlen)
             snprintf(err + n, errlen - (size_t)n, " and %llu more",
                      (unsigned long long)(w.oversize - OVERSIZE_NAMES));
-        return -1;
+        rc = problem(&w);
     }
+    if (rc == 0 && w.problems == 1) {
+        snprintf(err, errlen, "%s", w.problem[0]);
+        rc = -1;
+    } else if (rc == 0 && w.problems > 1) {
+        /* one line each, then the count: fixing a tree takes one run */
+        for (unsigned i = 0; i < w.problems && i < PROBLEMS_SHOWN; i++)
+            pk_err("%s", w.problem[i]);
+        if (w.problems <= PROBLEMS_SHOWN)
+            snprintf(err, errlen, "%s: %llu problems in the tree (above); nothing was packed", root,
+                     (unsigned long long)w.problems);
+        else
+            snprintf(err, errlen,
+                     "%s: %llu problems in the tree (the first %u above); nothing was packed", root,
+                     (unsigned long long)w.problems, PROBLEMS_SHOWN);
+        rc = -1;
+    }
+    for (unsigned i = 0; i < w.problems && i < PROBLEMS_SHOWN; i++)
+        free(w.problem[i]);
+    if (rc != 0)
+        return -1;
     if (site->n) {
         qsort(site->files, site->n, sizeof *site->files, cmp_file);
     }

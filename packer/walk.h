@@ -24,6 +24,10 @@
  * - A name that cannot be a key (invalid UTF-8, a control byte, a backslash)
  *   is an error naming the file.
  * - X.gz beside X is a file like any other (sidecar.h).
+ * - The walk goes on past a problem of one entry (any error above, an
+ *   unreadable directory, a file over PK_FILE_MAX) and fails at the end,
+ *   naming each (the first ten on their own lines), so that one run finds
+ *   every problem of a tree. Out of memory and PK_WALK_MAX_LINKED stop it.
  */
 #ifndef PK_WALK_H
 #define PK_WALK_H
@@ -50,7 +54,8 @@
 #define PK_FILE_MAX ((uint64_t)1 << 30)
 
 /* Walks root into site (zeroed by the caller). @return 0, or -1 with
- * "FILE: cause" in err. */
+ * "FILE: cause" in err; when the tree has several problems, each has been
+ * printed (pk_err) and err counts them. */
 int pk_walk(const char *root, const pk_rules *rules, pk_site *site, char *err, size_t errlen);
 
 /* "a FIFO", "a socket", ...: what a file that is not regular is, for messages. */

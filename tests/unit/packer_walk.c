@@ -178,6 +178,31 @@ TEST(walk_linked_paths_bounded)
     walk_fails("paths are reached through symbolic links");
 }
 
+/* Every problem of the tree is found in one run: the walk goes on past a
+ * broken link, a FIFO or a bad name, and fails at the end with their count
+ * (each was printed on its own line, the first ten). */
+TEST(walk_names_every_problem_in_one_run)
+{
+    fresh_root("many-problems");
+    mk("index.html", "x");
+    char p[4096];
+    for (int i = 0; i < 11; i++) {
+        snprintf(p, sizeof p, "%s/gone%02d", root, i);
+        ASSERT_EQ(symlink("nowhere", p), 0);
+    }
+    snprintf(p, sizeof p, "%s/pipe", root);
+    ASSERT_EQ(mkfifo(p, 0644), 0);
+    walk_fails("12 problems in the tree (the first 10 above); nothing was packed");
+
+    fresh_root("two-problems");
+    mk("index.html", "x");
+    snprintf(p, sizeof p, "%s/gone", root);
+    ASSERT_EQ(symlink("nowhere", p), 0);
+    snprintf(p, sizeof p, "%s/pipe", root);
+    ASSERT_EQ(mkfifo(p, 0644), 0);
+    walk_fails("2 problems in the tree (above)");
+}
+
 TEST(walk_special_files_refused)
 {
     fresh_root("fifo");
