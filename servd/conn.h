@@ -84,6 +84,11 @@ size_t sv__conn_kernel_unacked(sv_conn *c);
  * (see there); a graceful stop answers it before closing. */
 int sv__conn_request_coming(sv_conn *c);
 
+/* sweep.c: at --max-conns, closes up to max keep-alive connections idle for
+ * SV_RECLAIM_IDLE_MS or longer, oldest first; they leave nconns at the end
+ * of the loop turn. @return how many it closed. */
+unsigned sv__conn_reclaim_idle(sv_worker *w, unsigned max);
+
 /* sweep.c: closes connections whose timeout passed (called every sweep). */
 void sv__conn_sweep(sv_worker *w);
 

@@ -56,6 +56,13 @@
 /* Default maximum connections per worker: ~4 MiB of connection state at
  * most (about 400 bytes each), well under the fd limits servd asks for. */
 #define SV_DEFAULT_MAX_CONNS 10000
+/* At --max-conns, a keep-alive connection idle at least this long is closed
+ * to make room for a new one, rather than refusing the new one with a 503
+ * (nginx and Apache's event MPM reclaim idle keep-alive connections too):
+ * a CDN's pool keeps many idle, and a new client would otherwise be refused
+ * while they sit. Long enough not to take a connection between the requests
+ * of a client's burst. */
+#define SV_RECLAIM_IDLE_MS 3000
 /* Connections accepted per readiness event before returning to the loop, so
  * a connection storm cannot delay reads on established connections. */
 #define SV_ACCEPT_BATCH 64

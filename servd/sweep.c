@@ -83,6 +83,23 @@ void sv__conn_sweep(sv_worker *w)
     }
 }
 
+unsigned sv__conn_reclaim_idle(sv_worker *w, unsigned max)
+{
+    uint64_t now = uv_now(&w->loop);
+    unsigned closed = 0;
+    /* w->conns is in accept order: the oldest connections come first */
+    for (sv_link *l = w->conns.next; l != &w->conns && closed < max; l = l->next) {
+        sv_conn *c = SV__CONTAINER(l, sv_conn, link);
+        if (c->state != SV_CS_OPEN || c->paused || now - c->t_active < SV_RECLAIM_IDLE_MS ||
+            sv__conn_queued(c) || sv__conn_request_coming(c) || sv__conn_kernel_unacked(c))
+            continue;
+        sv__count(&w->ctr->timeouts[SV_TO_IDLE], 1);
+        sv__conn_close(c);
+        closed++;
+    }
+    return closed;
+}
+
 /* During a graceful stop: is a request on its way on this connection,
  * although nothing is queued? A fresh connection whose first head has not
  * come yet (t_head is set at accept), a head arriving, held input, or bytes

@@ -122,12 +122,15 @@ static void on_listen(uv_poll_t *p, int status, int events)
         return;
     int settled = w->settled_turn == w->turn + 1;
     for (int i = 0; i < SV_ACCEPT_BATCH; i++) {
-        if (w->nconns >= w->cfg->max_conns && !settled) {
-            /* At the limit, wait one loop turn before refusing: a client
-             * that closes a connection and opens another at once puts both
-             * in the same epoll batch, and the closed one leaves nconns
-             * only when its handle closes, at the end of this turn. The
-             * new connection waits in the backlog meanwhile. */
+        /* At the limit, wait one loop turn before refusing: a client that
+         * closes a connection and opens another at once puts both in the
+         * same epoll batch, and the closed one leaves nconns only when its
+         * handle closes, at the end of this turn. The new connection waits
+         * in the backlog meanwhile. Still at the limit after that turn, a
+         * keep-alive connection idle for SV_RECLAIM_IDLE_MS is closed to
+         * make room, with another turn's wait; only without one is the new
+         * connection refused. */
+        if (w->nconns >= w->cfg->max_conns && (!settled || sv__conn_reclaim_idle(w, 1))) {
             set_accepting(w, 0);
             uv_timer_start(&w->accept_pause, on_accept_pause_end, 0, 0);
             return;

@@ -74,6 +74,40 @@ def t_max_conns():
             c.close()
 
 
+def t_max_conns_makes_room_by_closing_an_idle_keepalive():
+    """At --max-conns, a keep-alive connection idle for 3 s or more (SV_RECLAIM_IDLE_MS)
+    is closed to make room for a new client, the oldest first, as nginx and Apache do:
+    a CDN's pool holds many idle origin connections, and a new client was refused with
+    a 503 while they sat. Connections in use are kept."""
+    with st.Servd(pack(), extra=["--max-conns", "3"]) as s:
+        held = []
+        for i in range(3):
+            c = st.Conn(s.port)
+            c.send(st.req("GET", "/"))
+            eq(c.read_response().status, 200, "connection %d within the limit" % i)
+            held.append(c)
+        time.sleep(3.5)
+        for c in held[1:]:  # the two newer ones are used again: no longer idle
+            c.send(st.req("GET", "/"))
+            eq(c.read_response().status, 200, "a held connection used again")
+        for i in range(2):
+            c = st.Conn(s.port)
+            c.send(st.req("GET", "/"))
+            r = c.read_response()
+            if i == 0:
+                eq(r.status, 200, "a new client while an old connection sat idle")
+                ok(held[0].closed_after(2.0), "the idle connection was closed to make room")
+                held[0].close()
+                held[0] = c
+            else:
+                eq(r.status, 503, "a new client when none is idle long enough")
+                c.close()
+        for i, c in enumerate(held):
+            c.send(st.req("GET", "/"))
+            eq(c.read_response().status, 200, "connection %d still served" % i)
+            c.close()
+
+
 def t_slot_freed_and_reused_at_once():
     """A client at the limit that closes a connection and opens another at once (a
     browser or a CDN's pool rotating its connections) must be served, not refused:
