@@ -36,6 +36,14 @@ typedef struct walk {
      * one run names the problem whole (the first few by name). */
     uint64_t oversize;
     uint64_t linked; /* entries walked whose real location is elsewhere */
+    /* How many paths reached each directory: an open-addressing table of
+     * (dev, ino), sized a power of two, at most half full. */
+    struct dir_count {
+        dev_t dev;
+        ino_t ino;
+        unsigned n; /* 0: an empty slot */
+    } * dirs;
+    size_t ndirs, dircap;
     /* Problems of entries: the walk goes on past them, so that one run
      * names every one (the first PROBLEMS_SHOWN in full), then fails. */
     uint64_t problems;
@@ -43,6 +51,37 @@ typedef struct walk {
     char oversize_names[OVERSIZE_NAMES][PATH_MAX];
     long long oversize_first;
 } walk;
+
+/* Counts one more path to the directory (dev, ino). @return how many have
+ * reached it now, or 0 when out of memory. */
+static unsigned dir_reached(walk *w, dev_t dev, ino_t ino)
+{
+    if (2 * (w->ndirs + 1) > w->dircap) {
+        size_t cap = w->dircap ? 2 * w->dircap : 1024;
+        struct dir_count *t = calloc(cap, sizeof *t);
+        if (!t)
+            return 0;
+        for (size_t i = 0; i < w->dircap; i++) {
+            if (!w->dirs[i].n)
+                continue;
+            size_t h = ((uint64_t)w->dirs[i].ino * 0x9e3779b97f4a7c15u) & (cap - 1);
+            while (t[h].n)
+                h = (h + 1) & (cap - 1);
+            t[h] = w->dirs[i];
+        }
+        free(w->dirs);
+        w->dirs = t;
+        w->dircap = cap;
+    }
+    size_t h = ((uint64_t)ino * 0x9e3779b97f4a7c15u) & (w->dircap - 1);
+    while (w->dirs[h].n && !(w->dirs[h].dev == dev && w->dirs[h].ino == ino))
+        h = (h + 1) & (w->dircap - 1);
+    if (!w->dirs[h].n) {
+        w->dirs[h] = (struct dir_count){dev, ino, 0};
+        w->ndirs++;
+    }
+    return ++w->dirs[h].n;
+}
 
 /* Notes the problem w->err describes and goes on: 0, or -1 (out of memory). */
 static int problem(walk *w)
@@ -380,6 +419,19 @@ static int walk_entry(walk *w, const char *dir, const char *dirkey, const char *
                      depth + 1, PK_WALK_MAX_DEPTH - 1);
             return problem(w);
         }
+        unsigned paths = dir_reached(w, st.st_dev, st.st_ino);
+        if (paths == 0) {
+            snprintf(w->err, w->errlen, "%s: out of memory", src);
+            return -1;
+        }
+        if (paths > PK_WALK_MAX_ALIASES) {
+            snprintf(w->err, w->errlen,
+                     "%s: more than %u paths reach this directory (%s) through symbolic links "
+                     "(do links to directories lead to each other? each such link multiplies "
+                     "the paths below it); exclude some with rules \"exclude\" globs",
+                     src, PK_WALK_MAX_ALIASES, realkey[0] ? realkey : "/");
+            return -1; /* not a problem of one entry: the walk itself must stop */
+        }
         w->stack[depth + 1].dev = st.st_dev;
         w->stack[depth + 1].ino = st.st_ino;
         return walk_dir(w, src, key, realkey, depth + 1);
@@ -456,10 +508,14 @@ int pk_walk(const char *root, const pk_rules *rules, pk_site *site, char *err, s
                      (unsigned long long)(w.oversize - OVERSIZE_NAMES));
         rc = problem(&w);
     }
-    if (rc == 0 && w.problems == 1) {
+    if (rc != 0) {
+        /* stopped (out of memory, the bounds on links): name what was found */
+        for (unsigned i = 0; i < w.problems && i < PROBLEMS_SHOWN; i++)
+            pk_err("%s", w.problem[i]);
+    } else if (w.problems == 1) {
         snprintf(err, errlen, "%s", w.problem[0]);
         rc = -1;
-    } else if (rc == 0 && w.problems > 1) {
+    } else if (w.problems > 1) {
         /* one line each, then the count: fixing a tree takes one run */
         for (unsigned i = 0; i < w.problems && i < PROBLEMS_SHOWN; i++)
             pk_err("%s", w.problem[i]);
@@ -474,6 +530,7 @@ int pk_walk(const char *root, const pk_rules *rules, pk_site *site, char *err, s
     }
     for (unsigned i = 0; i < w.problems && i < PROBLEMS_SHOWN; i++)
         free(w.problem[i]);
+    free(w.dirs);
     if (rc != 0)
         return -1;
     if (site->n) {

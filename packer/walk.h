@@ -14,7 +14,8 @@
  *   .well-known) or a path the excludes match; below a linked directory each
  *   entry is also checked against the excludes at its real key. Exclude such
  *   a link with a rules "exclude" glob to pack anyway. More than
- *   PK_WALK_MAX_LINKED paths reached through links are an error too.
+ *   A directory reached by more than PK_WALK_MAX_ALIASES paths, and more than
+ *   PK_WALK_MAX_LINKED entries reached through links, are errors too.
  * - Special files (FIFO, socket, device) are errors, unless excluded.
  * - Excludes come first: a file, special file or link whose key matches an
  *   exclude glob, and a directory (or link to one) every path under which an
@@ -27,7 +28,7 @@
  * - The walk goes on past a problem of one entry (any error above, an
  *   unreadable directory, a file over PK_FILE_MAX) and fails at the end,
  *   naming each (the first ten on their own lines), so that one run finds
- *   every problem of a tree. Out of memory and PK_WALK_MAX_LINKED stop it.
+ *   every problem of a tree. Out of memory and the bounds on links stop it.
  */
 #ifndef PK_WALK_H
 #define PK_WALK_H
@@ -41,12 +42,15 @@
  * mistake, and each level holds an open directory handle. */
 #define PK_WALK_MAX_DEPTH 64
 
-/* Paths reached through symbolic links (a path whose real location is
- * elsewhere): links to directories that link to each other multiply the
- * paths (two links per level, twenty levels: a million copies), and the
- * depth limit alone would let such a walk run for hours. Far above what a
- * site's aliases ("latest" -> "v5") need. */
-#define PK_WALK_MAX_LINKED (1u << 17)
+/* Links to directories that link to each other multiply the paths (two
+ * links per level, twenty levels: a million copies), and the depth limit
+ * alone would let such a walk run for hours. So one directory may be
+ * reached by at most PK_WALK_MAX_ALIASES paths (a site's aliases, such as
+ * "latest" -> "v5" or a "shared" directory linked from a few dozen
+ * sections, need far fewer), and at most PK_WALK_MAX_LINKED entries may be
+ * reached through links in all (a bound on the memory of many aliases). */
+#define PK_WALK_MAX_ALIASES 64
+#define PK_WALK_MAX_LINKED  (1u << 20)
 
 /* Largest file packed: a file is held whole in memory while it is read,
  * compressed (the encoders take one contiguous buffer) and written, twice

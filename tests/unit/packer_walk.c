@@ -155,9 +155,10 @@ TEST(walk_broken_symlink_and_loop_refused)
 }
 
 /* Links to directories that link to each other multiply the paths: the
- * walk stops once PK_WALK_MAX_LINKED are reached through links, instead of
- * running until the depth limit (hours, and all the memory). Here 9 links
- * to a directory of 16 links to one of 1,024 files: 147,609 such paths. */
+ * walk stops once a directory is reached by more than PK_WALK_MAX_ALIASES
+ * paths, instead of running until the depth limit (hours, and all the
+ * memory). Here 9 links to a directory of 16 links to one of 1,024 files:
+ * 144 paths to it. A problem found before is still named. */
 TEST(walk_linked_paths_bounded)
 {
     fresh_root("dag");
@@ -175,7 +176,7 @@ TEST(walk_linked_paths_bounded)
         snprintf(p, sizeof p, "%s/m%d", root, i);
         ASSERT_EQ(symlink("mid", p), 0);
     }
-    walk_fails("paths are reached through symbolic links");
+    walk_fails("paths reach this directory (/leaf) through symbolic links");
 }
 
 /* Every problem of the tree is found in one run: the walk goes on past a
