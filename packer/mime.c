@@ -488,12 +488,14 @@ char *pk_mime_decide(const char *key, size_t keylen, const char *rule_type, cons
             if (!*magic && pk_magic_open(magic, err, errlen) != 0)
                 return NULL;
             type = pk_magic_type(*magic, data, n);
-            /* libmagic names some plain text by a format it looks like
-             * (a README that starts "PAM for Debian" is
+            /* libmagic names some plain text by an application format it
+             * looks like (a README that starts "PAM for Debian" is
              * application/vnd.hp-HPGL): a browser downloads such a type,
              * and nothing compresses it. UTF-8 text without control bytes
-             * whose type servd-pack does not know is text/plain. */
-            if (pk_mime_class(type) == PK_CLASS_NONE && plain_text(data, n))
+             * of an application/ type servd-pack does not know is
+             * text/plain. Text images (PBM, XPM) and messages keep theirs. */
+            if (strncmp(type, "application/", 12) == 0 && pk_mime_class(type) == PK_CLASS_NONE &&
+                plain_text(data, n))
                 type = "text/plain";
         }
         /* Claim UTF-8 only when the bytes are UTF-8: the charset of the

@@ -281,6 +281,11 @@ TEST(mime_decide_libmagic_fallback)
     t = decide("/plot", NULL, plot, strlen(plot));
     ASSERT_EQ(strncmp(t, "text/", 5) != 0, 1);
     free(t);
+    /* a text format libmagic knows outside application/ keeps its type */
+    const char *pbm = "P1\n# a bitmap\n4 2\n0 1 1 0\n1 0 0 1\n";
+    t = decide("/glyph", NULL, pbm, strlen(pbm));
+    ASSERT_STR_EQ(t, "image/x-portable-bitmap");
+    free(t);
     /* libmagic 5.44 calls this page text/csv (one comma on each line), and a
      * browser would download it: a page's first tag decides first */
     const char *page = "<!doctype html><title>Prices, 2026</title>\n<p>One, two</p>\n"
