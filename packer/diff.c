@@ -9,11 +9,13 @@
  *
  * Every path is printed as the URL that names it (sf_path_to_url: a space is
  * %20, '%' is %25, '?' is %3F), which is what a CDN keys its cache on. A
- * browser writes '[', ']', '^' and '|' in a path as they are (WHATWG URL:
- * they are not in its path percent-encode set), and a cache that keys on
+ * browser writes '[', ']' and '|' in a path as they are (WHATWG URL: they
+ * are not in its path percent-encode set; '^' was until 2025, and older
+ * browsers and raw HTTP tools still send it so), and a cache that keys on
  * the request target as received (Varnish's req.url, nginx's $request_uri)
  * holds that spelling: a URL with them is listed in both spellings, the
- * browser's as a derived line "via" the path.
+ * browser's as a derived line "via" the path. A key never used costs a
+ * purge nothing; a missed one leaves a stale page.
  *
  * Besides the paths of the packs, servd answers URLs derived from them, and
  * caches hold those too: "/d/" serves "/d/index.html" ("/" serves
@@ -195,8 +197,8 @@ static char *url_of(const char *path, size_t len, size_t *urllen)
     return u;
 }
 
-/* The characters a browser leaves raw in a path that sf_path_to_url
- * escapes (WHATWG URL's path percent-encode set lacks them). */
+/* The characters browsers leave raw in a path that sf_path_to_url escapes
+ * (see the top). */
 static const char browser_raw[] = "[]^|";
 
 static int hex_digit(char ch)
