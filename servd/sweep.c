@@ -65,7 +65,9 @@ void sv__conn_sweep(sv_worker *w)
         }
         c->flight_seen = 0;
         if (c->state == SV_CS_LINGER) {
-            if (now - c->t_active >= SV_LINGER_MS)
+            /* During a stop, a client that has acknowledged everything,
+             * the FIN too, is not waited for: it has the whole response */
+            if (w->draining || now - c->t_active >= SV_LINGER_MS)
                 sv__conn_close(c);
         } else if (c->state == SV_CS_OPEN && !c->paused) {
             if (c->t_head) {

@@ -430,6 +430,33 @@ def t_sigquit_stop_lingers_while_the_kernel_holds_the_response():
         s.stop(check=False)
 
 
+def t_stop_does_not_wait_for_a_client_that_has_everything():
+    """The lingering close of a stop waits for the client's FIN only while response bytes
+    are in flight: a client that has acknowledged the whole response (and servd's FIN)
+    but keeps its socket open, as connection pools do, does not hold the stop for the
+    linger time (5 s)."""
+    s = st.Servd(pack(), extra=["--shutdown-timeout", "10"]).start()
+    try:
+        c = socket.create_connection(("127.0.0.1", s.port), timeout=st.IO_TIMEOUT)
+        c.sendall(st.req("GET", "/mid.bin"))
+        data = c.recv(1000)
+        time.sleep(0.3)
+        s.proc.send_signal(signal.SIGTERM)
+        while True:
+            chunk = c.recv(1 << 20)
+            if not chunk:
+                break
+            data += chunk
+        eof = time.monotonic()
+        ok(data.endswith(FILES["/mid.bin"]), "the response in flight arrived whole")
+        eq(s.proc.wait(timeout=st.STOP_TIMEOUT), 0, "exit status after SIGTERM")
+        took = time.monotonic() - eof
+        ok(took < 3.0, "servd exited %.1f s after the client had everything" % took)
+        c.close()
+    finally:
+        s.stop(check=False)
+
+
 def t_sigterm_answers_a_held_pipelined_request_with_close():
     """A pipelined client whose later requests servd holds (its responses are not read
     yet) gets, after SIGTERM, the queued responses and then one more answered with
