@@ -59,7 +59,7 @@ static const char usage_text[] =
     "      --idle-timeout S      close keep-alive connections idle this long (75)\n"
     "      --header-timeout S    a request head must arrive whole within this (10)\n"
     "      --send-timeout S      close when a client reads nothing for this long (60)\n"
-    "      --shutdown-timeout S  on SIGTERM, wait at most this for responses in\n"
+    "      --shutdown-timeout S  on a stop signal, wait at most this for responses in\n"
     "                            flight (10)\n"
     "      --max-conns N         connections per worker; more get 503 (10000)\n"
     "  -u, --user NAME           after binding, switch to this user and its groups\n"

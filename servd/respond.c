@@ -608,9 +608,11 @@ static int preconditions(ctx *c, const sf_variant *v, int vary)
  * next pack, with --base keeping the date of unchanged sources), so a date
  * is no strong validator for it and a resumed download could splice two
  * encodings; its ETag is one. And only a Last-Modified at least a second
- * before the Date: the file may change again within its second (two packs
- * built in it), and a stored date ahead of the clock is sent as the Date
- * itself (c->lm). */
+ * before the Date (as Apache rules too): a file packed and served in the
+ * second it was written may change again within that second, and a stored
+ * date ahead of the clock is sent as the Date itself (c->lm). An older date
+ * is taken as strong, as by every server: a file rewritten under its old
+ * mtime (touch -d) is told apart by its ETag, by no date. */
 static int64_t if_range_date(const ctx *c, const sf_variant *v)
 {
     return v->encoding == SF_ENC_IDENTITY && c->lm < c->now ? c->lm : SV_NO_DATE;

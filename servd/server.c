@@ -2,7 +2,7 @@
  * server.c - servd's threads and their life cycle, on the main thread:
  * listening sockets (their addresses in addr.c), starting the workers
  * (their loops in worker.c), snapshot swaps on SIGHUP, log reopening on
- * SIGUSR1 and the graceful stop on SIGTERM/SIGINT.
+ * SIGUSR1 and the graceful stop on SIGTERM/SIGINT/SIGQUIT.
  *
  * Each worker has its own listening socket per --listen address (all bound
  * with SO_REUSEPORT, so the kernel spreads new connections over the workers

@@ -3,7 +3,7 @@
  * process-wide server that starts, swaps and stops them.
  *
  *   main thread    options, pack validation, signals (SIGHUP reload,
- *                  SIGUSR1 log reopen, SIGTERM/SIGINT graceful stop)
+ *                  SIGUSR1 log reopen, SIGTERM/SIGINT/SIGQUIT graceful stop)
  *   worker i       one libuv loop, its own SO_REUSEPORT listening sockets,
  *                  its connections (conn.c); shares nothing writable with
  *                  other workers on the request path

@@ -361,9 +361,11 @@ int sf_sync_dir_of(const char *path);
  * at most 32 KiB. */
 size_t sf_store_page_size(void);
 
-/* The most bytes of the pack one put of a kl-byte key and a vl-byte value
- * can take, laid out as LMDB lays it (overflow pages for a large value,
- * and leaf pages counted half full): the sum over every put is the
+/* The bytes of the pack one put of a kl-byte key and a vl-byte value takes,
+ * laid out as LMDB lays it, on the safe side: overflow pages for a large
+ * value, and its node counted twice for leaf pages that splits leave half
+ * full (a leaf holding a single node near the limit takes a little more;
+ * sf_writer_open's margin covers that). The sum over every put is the
  * capacity to give sf_writer_open. */
 uint64_t sf_store_cost(size_t kl, uint64_t vl);
 
