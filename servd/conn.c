@@ -323,7 +323,7 @@ static void log_response(sv_conn *c, const sv_request *req, const sv_plan *plan)
     sv_log_write(w->log, w->id, &e);
 }
 
-/* Makes room in the batch for one more plan (and a 100 Continue before it). */
+/* Makes room in the batch for one more plan. */
 static void reserve(sv_conn *c)
 {
     sv_worker *w = c->w;
@@ -331,8 +331,9 @@ static void reserve(sv_conn *c)
         flush(c);
 }
 
-/* Answers one parsed request; body_waiting: none of its body has arrived. */
-static void answer(sv_conn *c, sv_request *req, int body_waiting)
+/* Answers one parsed request; body_here: the bytes after its head that have
+ * arrived (its body, and perhaps requests after it). */
+static void answer(sv_conn *c, sv_request *req, size_t body_here)
 {
     sv_worker *w = c->w;
     reserve(c);
@@ -346,25 +347,19 @@ static void answer(sv_conn *c, sv_request *req, int body_waiting)
         c->drain = req->body_len;
     if (w->draining)
         req->keep_alive = 0;
-    /* A client that sent "Expect: 100-continue" may hold its body back until
-     * it sees a 100, and some (curl) then reuse the connection without ever
-     * sending it: the body servd drains would be the next request. Asking
-     * for the body first keeps both sides in step (RFC 9110 §10.1.1). Not
-     * when the body is already arriving (the 100 would be noise), nor for a
-     * body servd will not drain: the answer closes instead. Nor for a method
-     * servd refuses (405, 501): that status is known from the request line,
-     * so it goes out at once (§10.1.1 again) and the connection closes,
-     * since the client then need not send its body (curl does not). */
-    if (req->expect_continue && c->drain && body_waiting && !sv_method_served(req->method))
+    /* Answered before its whole body has arrived, a request closes its
+     * connection after the answer (RFC 9110 §10.1.1 lets a server answer
+     * early if it says whether it closes), rather than staying open to read
+     * the rest: behind a front end that takes the answer and reuses the
+     * connection without ever sending the body (Apache Traffic Server 9.2
+     * does), the next request it sent there was read as the missing body,
+     * and what followed it as a request of the sender's choosing, whose
+     * answer the front end cached under another URL. The same covers a
+     * client that sent "Expect: 100-continue" and waits for a 100: it gets
+     * the answer at once, with Connection: close, and need not send the
+     * body (curl does not). */
+    if (req->body_len > body_here)
         req->keep_alive = 0;
-    if (req->expect_continue && c->drain && body_waiting && req->keep_alive) {
-        static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
-        w->iov[w->niov].base = (char *)cont;
-        w->iov[w->niov].len = sizeof cont - 1;
-        w->niov++;
-        w->batch_bytes += sizeof cont - 1;
-        c->turn_bytes += sizeof cont - 1;
-    }
     sv_scratch *sc = &w->scratch[w->nscratch];
     sv_plan *plan = &w->plan;
     if (atomic_load_explicit(w->snap->cut, memory_order_relaxed))
@@ -436,7 +431,7 @@ static size_t process(sv_conn *c, const char *buf, size_t len)
         }
         pos += (size_t)r;
         c->t_head = 0;
-        answer(c, &w->req, pos == len);
+        answer(c, &w->req, len - pos);
     }
     flush(c);
     return pos;

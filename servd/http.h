@@ -109,9 +109,6 @@ typedef struct sv_request {
     uint64_t body_len; /* Content-Length (0 when absent) */
     int chunked;       /* Transfer-Encoding ends in chunked: the body is not decoded,
                           so keep_alive is 0 (answer, then close) */
-    /* "Expect: 100-continue" on an HTTP/1.1 request (RFC 9110 §10.1.1;
-     * ignored in HTTP/1.0 requests) */
-    int expect_continue;
     size_t nheaders;
     sv_header headers[SV_MAX_HEADERS];
     /* fields the responder needs, found while parsing (empty when absent) */

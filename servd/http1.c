@@ -640,12 +640,6 @@ static int field(sv_request *req, fstate *st, sf_view name, sf_view v)
         if (name_is(n, l, "range"))
             first(&req->range, &req->n_range, v);
         break;
-    case 6:
-        /* 100-continue is the only expectation defined (RFC 9110 §10.1.1);
-         * others are ignored (417 is only a MAY) */
-        if (name_is(n, l, "expect") && sv_ieq(v.ptr, v.len, "100-continue") && req->minor >= 1)
-            req->expect_continue = 1;
-        break;
     case 8:
         if (name_is(n, l, "if-match"))
             first(&req->if_match, &req->n_if_match, v);
@@ -714,7 +708,6 @@ static void reset(sv_request *req)
     req->head_len = 0;
     req->body_len = 0;
     req->chunked = 0;
-    req->expect_continue = 0;
     req->nheaders = 0;
     req->host = req->accept_encoding = req->range = req->if_match = req->if_none_match = none;
     req->if_modified_since = req->if_unmodified_since = req->if_range = none;

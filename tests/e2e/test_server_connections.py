@@ -140,16 +140,19 @@ def t_small_body_drained():
         eq((r.status, r.body), (200, FILES["/small.txt"]), "GET with a body")
         r = c.read_response()
         eq((r.status, r.body), (200, FILES["/index.html"]), "request after the drained body")
-        # A body that arrives in pieces, slowly, is drained too.
+        # A body still to come when the request is answered is not waited for: the
+        # answer closes the connection, and the body is dropped (never a request).
         c.send(st.req("GET", "/small.txt", [("Content-Length", "3000")]))
         r = c.read_response()
-        eq(r.status, 200, "GET with a body still to come")
-        for _ in range(3):
-            c.send(b"y" * 1000)
-            time.sleep(0.05)
-        c.send(st.req("GET", "/index.html"))
-        r = c.read_response()
-        eq((r.status, r.body), (200, FILES["/index.html"]), "request after a slow body")
+        eq((r.status, r.get("Connection")), (200, "close"), "GET with a body still to come")
+        try:
+            for _ in range(3):
+                c.send(b"y" * 1000)
+                time.sleep(0.05)
+            c.send(st.req("GET", "/index.html"))
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        c.expect_closed("after the answer to a request whose body came later")
 
 
 def t_connection_close_and_http10():
