@@ -276,6 +276,20 @@ static int add_cors(ctx *c, sf_view h, int keep)
     return 0;
 }
 
+/* 1 if the header block h has an Access-Control-* line. */
+static int has_cors(sf_view h)
+{
+    static const char ac[] = "\naccess-control-";
+    for (const char *p = h.ptr, *end = h.ptr + h.len; p && p + sizeof ac - 1 <= end; p++) {
+        p = memchr(p, '\n', (size_t)(end - p));
+        if (!p || (size_t)(end - p) < sizeof ac - 1)
+            return 0;
+        if (strncasecmp(p, ac, sizeof ac - 1) == 0)
+            return 1;
+    }
+    return 0;
+}
+
 /* An error about a file (406, 412): carries Vary when it is negotiable, and
  * the Access-Control-* lines of h, the selected variant's 200 block. A
  * browser checks CORS on every status: without them a cross-origin script
@@ -697,7 +711,9 @@ static int entry(ctx *c, const sf_entry *e)
 
 /* What resolve() found. */
 enum resolved {
-    R_DONE,    /* the plan is set: a redirect to "/dir/", 400, 500 */
+    R_DONE,    /* the plan is set: 400, 500 */
+    R_DIR,     /* a directory named without its '/': e is its index, the
+                  caller redirects (redirect(c, key, klen, 1, &e)) */
     R_FOUND,   /* the entry of the path, or of its directory index */
     R_SPA,     /* the SPA fallback's /index.html */
     R_MISSING, /* nothing: the caller answers 404 */
@@ -730,10 +746,8 @@ static enum resolved resolve(ctx *c, sf_entry *e, char *key, size_t *klenp)
         if (rc == SF_ENOTFOUND) {
             memcpy(key + klen, "/index.html", 11);
             int rc2 = sf_lookup(c->rd, key, klen + 11, e);
-            if (rc2 == 0) {
-                redirect(c, key, klen, 1, e);
-                return R_DONE;
-            }
+            if (rc2 == 0)
+                return R_DIR;
             if (rc2 != SF_ENOTFOUND) {
                 fail(c, 500);
                 return R_DONE;
@@ -782,6 +796,8 @@ static int redirect_encoded(ctx *c)
     switch (resolve(c, &e, key, &klen)) {
     case R_DONE:
         return 0;
+    case R_DIR:
+        return redirect(c, key, klen, 1, &e);
     case R_FOUND:
         if (e.kind == SF_KIND_REDIRECT)
             return stored_redirect(c, &e);
@@ -800,7 +816,13 @@ static int redirect_encoded(ctx *c)
  * block, which is what a browser's CORS preflight looks for: without them a
  * cross-origin request with a custom header could never be made, however
  * the rules set up CORS. Nothing is added that the rules did not give the
- * path. More separate runs of them than the plan has room for -> 500. */
+ * path. More separate runs of them than the plan has room for -> 500.
+ * A preflight must get a 2xx, never a redirect (Fetch §4.8), so a directory
+ * named without its '/' gets the 200 with its index page's lines (the GET
+ * then gets the 301, which carries them too), and a missing path the 200
+ * with the lines of the site's 404 page when it has any (the GET gets that
+ * page, with them): else a cross-origin script that sends a custom header
+ * saw a network error where it would see the 301's page or the 404. */
 static int options(ctx *c)
 {
     static const char head[] = "HTTP/1.1 200 OK\r\n";
@@ -814,7 +836,11 @@ static int options(ctx *c)
         case R_DONE:
             return 0;
         case R_MISSING:
-            return fail(c, 404);
+            if (sf_lookup_special(c->rd, "status:404", &e) != 0 || e.kind != SF_KIND_FILE ||
+                e.nvariants == 0 || !has_cors(e.variants[0].h200))
+                return fail(c, 404);
+            break;
+        case R_DIR:
         case R_FOUND:
         case R_SPA:
             break;
@@ -877,6 +903,8 @@ int sv_respond(const sv_request *req, sf_reader *rd, const sv_site *site, const 
     switch (resolve(&c, &e, key, &klen)) {
     case R_DONE:
         return 0;
+    case R_DIR:
+        return redirect(&c, key, klen, 1, &e);
     case R_MISSING:
         return not_found(&c);
     case R_SPA:

@@ -51,7 +51,9 @@ def main():
             {"match": "/data/site.json", "name": "Access-Control-Allow-Origin", "value": "*"},
             {"match": "/data/site.json", "name": "Access-Control-Allow-Headers",
              "value": "X-Client, If-Match, Range"},
-            {"match": "/docs/index.html", "name": "Access-Control-Allow-Origin", "value": "*"}]}, f)
+            {"match": "/docs/index.html", "name": "Access-Control-Allow-Origin", "value": "*"},
+            {"match": "/docs/index.html", "name": "Access-Control-Allow-Headers",
+             "value": "X-Client"}]}, f)
     pack = st.pack(st.WWW, "www-browser.lmdb", extra=["--rules", rules])
     with st.Servd(pack, workers=2) as srv:
         cmd = ["node", os.path.join(BROWSER_DIR, "run.mjs"), "--base",

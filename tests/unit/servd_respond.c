@@ -129,11 +129,18 @@ static sf_reader *rd;
 static sv_date date;
 static sv_site site;
 
-/* Builds the test pack (with or without a 404 page) and opens a reader. */
+/* Builds the test pack (with or without a 404 page; 2: one with CORS
+ * lines) and opens a reader. */
 static void open_pack(int with404)
 {
     char path[4200], err[512];
     snprintf(path, sizeof path, "%s/site-%d.lmdb", t_tmpdir(), with404);
+    if (rd) /* a test that opens another pack */
+        sf_reader_end(rd);
+    if (pack)
+        sf_pack_close(pack);
+    rd = NULL;
+    pack = NULL;
     for (int i = 0; i < 100; i++)
         js[i] = (char)('A' + i % 26);
     sf_writer *w;
@@ -173,7 +180,8 @@ static void open_pack(int with404)
     free(rec);
     if (with404) {
         tvar nf[] = {TV(SF_ENC_IDENTITY, "<h1>missing</h1>"), TV(SF_ENC_GZIP, "gz404")};
-        put_file(w, NULL, "text/html; charset=utf-8", nf, 2, 1);
+        /* 2: a 404 page the rules gave CORS lines ("/cors..." does that) */
+        put_file(w, with404 == 2 ? "/cors-404" : NULL, "text/html; charset=utf-8", nf, 2, 1);
     }
     sf_meta meta;
     memset(&meta, 0, sizeof meta);
@@ -583,13 +591,28 @@ TEST(respond_options)
     OUT_IS("HTTP/1.1 200 OK\r\nAllow: GET, HEAD, OPTIONS\r\nContent-Length: 0\r\n" DATE_LINE
            "\r\n");
     ASSERT_EQ(run("OPTIONS /docs/ HTTP/1.1\r\nHost: t\r\n\r\n"), 200);
-    ASSERT_EQ(run("OPTIONS /docs?x HTTP/1.1\r\nHost: t\r\n\r\n"), 301);
-    OUT_IS("HTTP/1.1 301 Moved Permanently\r\nLocation: /docs/?x\r\nCache-Control: no-cache\r\n"
-           "Content-Length: 0\r\n" DATE_LINE "\r\n");
+    /* a preflight must not be redirected (Fetch §4.8): the 200, with the
+     * index page's lines (none here), where GET gets the 301 */
+    ASSERT_EQ(run("OPTIONS /docs?x HTTP/1.1\r\nHost: t\r\n\r\n"), 200);
+    OUT_IS("HTTP/1.1 200 OK\r\nAllow: GET, HEAD, OPTIONS\r\nContent-Length: 0\r\n" DATE_LINE
+           "\r\n");
+    ASSERT_EQ(run("OPTIONS /cors HTTP/1.1\r\nHost: t\r\n\r\n"), 200);
+    OUT_IS("HTTP/1.1 200 OK\r\nAllow: GET, HEAD, OPTIONS\r\nAccess-Control-Allow-Origin: *\r\n"
+           "access-control-allow-headers: X-Client\r\nContent-Length: 0\r\n" DATE_LINE "\r\n");
+    ASSERT_EQ(get("/cors", ""), 301);
+    ASSERT_EQ(has_header("Access-Control-Allow-Origin: *\r\n"), 1);
     ASSERT_EQ(run("OPTIONS /old HTTP/1.1\r\nHost: t\r\n\r\n"), 301);
     ASSERT_EQ(memcmp(out, "HTTP/1.1 301 ", 13), 0);
     ASSERT_EQ(run("OPTIONS /nope HTTP/1.1\r\nHost: t\r\n\r\n"), 404);
     ASSERT_EQ(memcmp(out, "HTTP/1.1 404 ", 13), 0);
+    /* a 404 page with CORS lines: the preflight of a missing path gets the
+     * 200 with them, so that the script sees the 404 its GET then gets */
+    open_pack(2);
+    ASSERT_EQ(run("OPTIONS /nope HTTP/1.1\r\nHost: t\r\n\r\n"), 200);
+    OUT_IS("HTTP/1.1 200 OK\r\nAllow: GET, HEAD, OPTIONS\r\nAccess-Control-Allow-Origin: *\r\n"
+           "access-control-allow-headers: X-Client\r\nContent-Length: 0\r\n" DATE_LINE "\r\n");
+    ASSERT_EQ(get("/nope", ""), 404);
+    ASSERT_EQ(has_header("Access-Control-Allow-Origin: *\r\n"), 1);
     ASSERT_EQ(run("OPTIONS /%2e%2e/x HTTP/1.1\r\nHost: t\r\n\r\n"), 400);
     ASSERT_EQ(memcmp(out, "HTTP/1.1 400 ", 13), 0);
     ASSERT_EQ(run("OPTIONS https://t/img.png HTTP/1.1\r\nHost: t\r\n\r\n"), 421);

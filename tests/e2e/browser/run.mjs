@@ -295,6 +295,11 @@ async function main() {
     const docs = fs.readFileSync(path.join(root, "docs", "index.html"), "utf8");
     if (dir.error || dir.status !== 200 || dir.url !== other + "/docs/" || dir.text !== docs)
       fail(`cross-origin fetch of /docs (301 to /docs/): ${JSON.stringify(dir).slice(0, 200)}`);
+    // The same with a custom header: a preflight first, which must get a 200 (a
+    // redirect fails a preflight), then the GET's 301 and the page.
+    const dirPre = await crossFetch(other + "/docs");
+    if (dirPre.error || dirPre.status !== 200 || dirPre.url !== other + "/docs/" || dirPre.text !== docs)
+      fail(`preflighted cross-origin fetch of /docs: ${JSON.stringify(dirPre).slice(0, 200)}`);
     const denied = await crossFetch(other + "/robots.txt");
     if (!denied.error)
       fail(`cross-origin fetch of /robots.txt (no CORS rules) succeeded: ${denied.status}`);
