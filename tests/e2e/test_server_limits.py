@@ -74,18 +74,24 @@ def t_max_conns():
             c.close()
 
 
+def served_connections(port, n):
+    """n keep-alive connections to port, each served one GET / and kept open."""
+    held = []
+    for i in range(n):
+        c = st.Conn(port)
+        c.send(st.req("GET", "/"))
+        eq(c.read_response().status, 200, "connection %d within the limit" % i)
+        held.append(c)
+    return held
+
+
 def t_max_conns_makes_room_by_closing_an_idle_keepalive():
     """At --max-conns, a keep-alive connection idle for 3 s or more (SV_RECLAIM_IDLE_MS)
     is closed to make room for a new client, the oldest first, as nginx and Apache do:
     a CDN's pool holds many idle origin connections, and a new client was refused with
     a 503 while they sat. Connections in use are kept."""
     with st.Servd(pack(), extra=["--max-conns", "3"]) as s:
-        held = []
-        for i in range(3):
-            c = st.Conn(s.port)
-            c.send(st.req("GET", "/"))
-            eq(c.read_response().status, 200, "connection %d within the limit" % i)
-            held.append(c)
+        held = served_connections(s.port, 3)
         time.sleep(3.5)
         for c in held[1:]:  # the two newer ones are used again: no longer idle
             c.send(st.req("GET", "/"))
@@ -113,12 +119,7 @@ def t_slot_freed_and_reused_at_once():
     browser or a CDN's pool rotating its connections) must be served, not refused:
     the close and the new connection reach servd in the same loop turn."""
     with st.Servd(pack(), extra=["--max-conns", "3"]) as s:
-        held = []
-        for i in range(3):
-            c = st.Conn(s.port)
-            c.send(st.req("GET", "/"))
-            eq(c.read_response().status, 200, "connection %d within the limit" % i)
-            held.append(c)
+        held = served_connections(s.port, 3)
         for i in range(60):
             held.pop(0).close()
             c = st.Conn(s.port)

@@ -351,6 +351,15 @@ def t_access_log_and_reopen():
             eq(len(f.read().splitlines()), 5, "lines in the rotated file")
 
 
+def check_delivered_and_stopped(s, data, path, signame):
+    """The response bytes data hold all of path, and s exited 0 after signame."""
+    head, _, body = data.partition(b"\r\n\r\n")
+    ok(body == FILES[path], "the response in flight was not completed byte-exact "
+       "(%d of %d bytes)" % (len(body), len(FILES[path])))
+    eq(s.proc.wait(timeout=st.STOP_TIMEOUT), 0, "exit status after %s" % signame)
+    ok(signame in s.read_log() and "stopped" in s.read_log(), "log: %r" % s.read_log()[-300:])
+
+
 def t_sigterm_graceful():
     adm = st.free_port()
     s = st.Servd(pack(), extra=["--admin", "127.0.0.1:%d" % adm]).start()
@@ -386,13 +395,20 @@ def t_sigterm_graceful():
                 break
             data += chunk
         slow.close()
-        head, _, body = data.partition(b"\r\n\r\n")
-        ok(body == FILES["/big.bin"], "the response in flight was not completed byte-exact "
-           "(%d of %d bytes)" % (len(body), len(FILES["/big.bin"])))
-        eq(s.proc.wait(timeout=st.STOP_TIMEOUT), 0, "exit status after SIGTERM")
-        ok("stopped" in s.read_log(), "log: %r" % s.read_log()[-300:])
+        check_delivered_and_stopped(s, data, "/big.bin", "SIGTERM")
     finally:
         s.stop(check=False)
+
+
+def stop_during_a_response(s, sig):
+    """Asks s for /mid.bin, reads its first bytes, lets servd hand the rest to the kernel,
+    then sends sig: returns the connection and the bytes read."""
+    c = socket.create_connection(("127.0.0.1", s.port), timeout=st.IO_TIMEOUT)
+    c.sendall(st.req("GET", "/mid.bin"))
+    data = c.recv(1000)
+    time.sleep(0.3)  # servd writes the rest into the socket buffers
+    s.proc.send_signal(sig)
+    return c, data
 
 
 def t_sigquit_stop_lingers_while_the_kernel_holds_the_response():
@@ -402,11 +418,7 @@ def t_sigquit_stop_lingers_while_the_kernel_holds_the_response():
     meanwhile met a RST, which cut the response short (0.6 of 3 MB arrived)."""
     s = st.Servd(pack(), extra=["--shutdown-timeout", "10"]).start()
     try:
-        c = socket.create_connection(("127.0.0.1", s.port), timeout=st.IO_TIMEOUT)
-        c.sendall(st.req("GET", "/mid.bin"))
-        data = c.recv(1000)
-        time.sleep(0.3)  # servd writes the rest into the socket buffers
-        s.proc.send_signal(signal.SIGQUIT)
+        c, data = stop_during_a_response(s, signal.SIGQUIT)
         sent = False
         try:
             while True:
@@ -421,11 +433,7 @@ def t_sigquit_stop_lingers_while_the_kernel_holds_the_response():
         except ConnectionResetError:
             ok(False, "reset after %d bytes" % len(data))
         c.close()
-        head, _, body = data.partition(b"\r\n\r\n")
-        ok(body == FILES["/mid.bin"], "the response handed to the kernel arrived whole "
-           "(%d of %d bytes)" % (len(body), len(FILES["/mid.bin"])))
-        eq(s.proc.wait(timeout=st.STOP_TIMEOUT), 0, "exit status after SIGQUIT")
-        ok("SIGQUIT" in s.read_log(), "log: %r" % s.read_log()[-300:])
+        check_delivered_and_stopped(s, data, "/mid.bin", "SIGQUIT")
     finally:
         s.stop(check=False)
 
@@ -437,11 +445,7 @@ def t_stop_does_not_wait_for_a_client_that_has_everything():
     linger time (5 s)."""
     s = st.Servd(pack(), extra=["--shutdown-timeout", "10"]).start()
     try:
-        c = socket.create_connection(("127.0.0.1", s.port), timeout=st.IO_TIMEOUT)
-        c.sendall(st.req("GET", "/mid.bin"))
-        data = c.recv(1000)
-        time.sleep(0.3)
-        s.proc.send_signal(signal.SIGTERM)
+        c, data = stop_during_a_response(s, signal.SIGTERM)
         while True:
             chunk = c.recv(1 << 20)
             if not chunk:
