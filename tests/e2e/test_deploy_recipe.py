@@ -234,6 +234,15 @@ def t_recipe(d):
     eq(d.healthz(), "ok " + id2, "/healthz after rollback v2")
     ok("servd_pack_swaps_total 3" in d.metrics(), "servd_pack_swaps_total after three switches")
 
+    # A reload command that fails (servd started by hand, the default systemctl): the
+    # link has moved, servd's watch loads the release anyway, and activate says so and
+    # succeeds once servd serves it, rather than failing with the new release live.
+    p = d.sh("activate v1", reload="false")
+    ok("the reload command failed" in p.stderr.decode(), "activate says: %r" % p.stderr)
+    eq(d.healthz(), "ok " + id1, "/healthz after an activation whose reload failed")
+    d.sh("rollback v2")
+    eq(d.healthz(), "ok " + id2, "/healthz after rollback v2, again")
+
     # keep N: two newer releases arrive; the live one (v2) is older than both.
     for n, sha in enumerate(("v3", "v4")):
         files = dict(V2, **{"/index.html": b"<p>%s</p>\n" % sha.encode()})
