@@ -59,7 +59,7 @@ static const char help_text[] =
     "           --headers writes the stored 200 header block instead\n"
     "\n"
     "Dotfiles are skipped (except the top-level .well-known/); X.gz/X.br/X.zst beside X are\n"
-    "skipped when they decompress to X (servd-pack makes its own variants); a variant is\n"
+    "packed at their own URLs (X's variants are servd-pack's own); a variant is\n"
     "kept only if it saves at least 5% and 64 bytes. SOURCE_DATE_EPOCH, when set, is every\n"
     "Last-Modified and the creation time (but --base keeps the Last-Modified of unchanged\n"
     "files, and gives changed ones a later one than the base's).\n"

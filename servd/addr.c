@@ -115,7 +115,11 @@ out_close:;
     close(fd);
     errno = e;
 out_err:
-    snprintf(err, errlen, "cannot listen on %s: %s", a->text, strerror(errno));
+    /* a port below 1024 without the right to bind it: say the ways to get it */
+    snprintf(err, errlen, "cannot listen on %s: %s%s", a->text, strerror(errno),
+             errno == EACCES ? " (a port below 1024 needs socket activation, "
+                               "CAP_NET_BIND_SERVICE, or root with --user: servd(1), PRIVILEGES)"
+                             : "");
     return -1;
 }
 

@@ -239,12 +239,16 @@ int sv_snapshot_open(const char *path, int nreaders, sv_snapshot **out, sv_file_
         *seen = (sv_file_seen){file, stamp, 0};
     if (!S_ISREG(st.st_mode)) {
         close(fd);
-        snprintf(err, errlen, "%s: not a regular file (a %s)", path,
+        /* a web root given for its pack: say how a pack is made */
+        snprintf(err, errlen, "%s: not a regular file (a %s)%s", path,
                  S_ISDIR(st.st_mode)    ? "directory"
                  : S_ISFIFO(st.st_mode) ? "FIFO"
                  : S_ISSOCK(st.st_mode) ? "socket"
                  : S_ISCHR(st.st_mode)  ? "character device"
-                                        : "block device");
+                                        : "block device",
+                 S_ISDIR(st.st_mode) ? "; servd serves a pack: make one with servd-pack build "
+                                       "DIR -o site.lmdb"
+                                     : "");
         return SF_EIO;
     }
     char fdpath[32];

@@ -14,6 +14,7 @@ import socket
 import subprocess
 import struct
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -84,7 +85,9 @@ def t_empty_and_directory():
     refused(empty, "empty file")
     d = os.path.join(st.tmpdir(), "a-directory.lmdb")
     os.makedirs(d, exist_ok=True)
-    refused(d, "directory")
+    err = refused(d, "directory")
+    # a web root given for its pack: the message says how a pack is made
+    ok("servd-pack build DIR -o site.lmdb" in err, "directory: no hint: %r" % err)
 
 
 def t_garbage_pack():
@@ -278,6 +281,37 @@ def t_help_and_version():
                                    timeout=REFUSE_TIMEOUT)
             eq(p.returncode, 1, "%s >/dev/full: exit status" % opt)
             ok(b"writing to standard output" in p.stderr, "%s >/dev/full: %r" % (opt, p.stderr))
+
+
+def t_a_privileged_port_without_the_right_says_how():
+    """An unprivileged servd asked for a port below 1024 fails with EACCES, and the
+    message names the ways to get the port (servd(1), PRIVILEGES)."""
+    with open("/proc/sys/net/ipv4/ip_unprivileged_port_start") as f:
+        start = int(f.read())
+    if os.geteuid() != 0 or start <= 81:
+        print("NOTE not root, or ports below 1024 are open to all here: not run")
+        return
+    d = tempfile.mkdtemp(prefix="servd-nobody-")  # st.tmpdir() is closed to nobody
+    os.chmod(d, 0o755)
+    pack = os.path.join(d, "site.lmdb")
+    with open(good_pack(), "rb") as f, open(pack, "wb") as g:
+        g.write(f.read())
+    os.chmod(pack, 0o644)
+
+    def as_nobody():
+        os.setgroups([])
+        os.setgid(65534)
+        os.setuid(65534)
+    try:
+        p = subprocess.run([st.SERVD, "--pack", pack, "--listen", "127.0.0.1:81"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           stdin=subprocess.DEVNULL, timeout=REFUSE_TIMEOUT, preexec_fn=as_nobody)
+    finally:
+        shutil.rmtree(d)
+    err = p.stderr.decode(errors="replace")
+    eq(p.returncode, 1, "a port below 1024 as nobody: exit status (stderr %r)" % err)
+    ok("Permission denied" in err and "CAP_NET_BIND_SERVICE" in err and "--user" in err,
+       "a port below 1024 as nobody: message %r" % err)
 
 
 def t_address_in_use():
