@@ -32,8 +32,10 @@
 /* Most header fields in one request: more -> 431. Apache's default
  * (LimitRequestFields) and h2o's; a browser behind a CDN sends 20-40. */
 #define SV_MAX_HEADERS 100
-/* Largest request body (Content-Length) drained on a keep-alive connection;
- * a larger one is answered and the connection closed. */
+/* Largest request body (Content-Length) drained on a keep-alive connection,
+ * and only one that came whole with its head (conn.c answer(): so at most
+ * SV_MAX_HEAD less the head in practice); any other is answered and the
+ * connection closed. */
 #define SV_MAX_DRAIN 65536
 /* Most disjoint ranges honoured in one Range header, merged as they are
  * read (range.c): more at any point -> the Range is ignored and the whole
