@@ -301,8 +301,10 @@ int main(int argc, char **argv)
             usage_error("unknown option '%s'", argv[optind - 1]);
         }
     }
-    if (optind < argc)
-        usage_error("unexpected argument '%s'", argv[optind]);
+    if (optind < argc) /* "servd site.lmdb": a pack given without its option */
+        usage_error(cfg.pack_path ? "unexpected argument '%s'"
+                                  : "unexpected argument '%s' (the pack is given with --pack FILE)",
+                    argv[optind]);
     if (user_name) {
         int rc = sv_user_lookup(user_name, &user, err, sizeof err);
         if (rc == -1)

@@ -514,7 +514,12 @@ int sv_server_run(const sv_config *cfg, sv_snapshot *snap)
     }
     if (cfg->access_log &&
         sv_log_open(cfg->access_log, cfg->workers, &srv->metrics, &srv->log, err, sizeof err)) {
-        fprintf(stderr, "servd: %s\n", err);
+        /* opened after the switch: who could not open it matters */
+        if (cfg->user)
+            fprintf(stderr, "servd: %s (as user %s, who must write the access log)\n", err,
+                    cfg->user->name);
+        else
+            fprintf(stderr, "servd: %s\n", err);
         goto out_free;
     }
     if (cfg->has_admin) {

@@ -223,6 +223,7 @@ def t_usage_errors():
         (["--pack"], "--pack without a value"),
         (["--pack", pack, "--bogus"], "unknown option"),
         (["--pack", pack, "extra"], "extra argument"),
+        ([pack], "a pack without --pack"),
         (["--pack", pack, "--workers", "0"], "--workers 0"),
         (["--pack", pack, "--workers", "many"], "--workers many"),
         (["--pack", pack, "--workers", "100000"], "--workers too many"),
@@ -260,6 +261,8 @@ def t_usage_errors():
         ok(err.startswith("servd: "), "%s: the message does not start with 'servd: ': %r"
            % (what, err))
         ok("--help" in err, "%s: no pointer to --help: %r" % (what, err))
+    rc, out, err = run_servd([pack])
+    ok("(the pack is given with --pack FILE)" in err, "a pack without --pack: no hint: %r" % err)
 
 
 def t_help_and_version():

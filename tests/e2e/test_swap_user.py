@@ -161,6 +161,19 @@ def t_access_log_written_as_the_user(c):
     ok(b"/robots.txt" in open(c.access, "rb").read(), "the request is logged")
 
 
+def t_an_unwritable_access_log_names_the_user(c):
+    """The access log is opened after the switch: a log the user cannot write is refused
+    with a message that names the user, as an unreadable pack's does."""
+    log = os.path.join(c.dir, "root-only.log")  # c.dir is root's, 0755
+    p = subprocess.run([st.SERVD, "--pack", c.pack, "--listen", "127.0.0.1:%d" % st.free_port(),
+                        "--user", USER, "--access-log", log], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, timeout=30)
+    err = p.stderr.decode(errors="replace")
+    eq(p.returncode, 1, "an access log the user cannot write: exit status (%r)" % err)
+    ok("Permission denied" in err and "as user %s, who must write the access log" % USER in err,
+       "an access log the user cannot write: message %r" % err)
+
+
 def t_without_root():
     rc = subprocess.run([st.SERVD, "--pack", st.pack(st.WWW, "user-www.lmdb"),
                          "--user", "no-such-user-here"], stdout=subprocess.PIPE,
