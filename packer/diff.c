@@ -183,14 +183,15 @@ typedef struct changes {
     size_t n, cap;
 } changes;
 
-/* The URL that names a path, NUL-terminated and owned; NULL when out of memory. */
-static char *url_of(const char *path, size_t len, size_t *urllen)
+/* The URL that names a path, with the bytes in raw left as they are,
+ * NUL-terminated and owned; NULL when out of memory. */
+static char *url_of(const char *path, size_t len, const char *raw, size_t *urllen)
 {
     size_t cap = 3 * len + 1;
     char *u = malloc(cap);
     if (!u)
         return NULL;
-    size_t n = sf_path_to_url(path, len, u, cap);
+    size_t n = sf_path_to_url_keeping(path, len, raw, u, cap);
     u[n] = '\0';
     if (urllen)
         *urllen = n;
@@ -200,31 +201,6 @@ static char *url_of(const char *path, size_t len, size_t *urllen)
 /* The characters browsers leave raw in a path that sf_path_to_url escapes
  * (see the top). */
 static const char browser_raw[] = "[]^|";
-
-static int hex_digit(char ch)
-{
-    return ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10 : -1;
-}
-
-/* Writes into u (NUL-terminated, in place) the browser's spelling of the URL
- * u, as sf_path_to_url writes it: the escapes of browser_raw undone.
- * @return its length. */
-static size_t browser_spelling(char *u, size_t len)
-{
-    size_t o = 0;
-    for (size_t i = 0; i < len; i++) {
-        int h = i + 2 < len && u[i] == '%' ? hex_digit(u[i + 1]) : -1;
-        int l = h >= 0 ? hex_digit(u[i + 2]) : -1;
-        if (l >= 0 && h * 16 + l != 0 && strchr(browser_raw, h * 16 + l)) {
-            u[o++] = (char)(h * 16 + l);
-            i += 2;
-        } else {
-            u[o++] = u[i];
-        }
-    }
-    u[o] = '\0';
-    return o;
-}
 
 static int push_one(changes *c, change ch)
 {
@@ -244,24 +220,23 @@ static int push_one(changes *c, change ch)
  * differs; via names the index path it derives from. */
 static int push(changes *c, char sign, const char *path, size_t len, const char *via, int status)
 {
-    size_t ulen;
-    char *u = url_of(path, len, &ulen), *p = strndup(path, len);
+    size_t ulen, blen;
+    char *u = url_of(path, len, "", &ulen), *p = strndup(path, len);
     if (!u || !p || push_one(c, (change){sign, u, ulen, p, via, status, 0}) != 0) {
         free(u);
         free(p);
         return -1;
     }
-    size_t blen;
-    char *b = strndup(u, ulen), *bp = strndup(path, len);
+    char *b = url_of(path, len, browser_raw, &blen);
+    if (b && blen == ulen) { /* each byte kept raw saves two: none here */
+        free(b);
+        return 0;
+    }
+    char *bp = strndup(path, len);
     if (!b || !bp) {
         free(b);
         free(bp);
         return -1;
-    }
-    if ((blen = browser_spelling(b, ulen)) == ulen) {
-        free(b);
-        free(bp);
-        return 0;
     }
     /* via: the index this derives from, or the path itself (p, owned by the
      * line above and freed with it, after this one is printed) */

@@ -204,11 +204,16 @@ static int url_safe(unsigned char c)
 
 size_t sf_path_to_url(const char *key, size_t len, char *out, size_t cap)
 {
+    return sf_path_to_url_keeping(key, len, "", out, cap);
+}
+
+size_t sf_path_to_url_keeping(const char *key, size_t len, const char *raw, char *out, size_t cap)
+{
     static const char hex[] = "0123456789ABCDEF";
     size_t n = 0;
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)key[i];
-        if (url_safe(c)) {
+        if (url_safe(c) || (c != 0 && strchr(raw, c))) {
             if (n < cap)
                 out[n] = (char)c;
             n++;

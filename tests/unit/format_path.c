@@ -127,6 +127,13 @@ TEST(path_to_url)
     ASSERT_MEM_EQ(tiny, 2, "/a", 2);
     ASSERT_EQ(tiny[4], '\0');
     ASSERT_EQ(sf_path_to_url("/", 1, url, sizeof url), 1);
+    /* the browser's spelling: the bytes asked for stay raw, the rest as above,
+     * and it normalises back to the key too */
+    const char *route = "/[slug]/a|b c";
+    n = sf_path_to_url_keeping(route, strlen(route), "[]|", url, sizeof url);
+    ASSERT_MEM_EQ(url, n, "/[slug]/a|b%20c", strlen("/[slug]/a|b%20c"));
+    ASSERT_EQ(sf_path_from_target(url, n, back, sizeof back, &bl), 0);
+    ASSERT_MEM_EQ(back, bl, route, strlen(route));
 }
 
 /* Keys in messages: servd prints the key of a record it refuses, and a pack

@@ -58,6 +58,11 @@ size_t sf_utf8_char(const void *s, size_t n, uint32_t *cp);
  *         its start (3 * len is always enough). */
 size_t sf_path_to_url(const char *key, size_t len, char *out, size_t cap);
 
+/* sf_path_to_url, but the ASCII bytes in raw are written as they are: the
+ * spelling of a client that does not escape them (browsers leave "[]|" in
+ * a path raw), which caches keyed on the target as received hold. */
+size_t sf_path_to_url_keeping(const char *key, size_t len, const char *raw, char *out, size_t cap);
+
 /* The longest text sf_escape() writes for one character, NUL excluded. */
 #define SF_ESCAPE_CHAR_MAX 6
 
