@@ -245,6 +245,21 @@ static int fail(ctx *c, int status)
     return 0;
 }
 
+/* The next Access-Control-* line of a header block at or after *p, before
+ * end (its length, CRLF included, in *n), or NULL; *p moves past it. */
+static const char *cors_line(const char **p, const char *end, size_t *n)
+{
+    static const char ac[] = "access-control-";
+    while (*p < end) {
+        const char *l = *p, *eol = memchr(l, '\n', (size_t)(end - l));
+        *n = eol ? (size_t)(eol - l) + 1 : (size_t)(end - l);
+        *p = l + *n;
+        if (*n > sizeof ac - 1 && strncasecmp(l, ac, sizeof ac - 1) == 0)
+            return l;
+    }
+    return NULL;
+}
+
 /* Adds the Access-Control-* lines of a stored 200 block h (those a rules
  * file gave the path) to the plan, from the map: adjacent lines as one
  * piece, and rules lines are stored together, so nearly always one. keep:
@@ -252,26 +267,21 @@ static int fail(ctx *c, int status)
  * lie in more separate runs than the plan has room for (a crafted pack). */
 static int add_cors(ctx *c, sf_view h, int keep)
 {
-    static const char ac[] = "access-control-";
     sv_plan *plan = c->plan;
     struct iovec *run = NULL;
-    if (h.len == 0)
+    const char *p = h.ptr, *l;
+    size_t n;
+    if (h.len == 0) /* OPTIONS *: no block (h.ptr NULL) */
         return 0;
-    const char *end = h.ptr + h.len;
-    for (const char *p = h.ptr; p < end;) {
-        const char *eol = memchr(p, '\n', (size_t)(end - p));
-        size_t n = eol ? (size_t)(eol - p) + 1 : (size_t)(end - p);
-        if (n > sizeof ac - 1 && strncasecmp(p, ac, sizeof ac - 1) == 0) {
-            if (run && (const char *)run->iov_base + run->iov_len == p) {
-                run->iov_len += n;
-            } else {
-                if (plan->iovcnt + keep >= SV_PLAN_IOV)
-                    return -1;
-                add(plan, p, n);
-                run = &plan->iov[plan->iovcnt - 1];
-            }
+    while ((l = cors_line(&p, h.ptr + h.len, &n)) != NULL) {
+        if (run && (const char *)run->iov_base + run->iov_len == l) {
+            run->iov_len += n;
+        } else {
+            if (plan->iovcnt + keep >= SV_PLAN_IOV)
+                return -1;
+            add(plan, l, n);
+            run = &plan->iov[plan->iovcnt - 1];
         }
-        p += n;
     }
     return 0;
 }
@@ -279,15 +289,9 @@ static int add_cors(ctx *c, sf_view h, int keep)
 /* 1 if the header block h has an Access-Control-* line. */
 static int has_cors(sf_view h)
 {
-    static const char ac[] = "\naccess-control-";
-    for (const char *p = h.ptr, *end = h.ptr + h.len; p && p + sizeof ac - 1 <= end; p++) {
-        p = memchr(p, '\n', (size_t)(end - p));
-        if (!p || (size_t)(end - p) < sizeof ac - 1)
-            return 0;
-        if (strncasecmp(p, ac, sizeof ac - 1) == 0)
-            return 1;
-    }
-    return 0;
+    const char *p = h.ptr;
+    size_t n;
+    return h.len > 0 && cors_line(&p, h.ptr + h.len, &n) != NULL;
 }
 
 /* An error about a file (406, 412): carries Vary when it is negotiable, and
