@@ -59,6 +59,10 @@ static int index_path(void *arg, sf_view path, const sf_entry *e)
     memcpy(mime, e->mime.ptr, ml);
     mime[ml] = '\0';
     be->cls = pk_mime_class(mime);
+    /* compressed variants of a type never compressed: a file of an encoded
+     * rule, whose class build.c raises the same way */
+    if (be->cls == PK_CLASS_NONE && e->nvariants > 1)
+        be->cls = PK_CLASS_BINARY;
     for (unsigned i = 1; i < e->nvariants; i++) {
         const sf_variant *v = &e->variants[i];
         sf_view body;

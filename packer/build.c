@@ -154,12 +154,13 @@ static uint8_t *read_whole(const pk_file *f, int fd, const struct stat *st, stru
 
 /* Drops the identity bytes of f once nothing but the write needs them,
  * which then reads the file again (pk__reread): so the compression phase
- * does not hold every file beside all of its variants. Not an .svgz,
- * whose bytes are the SVG inside, not the file's. */
+ * does not hold every file beside all of its variants. Not a file stored
+ * as what it contains (an .svgz, an encoded rule's), whose bytes are not
+ * the file's. */
 static void drop_identity(pk_file *f)
 {
     pk_variant *id = &f->var[SF_ENC_IDENTITY];
-    if (!id->owned || id->len == 0 || pk_svgz_key(f->key, f->key_len))
+    if (!id->owned || id->len == 0 || f->encoded)
         return;
     free((void *)id->bytes);
     id->bytes = NULL;
@@ -218,24 +219,46 @@ static int read_file(build *b, pk_file *f, pk_magic **magic, char *err, size_t e
     f->read_size = (uint64_t)after.st_size;
     f->read_mtim = after.st_mtim;
     f->read_ctim = after.st_ctim;
-    int svgz = pk_svgz_key(f->key, f->key_len);
-    if (svgz && n >= 2 && p[0] == 0x1f && p[1] == 0x8b) {
-        uint8_t *svg;
-        size_t svgn;
+    /* Stored as what it contains: a file an encoded rule matches, and an
+     * .svgz that is gzip. */
+    int enc = 0;
+    size_t sfx = 0;
+    if (pk_rules_encoded(b->rules, f->key, f->key_len)) {
+        if (!(sfx = pk_encoded_suffix(f->key, f->key_len, &enc))) {
+            free(p);
+            snprintf(err, errlen,
+                     "%s: an encoded rule matches it, but its name does not end in .gz, .br or "
+                     ".zst (make the rule's glob match only the compressed files)",
+                     f->src);
+            return -1;
+        }
+    } else if (pk_svgz_key(f->key, f->key_len) && n >= 2 && p[0] == 0x1f && p[1] == 0x8b) {
+        enc = SF_ENC_GZIP;
+    }
+    if (enc) {
+        uint8_t *inner;
+        size_t innern;
         char why[128];
-        int rc = pk_decompress(SF_ENC_GZIP, p, n, PK_FILE_MAX, &svg, &svgn, why, sizeof why);
+        int rc = pk_decompress(enc, p, n, PK_FILE_MAX, &inner, &innern, why, sizeof why);
         free(p);
         if (rc == PK_DECODE_NOMEM) {
             snprintf(err, errlen, "%s: out of memory decompressing it", f->src);
             return -1;
         }
+        if (rc == PK_DECODE_TOO_BIG)
+            snprintf(why, sizeof why, "it decompresses to more than the file limit");
         if (rc != 0) {
-            snprintf(err, errlen, "%s: an .svgz must be a gzip file of an SVG: %s", f->src,
-                     rc == PK_DECODE_TOO_BIG ? "it decompresses to more than the file limit" : why);
+            if (sfx)
+                snprintf(err, errlen, "%s: an encoded rule matches it, but it is not %s data: %s",
+                         f->src, enc == SF_ENC_BR ? "brotli" : sf_encoding_name(enc), why);
+            else
+                snprintf(err, errlen, "%s: an .svgz must be a gzip file of an SVG: %s", f->src,
+                         why);
             return -1;
         }
-        p = svg;
-        n = svgn;
+        p = inner;
+        n = innern;
+        f->encoded = 1;
     }
     f->size = n;
     f->mtime = (int64_t)st.st_mtim.tv_sec;
@@ -249,13 +272,17 @@ static int read_file(build *b, pk_file *f, pk_magic **magic, char *err, size_t e
         return -1;
     }
     char why[512];
-    f->mime = pk_mime_decide(f->key, f->key_len, pk_rules_mime(b->rules, f->key, f->key_len), p, n,
-                             magic, why, sizeof why);
+    f->mime = pk_mime_decide(f->key, f->key_len - sfx, pk_rules_mime(b->rules, f->key, f->key_len),
+                             p, n, magic, why, sizeof why);
     if (!f->mime) {
         snprintf(err, errlen, "%s: %s", f->src, why);
         return -1;
     }
     f->cls = pk_mime_class(f->mime);
+    /* shipped compressed, so worth compressing, whatever its type (a Unity
+     * build's game.data.br is application/octet-stream) */
+    if (sfx && f->cls == PK_CLASS_NONE)
+        f->cls = PK_CLASS_BINARY;
     if (f->cls == PK_CLASS_NONE) /* nothing will compress it */
         drop_identity(f);
     return 0;

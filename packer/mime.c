@@ -265,6 +265,23 @@ int pk_svgz_key(const char *key, size_t len)
     return len > 5 && strncasecmp(key + len - 5, ".svgz", 5) == 0 && key[len - 6] != '/';
 }
 
+size_t pk_encoded_suffix(const char *key, size_t len, int *enc)
+{
+    static const struct {
+        const char *ext;
+        int enc;
+    } sfx[] = {{".gz", SF_ENC_GZIP}, {".br", SF_ENC_BR}, {".zst", SF_ENC_ZSTD}};
+    for (size_t i = 0; i < sizeof sfx / sizeof sfx[0]; i++) {
+        size_t n = strlen(sfx[i].ext);
+        if (len > n + 1 && strncasecmp(key + len - n, sfx[i].ext, n) == 0 &&
+            key[len - n - 1] != '/') {
+            *enc = sfx[i].enc;
+            return n;
+        }
+    }
+    return 0;
+}
+
 int pk_utf8_valid(const void *data, size_t n)
 {
     const unsigned char *p = data;

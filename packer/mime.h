@@ -50,6 +50,12 @@ void pk_mime_class_digest(char out[PK_CLASS_DIGEST_SIZE]);
  * makes the usual variants of that. */
 int pk_svgz_key(const char *key, size_t len);
 
+/* The length of the key's compression suffix (".gz", ".br" or ".zst",
+ * case-insensitive, after a non-empty name), with its sf_encoding in *enc;
+ * else 0. An encoded rule (rules.h) stores such a file as what it contains,
+ * typed by the key without the suffix. */
+size_t pk_encoded_suffix(const char *key, size_t len, int *enc);
+
 /* 1 if n bytes at p are valid UTF-8 (no overlongs, no surrogates). */
 int pk_utf8_valid(const void *p, size_t n);
 

@@ -20,7 +20,7 @@
 
 typedef struct rule {
     pk_glob *glob;
-    char *a; /* cache_control: value; mime: type; headers: name; exclude: the glob */
+    char *a; /* cache_control: value; mime: type; headers: name; exclude, encoded: the glob */
     char *b; /* headers: value */
 } rule;
 
@@ -30,7 +30,7 @@ typedef struct rule_list {
 } rule_list;
 
 struct pk_rules {
-    rule_list cc, headers, exclude, mime;
+    rule_list cc, headers, exclude, mime, encoded;
     char *path; /* the rules file, for messages */
     /* Per exclude, set by the walk: 1 it skipped something; 2 it skipped
      * nothing so far but names a directory the walk saw ("/drafts" for
@@ -64,6 +64,7 @@ void pk_rules_free(pk_rules *r)
     free_list(&r->headers);
     free_list(&r->exclude);
     free_list(&r->mime);
+    free_list(&r->encoded);
     free(r->path);
     free(r->exclude_seen);
     free(r);
@@ -121,7 +122,7 @@ static int only(const char *path, const char *ptr, json_t *obj, const char *cons
     return 0;
 }
 
-enum section { S_CC, S_HEADERS, S_EXCLUDE, S_MIME };
+enum section { S_CC, S_HEADERS, S_EXCLUDE, S_MIME, S_ENCODED };
 
 static int parse_section(const char *path, json_t *arr, const char *sname, enum section s,
                          rule_list *out, char *err, size_t errlen)
@@ -142,7 +143,7 @@ static int parse_section(const char *path, json_t *arr, const char *sname, enum 
         json_t *el = json_array_get(arr, i);
         rule *r = &out->v[out->n];
         snprintf(ptr, sizeof ptr, "/%s/%zu", sname, i);
-        if (s == S_EXCLUDE) {
+        if (s == S_EXCLUDE || s == S_ENCODED) { /* a list of globs */
             if (!json_is_string(el)) {
                 RULE_ERR(path, ptr, "must be a glob string");
                 return -1;
@@ -331,8 +332,8 @@ int pk_rules_load(const char *path, pk_rules **out, char *err, size_t errlen)
         snprintf(err, errlen, "%s: the top level must be a JSON object", path);
         goto out_rules;
     }
-    static const char *const top[] = {"$schema", "comment", "cache_control", "headers", "exclude",
-                                      "mime",    NULL};
+    static const char *const top[] = {"$schema", "comment", "cache_control", "headers",
+                                      "exclude", "mime",    "encoded",       NULL};
     if (only(path, "/", root, top, err, errlen) != 0)
         goto out_rules;
     struct {
@@ -342,7 +343,8 @@ int pk_rules_load(const char *path, pk_rules **out, char *err, size_t errlen)
     } sections[] = {{"cache_control", S_CC, &r->cc},
                     {"headers", S_HEADERS, &r->headers},
                     {"exclude", S_EXCLUDE, &r->exclude},
-                    {"mime", S_MIME, &r->mime}};
+                    {"mime", S_MIME, &r->mime},
+                    {"encoded", S_ENCODED, &r->encoded}};
     for (size_t i = 0; i < sizeof sections / sizeof sections[0]; i++) {
         json_t *arr = json_object_get(root, sections[i].name);
         if (arr &&
@@ -418,6 +420,11 @@ void pk_rules_warn_unused(const pk_rules *r)
                "to exclude the directory and all it holds, write \"%.*s/**\"",
                r->path, i, g, (int)n, g);
     }
+}
+
+int pk_rules_encoded(const pk_rules *r, const char *key, size_t len)
+{
+    return r && first(&r->encoded, key, len) != NULL;
 }
 
 const char *pk_rules_mime(const pk_rules *r, const char *key, size_t len)

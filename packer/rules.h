@@ -5,7 +5,9 @@
  *   {"cache_control": [{"match": GLOB, "value": "..."}],   first match wins
  *    "headers":       [{"match": GLOB, "name": "..", "value": ".."}],  all apply
  *    "exclude":       [GLOB],
- *    "mime":          [{"match": GLOB, "type": ".."}]}     first match wins
+ *    "mime":          [{"match": GLOB, "type": ".."}],     first match wins
+ *    "encoded":       [GLOB]}    files shipped compressed (X.wasm.br): stored
+ *                                 as what they contain, served negotiated
  *
  * Globs are matched against the pack key ("/docs/index.html"; syntax in
  * glob.h). Every string is validated at load time and a bad one is refused
@@ -63,6 +65,11 @@ int pk_rules_excluded_dir(const pk_rules *r, const char *dirkey, size_t len);
  * publishes the drafts. (An exclude like "*.map" that finds nothing is
  * normal in a shared rules file and is not mentioned.) */
 void pk_rules_warn_unused(const pk_rules *r);
+/* 1 if an encoded rule matches the key: the file is X.gz, X.br or X.zst as
+ * a build tool shipped it (a Unity or Godot WebGL build's game.wasm.br,
+ * fetched by that name and expected with Content-Encoding), and is stored
+ * as the X it contains, under its own key (build.c). */
+int pk_rules_encoded(const pk_rules *r, const char *key, size_t len);
 /* The MIME override for a key, or NULL. */
 const char *pk_rules_mime(const pk_rules *r, const char *key, size_t len);
 /* The Cache-Control value for a key of type mime (never NULL). */

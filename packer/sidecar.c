@@ -32,6 +32,8 @@ void pk_sidecars_note(pk_site *s)
 {
     for (size_t i = 0; i < s->n; i++)
         for (size_t e = 0; e < sizeof sidecar_ext / sizeof sidecar_ext[0]; e++) {
+            if (s->files[i].encoded) /* stored as what it contains: not a copy */
+                break;
             const pk_file *x = sidecar_base(s, &s->files[i], sidecar_ext[e]);
             if (!x || x->cls == PK_CLASS_NONE)
                 continue;

@@ -1,6 +1,7 @@
 /* MIME: the extension table, text/charset decisions, classes, libmagic fallback. */
 #include "mime.h"
 #include "runner.h"
+#include "sf/store.h"
 
 #include <stdlib.h>
 
@@ -63,6 +64,21 @@ TEST(mime_table_web_types)
     ASSERT_EQ(pk_svgz_key("/logo.SVGZ", 10), 1);
     ASSERT_EQ(pk_svgz_key("/logo.svg", 9), 0);
     ASSERT_EQ(pk_svgz_key("/a/.svgz", 8), 0);
+}
+
+TEST(mime_encoded_suffix)
+{
+    int enc = -1;
+    ASSERT_EQ(pk_encoded_suffix("/b/g.wasm.br", 12, &enc), 3);
+    ASSERT_EQ(enc, SF_ENC_BR);
+    ASSERT_EQ(pk_encoded_suffix("/b/g.JS.GZ", 10, &enc), 3);
+    ASSERT_EQ(enc, SF_ENC_GZIP);
+    ASSERT_EQ(pk_encoded_suffix("/b/c.json.zst", 13, &enc), 4);
+    ASSERT_EQ(enc, SF_ENC_ZSTD);
+    ASSERT_EQ(pk_encoded_suffix("/b/.br", 6, &enc), 0); /* no name before it */
+    ASSERT_EQ(pk_encoded_suffix("/br", 3, &enc), 0);
+    ASSERT_EQ(pk_encoded_suffix("/b/g.wasm", 9, &enc), 0);
+    ASSERT_EQ(pk_encoded_suffix("/b/g.tgz", 8, &enc), 0);
 }
 
 TEST(mime_table_edge_names)

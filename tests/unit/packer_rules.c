@@ -134,6 +134,7 @@ TEST(rules_load_and_apply)
                    "              {\"match\": \"*.html\", \"name\": \"Link\", \"value\": "
                    "\"</a.css>; rel=preload\"}],\n"
                    " \"exclude\": [\"*.map\", \"/drafts/**\"],\n"
+                   " \"encoded\": [\"/Build/*.br\"],\n"
                    " \"mime\": [{\"match\": \"*.mdx\", \"type\": \"text/markdown; "
                    "charset=utf-8\"}]}\n");
     pk_rules *r = NULL;
@@ -159,6 +160,11 @@ TEST(rules_load_and_apply)
     ASSERT_EQ(pk_rules_excluded(r, "/js/app.js.map", 14), 1);
     ASSERT_EQ(pk_rules_excluded(r, "/drafts/a/b.html", 16), 1);
     ASSERT_EQ(pk_rules_excluded(r, "/js/app.js", 10), 0);
+    /* encoded */
+    ASSERT_EQ(pk_rules_encoded(r, "/Build/g.wasm.br", 16), 1);
+    ASSERT_EQ(pk_rules_encoded(r, "/Build/g.wasm", 13), 0);
+    ASSERT_EQ(pk_rules_encoded(r, "/x/Build/g.wasm.br", 18), 0);
+    ASSERT_EQ(pk_rules_encoded(NULL, "/Build/g.wasm.br", 16), 0);
     ASSERT_STR_EQ(pk_rules_mime(r, "/a/b.mdx", 8), "text/markdown; charset=utf-8");
     ASSERT(pk_rules_mime(r, "/a/b.md", 7) == NULL);
     pk_rules_free(r);
@@ -182,6 +188,8 @@ TEST(rules_reject_structure)
             "/cache_control/0", "vlaue");
     rejects("{\"exclude\": [\"ok\", 5]}", "/exclude/1", "glob");
     rejects("{\"exclude\": [\"/[abc\"]}", "/exclude/0", "bad glob");
+    rejects("{\"encoded\": \"*.br\"}", "/encoded", "array");
+    rejects("{\"encoded\": [{\"match\": \"*.br\"}]}", "/encoded/0", "glob");
     rejects("{\"mime\": [{\"match\": \"*\"}]}", "/mime/0", "\"type\"");
 }
 
