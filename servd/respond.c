@@ -62,6 +62,10 @@
 
 static const char allow_line[] = "Allow: GET, HEAD, OPTIONS\r\n";
 static const char vary_line[] = "Vary: Accept-Encoding\r\n";
+/* On every 503 (a worker at --max-conns, a pack cut under servd): both
+ * last a moment, and a client or proxy that retries may as well wait one
+ * second (RFC 9110 §10.2.3). */
+static const char retry_line[] = "Retry-After: 1\r\n";
 
 /* ---- status texts ---- */
 
@@ -228,9 +232,9 @@ static void error_plan(sv_plan *plan, int status, const char *extra, size_t extr
 void sv_respond_error_method(int status, int close, int method, const sv_date *date, sv_plan *plan)
 {
     plan_reset(plan, close);
-    error_plan(plan, status, status == 405 ? allow_line : NULL, sizeof allow_line - 1,
-               close ? date->close : date->keep, close ? date->close_len : date->keep_len,
-               method == SV_M_HEAD);
+    const char *extra = status == 405 ? allow_line : status == 503 ? retry_line : NULL;
+    error_plan(plan, status, extra, extra ? strlen(extra) : 0, close ? date->close : date->keep,
+               close ? date->close_len : date->keep_len, method == SV_M_HEAD);
 }
 
 void sv_respond_error(int status, int close, const sv_date *date, sv_plan *plan)

@@ -54,7 +54,8 @@ def t_max_conns():
         # the 503 arrives before servd's close even when the request reaches
         # the closed socket (a reset): TCP delivers what was queued first
         r = extra.read_response()
-        eq((r.status, r.get("Connection")), (503, "close"), "connection over --max-conns")
+        eq((r.status, r.get("Connection"), r.get("Retry-After")), (503, "close", "1"),
+           "connection over --max-conns")
         extra.expect_closed("connection over --max-conns")
         extra.close()
         for i, c in enumerate(held):
