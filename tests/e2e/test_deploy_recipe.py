@@ -250,7 +250,10 @@ def t_recipe(d):
         d.ship(sha, now - 100 + 50 * n)
     eq(d.releases(), ["site-v%d.%s" % (i, e) for i in range(1, 5) for e in ("json", "lmdb")],
        "releases before keep")
+    purge_v1 = [os.path.join(d.home, "purge-v1." + e) for e in ("txt", "json")]
+    ok(all(os.path.exists(f) for f in purge_v1), "activate v1 wrote its purge lists")
     d.sh("keep 2")
+    ok(not any(os.path.exists(f) for f in purge_v1), "keep deleted v1's purge lists too")
     eq(d.releases(), ["site-v%d.%s" % (i, e) for i in (2, 3, 4) for e in ("json", "lmdb")],
        "releases after keep 2 (v4, v3 and the live v2)")
     d.sh("keep 1")
