@@ -308,6 +308,9 @@ static void log_response(sv_conn *c, const sv_request *req, const sv_plan *plan)
     e.time = w->logtime;
     e.time_len = w->logtime_len;
     e.minor = -1;
+    struct sockaddr_storage client;
+    if (req && e.peer && sv_realip_client(&w->cfg->realip, e.peer, req, &client))
+        e.peer = (const struct sockaddr *)&client;
     if (req) {
         e.method = req->method_tok;
         e.target = req->target;

@@ -55,6 +55,10 @@ static const char usage_text[] =
     "  -a, --admin HOST:PORT     serve /metrics and /healthz on this address only\n"
     "      --access-log FILE     append a line per response (combined format plus\n"
     "                            content coding and microseconds); reopened on SIGUSR1\n"
+    "      --real-ip-header NAME log the client this header names (X-Forwarded-For,\n"
+    "                            CF-Connecting-IP) on connections from --real-ip-from\n"
+    "      --real-ip-from CIDR   a trusted proxy's network (10.0.0.0/8, 2400:cb00::/32,\n"
+    "                            an address); repeatable\n"
     "      --spa                 answer missing extension-less paths with /index.html\n"
     "      --idle-timeout S      close keep-alive connections idle this long (75)\n"
     "      --header-timeout S    a request head must arrive whole within this (10)\n"
@@ -166,6 +170,8 @@ enum {
     OPT_MAX_CONNS,
     OPT_NO_WATCH,
     OPT_WATCH_INTERVAL,
+    OPT_REAL_IP_HEADER,
+    OPT_REAL_IP_FROM,
 };
 
 int main(int argc, char **argv)
@@ -199,6 +205,8 @@ int main(int argc, char **argv)
         {"workers", required_argument, NULL, 'w'},
         {"admin", required_argument, NULL, 'a'},
         {"access-log", required_argument, NULL, OPT_ACCESS_LOG},
+        {"real-ip-header", required_argument, NULL, OPT_REAL_IP_HEADER},
+        {"real-ip-from", required_argument, NULL, OPT_REAL_IP_FROM},
         {"spa", no_argument, NULL, OPT_SPA},
         {"idle-timeout", required_argument, NULL, OPT_IDLE},
         {"header-timeout", required_argument, NULL, OPT_HEADER},
@@ -260,6 +268,16 @@ int main(int argc, char **argv)
         case OPT_ACCESS_LOG:
             once(&cfg.access_log, "--access-log");
             break;
+        case OPT_REAL_IP_HEADER:
+            if (cfg.realip.header_len)
+                usage_error("%s is given twice", "--real-ip-header");
+            if (sv_realip_header(&cfg.realip, optarg, err, sizeof err) != 0)
+                usage_error("--real-ip-header %s", err);
+            break;
+        case OPT_REAL_IP_FROM:
+            if (sv_realip_from(&cfg.realip, optarg, err, sizeof err) != 0)
+                usage_error("--real-ip-from %s", err);
+            break;
         case OPT_SPA:
             cfg.site.spa = 1;
             break;
@@ -305,6 +323,17 @@ int main(int argc, char **argv)
         usage_error(cfg.pack_path ? "unexpected argument '%s'"
                                   : "unexpected argument '%s' (the pack is given with --pack FILE)",
                     argv[optind]);
+    /* The header is believed only from the networks, and changes only the
+     * log: one without the other, or both without a log, is a mistake. */
+    if (cfg.realip.header_len && !cfg.realip.nnets)
+        usage_error("--real-ip-header needs --real-ip-from: the networks of the proxies whose "
+                    "header %s is believed",
+                    cfg.realip.header);
+    if (cfg.realip.nnets && !cfg.realip.header_len)
+        usage_error("--real-ip-from needs --real-ip-header: the header that names the client%s",
+                    "");
+    if (cfg.realip.header_len && !cfg.access_log)
+        usage_error("--real-ip-header changes only the access log: give --access-log too%s", "");
     if (user_name) {
         int rc = sv_user_lookup(user_name, &user, err, sizeof err);
         if (rc == -1)

@@ -28,6 +28,7 @@
 #include "addr.h"
 #include "http.h"
 #include "metrics.h"
+#include "realip.h"
 #include "snapshot.h"
 
 /* ---- Limits and defaults (all documented in docs/servd.1) ---- */
@@ -110,6 +111,7 @@ typedef struct sv_config {
     int has_admin;
     sv_addr admin;
     const char *access_log; /* NULL: no access log */
+    sv_realip realip;       /* the client behind a trusted proxy, for the log */
     sv_site site;
     uint64_t idle_ms, header_ms, send_ms, shutdown_ms;
     unsigned max_conns; /* per worker */

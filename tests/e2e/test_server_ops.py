@@ -646,6 +646,40 @@ def t_sigint_and_second_signal():
         s.stop(check=False)
 
 
+def t_access_log_real_ip_behind_a_trusted_proxy():
+    """Behind a CDN the peer is the CDN: with --real-ip-header and --real-ip-from the log
+    names the client the trusted proxy passed on, and only from such a proxy."""
+    log = os.path.join(st.tmpdir(), "realip.log")
+    for trusted, want in (("127.0.0.0/8", ["203.0.113.9", "127.0.0.1", "127.0.0.1", "2001:db8::7"]),
+                          ("10.0.0.0/8", ["127.0.0.1"] * 4)):
+        if os.path.exists(log):
+            os.unlink(log)
+        with st.Servd(pack(), extra=["--access-log", log, "--real-ip-header", "X-Forwarded-For",
+                                     "--real-ip-from", trusted,
+                                     "--real-ip-from", "2400:cb00::/32"]) as s:
+            # the client's own entry on the left is not believed over the proxy's
+            st.get(s.port, "/index.html", [("X-Forwarded-For", "198.51.100.1, 203.0.113.9")])
+            st.get(s.port, "/index.html")
+            st.get(s.port, "/index.html", [("X-Forwarded-For", "unknown")])
+            st.get(s.port, "/index.html", [("x-forwarded-for", "[2001:db8::7]:4711")])
+            lines = read_lines(log, 4)
+        eq([LOG_LINE.match(line).group(1) for line in lines], want,
+           "client addresses logged with --real-ip-from %s" % trusted)
+    for args, needle in (
+            (["--real-ip-header", "X-Forwarded-For", "--access-log", log], "needs --real-ip-from"),
+            (["--real-ip-from", "10.0.0.0/8", "--access-log", log], "needs --real-ip-header"),
+            (["--real-ip-header", "X-Forwarded-For", "--real-ip-from", "10.0.0.0/8"],
+             "only the access log"),
+            (["--real-ip-from", "10.0.0.1/8"], "bits set after"),
+            (["--real-ip-from", "cdn.example"], "expected an IPv4 or IPv6 address"),
+            (["--real-ip-header", "Forwarded"], "7239"),
+            (["--real-ip-header", "X-A", "--real-ip-header", "X-B"], "given twice")):
+        p = subprocess.run([st.SERVD, "--pack", pack()] + args, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=30)
+        eq(p.returncode, 2, "%s: exit status (%s)" % (args, p.stderr.decode()))
+        ok(needle in p.stderr.decode(), "%s: %r not in %r" % (args, needle, p.stderr.decode()))
+
+
 def t_access_log_long_fields_keep_the_line_whole():
     """A huge target or User-Agent is cut inside its own field: the status, bytes,
     encoding and duration stay on the line, and the line stays parseable."""
