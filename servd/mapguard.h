@@ -11,10 +11,13 @@
  * missing page, so the read that faulted completes (LMDB then finds a page
  * of zeros and reports the pack corrupt), and servd answers 503 from that
  * pack from then on. The main thread marks it the same way when a reload
- * finds the served file with a new size or mtime and other first bytes (the
- * rewrite may not leave a gap to fault in). The watch loads whatever the path holds once the copy
- * is complete, and the old map goes away with its last response. A fault anywhere else is not the
- * guard's: the previous disposition is restored and the fault repeats, so real bugs still crash.
+ * finds the served file shorter than its map, or with a new size or mtime
+ * and other first bytes, or refuses the changed file (the rewrite may not
+ * leave a gap to fault in, and a path in the path cache is sent by the
+ * kernel from the map without a fault in servd). The watch loads whatever
+ * the path holds once the copy is complete, and the old map goes away with
+ * its last response. A fault anywhere else is not the guard's: the previous
+ * disposition is restored and the fault repeats, so real bugs still crash.
  *
  * This narrows what an in-place write does; it cannot make it safe: bytes a
  * worker reads between the rewrite and the mark are another pack's, which

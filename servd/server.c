@@ -117,6 +117,18 @@ static void publish(sv_server *srv, sv_snapshot *s)
 #define SV_RETRY_FIRST_MS 2000
 #define SV_RETRY_MAX_MS   300000
 
+/* No more answers from the pack served: its file was written in place
+ * (mapguard.h). Said once. */
+static void mark_written_in_place(sv_server *srv, const char *why)
+{
+    if (!atomic_load(srv->current->cut))
+        fprintf(stderr,
+                "servd: %s: %s, the file of pack %s, was written in place; answering 503 until "
+                "a whole pack is loaded\n",
+                why, srv->cfg->pack_path, srv->current->id_hex);
+    sv_mapguard_mark(srv->current->guard);
+}
+
 static void reload(sv_server *srv, const char *why);
 static void on_retry(uv_timer_t *t)
 {
@@ -158,14 +170,12 @@ static void reload(sv_server *srv, const char *why)
             /* Loaded again in any case; the first bytes (LMDB's meta pages)
              * tell a rewrite from a touch, which must not cost a 503. Two
              * packs can share them: then the load itself swaps. */
-            if (!sv_snapshot_head_same(srv->current, srv->cfg->pack_path)) {
-                if (!atomic_load(srv->current->cut))
-                    fprintf(stderr,
-                            "servd: %s: %s, the file of pack %s, was written in place; "
-                            "answering 503 until a whole pack is loaded\n",
-                            why, srv->cfg->pack_path, srv->current->id_hex);
-                sv_mapguard_mark(srv->current->guard);
-            }
+            /* Shorter than when it was mapped, pages of the map are gone:
+             * what the kernel sends from them (a cached path's body) is
+             * cut, and no fault in servd's own reads may ever tell. */
+            if (now.stamp.size < served.stamp.size ||
+                !sv_snapshot_head_same(srv->current, srv->cfg->pack_path))
+                mark_written_in_place(srv, why);
         } else if (!atomic_load(srv->current->cut)) {
             fprintf(stderr, "servd: %s: %s is still the file of pack %s; nothing to reload\n", why,
                     srv->cfg->pack_path, srv->current->id_hex);
@@ -193,6 +203,12 @@ static void reload(sv_server *srv, const char *why)
         atomic_fetch_add(&srv->metrics.swap_failures, 1);
         fprintf(stderr, "servd: %s: refused %s; still serving pack %s\n", why, err,
                 srv->current->id_hex);
+        /* The file refused is the one served, changed since: its map shows
+         * the same damage (a cut with the first pages kept, a body written
+         * over), which paths served from the path cache would never read
+         * through servd's own code. */
+        if (sv_file_id_eq(&seen.id, &served.id) && !sv_file_stamp_eq(&seen.stamp, &served.stamp))
+            mark_written_in_place(srv, why);
         return;
     }
     publish(srv, s);

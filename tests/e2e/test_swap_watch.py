@@ -483,5 +483,46 @@ class Setup:
         self.s.servd.stop(check=et is None)
 
 
+def t_a_pack_cut_or_overwritten_with_its_head_kept_is_no_longer_served(s):
+    # A cut that keeps the first pages (truncate to 16 KiB, or a cut and the file
+    # extended again as holes, or a body written over in place) leaves LMDB's meta pages
+    # as they were, so the reload cannot tell it from a touch by them, and a path in a
+    # worker's path cache is sent by the kernel from the map without servd's own reads
+    # ever faulting. servd answered it with nothing or with zeros while /healthz said ok.
+    # The reload now marks the pack cut when the file is shorter than its map, and when
+    # it refuses the very file it serves.
+    for how in ("cut", "holes", "overwritten"):
+        live, adm, servd = own_servd("head-kept-" + how, s.v.packs[0], workers=1)
+        with servd as d:
+            paths = ["/", "/js/app.js", "/img/big.bin"]
+            for p in paths:  # into the path cache
+                eq(fetch(d.port, p).status, 200, "%s: %s before" % (how, p))
+            size = os.path.getsize(live.path)
+            if how == "overwritten":
+                with open(s.v.packs[1], "rb") as f, open(live.path, "r+b") as g:
+                    f.seek(16384)
+                    g.seek(16384)
+                    g.write(f.read(size - 16384))
+            else:
+                os.truncate(live.path, 16384)
+                if how == "holes":
+                    os.truncate(live.path, size)
+            d.proc.send_signal(signal.SIGHUP)
+            t0 = time.time()
+            while st.get(adm, "/healthz").status != 503 and time.time() - t0 < RELOAD_LIMIT:
+                time.sleep(0.05)
+            r = st.get(adm, "/healthz")
+            ok(r.status == 503 and r.body.startswith(b"pack-written-in-place"),
+               "%s: /healthz: %r %r; log: %s" % (how, r.status, r.body, d.read_log()[-800:]))
+            for p in paths:
+                r = fetch(d.port, p)
+                ok(r is not None and r.status == 503,
+                   "%s: %s from the damaged map: %r" % (how, p, r and (r.status, r.body[:40])))
+            ok("was written in place" in d.read_log(), "%s: logged: %s" % (how, d.read_log()[-800:]))
+            live.rename_in(s.v.packs[1])
+            wait_body(d.port, s.v.index(2), "%s: a whole pack renamed in, loaded" % how)
+            eq(st.get(adm, "/healthz").status, 200, "%s: /healthz once a whole pack is loaded" % how)
+
+
 if __name__ == "__main__":
     st.run(st.collect(globals()), setup=Setup)
