@@ -141,7 +141,8 @@ static int validate(const char *file, sf_pack *pack, sf_reader *rd, uint64_t *n_
         if (rc != 0)
             return rc;
     } else if (rc != SF_ENOTFOUND) {
-        snprintf(err, errlen, "%s: corrupt pack: the 404 entry is %s", file, sf_strerror(rc));
+        snprintf(err, errlen, "%s: corrupt pack: the 404 entry cannot be read: %s", file,
+                 sf_strerror(rc));
         return rc;
     }
     *n_paths = c.n;

@@ -522,7 +522,8 @@ int sf_pack_check_structure(void *arg, const char *path, char *err, size_t errle
         if ((rc = check_variants(&w, name, &e)) != 0)
             goto out_end;
     } else if (rc != SF_ENOTFOUND) {
-        snprintf(err, errlen, "%s: %s: the 404 entry is %s", path, failed(rc), sf_strerror(rc));
+        snprintf(err, errlen, "%s: %s: the 404 entry cannot be read: %s", path, failed(rc),
+                 sf_strerror(rc));
         goto out_end;
     }
     if (w.hash && (rc = check_pack_id(pack, rd, path, err, errlen)) != 0)
