@@ -152,7 +152,7 @@ void pk_base_close(pk_base *b)
 
 int pk_base_last_modified(const pk_base *b, const char *key, size_t len,
                           const uint8_t digest[PK_DIGEST_LEN], const char *mime, const char *extras,
-                          size_t extras_len, int64_t *lm)
+                          size_t extras_len, int64_t *lm, int *weak)
 {
     sf_entry e;
     const char *old_extras;
@@ -160,6 +160,7 @@ int pk_base_last_modified(const pk_base *b, const char *key, size_t len,
     if (!b || !b->reader || sf_lookup(b->reader, key, len, &e) != 0 || e.kind != SF_KIND_FILE)
         return -1;
     *lm = e.last_modified;
+    *weak = (e.flags & SF_ENTRY_DATE_WEAK) != 0;
     if (memcmp(e.variants[0].body_key, digest, PK_DIGEST_LEN) != 0 || e.mime.len != strlen(mime) ||
         memcmp(e.mime.ptr, mime, e.mime.len) != 0 ||
         pk_extras_of_200(e.variants[0].h200.ptr, e.variants[0].h200.len, &old_extras, &old_len) !=

@@ -49,11 +49,12 @@ const pk_base_entry *pk_base_find(const pk_base *b, const uint8_t digest[PK_DIGE
  * unchanged files, so `diff` lists only real changes, and gives a changed
  * one a later date, so a client that revalidates with If-Modified-Since
  * alone never gets a 304 for a new representation. Works whatever the
- * profile. @return 1 (unchanged) or 0 (changed) and *lm, or -1 (the old
- * pack has no file at key). */
+ * profile. @return 1 (unchanged) or 0 (changed) and *lm, with *weak set
+ * when the old entry's date was marked weak (SF_ENTRY_DATE_WEAK), or -1
+ * (the old pack has no file at key). */
 int pk_base_last_modified(const pk_base *b, const char *key, size_t len,
                           const uint8_t digest[PK_DIGEST_LEN], const char *mime, const char *extras,
-                          size_t extras_len, int64_t *lm);
+                          size_t extras_len, int64_t *lm, int *weak);
 
 /* The profile of the old pack (valid until pk_base_close). */
 const char *pk_base_profile(const pk_base *b);

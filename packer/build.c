@@ -520,6 +520,11 @@ static int run_jobs(build *b, const char *phase)
 
 /* ---- decide types, caching and headers ---- */
 
+/* mtimes before this (2000-01-02) are taken for ones a build normalised:
+ * Nix's 1, zip's 1980-01-01, 2000-01-01; a date every file of a tree
+ * shares, whatever its content, so no validator. */
+#define PK_DATE_NORMALISED 946771200
+
 static int decide(build *b)
 {
     size_t nh = pk_rules_nheaders(b->rules);
@@ -550,7 +555,11 @@ static int decide(build *b)
          * old mtime, a new type from the rules) or SOURCE_DATE_EPOCH did
          * not move, unless the clock has not passed the old one. */
         f->last_modified = b->o->have_epoch ? b->o->epoch : f->mtime > b->now ? b->now : f->mtime;
+        /* A date other than the file's own mtime, or an mtime a build
+         * normalised, tells no change apart: If-Range must not take it. */
+        f->date_weak = b->o->have_epoch || f->mtime > b->now || f->mtime < PK_DATE_NORMALISED;
         int64_t old;
+        int old_weak = 0;
         pk_rep r = {.extra = f->extra, .nextra = f->nextra};
         if (pk_render_extras(&extras, &r) != 0) {
             snprintf(b->err, sizeof b->err, "%s: out of memory", f->src);
@@ -558,13 +567,16 @@ static int decide(build *b)
             break;
         }
         int in_base = pk_base_last_modified(b->base, f->key, f->key_len, id->digest, f->mime,
-                                            extras.p, extras.len, &old);
+                                            extras.p, extras.len, &old, &old_weak);
         if (in_base == 1 && old <= b->now) {
             f->last_modified = old;
+            f->date_weak = old_weak;
             continue;
         }
-        if (in_base == 0 && f->last_modified <= old && old < b->now)
+        if (in_base == 0 && f->last_modified <= old && old < b->now) {
             f->last_modified = old + 1;
+            f->date_weak = 1;
+        }
         if (!b->o->have_epoch && f->mtime > b->now && future++ == 0)
             first_future = f;
     }

@@ -39,12 +39,13 @@ typedef struct pk_file {
     const char *cache_control; /* from the rules or a default: not owned */
     pk_header *extra;          /* owned array; strings live in the rules */
     size_t nextra;
-    int cls;     /* enum pk_class */
-    int reused;  /* compressed variants came from --base */
-    int encoded; /* stored as what the file contains (an .svgz, an encoded rule's) */
-    int reread;  /* identity bytes dropped once only the write needed them (after the
-                  * read, or after compression): the write reads the file again and
-                  * checks its SHA-256 (pk__reread, build_int.h) */
+    int cls;       /* enum pk_class */
+    int reused;    /* compressed variants came from --base */
+    int encoded;   /* stored as what the file contains (an .svgz, an encoded rule's) */
+    int date_weak; /* last_modified is not known to be when it changed (SF_ENTRY_DATE_WEAK) */
+    int reread;    /* identity bytes dropped once only the write needed them (after the
+                    * read, or after compression): the write reads the file again and
+                    * checks its SHA-256 (pk__reread, build_int.h) */
     pk_variant var[SF_ENC_COUNT]; /* indexed by sf_encoding; var[0] = identity */
 
     /* What the file was when it was read: it must not move until the pack

@@ -259,7 +259,8 @@ static int encode_entry(const pk_file *f, int for_404, uint8_t **rec, size_t *re
                 .extra = f->extra,
                 .nextra = f->nextra};
     sf_entry_spec spec = {.kind = SF_KIND_FILE,
-                          .flags = nv > 1 ? SF_ENTRY_NEGOTIABLE : 0,
+                          .flags = (nv > 1 ? SF_ENTRY_NEGOTIABLE : 0) |
+                                   (f->date_weak ? SF_ENTRY_DATE_WEAK : 0),
                           .last_modified = f->last_modified,
                           .mime = {f->mime, strlen(f->mime)}};
     int rc = 0;

@@ -632,12 +632,16 @@ static int preconditions(ctx *c, const sf_variant *v, int vary)
  * encodings; its ETag is one. And only a Last-Modified at least a second
  * before the Date (as Apache rules too): a file packed and served in the
  * second it was written may change again within that second, and a stored
- * date ahead of the clock is sent as the Date itself (c->lm). An older date
- * is taken as strong, as by every server: a file rewritten under its old
+ * date ahead of the clock is sent as the Date itself (c->lm). And not a
+ * date servd-pack marked weak: not the file's own mtime (SOURCE_DATE_EPOCH
+ * gives two versions of a file one date) or a normalised one. Any other is
+ * taken as strong, as by every server: a file rewritten under its old
  * mtime (touch -d) is told apart by its ETag, by no date. */
-static int64_t if_range_date(const ctx *c, const sf_variant *v)
+static int64_t if_range_date(const ctx *c, const sf_entry *e, const sf_variant *v)
 {
-    return v->encoding == SF_ENC_IDENTITY && c->lm < c->now ? c->lm : SV_NO_DATE;
+    return v->encoding == SF_ENC_IDENTITY && c->lm < c->now && !(e->flags & SF_ENTRY_DATE_WEAK)
+               ? c->lm
+               : SV_NO_DATE;
 }
 
 /* Serves a file entry: status 200, or 404 for the site's 404 page.
@@ -670,7 +674,7 @@ static int serve(ctx *c, const sf_entry *e, int is404, const sf_view *bodies)
 
     if (!is404 && req->method == SV_M_GET && req->n_range == 1 &&
         (req->n_if_range == 0 ||
-         (req->n_if_range == 1 && sv_if_range(req->if_range, v->etag, if_range_date(c, v))))) {
+         (req->n_if_range == 1 && sv_if_range(req->if_range, v->etag, if_range_date(c, e, v))))) {
         sv_range r[SV_MAX_RANGES];
         int nr = sv_range_parse(req->range, v->body_len, r, SV_MAX_RANGES);
         if (nr == -416)

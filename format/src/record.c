@@ -10,7 +10,7 @@
  *   OFFSET SIZE DESCRIPTION
  *   0      1    kind (1 file, 2 redirect)
  *   1      1    nvariants (file: 1..4, redirect: 0)
- *   2      2    flags (bit 0: negotiable)
+ *   2      2    flags (bit 0: negotiable; bit 1, minor 3: the date is weak)
  *   4      4    blob_len
  *   8      8    last_modified, signed Unix seconds
  *   16     4    mime_off     (in blob)

@@ -52,9 +52,10 @@ const char *sf_strerror(int err);
  * version of SF_FORMAT_MAJOR and refuse every other major version.
  * Minor 1: meta's id_404 covers the status:404 entry (docs/format.md).
  * Minor 2: ETags cover the type and the rule headers as well as the body
- * (docs/format.md §6.3); only servd-pack verify re-derives them. */
+ * (docs/format.md §6.3); only servd-pack verify re-derives them.
+ * Minor 3: entry flag SF_ENTRY_DATE_WEAK; older readers ignore it. */
 #define SF_FORMAT_MAJOR 1
-#define SF_FORMAT_MINOR 2
+#define SF_FORMAT_MINOR 3
 
 /* The key in "meta" of the entry served for paths that do not exist. */
 #define SF_SPECIAL_404 "status:404"
@@ -133,6 +134,11 @@ typedef struct sf_entry {
 
 /* The entry has more than one variant: responses carry Vary: Accept-Encoding. */
 #define SF_ENTRY_NEGOTIABLE 0x1u
+/* (minor 3) last_modified is not known to be when the file last changed
+ * (SOURCE_DATE_EPOCH, a date servd-pack made or kept, a normalised mtime):
+ * a strong validator it is not, so If-Range never matches it (RFC 9110
+ * §13.1.5, §8.8.2.2). */
+#define SF_ENTRY_DATE_WEAK 0x2u
 
 /* The meta record, decoded. */
 typedef struct sf_meta {
