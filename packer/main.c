@@ -10,6 +10,7 @@
 #include "commands.h"
 #include "compress.h"
 #include "pool.h"
+#include "sf/cpus.h"
 #include "sf/stdfds.h"
 
 #include <errno.h>
@@ -45,7 +46,7 @@ static const char help_text[] =
     "                          pack made with the same compression profile, and keep the\n"
     "                          Last-Modified of unchanged files (even over\n"
     "                          SOURCE_DATE_EPOCH)\n"
-    "    -j, --jobs N          compression threads (default: online CPUs)\n"
+    "    -j, --jobs N          compression threads (default: the CPUs it may use)\n"
     "    -q, --quiet           no progress bar and no summary\n"
     "  ls       one line per path: PATH SIZE ENCODINGS ETAG MIME (tab-separated);\n"
     "           --json for a JSON array\n"
@@ -166,7 +167,7 @@ static int cmd_build(int argc, char **argv)
                                          {"help", no_argument, NULL, 'h'},
                                          {0, 0, 0, 0}};
     pk_build_opts o = {0};
-    o.jobs = pk_cpu_count();
+    o.jobs = sf_cpu_count(PK_POOL_MAX_THREADS);
     int c;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":o:j:qh", opts, NULL)) != -1) {
@@ -182,6 +183,8 @@ static int cmd_build(int argc, char **argv)
         case OPT_MANIFEST:
             if (once(&o.manifest, "--manifest") != 0)
                 return PK_EXIT_USAGE;
+            if (strcmp(o.manifest, "-") == 0) /* as most tools read it */
+                o.manifest = "/dev/stdout";
             break;
         case OPT_BASE:
             if (once(&o.base, "--base") != 0)
@@ -233,6 +236,10 @@ static int cmd_build(int argc, char **argv)
                (long long)o.epoch, (long long)now);
         o.epoch = now;
     }
+    /* A reader of the log (or of --manifest) that goes away ends those
+     * lines, not the build: a write there fails with EPIPE instead of
+     * killing servd-pack, perhaps after the pack is in place. */
+    signal(SIGPIPE, SIG_IGN);
     return pk_build(&o);
 }
 

@@ -149,9 +149,3 @@ out_free:
     pthread_mutex_destroy(&p.lock);
     return rc;
 }
-
-unsigned pk_cpu_count(void)
-{
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (unsigned)n : 1;
-}

@@ -32,7 +32,4 @@ typedef void (*pk_tick_fn)(void *arg, uint64_t done, uint64_t total);
 int pk_pool_run(size_t n, const size_t *order, const uint64_t *weight, unsigned nthreads,
                 pk_job_fn fn, void *arg, pk_tick_fn tick, void *tick_arg, char *err, size_t errlen);
 
-/* Number of online CPUs (at least 1). */
-unsigned pk_cpu_count(void);
-
 #endif

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "activation.h"
+#include "sf/cpus.h"
 #include "sf/isolate.h"
 #include "sf/stdfds.h"
 #include "embedded.h"
@@ -148,16 +149,6 @@ static long parse_count(const char *opt, const char *s, long max)
         exit(EXIT_USAGE);
     }
     return v;
-}
-
-/* CPUs this process may run on (honours taskset), at least 1. */
-static int cpus(void)
-{
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
-        return CPU_COUNT(&set);
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (int)n : 1;
 }
 
 enum {
@@ -375,7 +366,7 @@ int main(int argc, char **argv)
             usage_error("--admin %s", err);
         }
     if (cfg.workers == 0)
-        cfg.workers = cpus() > SV_MAX_WORKERS ? SV_MAX_WORKERS : cpus();
+        cfg.workers = (int)sf_cpu_count(SV_MAX_WORKERS);
 
     /* A client that goes away must cost an EPIPE, not the process; nor must
      * a pack file cut short under its map (mapguard.h). */

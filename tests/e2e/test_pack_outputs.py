@@ -303,11 +303,38 @@ def main():
                  "%s mid-build: no temporary file" % sig.name)
         overlapping_builds(work)
         manifest_after_whole_pack(work)
+        gone_readers(work, root)
     T.finish("test_pack_outputs")
 
 
 def etags(entries):
     return {e["path"]: [v["etag"] for v in e["variants"]] for e in entries}
+
+
+def gone_readers(work, root):
+    """--manifest - is standard output; a reader of the log or of the manifest that went
+    away ends what it read, not the build: SIGPIPE once killed servd-pack at its summary
+    (exit 141 with the pack in place, a red pipeline under pipefail)."""
+    pack = os.path.join(work, "readers.lmdb")
+    p = subprocess.run([T.PACK, "build", root, "-o", pack, "--manifest", "-", "-q"], cwd=work,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+    T.eq(p.returncode, 0, "--manifest -: " + p.stderr.decode())
+    T.eq(json.loads(p.stdout)["servd_manifest"], 1, "--manifest - writes to standard output")
+    T.check(not os.path.exists(os.path.join(work, "-")), "no file named -")
+    r, w = os.pipe()
+    os.close(r)  # the reader of standard error is gone
+    p = subprocess.run([T.PACK, "build", root, "-o", pack], stdout=subprocess.DEVNULL,
+                       stderr=w, timeout=120)
+    os.close(w)
+    T.eq(p.returncode, 0, "a build whose standard error has no reader")
+    T.check(T.ls(pack) != "", "its pack is in place")
+    r, w = os.pipe()
+    os.close(r)  # nor has the manifest
+    p = subprocess.run([T.PACK, "build", root, "-o", pack, "--manifest", "-", "-q"], stdout=w,
+                       stderr=subprocess.PIPE, timeout=120)
+    os.close(w)
+    T.eq(p.returncode, 1, "a manifest into a pipe without a reader (%r)" % p.stderr)
+    T.check(b"Broken pipe" in p.stderr, "says why: %r" % p.stderr)
 
 
 def manifest_after_whole_pack(work):

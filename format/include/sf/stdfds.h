@@ -1,6 +1,6 @@
 /*
- * sf/stdfds.h - the one piece of process setup both programs share. It
- * lives in the format library because that is the one library both link.
+ * sf/stdfds.h - process setup both programs share. It lives in the format
+ * library because that is the one library both link.
  */
 #ifndef SF_STDFDS_H
 #define SF_STDFDS_H
