@@ -183,7 +183,10 @@ def t_a_refused_file_that_changes_is_looked_at_again(s):
             g.write(f.read())
         eq(os.stat(live.path).st_ino, ino, "the same file")
         wait_body(d.port, s.v.index(2), "the refused file, now a good pack, loaded")
-        eq(sw.metrics(adm).get("servd_pack_swap_failures_total"), 1, "refusals")
+        # once more at most: the file seen between the truncate and the write (a whole
+        # CI machine busy can delay the write past the watch's settle delay)
+        ok(sw.metrics(adm).get("servd_pack_swap_failures_total") in (1, 2),
+           "refusals: %r" % sw.metrics(adm).get("servd_pack_swap_failures_total"))
 
 
 BIG_INDEX = b"<p>the big release</p>\n"
