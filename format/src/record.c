@@ -146,6 +146,17 @@ static uint32_t put(uint8_t *blob, uint32_t *used, sf_view s)
     return off;
 }
 
+/* Where s already lies in the blob written so far, else put(): an ETag is
+ * in its 200 block's ETag line, the type in a Content-Type line. The
+ * bytes saved keep a small file's record, four variants with their 200 and
+ * 304 blocks, under LMDB's node limit (2038 bytes with the key on 4 KiB
+ * pages): just over it, every path took an overflow page of its own. */
+static uint32_t share(uint8_t *blob, uint32_t *used, sf_view s)
+{
+    const uint8_t *at = s.len ? memmem(blob, *used, s.ptr, s.len) : NULL;
+    return at ? (uint32_t)(at - blob) : put(blob, used, s);
+}
+
 int sf_entry_encode(const sf_entry_spec *s, uint8_t **out, size_t *outlen)
 {
     if (s->kind == SF_KIND_FILE) {
@@ -157,7 +168,7 @@ int sf_entry_encode(const sf_entry_spec *s, uint8_t **out, size_t *outlen)
     }
     if (!!(s->flags & SF_ENTRY_NEGOTIABLE) != (s->nvariants > 1))
         return SF_EINVAL;
-    uint64_t blob_len = s->mime.len + s->target.len;
+    uint64_t blob_len = s->mime.len + s->target.len; /* at most: share() may save some */
     unsigned seen = 0;
     for (unsigned i = 0; i < s->nvariants; i++) {
         const sf_variant_spec *v = &s->variants[i];
@@ -179,29 +190,29 @@ int sf_entry_encode(const sf_entry_spec *s, uint8_t **out, size_t *outlen)
     p[0] = (uint8_t)s->kind;
     p[1] = (uint8_t)s->nvariants;
     st16(p + 2, (uint16_t)s->flags);
-    st32(p + 4, (uint32_t)blob_len);
     st64(p + 8, (uint64_t)s->last_modified);
-    st32(p + 16, put(blob, &used, s->mime));
-    st32(p + 20, (uint32_t)s->mime.len);
     st32(p + 24, put(blob, &used, s->target));
     st32(p + 28, (uint32_t)s->target.len);
     for (unsigned i = 0; i < s->nvariants; i++) {
         const sf_variant_spec *v = &s->variants[i];
         uint8_t *d = p + ENTRY_HEAD + VARIANT_LEN * i;
         d[0] = (uint8_t)v->encoding;
-        st32(d + 4, put(blob, &used, v->etag));
-        st32(d + 8, (uint32_t)v->etag.len);
         uint32_t h200_off = put(blob, &used, v->h200);
+        st32(d + 4, share(blob, &used, v->etag));
+        st32(d + 8, (uint32_t)v->etag.len);
         st32(d + 12, h200_off);
         st32(d + 16, (uint32_t)v->h200.len);
         st32(d + 20, h200_off + (uint32_t)v->rep_off);
-        st32(d + 24, put(blob, &used, v->h304));
+        st32(d + 24, share(blob, &used, v->h304));
         st32(d + 28, (uint32_t)v->h304.len);
         st64(d + 32, v->body_len);
         memcpy(d + 40, v->body_key, SF_KEY_LEN);
     }
+    st32(p + 16, share(blob, &used, s->mime));
+    st32(p + 20, (uint32_t)s->mime.len);
+    st32(p + 4, used);
     *out = p;
-    *outlen = n;
+    *outlen = n - ((size_t)blob_len - used); /* the calloc'd tail is not part of it */
     return SF_OK;
 }
 

@@ -103,6 +103,33 @@ TEST(entry_round_trip_all_variants)
     }
 }
 
+/* A string already in the blob is pointed at, not written again: the ETag
+ * in its 200 block's ETag line, the type in the Content-Type line. */
+TEST(entry_strings_shared)
+{
+    static const char h200[] = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Type: "
+                               "text/css\r\nETag: \"abc\"\r\n";
+    static const char h304[] = "HTTP/1.1 304 Not Modified\r\nETag: \"abc\"\r\n";
+    sf_entry_spec s = file_spec(1);
+    s.mime = V("text/css");
+    s.variants[0].etag = V("\"abc\"");
+    s.variants[0].h200 = V(h200);
+    s.variants[0].rep_off = 0;
+    s.variants[0].h304 = V(h304);
+    size_t n;
+    uint8_t *rec = enc(&s, &n);
+    ASSERT_EQ(n, 32 + 72 + sizeof h200 - 1 + sizeof h304 - 1);
+    sf_entry e;
+    ASSERT_EQ(sf_entry_decode(rec, n, &e), SF_OK);
+    ASSERT_MEM_EQ(e.mime.ptr, e.mime.len, "text/css", 8);
+    ASSERT_MEM_EQ(e.variants[0].etag.ptr, e.variants[0].etag.len, "\"abc\"", 5);
+    ASSERT_MEM_EQ(e.variants[0].h200.ptr, e.variants[0].h200.len, h200, sizeof h200 - 1);
+    ASSERT_MEM_EQ(e.variants[0].h304.ptr, e.variants[0].h304.len, h304, sizeof h304 - 1);
+    ASSERT(e.variants[0].etag.ptr > e.variants[0].h200.ptr &&
+           e.variants[0].etag.ptr < e.variants[0].h200.ptr + e.variants[0].h200.len);
+    free(rec);
+}
+
 TEST(entry_round_trip_redirect)
 {
     sf_entry_spec s;
@@ -193,7 +220,8 @@ TEST(entry_corrupt_fields_rejected)
     st32(w, 0xffffffffu), corrupt(rec, n, 32 + 4, w, 4, "etag_off");
     st32(w, 0xfffffff0u), corrupt(rec, n, 32 + 8, w, 4, "etag_len wraps");
     st32(w, 0xffffffffu), corrupt(rec, n, 32 + 16, w, 4, "h200_len");
-    st32(w, 0), corrupt(rec, n, 32 + 20, w, 4, "rep_off before h200");
+    /* variants[1]: the first 200 block starts the blob (offset 0) */
+    st32(w, 0), corrupt(rec, n, 32 + 72 + 20, w, 4, "rep_off before h200");
     st32(w, 0xffffff00u), corrupt(rec, n, 32 + 20, w, 4, "rep_off after h200");
     st32(w, 0xffffffffu), corrupt(rec, n, 32 + 28, w, 4, "h304_len");
     free(rec);
