@@ -677,7 +677,11 @@ static int serve(ctx *c, const sf_entry *e, int is404, const sf_view *bodies)
          (req->n_if_range == 1 && sv_if_range(req->if_range, v->etag, if_range_date(c, e, v))))) {
         sv_range r[SV_MAX_RANGES];
         int nr = sv_range_parse(req->range, v->body_len, r, SV_MAX_RANGES);
-        if (nr == -416)
+        /* Past the end of a compressed representation: the whole of it
+         * (RFC 9110 §14.2 lets a server ignore Range). A client resuming
+         * a file it saved decoded (curl --compressed -C -) holds more
+         * bytes than the encoding has, and takes a 416 for "complete". */
+        if (nr == -416 && v->encoding == SF_ENC_IDENTITY)
             return send_416(c, v, vary);
         if (nr == 1)
             return send_206(c, v, body, &r[0]);
