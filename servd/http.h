@@ -42,8 +42,12 @@
  * representation sent (RFC 9110 §14.2 allows it). */
 #define SV_MAX_RANGES 16
 /* Scratch for formatted header lines (206, 416, 301, multipart boundaries):
- * a batch of responses has SV_BATCH_SCRATCH of them (server.h). */
-#define SV_SCRATCH 4096
+ * a batch of responses has SV_BATCH_SCRATCH of them (server.h). A 301's
+ * Location holds the request's query: room for any target a request line
+ * can carry (a link to /docs with a 4 KB OAuth state got a 414 where nginx
+ * and h2o redirect), unless raw UTF-8 in it triples when encoded. Pages
+ * of it never used are never touched. */
+#define SV_SCRATCH (SV_MAX_REQUEST_LINE + 4096)
 /* iovecs one plan may need, at most (multipart 206): its status block, the
  * representation block (3 pieces when a Last-Modified ahead of the clock is
  * replaced: respond.c, add_block), Date, 2 per range, the closing boundary;

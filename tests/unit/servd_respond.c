@@ -452,8 +452,9 @@ TEST(respond_raw_utf8_target_redirects_to_its_encoding)
         memcpy(t + i, "\xc3\xa9", 2);
     t[sizeof t - 1] = '\0';
     ASSERT_EQ(get(t, ""), 404);
-    /* a Location too long for the scratch buffer: 414, as for any redirect */
-    static char q[3000] = "/img.png?";
+    /* a Location too long for the scratch buffer: 414, as for any redirect
+     * (raw UTF-8 in the query, each byte three when encoded) */
+    static char q[5000] = "/img.png?";
     for (size_t i = strlen(q); i + 2 < sizeof q; i += 2)
         memcpy(q + i, "\xc3\xa9", 2);
     q[sizeof q - 1] = '\0';
@@ -469,14 +470,30 @@ TEST(respond_stored_redirect)
            "Content-Length: 0\r\n" DATE_LINE "\r\n");
 }
 
+TEST(respond_redirect_keeps_a_long_query)
+{
+    open_pack(1);
+    /* as long as a request line allows: the Location keeps it whole */
+    static char t[SV_MAX_REQUEST_LINE - 32];
+    memcpy(t, "/docs?", 6);
+    memset(t + 6, 's', sizeof t - 7);
+    t[sizeof t - 1] = '\0';
+    ASSERT_EQ(get(t, ""), 301);
+    static char loc[sizeof t + 32];
+    snprintf(loc, sizeof loc, "\r\nLocation: /docs/?%s\r\n", t + 6);
+    ASSERT_EQ(has_header(loc), 1);
+}
+
 TEST(respond_redirect_too_long_for_scratch)
 {
     open_pack(1);
-    /* a query that cannot fit in the scratch buffer */
-    static char t[SV_SCRATCH + 64];
+    /* a query that cannot fit in the scratch buffer once encoded: raw UTF-8,
+     * each byte three (ASCII of any length a request line allows fits) */
+    static char t[SV_MAX_REQUEST_LINE - 32];
     memcpy(t, "/docs?", 6);
-    memset(t + 6, 'q', SV_SCRATCH);
-    t[6 + SV_SCRATCH] = '\0';
+    for (size_t i = 6; i + 2 < sizeof t; i += 2)
+        memcpy(t + i, "\xc3\xa9", 2);
+    t[sizeof t - 1] = '\0';
     ASSERT_EQ(get(t, ""), 414);
 }
 
