@@ -91,7 +91,9 @@ static const char *member(const char *path, const char *ptr, json_t *obj, const 
         return NULL;
     }
     if (!json_is_string(v)) {
-        RULE_ERR(path, ptr, "\"%s\" must be a string", name);
+        char mptr[160]; /* the member's own pointer (RFC 6901) */
+        snprintf(mptr, sizeof mptr, "%s/%s", ptr, name);
+        RULE_ERR(path, mptr, "must be a string");
         return NULL;
     }
     return json_string_value(v);
@@ -108,14 +110,16 @@ static int only(const char *path, const char *ptr, json_t *obj, const char *cons
         int ok = 0;
         for (size_t i = 0; allowed[i]; i++)
             ok |= strcmp(k, allowed[i]) == 0;
+        char mptr[160]; /* the member's own pointer (RFC 6901; "" is the root) */
+        snprintf(mptr, sizeof mptr, "%s/%s", ptr, k);
         if (!ok) {
-            RULE_ERR(path, ptr, "unknown member \"%s\"", k);
+            RULE_ERR(path, mptr, "unknown member \"%s\"", k);
             return -1;
         }
         /* free text, but text: the schema says so, and a number here is
          * more likely a misplaced value than a comment */
         if ((strcmp(k, "comment") == 0 || strcmp(k, "$schema") == 0) && !json_is_string(v)) {
-            RULE_ERR(path, ptr, "\"%s\" must be a string", k);
+            RULE_ERR(path, mptr, "must be a string");
             return -1;
         }
     }
@@ -334,7 +338,7 @@ int pk_rules_load(const char *path, pk_rules **out, char *err, size_t errlen)
     }
     static const char *const top[] = {"$schema", "comment", "cache_control", "headers",
                                       "exclude", "mime",    "encoded",       NULL};
-    if (only(path, "/", root, top, err, errlen) != 0)
+    if (only(path, "", root, top, err, errlen) != 0)
         goto out_rules;
     struct {
         const char *name;

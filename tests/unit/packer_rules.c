@@ -179,11 +179,11 @@ TEST(rules_reject_bad_json)
 
 TEST(rules_reject_structure)
 {
-    rejects("{\"cachecontrol\": []}", "/", "unknown member \"cachecontrol\"");
+    rejects("{\"cachecontrol\": []}", ": /cachecontrol: ", "unknown member \"cachecontrol\"");
     rejects("{\"cache_control\": {}}", "/cache_control", "array");
     rejects("{\"cache_control\": [{\"value\": \"x\"}]}", "/cache_control/0", "\"match\"");
-    rejects("{\"cache_control\": [{\"match\": \"*\", \"value\": 3}]}", "/cache_control/0",
-            "string");
+    rejects("{\"cache_control\": [{\"match\": \"*\", \"value\": 3}]}",
+            "/cache_control/0/value: ", "must be a string");
     rejects("{\"cache_control\": [{\"match\": \"*\", \"value\": \"x\", \"vlaue\": \"y\"}]}",
             "/cache_control/0", "vlaue");
     rejects("{\"exclude\": [\"ok\", 5]}", "/exclude/1", "glob");
@@ -489,10 +489,10 @@ TEST(rules_reject_bad_cache_control)
     rejects(CC("max-age="), "/cache_control/0/value", "without a value");
 #undef CC
     /* comments and $schema are free text, but text */
-    rejects("{\"comment\": 5}", "/", "\"comment\" must be a string");
-    rejects("{\"$schema\": {}}", "/", "\"$schema\" must be a string");
+    rejects("{\"comment\": 5}", ": /comment: ", "must be a string");
+    rejects("{\"$schema\": {}}", ": /$schema: ", "must be a string");
     rejects("{\"cache_control\": [{\"match\": \"*\", \"value\": \"no-cache\", \"comment\": 5}]}",
-            "/cache_control/0", "\"comment\" must be a string");
+            "/cache_control/0/comment: ", "must be a string");
 }
 
 TEST(rules_binary_file_is_named)
