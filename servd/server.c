@@ -206,8 +206,11 @@ static void reload(sv_server *srv, const char *why)
         /* The file refused is the one served, changed since: its map shows
          * the same damage (a cut with the first pages kept, a body written
          * over), which paths served from the path cache would never read
-         * through servd's own code. */
-        if (sv_file_id_eq(&seen.id, &served.id) && !sv_file_stamp_eq(&seen.stamp, &served.stamp))
+         * through servd's own code. Not a check that only ran out of time
+         * (a touched pack on a machine too busy): that says nothing of
+         * the bytes served. */
+        if (rc != SF_ETIMEDOUT && sv_file_id_eq(&seen.id, &served.id) &&
+            !sv_file_stamp_eq(&seen.stamp, &served.stamp))
             mark_written_in_place(srv, why);
         return;
     }

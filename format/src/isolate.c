@@ -169,7 +169,7 @@ int sf_check_isolated(sf_check_fn check, void *arg, const char *path, int timeou
     if (timed_out) {
         snprintf(err, errlen, "%s: corrupt pack: reading it did not finish in %d ms", path,
                  timeout_ms);
-        return SF_ECORRUPT;
+        return SF_ETIMEDOUT;
     }
     if (st == -1)
         return not_waited(path, err, errlen);
@@ -248,7 +248,7 @@ int sf_check_spawn(char *const argv[], const char *path, int timeout_ms, char *e
     if (timed_out) {
         snprintf(err, errlen, "%s: corrupt pack: reading it did not finish in %d ms", path,
                  timeout_ms);
-        return SF_ECORRUPT;
+        return SF_ETIMEDOUT;
     }
     if (st == -1)
         return not_waited(path, err, errlen);

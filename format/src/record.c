@@ -314,6 +314,8 @@ const char *sf_strerror(int err)
         return "too long";
     case SF_EFULL:
         return "pack map full";
+    case SF_ETIMEDOUT:
+        return "the check did not finish in time";
     }
     return "unknown error";
 }

@@ -29,7 +29,9 @@ typedef int (*sf_check_fn)(void *arg, const char *path, char *err, size_t errlen
  * parent shares (sockets, files being written).
  * @return 0 when the check passed; the check's own code and message when it
  *         failed; SF_ECORRUPT with "PATH: corrupt pack: reading it crashed
- *         (...)" when the child died by a signal or did not finish in time;
+ *         (...)" when the child died by a signal; SF_ETIMEDOUT ("corrupt
+ *         pack: reading it did not finish ...") when it did not finish in
+ *         time, a refusal too, but one that says nothing of which bytes;
  *         SF_EIO when the child could not be started; SF_ENOMEM when it
  *         ran but gave no verdict on the pack, worth trying again: it was
  *         stopped by a signal sent from outside (SIGKILL - the OOM

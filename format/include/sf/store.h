@@ -32,17 +32,19 @@ extern "C" {
 /* Error codes. 0 is success; every error is negative. */
 enum {
     SF_OK = 0,
-    SF_ENOTFOUND = -1, /* no such path / body / variant */
-    SF_ECORRUPT = -2,  /* a record is malformed: a length or offset is out of bounds */
-    SF_EVERSION = -3,  /* unknown major format version */
-    SF_EMAGIC = -4,    /* not a servd pack (bad magic) */
-    SF_EIO = -5,       /* an operating-system call failed (errno kept in the message) */
-    SF_ELMDB = -6,     /* LMDB reported an error */
-    SF_ENOMEM = -7,    /* allocation failed */
-    SF_EINVAL = -8,    /* invalid argument */
-    SF_EPATH = -9,     /* a path cannot be normalised (traversal, NUL, bad escape) */
-    SF_ETOOLONG = -10, /* a path or record exceeds a limit */
-    SF_EFULL = -11,    /* the pack's map is full: the writer's capacity was too small */
+    SF_ENOTFOUND = -1,  /* no such path / body / variant */
+    SF_ECORRUPT = -2,   /* a record is malformed: a length or offset is out of bounds */
+    SF_EVERSION = -3,   /* unknown major format version */
+    SF_EMAGIC = -4,     /* not a servd pack (bad magic) */
+    SF_EIO = -5,        /* an operating-system call failed (errno kept in the message) */
+    SF_ELMDB = -6,      /* LMDB reported an error */
+    SF_ENOMEM = -7,     /* allocation failed */
+    SF_EINVAL = -8,     /* invalid argument */
+    SF_EPATH = -9,      /* a path cannot be normalised (traversal, NUL, bad escape) */
+    SF_ETOOLONG = -10,  /* a path or record exceeds a limit */
+    SF_EFULL = -11,     /* the pack's map is full: the writer's capacity was too small */
+    SF_ETIMEDOUT = -12, /* a pack's check did not finish in time: refused as corrupt (a loop
+                           or a bomb), but no sign that bytes changed (sf/isolate.h) */
 };
 
 /* Returns a static, human-readable name for an SF_E* code. */
