@@ -105,7 +105,10 @@ static int collect(void *arg, sf_view path, const sf_entry *e)
         goto out_nomem;
     }
     it->len = path.len;
-    uint32_t head[3] = {(uint32_t)e->kind, e->flags, e->nvariants};
+    /* only the flags a client sees: SF_ENTRY_NEGOTIABLE (Vary); a weak
+     * date (SF_ENTRY_DATE_WEAK) changes no byte sent, and a re-pack that
+     * only marks it is no change to purge */
+    uint32_t head[3] = {(uint32_t)e->kind, e->flags & SF_ENTRY_NEGOTIABLE, e->nvariants};
     pk_sha_update(s, head, sizeof head);
     pk_sha_update(c, head, sizeof head);
     fp_view(s, e->mime);
