@@ -569,8 +569,12 @@ static int decide(build *b)
         int in_base = pk_base_last_modified(b->base, f->key, f->key_len, id->digest, f->mime,
                                             extras.p, extras.len, &old, &old_weak);
         if (in_base == 1 && old <= b->now) {
+            /* weak as it was; a base older than format 1.3 marks nothing,
+             * so a kept date that is SOURCE_DATE_EPOCH's, or normalised,
+             * is weak whatever it says */
             f->last_modified = old;
-            f->date_weak = old_weak;
+            f->date_weak =
+                old_weak || (b->o->have_epoch && old == b->o->epoch) || old < PK_DATE_NORMALISED;
             continue;
         }
         if (in_base == 0 && f->last_modified <= old && old < b->now) {
