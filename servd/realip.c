@@ -84,6 +84,16 @@ int sv_realip_from(sv_realip *r, const char *cidr, char *err, size_t errlen)
         if (net->prefix > bits)
             goto bad;
     }
+    /* an IPv4-mapped network (::ffff:10.0.0.0/104) is the IPv4 one: peers
+     * and header addresses are compared as IPv4 (net_form) */
+    if (net->family == AF_INET6 && net->prefix >= 96 &&
+        IN6_IS_ADDR_V4MAPPED((const struct in6_addr *)net->addr)) {
+        memmove(net->addr, net->addr + 12, 4);
+        memset(net->addr + 4, 0, 12);
+        net->family = AF_INET;
+        net->prefix -= 96;
+        bits = 32;
+    }
     if (!host_bits_clear(net->addr, bits / 8, net->prefix)) {
         snprintf(err, errlen,
                  "'%s' has bits set after its /%u: write the network's first address, or "

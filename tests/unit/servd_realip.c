@@ -178,6 +178,19 @@ TEST(realip_untrusted_peers)
     ASSERT_STR_EQ(client("127.0.0.1", "X-Forwarded-For: 203.0.113.9\r\n"), "-");
 }
 
+TEST(realip_v4_mapped_networks)
+{
+    memset(&r, 0, sizeof r);
+    ASSERT_EQ(sv_realip_header(&r, "X-Forwarded-For", err, sizeof err), 0);
+    ASSERT_EQ(sv_realip_from(&r, "::ffff:10.0.0.0/104", err, sizeof err), 0);
+    ASSERT_EQ(r.nets[0].family, AF_INET);
+    ASSERT_EQ(r.nets[0].prefix, 8);
+    ASSERT_STR_EQ(client("10.2.3.4", "X-Forwarded-For: 203.0.113.9\r\n"), "203.0.113.9");
+    ASSERT_STR_EQ(client("::ffff:10.2.3.4", "X-Forwarded-For: 203.0.113.9\r\n"), "203.0.113.9");
+    ASSERT_STR_EQ(client("11.2.3.4", "X-Forwarded-For: 203.0.113.9\r\n"), "-");
+    ASSERT_EQ(sv_realip_from(&r, "::ffff:10.0.0.1/104", err, sizeof err), -1); /* host bits */
+}
+
 TEST(realip_prefix_edges)
 {
     memset(&r, 0, sizeof r);
