@@ -22,3 +22,14 @@ TEST(cpus_follow_the_affinity)
     ASSERT_EQ(sf_cpu_count(1024), n);
     ASSERT_EQ(sf_cpu_count(1), 1); /* at most max */
 }
+
+TEST(cpus_of_a_cgroup_quota)
+{
+    ASSERT_EQ(sf_cpu_max_cpus("200000 100000\n"), 2);
+    ASSERT_EQ(sf_cpu_max_cpus("150000 100000"), 2); /* 1.5 CPUs: 2 threads */
+    ASSERT_EQ(sf_cpu_max_cpus("50000 100000\n"), 1);
+    ASSERT_EQ(sf_cpu_max_cpus("max 100000\n"), 0);
+    ASSERT_EQ(sf_cpu_max_cpus(""), 0);
+    ASSERT_EQ(sf_cpu_max_cpus("100000 0\n"), 0);
+    ASSERT_EQ(sf_cpu_max_cpus("0 100000\n"), 0);
+}

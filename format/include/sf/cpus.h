@@ -15,6 +15,10 @@ extern "C" {
  * with --cpus 2 on a 64-CPU host: 2), at least 1 and at most max. */
 unsigned sf_cpu_count(unsigned max);
 
+/* The CPUs a cgroup v2 cpu.max text allows ("200000 100000\n": 2; a
+ * partial CPU rounds up; "max 100000": 0, no quota). */
+unsigned long long sf_cpu_max_cpus(const char *text);
+
 #ifdef __cplusplus
 }
 #endif
