@@ -81,6 +81,23 @@ static int compile(const char *path, const char *ptr, const char *pattern, pk_gl
     return 0;
 }
 
+/* The JSON pointer of member name of the value at ptr (RFC 6901: "~" and
+ * "/" in a name are written "~0" and "~1"). */
+static void member_pointer(char *out, size_t cap, const char *ptr, const char *name)
+{
+    int n = snprintf(out, cap, "%s/", ptr);
+    size_t o = n > 0 && (size_t)n < cap ? (size_t)n : 0;
+    for (const char *c = name; *c && o + 3 < cap; c++) {
+        if (*c == '~' || *c == '/') {
+            out[o++] = '~';
+            out[o++] = *c == '~' ? '0' : '1';
+        } else {
+            out[o++] = *c;
+        }
+    }
+    out[o] = '\0';
+}
+
 /* Fetches a required string member of a rule object. */
 static const char *member(const char *path, const char *ptr, json_t *obj, const char *name,
                           char *err, size_t errlen)
@@ -91,8 +108,8 @@ static const char *member(const char *path, const char *ptr, json_t *obj, const 
         return NULL;
     }
     if (!json_is_string(v)) {
-        char mptr[160]; /* the member's own pointer (RFC 6901) */
-        snprintf(mptr, sizeof mptr, "%s/%s", ptr, name);
+        char mptr[160]; /* the member's own pointer */
+        member_pointer(mptr, sizeof mptr, ptr, name);
         RULE_ERR(path, mptr, "must be a string");
         return NULL;
     }
@@ -110,8 +127,8 @@ static int only(const char *path, const char *ptr, json_t *obj, const char *cons
         int ok = 0;
         for (size_t i = 0; allowed[i]; i++)
             ok |= strcmp(k, allowed[i]) == 0;
-        char mptr[160]; /* the member's own pointer (RFC 6901; "" is the root) */
-        snprintf(mptr, sizeof mptr, "%s/%s", ptr, k);
+        char mptr[160]; /* the member's own pointer ("" is the root) */
+        member_pointer(mptr, sizeof mptr, ptr, k);
         if (!ok) {
             RULE_ERR(path, mptr, "unknown member \"%s\"", k);
             return -1;

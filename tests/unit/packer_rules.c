@@ -180,6 +180,7 @@ TEST(rules_reject_bad_json)
 TEST(rules_reject_structure)
 {
     rejects("{\"cachecontrol\": []}", ": /cachecontrol: ", "unknown member \"cachecontrol\"");
+    rejects("{\"a/b~c\": []}", ": /a~1b~0c: ", "unknown member"); /* RFC 6901 escapes */
     rejects("{\"cache_control\": {}}", "/cache_control", "array");
     rejects("{\"cache_control\": [{\"value\": \"x\"}]}", "/cache_control/0", "\"match\"");
     rejects("{\"cache_control\": [{\"match\": \"*\", \"value\": 3}]}",
