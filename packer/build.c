@@ -239,6 +239,12 @@ static int read_file(build *b, pk_file *f, pk_magic **magic, char *err, size_t e
         uint8_t *inner;
         size_t innern;
         char why[128];
+        /* what it starts like, for the message: another encoding's magic */
+        const char *like = enc != SF_ENC_GZIP && n >= 2 && p[0] == 0x1f && p[1] == 0x8b
+                               ? " (it starts like gzip data: name it .gz)"
+                           : enc != SF_ENC_ZSTD && n >= 4 && memcmp(p, "\x28\xb5\x2f\xfd", 4) == 0
+                               ? " (it starts like zstd data: name it .zst)"
+                               : "";
         int rc = pk_decompress(enc, p, n, PK_FILE_MAX, &inner, &innern, why, sizeof why);
         free(p);
         if (rc == PK_DECODE_NOMEM) {
@@ -249,8 +255,9 @@ static int read_file(build *b, pk_file *f, pk_magic **magic, char *err, size_t e
             snprintf(why, sizeof why, "it decompresses to more than the file limit");
         if (rc != 0) {
             if (sfx)
-                snprintf(err, errlen, "%s: an encoded rule matches it, but it is not %s data: %s",
-                         f->src, enc == SF_ENC_BR ? "brotli" : sf_encoding_name(enc), why);
+                snprintf(err, errlen,
+                         "%s: an encoded rule matches it, so by its name it is %s: %s%s", f->src,
+                         enc == SF_ENC_BR ? "brotli" : sf_encoding_name(enc), why, like);
             else
                 snprintf(err, errlen, "%s: an .svgz must be a gzip file of an SVG: %s", f->src,
                          why);
@@ -789,6 +796,7 @@ int pk_build(const pk_build_opts *o)
     if (run_jobs(&b, "reading") != 0)
         goto out_free;
     pk_sidecars_note(&b.site);
+    pk_rules_warn_unused_encoded(b.rules);
     close_magic(&b);
     /* The time of packing is taken after the reads: a file written during
      * a long read phase is not "in the future" (nor clamped). */
@@ -805,6 +813,8 @@ int pk_build(const pk_build_opts *o)
     ok = 1;
     st.skipped_dot = b.site.skipped_dot;
     st.sidecars = b.site.sidecars;
+    for (size_t i = 0; i < b.site.n; i++)
+        st.decoded += (uint64_t)b.site.files[i].encoded;
     st.sidecar_names = (const char *const *)b.site.sidecar_names;
     st.nsidecar_names = b.site.nsidecar_names;
     st.skipped_excluded = b.site.skipped_excluded;

@@ -149,6 +149,11 @@ void pk_summary_print(FILE *out, const pk_stats *s, const char *output)
             "files\n",
             (unsigned long long)s->skipped_dot, (unsigned long long)s->skipped_excluded,
             (unsigned long long)s->reused);
+    if (s->decoded)
+        fprintf(out,
+                "  stored as what they contain (an encoded rule, .svgz): %llu files; the identity "
+                "row counts their decompressed bytes\n",
+                (unsigned long long)s->decoded);
     if (s->nsidecar_names) {
         fputs("  precompressed copies packed at their own URLs (servd-pack makes the variants "
               "itself; exclude the copies with a rule if nothing links to them): ",

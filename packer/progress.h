@@ -46,7 +46,8 @@ typedef struct pk_stats {
     uint64_t sidecars;                /* X.gz beside an X compressed: packed (sidecar.h) */
     const char *const *sidecar_names; /* the first of them (not owned) */
     size_t nsidecar_names;
-    uint64_t reused; /* paths whose variants came from --base */
+    uint64_t reused;  /* paths whose variants came from --base */
+    uint64_t decoded; /* files stored as what they contain (an encoded rule, .svgz) */
     double seconds;
 } pk_stats;
 

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,9 @@ struct pk_rules {
      * nothing so far but names a directory the walk saw ("/drafts" for
      * "/drafts/ **"), the mistake pk_rules_warn_unused points out. */
     unsigned char *exclude_seen;
+    /* Per encoded glob, set by the reads (any thread) when it matched a
+     * file: one that matched none is pointed out (pk_rules_warn_unused_encoded). */
+    atomic_uchar *encoded_seen;
 };
 
 /* Message helper: "FILE: POINTER: cause". */
@@ -67,6 +71,7 @@ void pk_rules_free(pk_rules *r)
     free_list(&r->encoded);
     free(r->path);
     free(r->exclude_seen);
+    free(r->encoded_seen);
     free(r);
 }
 
@@ -374,7 +379,8 @@ int pk_rules_load(const char *path, pk_rules **out, char *err, size_t errlen)
     }
     r->path = strdup(path);
     r->exclude_seen = calloc(r->exclude.n ? r->exclude.n : 1, 1);
-    if (!r->path || !r->exclude_seen) {
+    r->encoded_seen = calloc(r->encoded.n ? r->encoded.n : 1, sizeof *r->encoded_seen);
+    if (!r->path || !r->exclude_seen || !r->encoded_seen) {
         snprintf(err, errlen, "%s: out of memory", path);
         goto out_rules;
     }
@@ -445,7 +451,21 @@ void pk_rules_warn_unused(const pk_rules *r)
 
 int pk_rules_encoded(const pk_rules *r, const char *key, size_t len)
 {
-    return r && first(&r->encoded, key, len) != NULL;
+    const rule *m = r ? first(&r->encoded, key, len) : NULL;
+    if (m)
+        atomic_store_explicit(&r->encoded_seen[m - r->encoded.v], 1, memory_order_relaxed);
+    return m != NULL;
+}
+
+void pk_rules_warn_unused_encoded(const pk_rules *r)
+{
+    for (size_t i = 0; r && i < r->encoded.n; i++)
+        if (!atomic_load_explicit(&r->encoded_seen[i], memory_order_relaxed))
+            pk_err("warning: %s: /encoded/%zu \"%s\" matched no file%s", r->path, i,
+                   r->encoded.v[i].a,
+                   r->encoded.v[i].a[0] == '/'
+                       ? " (a glob starting with / is anchored at the root of the site)"
+                       : "");
 }
 
 const char *pk_rules_mime(const pk_rules *r, const char *key, size_t len)

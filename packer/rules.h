@@ -66,10 +66,15 @@ int pk_rules_excluded_dir(const pk_rules *r, const char *dirkey, size_t len);
  * normal in a shared rules file and is not mentioned.) */
 void pk_rules_warn_unused(const pk_rules *r);
 /* 1 if an encoded rule matches the key: the file is X.gz, X.br or X.zst as
- * a build tool shipped it (a Unity or Godot WebGL build's game.wasm.br,
+ * a build tool shipped it (a Unity WebGL build's game.wasm.br,
  * fetched by that name and expected with Content-Encoding), and is stored
  * as the X it contains, under its own key (build.c). */
 int pk_rules_encoded(const pk_rules *r, const char *key, size_t len);
+/* Warns (stderr) about each encoded glob that matched no file of the reads
+ * just done: a game in a subdirectory that a glob anchored at the root
+ * misses would be served as application/x-brotli, and its loader fail in
+ * the browser. */
+void pk_rules_warn_unused_encoded(const pk_rules *r);
 /* The MIME override for a key, or NULL. */
 const char *pk_rules_mime(const pk_rules *r, const char *key, size_t len);
 /* The Cache-Control value for a key of type mime (never NULL). */

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Files a build tool ships compressed (an "encoded" rule): Unity and Godot WebGL builds
-name their files game.wasm.br, game.data.br, game.framework.js.gz and their loader
+"""Files a build tool ships compressed (an "encoded" rule): Unity WebGL builds name
+their files game.wasm.br, game.data.br, game.framework.js.br (or .gz) and their loader
 fetches those URLs, expecting the server to send them with Content-Encoding and the
 type of what they contain (application/wasm, or WebAssembly's streaming compile
 refuses). servd-pack stores such a file as what it contains, typed by its name without
@@ -107,10 +107,12 @@ def t_served_with_content_encoding():
 def t_bad_files_are_refused():
     cases = (
         ({"/Build/g.wasm.br": b"\0asm not brotli at all" * 10}, ["/Build/*.br"],
-         ["g.wasm.br", "an encoded rule matches it, but it is not brotli data"]),
+         ["g.wasm.br", "an encoded rule matches it, so by its name it is brotli: not valid"]),
         ({"/Build/g.js.gz": b"\x1f\x8b" + b"broken" * 10}, ["/Build/*.gz"],
-         ["g.js.gz", "not gzip data"]),
-        ({"/Build/g.js.gz": FRAMEWORK}, ["/Build/*.gz"], ["g.js.gz", "not gzip data"]),
+         ["g.js.gz", "by its name it is gzip: "]),
+        ({"/Build/g.js.gz": FRAMEWORK}, ["/Build/*.gz"], ["g.js.gz", "not valid gzip data"]),
+        ({"/Build/g.js.br": compress("gzip", FRAMEWORK)}, ["/Build/*.br"],
+         ["g.js.br", "it starts like gzip data: name it .gz"]),
         ({"/Build/g.loader.js": b"x()\n", "/Build/g.wasm.br": compress("br", WASM)},
          ["/Build/**"], ["g.loader.js", "does not end in .gz, .br or .zst"]),
     )
@@ -123,6 +125,25 @@ def t_bad_files_are_refused():
         for n in needles:
             ok(n in err, "case %d: %r not in the message: %s" % (i, n, err))
         ok(not os.path.exists(out), "case %d: no pack written" % i)
+
+
+def t_summary_and_a_glob_that_matches_nothing():
+    """The summary counts the files stored decompressed; an encoded glob that matched no
+    file is pointed out: "/Build/*.br" misses a game in a subdirectory, whose loader then
+    fails in the browser on application/x-brotli."""
+    root = write_site("nested", {"/games/g1/Build/g.wasm.br": compress("br", WASM),
+                                 "/index.html": b"<p>games</p>\n"})
+    out = os.path.join(st.tmpdir(), "nested.lmdb")
+    p = build(root, out, write_rules("anchored.json", {"encoded": ["/Build/*.br"]}))
+    err = p.stderr.decode()
+    eq(p.returncode, 0, "a glob that matches nothing is no error: " + err)
+    ok('/encoded/0 "/Build/*.br" matched no file (a glob starting with / is anchored' in err,
+       "the warning: " + err)
+    p = build(root, out, write_rules("floating.json", {"encoded": ["Build/*.br"]}))
+    err = p.stderr.decode()
+    ok("matched no file" not in err, "no warning once it matches: " + err)
+    ok("stored as what they contain (an encoded rule, .svgz): 1 files" in err,
+       "the summary counts it: " + err)
 
 
 def t_rules_file_checked():
