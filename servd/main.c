@@ -58,8 +58,8 @@ static const char usage_text[] =
     "                            content coding and microseconds); reopened on SIGUSR1\n"
     "      --real-ip-header NAME log the client this header names (X-Forwarded-For,\n"
     "                            CF-Connecting-IP) on connections from --real-ip-from\n"
-    "      --real-ip-from CIDR   a trusted proxy's network (10.0.0.0/8, 2400:cb00::/32,\n"
-    "                            an address); repeatable\n"
+    "      --real-ip-from CIDR   a trusted proxy's networks (10.0.0.0/8, 2400:cb00::/32,\n"
+    "                            an address), comma-separated; repeatable\n"
     "      --spa                 answer missing extension-less paths with /index.html\n"
     "      --idle-timeout S      close keep-alive connections idle this long (75)\n"
     "      --header-timeout S    a request head must arrive whole within this (10)\n"
@@ -325,6 +325,11 @@ int main(int argc, char **argv)
                     "");
     if (cfg.realip.header_len && !cfg.access_log)
         usage_error("--real-ip-header changes only the access log: give --access-log too%s", "");
+    if (sv_realip_trusts_all(&cfg.realip))
+        fprintf(stderr,
+                "servd: warning: --real-ip-from includes every address (a /0): the "
+                "client logged is then whatever any client puts in %s\n",
+                cfg.realip.header);
     if (user_name) {
         int rc = sv_user_lookup(user_name, &user, err, sizeof err);
         if (rc == -1)

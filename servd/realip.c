@@ -53,7 +53,8 @@ static int host_bits_clear(const uint8_t *addr, unsigned bytes, unsigned prefix)
     return 1;
 }
 
-int sv_realip_from(sv_realip *r, const char *cidr, char *err, size_t errlen)
+/* Adds one network, cidr (NUL-terminated, no comma). */
+static int add_net(sv_realip *r, const char *cidr, char *err, size_t errlen)
 {
     if (r->nnets == SV_REALIP_MAX_NETS) {
         snprintf(err, errlen, "more than %d networks", SV_REALIP_MAX_NETS);
@@ -106,6 +107,34 @@ int sv_realip_from(sv_realip *r, const char *cidr, char *err, size_t errlen)
 bad:
     snprintf(err, errlen, "'%s': expected an IPv4 or IPv6 address, optionally /PREFIX", cidr);
     return -1;
+}
+
+int sv_realip_from(sv_realip *r, const char *list, char *err, size_t errlen)
+{
+    char one[INET6_ADDRSTRLEN + 8];
+    for (const char *p = list;; p++) {
+        size_t n = strcspn(p, ",");
+        if (n >= sizeof one) {
+            snprintf(err, errlen, "'%.*s': expected an IPv4 or IPv6 address, optionally /PREFIX",
+                     (int)n, p);
+            return -1;
+        }
+        memcpy(one, p, n);
+        one[n] = '\0';
+        if (add_net(r, one, err, errlen) != 0)
+            return -1;
+        p += n;
+        if (!*p)
+            return 0;
+    }
+}
+
+int sv_realip_trusts_all(const sv_realip *r)
+{
+    for (size_t i = 0; i < r->nnets; i++)
+        if (r->nets[i].prefix == 0)
+            return 1;
+    return 0;
 }
 
 /* An address as a family and bytes, IPv4-mapped IPv6 as IPv4 (a socket
@@ -202,11 +231,17 @@ int sv_realip_parse_element(const char *s, size_t n, struct sockaddr_storage *ou
         a4->sin_family = AF_INET;
         return 1;
     }
-    if (inet_pton(AF_INET6, host, &a6->sin6_addr) == 1) {
+    struct in6_addr v6;
+    if (inet_pton(AF_INET6, host, &v6) != 1)
+        return 0;
+    if (IN6_IS_ADDR_V4MAPPED(&v6)) { /* ::ffff:a.b.c.d is logged as a.b.c.d */
+        a4->sin_family = AF_INET;
+        memcpy(&a4->sin_addr, v6.s6_addr + 12, 4);
+    } else {
         a6->sin6_family = AF_INET6;
-        return 1;
+        a6->sin6_addr = v6;
     }
-    return 0;
+    return 1;
 }
 
 int sv_realip_client(const sv_realip *r, const struct sockaddr *peer, const sv_request *req,

@@ -53,10 +53,16 @@ typedef struct sv_realip {
  * @return 0, or -1 with a sentence in err. */
 int sv_realip_header(sv_realip *r, const char *name, char *err, size_t errlen);
 
-/* Adds a trusted network: "ADDR" (one address) or "ADDR/PREFIX", IPv4 or
- * IPv6, with no bits set after the prefix ("10.0.0.1/8" is refused: write
- * 10.0.0.0/8 or 10.0.0.1/32). @return 0, or -1 with a sentence in err. */
-int sv_realip_from(sv_realip *r, const char *cidr, char *err, size_t errlen);
+/* Adds trusted networks: a comma-separated list of "ADDR" (one address)
+ * or "ADDR/PREFIX", IPv4 or IPv6, with no bits set after the prefix
+ * ("10.0.0.1/8" is refused: write 10.0.0.0/8 or 10.0.0.1/32); an
+ * IPv4-mapped network is the IPv4 one. @return 0, or -1 with a sentence in
+ * err. */
+int sv_realip_from(sv_realip *r, const char *list, char *err, size_t errlen);
+
+/* 1 when a network is the whole address space (0.0.0.0/0, ::/0): every
+ * client is then believed, which main.c warns about. */
+int sv_realip_trusts_all(const sv_realip *r);
 
 /* The address to log for req, which came from peer: 1 with *out set when
  * peer is trusted and the header names a client, else 0 (log the peer). */

@@ -650,8 +650,9 @@ def t_access_log_real_ip_behind_a_trusted_proxy():
     """Behind a CDN the peer is the CDN: with --real-ip-header and --real-ip-from the log
     names the client the trusted proxy passed on, and only from such a proxy."""
     log = os.path.join(st.tmpdir(), "realip.log")
-    for trusted, want in (("127.0.0.0/8", ["203.0.113.9", "127.0.0.1", "127.0.0.1", "2001:db8::7"]),
-                          ("10.0.0.0/8", ["127.0.0.1"] * 4)):
+    for trusted, want in (("10.0.0.0/8,127.0.0.0/8",
+                           ["203.0.113.9", "127.0.0.1", "127.0.0.1", "2001:db8::7", "192.0.2.4"]),
+                          ("10.0.0.0/8", ["127.0.0.1"] * 5)):
         if os.path.exists(log):
             os.unlink(log)
         with st.Servd(pack(), extra=["--access-log", log, "--real-ip-header", "X-Forwarded-For",
@@ -662,9 +663,14 @@ def t_access_log_real_ip_behind_a_trusted_proxy():
             st.get(s.port, "/index.html")
             st.get(s.port, "/index.html", [("X-Forwarded-For", "unknown")])
             st.get(s.port, "/index.html", [("x-forwarded-for", "[2001:db8::7]:4711")])
-            lines = read_lines(log, 4)
+            st.get(s.port, "/index.html", [("X-Forwarded-For", "::ffff:192.0.2.4")])
+            lines = read_lines(log, 5)
         eq([LOG_LINE.match(line).group(1) for line in lines], want,
            "client addresses logged with --real-ip-from %s" % trusted)
+    with st.Servd(pack(), extra=["--access-log", log, "--real-ip-header", "X-Forwarded-For",
+                                 "--real-ip-from", "0.0.0.0/0"]) as s:
+        ok("--real-ip-from includes every address" in s.read_log(),
+           "a /0 gets a warning: %s" % s.read_log())
     for args, needle in (
             (["--real-ip-header", "X-Forwarded-For", "--access-log", log], "needs --real-ip-from"),
             (["--real-ip-from", "10.0.0.0/8", "--access-log", log], "needs --real-ip-header"),
@@ -672,6 +678,7 @@ def t_access_log_real_ip_behind_a_trusted_proxy():
              "only the access log"),
             (["--real-ip-from", "10.0.0.1/8"], "bits set after"),
             (["--real-ip-from", "cdn.example"], "expected an IPv4 or IPv6 address"),
+            (["--real-ip-from", "10.0.0.0/8,"], "expected an IPv4 or IPv6 address"),
             (["--real-ip-header", "Forwarded"], "7239"),
             (["--real-ip-header", "X-A", "--real-ip-header", "X-B"], "given twice")):
         p = subprocess.run([st.SERVD, "--pack", pack()] + args, stdout=subprocess.PIPE,

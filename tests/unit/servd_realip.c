@@ -77,6 +77,16 @@ TEST(realip_networks)
             t__fail(__FILE__, __LINE__, "'%s' accepted", bad[i]);
     ASSERT_EQ(sv_realip_from(&r, "10.0.0.1/8", err, sizeof err), -1);
     ASSERT(strstr(err, "10.0.0.1/8") && strstr(err, "/32"));
+    /* a comma-separated list, as CDNs publish theirs */
+    memset(&r, 0, sizeof r);
+    ASSERT_EQ(sv_realip_from(&r, "173.245.48.0/20,2400:cb00::/32,127.0.0.1", err, sizeof err), 0);
+    ASSERT_EQ(r.nnets, 3);
+    ASSERT_EQ(sv_realip_trusts_all(&r), 0);
+    ASSERT_EQ(sv_realip_from(&r, "10.0.0.0/8,", err, sizeof err), -1); /* an empty element */
+    ASSERT_EQ(sv_realip_from(&r, "10.0.0.0/8,bad", err, sizeof err), -1);
+    ASSERT(strstr(err, "'bad'"));
+    ASSERT_EQ(sv_realip_from(&r, "0.0.0.0/0", err, sizeof err), 0);
+    ASSERT_EQ(sv_realip_trusts_all(&r), 1);
     /* the list is bounded */
     memset(&r, 0, sizeof r);
     for (int i = 0; i < SV_REALIP_MAX_NETS; i++)
@@ -114,7 +124,7 @@ TEST(realip_elements)
     ASSERT_STR_EQ(element("2001:db8::1"), "2001:db8::1");
     ASSERT_STR_EQ(element("[2001:db8::1]"), "2001:db8::1");
     ASSERT_STR_EQ(element("[2001:db8::1]:443"), "2001:db8::1");
-    ASSERT_STR_EQ(element("::ffff:192.0.2.1"), "::ffff:192.0.2.1");
+    ASSERT_STR_EQ(element("::ffff:192.0.2.1"), "192.0.2.1"); /* logged as IPv4 */
     static const char *const bad[] = {"",
                                       "  ",
                                       "unknown",
