@@ -85,11 +85,7 @@ def make_site(root):
         files["/page/%d.html" % i] = b"<!doctype html><title>page %d</title>\n<pre>\n" % i \
             + _text("page%d" % i, 5000) + b"</pre>\n"
     files["/blob.bin"] = random.Random("blob").randbytes(40000)
-    for path, data in files.items():
-        full = os.path.join(root, path.lstrip("/"))
-        os.makedirs(os.path.dirname(full), exist_ok=True)
-        with open(full, "wb") as f:
-            f.write(data)
+    st.write_tree(root, files)
     return files
 
 

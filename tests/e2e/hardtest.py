@@ -61,11 +61,7 @@ def site():
     """Writes the hardening site into the scratch dir once; returns its root."""
     root = os.path.join(st.tmpdir(), "harden-site")
     if not os.path.isdir(root):
-        for path, data in FILES.items():
-            full = os.path.join(root, path.lstrip("/"))
-            os.makedirs(os.path.dirname(full), exist_ok=True)
-            with open(full, "wb") as f:
-                f.write(data)
+        st.write_tree(root, FILES)
     return root
 
 

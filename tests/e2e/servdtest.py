@@ -1,6 +1,7 @@
 """servdtest - the shared helper of servd's end-to-end HTTP tests (stdlib only).
 
 What it gives a test script:
+  write_tree(root, files)   write {"/url/path": bytes} under root
   pack(webroot)             build a pack with the real servd-pack; returns its path
   Servd(pack, ...)          start the real servd on a free 127.0.0.1 port, wait until it
                             accepts, stop it with SIGTERM and check that it exited 0
@@ -82,6 +83,16 @@ def ensure_binaries():
     for b in (SERVD, SERVD_PACK):
         if not os.access(b, os.X_OK):
             raise Fail("binary missing: %s (SERVD_BUILD_DIR=%s)" % (b, BUILD_DIR))
+
+
+def write_tree(root, files):
+    """Writes files ({"/url/path": bytes}) under root, making directories; returns root."""
+    for path, data in files.items():
+        full = os.path.join(root, path.lstrip("/"))
+        os.makedirs(os.path.dirname(full), exist_ok=True)
+        with open(full, "wb") as f:
+            f.write(data)
+    return root
 
 
 def pack(webroot, name=None, extra=()):

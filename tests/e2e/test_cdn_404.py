@@ -19,13 +19,7 @@ from servdtest import eq  # noqa: E402
 
 
 def site(name, files):
-    root = os.path.join(st.tmpdir(), name)
-    for path, data in files.items():
-        full = os.path.join(root, path.lstrip("/"))
-        os.makedirs(os.path.dirname(full), exist_ok=True)
-        with open(full, "wb") as f:
-            f.write(data)
-    return st.pack(root, name + ".lmdb")
+    return st.pack(st.write_tree(os.path.join(st.tmpdir(), name), files), name + ".lmdb")
 
 
 def deploy_adds_path(with_404_page):

@@ -37,13 +37,7 @@ def compress(coding, data):
 
 
 def write_site(name, files):
-    root = os.path.join(st.tmpdir(), name)
-    for path, data in files.items():
-        full = os.path.join(root, path.lstrip("/"))
-        os.makedirs(os.path.dirname(full), exist_ok=True)
-        with open(full, "wb") as f:
-            f.write(data)
-    return root
+    return st.write_tree(os.path.join(st.tmpdir(), name), files)
 
 
 def write_rules(name, rules):
