@@ -508,17 +508,16 @@ int pk_walk(const char *root, const pk_rules *rules, pk_site *site, char *err, s
                      (unsigned long long)(w.oversize - OVERSIZE_NAMES));
         rc = problem(&w);
     }
-    if (rc != 0) {
-        /* stopped (out of memory, the bounds on links): name what was found */
+    /* Stopped (out of memory, the bounds on links) or several problems:
+     * each found is named on its own line, then err says what stopped or
+     * counts them, so that fixing a tree takes one run. One problem is err. */
+    if (rc != 0 || w.problems > 1)
         for (unsigned i = 0; i < w.problems && i < PROBLEMS_SHOWN; i++)
             pk_err("%s", w.problem[i]);
-    } else if (w.problems == 1) {
+    if (rc == 0 && w.problems == 1) {
         snprintf(err, errlen, "%s", w.problem[0]);
         rc = -1;
-    } else if (w.problems > 1) {
-        /* one line each, then the count: fixing a tree takes one run */
-        for (unsigned i = 0; i < w.problems && i < PROBLEMS_SHOWN; i++)
-            pk_err("%s", w.problem[i]);
+    } else if (rc == 0 && w.problems > 1) {
         if (w.problems <= PROBLEMS_SHOWN)
             snprintf(err, errlen, "%s: %llu problems in the tree (above); nothing was packed", root,
                      (unsigned long long)w.problems);

@@ -13,9 +13,9 @@
  *   lives: a hidden path (a segment starting with '.', except a top-level
  *   .well-known) or a path the excludes match; below a linked directory each
  *   entry is also checked against the excludes at its real key. Exclude such
- *   a link with a rules "exclude" glob to pack anyway. More than
- *   A directory reached by more than PK_WALK_MAX_ALIASES paths, and more than
- *   PK_WALK_MAX_LINKED entries reached through links, are errors too.
+ *   a link with a rules "exclude" glob to pack anyway. A directory reached
+ *   by more than PK_WALK_MAX_ALIASES paths, and more than PK_WALK_MAX_LINKED
+ *   entries reached through links, are errors too.
  * - Special files (FIFO, socket, device) are errors, unless excluded.
  * - Excludes come first: a file, special file or link whose key matches an
  *   exclude glob, and a directory (or link to one) every path under which an
