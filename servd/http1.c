@@ -30,9 +30,11 @@
  *   - target forms (§3.2): origin-form; absolute-form with an http URI
  *     (the path is served, the URI's authority is the host, §3.2.2) or an
  *     https one (flagged target_https: answered 421, servd has no TLS);
- *     asterisk-form for any method but GET/HEAD (400; OPTIONS * is served,
- *     the others are refused anyway); authority-form only for CONNECT (refused with 405: servd does
- *     not tunnel), with a non-empty port; anything else -> 400;
+ *     asterisk-form only for OPTIONS (served; a method servd knows
+ *     -> 400, one it does not -> 501);
+ *     authority-form, with a non-empty port, for CONNECT and only for it
+ *     (refused with 405: servd does not tunnel; CONNECT with any other
+ *     form -> 400, RFC 9110 §9.3.6); anything else -> 400;
  *   - field-name is a token followed directly by ':' (whitespace before
  *     the colon -> 400, §5.1); a line starting with SP/HTAB (obs-fold, or
  *     whitespace before the first field, §2.2, §5.2) -> 400; a line without
@@ -405,6 +407,22 @@ static int target_form(sv_request *req)
 {
     const char *t = req->target.ptr;
     size_t n = req->target.len;
+    if (req->method == SV_M_OTHER && eq(req->method_tok.ptr, req->method_tok.len, "CONNECT")) {
+        /* CONNECT takes the authority-form and only it (RFC 9110 §9.3.6):
+         * uri-host ":" port (§3.2.3), and CONNECT has no default port, so
+         * at least one port digit */
+        size_t d = n;
+        while (d > 0 && t[d - 1] >= '0' && t[d - 1] <= '9')
+            d--;
+        if (d == n || d < 2 || t[d - 1] != ':' || host_check(t, n, 1) != 0)
+            return -400;
+        req->target_form = SV_TF_AUTHORITY;
+        req->host = req->target;
+        req->path.ptr = t + n;
+        req->path.len = 0;
+        req->query = req->path;
+        return 0;
+    }
     if (t[0] == '/') {
         req->target_form = SV_TF_ORIGIN;
         const char *q = memchr(t, '?', n);
@@ -416,25 +434,12 @@ static int target_form(sv_request *req)
         return 0;
     }
     if (n == 1 && t[0] == '*') {
-        if (req->method == SV_M_GET || req->method == SV_M_HEAD)
+        /* only a server-wide OPTIONS takes the asterisk-form (§3.2.4); a
+         * method servd does not know is left to its 501 */
+        if (req->method != SV_M_OPTIONS && req->method != SV_M_UNKNOWN)
             return -400;
         req->target_form = SV_TF_ASTERISK;
         req->path.ptr = t + 1;
-        req->path.len = 0;
-        req->query = req->path;
-        return 0;
-    }
-    if (eq(req->method_tok.ptr, req->method_tok.len, "CONNECT")) {
-        /* authority-form = uri-host ":" port (§3.2.3), and CONNECT has no
-         * default port (RFC 9110 §9.3.6): at least one port digit */
-        size_t d = n;
-        while (d > 0 && t[d - 1] >= '0' && t[d - 1] <= '9')
-            d--;
-        if (d == n || d < 2 || t[d - 1] != ':' || host_check(t, n, 1) != 0)
-            return -400;
-        req->target_form = SV_TF_AUTHORITY;
-        req->host = req->target;
-        req->path.ptr = t + n;
         req->path.len = 0;
         req->query = req->path;
         return 0;

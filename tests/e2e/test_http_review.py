@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Findings of the RFC 9110 / 9112 review of servd's HTTP layer, against a real servd:
 - CONNECT with its authority-form target (RFC 9112 §3.2.3) is a known method servd does
-  not allow: 405 with "Allow: GET, HEAD, OPTIONS", not 400;
+  not allow: 405 with "Allow: GET, HEAD, OPTIONS", not 400; with another target, or
+  another method with the asterisk-form, 400;
 - the parts of a multipart/byteranges 206 follow the order of the range-specs
   (RFC 9110 §15.3.7.2), a coalesced range standing where its first spec was;
 - a HEAD request that fails to parse gets its error head without the error body
@@ -32,6 +33,12 @@ def t_connect_is_405(S):
     # authority-form with any other method stays malformed
     r, closed = st.raw_outcome(S.port, b"GET example.com:443 HTTP/1.1\r\nHost: a\r\n\r\n")
     eq((r.status, closed), (400, True), "GET with an authority-form target")
+    # and CONNECT takes no other form (RFC 9110 §9.3.6), the asterisk-form is
+    # only a server-wide OPTIONS's (RFC 9112 §3.2.4)
+    for raw in (b"CONNECT /tiny.txt HTTP/1.1\r\nHost: a\r\n\r\n",
+                b"POST * HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n\r\n"):
+        r, closed = st.raw_outcome(S.port, raw)
+        eq((r.status, closed), (400, True), raw.split(b"\r\n")[0].decode())
 
 
 def t_head_parse_error_has_no_body(S):

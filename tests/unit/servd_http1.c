@@ -178,8 +178,8 @@ TEST(http1_methods)
 {
     GOOD("POST / HTTP/1.1\r\nHost: h\r\n\r\n");
     ASSERT_EQ(req.method, SV_M_OTHER);
-    const char *other[] = {"PUT", "DELETE", "PATCH", "CONNECT", "TRACE"};
-    for (size_t i = 0; i < 5; i++) {
+    const char *other[] = {"PUT", "DELETE", "PATCH", "TRACE"};
+    for (size_t i = 0; i < 4; i++) {
         char b[128];
         snprintf(b, sizeof b, "%s /x HTTP/1.1\r\nHost: h\r\n\r\n", other[i]);
         GOOD(b);
@@ -644,6 +644,15 @@ TEST(http1_other_target_forms)
     ASSERT_EQ(req.target_form, SV_TF_AUTHORITY);
     ASSERT_EQ(req.method, SV_M_OTHER);
     BAD("CONNECT :443 HTTP/1.1\r\nHost: h\r\n\r\n", 400); /* no host */
+    /* CONNECT takes no other form (RFC 9110 §9.3.6), and only a server-wide
+     * OPTIONS takes the asterisk-form (RFC 9112 §3.2.4) */
+    BAD("CONNECT /x HTTP/1.1\r\nHost: h\r\n\r\n", 400);
+    BAD("CONNECT http://h:80/ HTTP/1.1\r\nHost: h\r\n\r\n", 400);
+    BAD("CONNECT * HTTP/1.1\r\nHost: h\r\n\r\n", 400);
+    BAD("POST * HTTP/1.1\r\nHost: h\r\n\r\n", 400);
+    BAD("DELETE * HTTP/1.1\r\nHost: h\r\n\r\n", 400);
+    GOOD("FOO * HTTP/1.1\r\nHost: h\r\n\r\n"); /* unknown: the responder's 501 */
+    ASSERT_EQ(req.method, SV_M_UNKNOWN);
     BAD("GET example.com:80 HTTP/1.1\r\nHost: h\r\n\r\n", 400);
     BAD("GET index.html HTTP/1.1\r\nHost: h\r\n\r\n", 400);
     BAD("GET ** HTTP/1.1\r\nHost: h\r\n\r\n", 400);

@@ -575,8 +575,8 @@ TEST(respond_methods)
         "Content-Length: 23\r\nCache-Control: no-cache\r\nAllow: GET, HEAD, OPTIONS\r\n" DATE_LINE
         "\r\n405 Method Not Allowed\n");
     ASSERT_EQ(plan.close, 0);
-    const char *m[] = {"PUT", "DELETE", "PATCH", "TRACE", "CONNECT"};
-    for (int i = 0; i < 5; i++) {
+    const char *m[] = {"PUT", "DELETE", "PATCH", "TRACE"};
+    for (int i = 0; i < 4; i++) {
         char raw[128];
         snprintf(raw, sizeof raw, "%s /x HTTP/1.1\r\nHost: t\r\n\r\n", m[i]);
         ASSERT_EQ(run(raw), 405);
