@@ -9,11 +9,13 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* Files over PK_FILE_MAX named in the message; the rest are counted. */
 #define OVERSIZE_NAMES 3
@@ -439,6 +441,12 @@ static int walk_entry(walk *w, const char *dir, const char *dirkey, const char *
     if (!S_ISREG(st.st_mode)) {
         snprintf(w->err, w->errlen, "%s: is %s; only regular files can be packed", src,
                  pk_kind_name(st.st_mode));
+        return problem(w);
+    }
+    /* The read would fail later and stop there; here it is one problem
+     * among the others of the tree, so that one run names them all. */
+    if (faccessat(AT_FDCWD, src, R_OK, AT_EACCESS) != 0) {
+        snprintf(w->err, w->errlen, "%s: cannot open: %s", src, strerror(errno));
         return problem(w);
     }
     return add_file(w, src, key, &st);

@@ -112,8 +112,10 @@ int sv_if_range(sf_view value, sf_view etag, int64_t last_modified)
             return 0;
         return tag.len == ours.len && memcmp(tag.ptr, ours.ptr, tag.len) == 0;
     }
-    sf_view d = {s + i, n - i};
-    int64_t t;
-    return last_modified != SV_NO_DATE && sf_http_date_parse(d.ptr, d.len, &t) == 0 &&
-           t == last_modified;
+    /* "exactly matches the Last-Modified field value" (§13.1.5): the bytes
+     * servd sends, not any date of the same second (an rfc850 or asctime
+     * form, a wrong day name) */
+    char lm[SF_HTTP_DATE_LEN + 1];
+    return last_modified != SV_NO_DATE && n - i == SF_HTTP_DATE_LEN &&
+           sf_http_date_format(last_modified, lm) == 0 && memcmp(s + i, lm, SF_HTTP_DATE_LEN) == 0;
 }

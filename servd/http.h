@@ -204,7 +204,8 @@ int sv_etag_match(sf_view list, sf_view etag, int weak);
 
 /* Evaluates an If-Range value (RFC 9110 §13.1.5) against the selected
  * representation: an entity-tag must equal etag by the strong comparison (a
- * weak tag never matches); an HTTP-date must equal last_modified exactly
+ * weak tag never matches); an HTTP-date must be the IMF-fixdate of
+ * last_modified byte for byte, as servd sends it in Last-Modified
  * (never, with SV_NO_DATE: §13.1.5 step 2, a date that is not a strong
  * validator makes the condition false).
  * @return 1 when the condition is true (send the ranges), 0 otherwise. */

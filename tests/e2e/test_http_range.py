@@ -236,6 +236,15 @@ def t_if_range(S):
                    "If-Range date before Last-Modified")
     check_206(rget(S, BIG, "bytes=0-9", [("If-Range", st.fmt_date(lm))]), data, 0, 9,
               "If-Range with the Last-Modified, identity selected")
+    # "exactly matches the Last-Modified field value" (RFC 9110 §13.1.5): the same
+    # second in the obsolete forms, or under another day name, is no match
+    import time
+    tm = time.gmtime(lm)
+    other_day = ("Mon, " if not full.need("Last-Modified").startswith("Mon") else "Tue, ")
+    for d in (time.strftime("%A, %d-%b-%y %H:%M:%S GMT", tm),
+              time.strftime("%a %b ", tm) + ("%2d" % tm.tm_mday) + time.strftime(" %H:%M:%S %Y", tm),
+              other_day + full.need("Last-Modified")[5:]):
+        check_full_200(rget(S, BIG, "bytes=0-9", [("If-Range", d)]), data, "If-Range %r" % d)
     # A date validates only the identity representation: a compressed one can change
     # under the same Last-Modified (another encoder or level at the next pack), so a
     # resumed download could splice two encodings (RFC 9110 §13.1.5 step 2).

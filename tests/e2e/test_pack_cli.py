@@ -380,6 +380,11 @@ def main():
         T.make_site(ro_root)
         secret = os.path.join(ro_root, "docs", "index.html")
         os.chmod(secret, 0)
+        # and an unreadable directory beside it: one run names both (servd-pack(1))
+        locked = os.path.join(ro_root, "locked")
+        os.makedirs(locked)
+        with open(os.path.join(locked, "a.html"), "w") as f:
+            f.write("<p>a</p>\n")
         drop = None
         if os.geteuid() == 0:
             for dirpath, dirs, files in os.walk(work):
@@ -389,9 +394,13 @@ def main():
             def drop():
                 os.setgid(NOBODY)
                 os.setuid(NOBODY)
-        expect_failure(["build", ro_root, "-o", out], 1, [secret, "ermission denied"],
-                       "unreadable file", outdir, out, preexec_fn=drop)
+        os.chmod(locked, 0)  # after that walk, which opens every directory
+        expect_failure(["build", ro_root, "-o", out], 1,
+                       [secret + ": cannot open: Permission denied",
+                        locked + ": cannot open directory: Permission denied"],
+                       "unreadable file and directory", outdir, out, preexec_fn=drop)
         os.chmod(secret, stat.S_IRUSR | stat.S_IWUSR)
+        os.chmod(locked, 0o755)
 
         # A file longer than its size says (one that grew while being read, or a
         # kernel file whose size is 0) is refused, not packed cut short. Needs a bind

@@ -84,5 +84,13 @@ TEST(cond_if_range)
     ASSERT_EQ(sv_if_range(V("Sun, 06 Nov 1994 08:49:36 GMT"), V(ETAG), lm), 0);
     ASSERT_EQ(sv_if_range(V("Wed, 09 Nov 1994 08:49:37 GMT"), V(ETAG), lm + 3 * 86400), 1);
     ASSERT_EQ(sv_if_range(V("garbage"), V(ETAG), lm), 0);
+    /* an exact match of the Last-Modified line (§13.1.5), not the same
+     * second in another form, with another day name or in another case */
+    ASSERT_EQ(sv_if_range(V(" Sun, 06 Nov 1994 08:49:37 GMT "), V(ETAG), lm), 1);
+    ASSERT_EQ(sv_if_range(V("Mon, 06 Nov 1994 08:49:37 GMT"), V(ETAG), lm), 0);
+    ASSERT_EQ(sv_if_range(V("Sunday, 06-Nov-94 08:49:37 GMT"), V(ETAG), lm), 0);
+    ASSERT_EQ(sv_if_range(V("Sun Nov  6 08:49:37 1994"), V(ETAG), lm), 0);
+    ASSERT_EQ(sv_if_range(V("Sun, 06 Nov 1994 08:49:37 gmt"), V(ETAG), lm), 0);
+    ASSERT_EQ(sv_if_range(V("Sun, 06 Nov 1994 08:49:37 GMT x"), V(ETAG), lm), 0);
     ASSERT_EQ(sv_if_range(V(""), V(ETAG), lm), 0);
 }
