@@ -362,8 +362,11 @@ static int negotiate(const sv_request *req, const sf_entry *e)
 
 /* ---- redirects ---- */
 
-/* Appends the query q (from '?' on, or empty) to s, its bytes above 0x7E
- * percent-encoded: only a raw UTF-8 target has any (redirect_encoded).
+/* Appends the query q (from '?' on, or empty) to s, percent-encoding what
+ * a URI cannot hold (RFC 3986 §2; a Location is a URI-reference, RFC 9110
+ * §10.2.2): bytes above 0x7E, which only a raw UTF-8 target has
+ * (redirect_encoded), and the ASCII the parser lets through into a target
+ * (" < > \ ^ ` { | }). SP, CTLs and '#' never reach here.
  * @return 0, or -1 when it does not fit (s unchanged then). */
 static int add_query(sv_scratch *s, sf_view q)
 {
@@ -373,7 +376,7 @@ static int add_query(sv_scratch *s, sf_view q)
         unsigned char b = (unsigned char)q.ptr[i];
         if (sizeof s->buf - used < 3)
             return -1;
-        if (b > 0x7e) {
+        if (b > 0x7e || memchr("\"<>\\^`{|}", b, 9)) {
             s->buf[used++] = '%';
             s->buf[used++] = hex[b >> 4];
             s->buf[used++] = hex[b & 15];

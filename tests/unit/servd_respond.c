@@ -389,6 +389,12 @@ TEST(respond_trailing_slash_redirect)
     ASSERT_EQ(has_header("\r\nLocation: /docs/?a=1&b=%20\r\n"), 1);
     ASSERT_EQ(get("/docs?", ""), 301);
     ASSERT_EQ(has_header("\r\nLocation: /docs/?\r\n"), 1);
+    /* a Location is a URI-reference (RFC 9110 §10.2.2): what a URI cannot
+     * hold is encoded, the rest of the query kept as sent */
+    ASSERT_EQ(get("/docs?x=\"<a>`{|}^\\&y=%22'!$()*,;=:@/?", ""), 301);
+    ASSERT_EQ(
+        has_header("\r\nLocation: /docs/?x=%22%3Ca%3E%60%7B%7C%7D%5E%5C&y=%22'!$()*,;=:@/?\r\n"),
+        1);
     ASSERT_EQ(get("/d%6fcs", ""), 301);
     ASSERT_EQ(has_header("\r\nLocation: /docs/\r\n"), 1);
     ASSERT_EQ(get("/caf%C3%A9?q", ""), 301);
