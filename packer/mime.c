@@ -1,10 +1,12 @@
 /*
- * mime.c - the extension table, the text and compression classification,
- * and the libmagic fallback (see mime.h).
+ * mime.c - the text and compression classification and the libmagic
+ * fallback (see mime.h; the extension table is the format library's,
+ * sf/mime.h).
  */
 #include "mime.h"
 
 #include "digest.h"
+#include "sf/mime.h"  /* sf_mime_by_ext */
 #include "sf/path.h"  /* sf_utf8_char */
 #include "sf/store.h" /* sf_hex */
 
@@ -14,131 +16,11 @@
 #include <string.h>
 #include <strings.h>
 
-/* Longest extension looked up; longer ones cannot be in the table. */
-#define EXT_MAX 16
-
 /* Bytes libmagic looks at: its own default read limit (1 MiB) would make
  * huge files slow for no better answer; 64 KiB covers every magic test
  * that matters for web content. */
 #define MAGIC_SNIFF_BYTES (64 * 1024)
 
-typedef struct ext_type {
-    const char *ext; /* lowercase, without the dot; the table is sorted by it */
-    const char *type;
-} ext_type;
-
-static const ext_type table[] = {
-    {"7z", "application/x-7z-compressed"},
-    {"aac", "audio/aac"},
-    {"apng", "image/apng"},
-    {"atom", "application/atom+xml"},
-    {"avif", "image/avif"},
-    {"bin", "application/octet-stream"},
-    {"bmp", "image/bmp"},
-    {"br", "application/x-brotli"},
-    {"bz2", "application/x-bzip2"},
-    {"cjs", "text/javascript"},
-    {"css", "text/css"},
-    {"csv", "text/csv"},
-    {"eot", "application/vnd.ms-fontobject"},
-    {"epub", "application/epub+zip"},
-    {"flac", "audio/flac"},
-    {"geojson", "application/geo+json"},
-    {"gif", "image/gif"},
-    {"glb", "model/gltf-binary"},
-    {"gltf", "model/gltf+json"},
-    {"gz", "application/gzip"},
-    {"htm", "text/html"},
-    {"html", "text/html"},
-    {"ico", "image/x-icon"},
-    {"ics", "text/calendar"},
-    {"jpeg", "image/jpeg"},
-    {"jpg", "image/jpeg"},
-    {"js", "text/javascript"},
-    {"json", "application/json"},
-    {"jsonld", "application/ld+json"},
-    {"jsx", "text/javascript"},
-    {"jxl", "image/jxl"},
-    {"ktx2", "image/ktx2"},
-    {"m3u8", "application/vnd.apple.mpegurl"},
-    {"m4a", "audio/mp4"},
-    {"m4s", "video/iso.segment"},
-    {"m4v", "video/mp4"},
-    {"map", "application/json"},
-    {"md", "text/markdown"},
-    {"mjs", "text/javascript"},
-    {"mov", "video/quicktime"},
-    {"mp3", "audio/mpeg"},
-    {"mp4", "video/mp4"},
-    {"mpd", "application/dash+xml"},
-    {"mpeg", "video/mpeg"},
-    {"oga", "audio/ogg"},
-    {"ogg", "audio/ogg"},
-    {"ogv", "video/ogg"},
-    {"opus", "audio/ogg"},
-    {"otf", "font/otf"},
-    {"pdf", "application/pdf"},
-    {"png", "image/png"},
-    {"rss", "application/rss+xml"},
-    {"rtf", "application/rtf"},
-    {"srt", "application/x-subrip"},
-    {"svg", "image/svg+xml"},
-    {"svgz", "image/svg+xml"}, /* stored decompressed: see pk_svgz_key */
-    {"tar", "application/x-tar"},
-    {"tif", "image/tiff"},
-    {"tiff", "image/tiff"},
-    {"toml", "application/toml"},
-    {"ts", "video/mp2t"}, /* MPEG transport stream (HLS segments), not TypeScript */
-    {"ttc", "font/collection"},
-    {"ttf", "font/ttf"},
-    {"txt", "text/plain"},
-    {"vtt", "text/vtt"},
-    {"wasm", "application/wasm"},
-    {"wav", "audio/wav"},
-    {"weba", "audio/webm"},
-    {"webm", "video/webm"},
-    {"webmanifest", "application/manifest+json"},
-    {"webp", "image/webp"},
-    {"woff", "font/woff"},
-    {"woff2", "font/woff2"},
-    {"xhtml", "application/xhtml+xml"},
-    {"xml", "application/xml"},
-    {"xsl", "application/xslt+xml"},
-    {"xz", "application/x-xz"},
-    {"yaml", "application/yaml"},
-    {"yml", "application/yaml"},
-    {"zip", "application/zip"},
-    {"zst", "application/zstd"},
-};
-
-static int cmp_ext(const void *k, const void *e)
-{
-    return strcmp(k, ((const ext_type *)e)->ext);
-}
-
-const char *pk_mime_by_ext(const char *name, size_t len)
-{
-    size_t i = len;
-    while (i > 0 && name[i - 1] != '.' && name[i - 1] != '/')
-        i--;
-    /* No dot in the last segment, or a name that is only ".ext": no extension. */
-    if (i == 0 || name[i - 1] != '.' || i < 2 || name[i - 2] == '/')
-        return NULL;
-    size_t n = len - i;
-    if (n == 0 || n > EXT_MAX)
-        return NULL;
-    char ext[EXT_MAX + 1];
-    for (size_t k = 0; k < n; k++) {
-        char c = name[i + k];
-        ext[k] = c >= 'A' && c <= 'Z' ? (char)(c + 32) : c;
-    }
-    ext[n] = '\0';
-    const ext_type *e =
-        bsearch(ext, table, sizeof table / sizeof table[0], sizeof table[0], cmp_ext);
-    return e ? e->type : NULL;
-}
-
-/* Copies the base type ("type/subtype", lowercased, without parameters). */
 static void base_type(const char *type, char *out, size_t cap)
 {
     size_t i = 0;
@@ -500,7 +382,7 @@ char *pk_mime_decide(const char *key, size_t keylen, const char *rule_type, cons
     const char *type = rule_type;
     int add_charset = 0;
     if (!type) {
-        type = pk_mime_by_ext(key, keylen);
+        type = sf_mime_by_ext(key, keylen);
         if (!type) {
             if (!*magic && pk_magic_open(magic, err, errlen) != 0)
                 return NULL;

@@ -2,7 +2,7 @@
  * mime.h - deciding a file's Content-Type and whether it is worth compressing.
  *
  * Order: a MIME rule from the rules file (verbatim), else the extension table
- * below (web types; ".js" is text/javascript per RFC 9239), else libmagic on
+ * (sf/mime.h: web types; ".js" is text/javascript per RFC 9239), else libmagic on
  * the content. "; charset=utf-8" is appended to text types from the table
  * or libmagic when the bytes are valid UTF-8 (ASCII is) and the file does
  * not name another encoding itself: a file in another encoding, or one that
@@ -26,10 +26,6 @@ enum pk_class {
     PK_CLASS_FONT = 2,   /* sfnt fonts (ttf/otf/eot): brotli MODE_FONT */
     PK_CLASS_BINARY = 3, /* compressible binary (wasm, ico, bmp): MODE_GENERIC */
 };
-
-/* The table type for the extension of a key or file name ("/a/b.JS" ->
- * "text/javascript"), or NULL. The extension is matched case-insensitively. */
-const char *pk_mime_by_ext(const char *name, size_t len);
 
 /* 1 if the (base) type is text that browsers decode with a charset. */
 int pk_mime_is_text(const char *type);

@@ -18,8 +18,9 @@
  *      the one limit answered 414, and such a path names nothing;
  *   3. lookup: "/dir/" serves "/dir/index.html"; "/dir" without its own key
  *      but with "/dir/index.html" -> 301 to "/dir/" keeping the query; SPA
- *      fallback (site->spa, last segment without '.') -> "/index.html" as a
- *      200; otherwise the site's 404 page (negotiated like any file, sent with
+ *      fallback (site->spa, unless the last segment's extension is of a
+ *      known type other than a document: sf_mime_by_ext) -> "/index.html"
+ *      as a 200; otherwise the site's 404 page (negotiated like any file, sent with
  *      status 404, no conditionals, no ranges, identity when nothing else is
  *      acceptable) or a built-in text 404;
  *   4. variant: sv_negotiate_list(); nothing acceptable -> 406 with
@@ -53,6 +54,7 @@
  */
 #include "http.h"
 #include "pathcache.h"
+#include "sf/mime.h"
 #include "sf/path.h"
 
 #include <stdarg.h>
@@ -780,11 +782,13 @@ static enum resolved resolve(ctx *c, sf_entry *e, char *key, size_t *klenp)
         return R_DONE;
     }
     if (c->site && c->site->spa) {
-        /* the last segment of the request's key (before any index.html) */
-        size_t i = klen;
-        while (i > 0 && key[i - 1] != '/')
-            i--;
-        if (!memchr(key + i, '.', klen - i)) {
+        /* A route of the application, unless its last segment names a file
+         * by an extension of a known type that is not a document: a script,
+         * style sheet or image that is missing must not get HTML, but
+         * /user/jane.doe and /docs/v1.2 are routes (klen: the key before
+         * any index.html) */
+        const char *type = sf_mime_by_ext(key, klen);
+        if (!type || sf_mime_is_document(type)) {
             rc = sf_lookup(c->rd, "/index.html", 11, e);
             if (rc == 0)
                 return R_SPA;

@@ -1,13 +1,14 @@
 /* MIME: the extension table, text/charset decisions, classes, libmagic fallback. */
 #include "mime.h"
 #include "runner.h"
+#include "sf/mime.h"
 #include "sf/store.h"
 
 #include <stdlib.h>
 
 static const char *ext(const char *name)
 {
-    return pk_mime_by_ext(name, strlen(name));
+    return sf_mime_by_ext(name, strlen(name));
 }
 
 TEST(mime_table_web_types)

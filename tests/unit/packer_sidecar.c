@@ -4,6 +4,7 @@
 #include "decode.h"
 #include "mime.h"
 #include "runner.h"
+#include "sf/mime.h"
 #include "sidecar.h"
 
 #include <stdlib.h>
@@ -34,7 +35,7 @@ static void add(pk_site *s, const char *key, const void *p, size_t n)
     f->key = strdup(key);
     f->src = strdup(key);
     f->key_len = strlen(key);
-    const char *type = pk_mime_by_ext(key, f->key_len);
+    const char *type = sf_mime_by_ext(key, f->key_len);
     f->cls = type ? pk_mime_class(type) : PK_CLASS_NONE;
     uint8_t *b = malloc(n ? n : 1);
     memcpy(b, p, n);

@@ -544,9 +544,16 @@ TEST(respond_spa_fallback)
     IOV_EQ(0, variant_of("/index.html", SF_ENC_BR).h200);
     ASSERT_EQ(get("/app/", ""), 200);
     IOV_IS(2, "<html>home</html>");
-    /* a name with an extension is a missing file, not a route */
+    /* a name with the extension of a known type other than a document is a
+     * missing file, not a route */
     ASSERT_EQ(get("/missing.js", ""), 404);
+    ASSERT_EQ(get("/a/b.PNG", ""), 404);
     ASSERT_EQ(get("/v1.2/route", ""), 200);
+    /* a dot does not make a file: usernames, versions, documents are routes */
+    ASSERT_EQ(get("/user/jane.doe", ""), 200);
+    IOV_IS(2, "<html>home</html>");
+    ASSERT_EQ(get("/docs/v1.2", ""), 200);
+    ASSERT_EQ(get("/old/page.html", ""), 200);
     /* real files and redirects still win */
     ASSERT_EQ(get("/img.png", ""), 200);
     ASSERT_EQ(get("/docs", ""), 301);
