@@ -85,6 +85,14 @@ int sv_mapguard_add(const void *start, size_t len)
     return -1;
 }
 
+int sv_mapguard_room(void)
+{
+    for (int i = 0; i < SV_MAPGUARD_SLOTS; i++)
+        if (!atomic_load(&slots[i].used))
+            return 1;
+    return 0;
+}
+
 void sv_mapguard_remove(int slot)
 {
     if (slot < 0 || slot >= SV_MAPGUARD_SLOTS)

@@ -36,8 +36,9 @@
 #include <stddef.h>
 
 /* Maps guarded at once: snapshots alive together (the current pack, plus
- * old ones still finishing responses). Beyond it a map is unguarded. */
-#define SV_MAPGUARD_SLOTS 64
+ * old ones still finishing responses: a slow reader keeps its pack as long
+ * as it reads). sv_snapshot_open loads no pack it cannot guard. */
+#define SV_MAPGUARD_SLOTS 256
 
 /* Installs the SIGBUS handler. @return 0, or -1 with errno. */
 int sv_mapguard_install(void);
@@ -45,6 +46,10 @@ int sv_mapguard_install(void);
 /* Guards [start, start + len). @return a slot for sv_mapguard_remove, or -1
  * when every slot is taken. */
 int sv_mapguard_add(const void *start, size_t len);
+
+/* 1 when a slot is free for sv_mapguard_add, else 0. Slots are taken only
+ * by the thread that opens snapshots, so the answer holds for it. */
+int sv_mapguard_room(void);
 
 /* Stops guarding the range of slot (-1: nothing). */
 void sv_mapguard_remove(int slot);

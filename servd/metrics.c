@@ -8,6 +8,7 @@
 #include "metrics.h"
 
 #include "mapguard.h"
+#include "snapshot.h"
 
 #include "sf/path.h"
 
@@ -222,6 +223,11 @@ int sv_metrics_render(sv_metrics *m, char **out, size_t *len)
     head(&o, "servd_pack_cut_pages_total", "counter",
          "Pages of a pack in use found cut from its file (written in place) and read as zeros.");
     put(&o, "servd_pack_cut_pages_total %lu\n", sv_mapguard_faults());
+    head(&o, "servd_packs_mapped", "gauge",
+         "Packs mapped now: the one served, and old ones held by connections still sending "
+         "from them (a slow reader keeps its pack, and a deleted pack file's space, as long "
+         "as it reads).");
+    put(&o, "servd_packs_mapped %ld\n", sv_snapshot_live());
     head(&o, "servd_pack_cut", "gauge",
          "1 while the pack being served was written in place: servd answers 503 from it.");
     put(&o, "servd_pack_cut %d\n", sv_metrics_pack_cut(m));

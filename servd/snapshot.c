@@ -252,6 +252,22 @@ int sv_snapshot_open(const char *path, int nreaders, sv_snapshot **out, sv_file_
                                      : "");
         return SF_EIO;
     }
+    /* Every pack mapped is guarded against writes in place (mapguard.h).
+     * With no slot left, old packs are still held by connections sending
+     * from them: the pack served goes on, and a retry loads this one once
+     * one is released. An unguarded map would be one a cp over the file
+     * could crash servd through. */
+    if (!sv_mapguard_room()) {
+        close(fd);
+        snprintf(err, errlen,
+                 "%s: not loaded: %ld packs are mapped, the one served and old ones still "
+                 "held by connections sending from them (slow readers; servd_packs_mapped), "
+                 "and servd guards no more",
+                 path, sv_snapshot_live());
+        if (seen)
+            seen->retry = 1; /* no verdict on the file */
+        return SF_ENOMEM;
+    }
     char fdpath[32];
     if ((rc = sf_fd_path(fd, path, fdpath, sizeof fdpath, err, errlen)) != 0) {
         close(fd);

@@ -142,6 +142,7 @@ def t_swap_with_a_response_in_flight(sw):
     held = sw.maps()
     ok(any("(deleted)" in m for m in held),
        "the old pack is not mapped any more while a response from it is in flight: %r" % held)
+    eq(sw.metrics()["servd_packs_mapped"], "2", "servd_packs_mapped with the old pack held")
     # Finish reading: the old body, byte for byte, then the request pipelined behind
     # it. servd paused this connection after the 12 MB response (per-turn cap), so that
     # request is answered from whichever pack is current when it resumes: the new one.
@@ -166,6 +167,7 @@ def t_swap_with_a_response_in_flight(sw):
     eq(sw.maps_unique(), [sw.live], "packs mapped once the in-flight response finished")
     m = sw.metrics()
     eq(m["servd_pack_swaps_total"], "1", "swaps counted")
+    eq(m["servd_packs_mapped"], "1", "servd_packs_mapped once the old pack is released")
     ok('servd_pack_info{pack_id="%s"' % sw.pack_id() in "\n".join(m), "pack_info label")
 
 

@@ -1,15 +1,19 @@
 /*
  * The SIGBUS guard of pack maps (servd/mapguard.c): a read past the end of
  * a guarded map cut short reads zeros and sets its flag; every other SIGBUS
- * still ends the process; slots run out and come back. The process-killing
+ * still ends the process; slots run out and come back, and while none is
+ * free no pack is loaded unguarded. The process-killing
  * cases run in a forked child.
  */
 #include "mapguard.h"
 #include "runner.h"
+#include "sf/store.h"
+#include "snapshot.h"
 
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -125,4 +129,35 @@ TEST(mapguard_slots_run_out_and_come_back)
     ASSERT_EQ(atomic_load(sv_mapguard_flag(again)), 0); /* a new range starts clean */
     for (int i = 0; i < SV_MAPGUARD_SLOTS; i++)
         sv_mapguard_remove(i == 7 ? again : slot[i]);
+}
+
+/* With every slot taken (old packs held by slow readers), a load is refused
+ * before anything is mapped, as no verdict on the file: the retry loads it
+ * once a slot is free. */
+TEST(mapguard_full_refuses_a_load)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/next.lmdb", t_tmpdir());
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    ASSERT(fd >= 0);
+    ASSERT_EQ(write(fd, "not looked at", 13), 13);
+    close(fd);
+    static char area[SV_MAPGUARD_SLOTS][16];
+    int slot[SV_MAPGUARD_SLOTS];
+    for (int i = 0; i < SV_MAPGUARD_SLOTS; i++)
+        ASSERT((slot[i] = sv_mapguard_add(area[i], sizeof area[i])) >= 0);
+    ASSERT_EQ(sv_mapguard_room(), 0);
+    sv_snapshot *s = NULL;
+    sv_file_seen seen;
+    char err[512];
+    ASSERT_EQ(sv_snapshot_open(path, 1, &s, &seen, err, sizeof err), SF_ENOMEM);
+    ASSERT(s == NULL);
+    ASSERT_EQ(seen.retry, 1);
+    ASSERT(strstr(err, "packs are mapped") != NULL);
+    ASSERT_EQ(sv_snapshot_live(), 0);
+    sv_mapguard_remove(slot[3]);
+    ASSERT_EQ(sv_mapguard_room(), 1);
+    for (int i = 0; i < SV_MAPGUARD_SLOTS; i++)
+        if (i != 3)
+            sv_mapguard_remove(slot[i]);
 }
