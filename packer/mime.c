@@ -21,6 +21,7 @@
  * that matters for web content. */
 #define MAGIC_SNIFF_BYTES (64 * 1024)
 
+/* Copies the base type ("type/subtype", lowercased, without parameters). */
 static void base_type(const char *type, char *out, size_t cap)
 {
     size_t i = 0;

@@ -125,7 +125,6 @@ const char *sf_mime_by_ext(const char *name, size_t len)
     return e ? e->type : NULL;
 }
 
-/* Copies the base type ("type/subtype", lowercased, without parameters). */
 int sf_mime_is_document(const char *type)
 {
     return strcmp(type, "text/html") == 0 || strcmp(type, "application/xhtml+xml") == 0;
