@@ -8,6 +8,12 @@
  * sv_respond() from a small pack built once at start-up, and the plan is
  * checked: it fits SV_PLAN_IOV, has one status line, CRLF-only header
  * lines, at most one Vary, and a Content-Length equal to the body bytes.
+ * The pack's ETags are long enough for multipart/byteranges boundaries; it
+ * holds a redirect entry, a weak date and a date ahead of the clock.
+ *
+ * The parser's streaming contract is checked too: a prefix of a head that
+ * parses is incomplete (0), never refused, and bytes after a head do not
+ * change how it parses (they are the next request's).
  */
 #include "http.h"
 #include "sf/store.h"
@@ -41,7 +47,7 @@ static void key_of(const char *p, size_t n, uint8_t key[SF_KEY_LEN])
 
 /* Stores an entry laid out as servd-pack lays them out (see sf/store.h). */
 static void put(sf_writer *w, const char *path, const char *mime, int n, const int *enc,
-                const char *const *bodies, int is404)
+                const char *const *bodies, int is404, unsigned flags, int64_t lm)
 {
     static char buf[SF_ENC_COUNT][3][512];
     /* lines a rules file gives, which 406, 412, 416 and OPTIONS copy */
@@ -49,8 +55,8 @@ static void put(sf_writer *w, const char *path, const char *mime, int n, const i
     sf_entry_spec s;
     memset(&s, 0, sizeof s);
     s.kind = SF_KIND_FILE;
-    s.flags = n > 1 ? SF_ENTRY_NEGOTIABLE : 0;
-    s.last_modified = 1700000000;
+    s.flags = (n > 1 ? SF_ENTRY_NEGOTIABLE : 0) | flags;
+    s.last_modified = lm;
     s.mime.ptr = mime;
     s.mime.len = strlen(mime);
     s.nvariants = (unsigned)n;
@@ -60,8 +66,10 @@ static void put(sf_writer *w, const char *path, const char *mime, int n, const i
         key_of(bodies[i], bl, v->body_key);
         v->encoding = enc[i];
         v->body_len = bl;
-        int el =
-            snprintf(buf[i][0], 512, "\"e%d-%02x%02x\"", enc[i], v->body_key[0], v->body_key[1]);
+        /* 18 opaque characters, all bchars: a multipart boundary */
+        int el = snprintf(buf[i][0], 512, "\"e%d-%02x%02x%02x%02x%02x%02x%02x%02x\"", enc[i],
+                          v->body_key[0], v->body_key[1], v->body_key[2], v->body_key[3],
+                          v->body_key[4], v->body_key[5], v->body_key[6], v->body_key[7]);
         int rep = snprintf(buf[i][1], 512, "HTTP/1.1 %s\r\nContent-Length: %zu\r\n",
                            is404 ? "404 Not Found" : "200 OK", bl);
         int hl = rep + snprintf(buf[i][1] + rep, 512 - (size_t)rep,
@@ -118,19 +126,28 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
         die(err);
     static const int e3[] = {SF_ENC_IDENTITY, SF_ENC_GZIP, SF_ENC_BR};
     static const char *const home[] = {"<html>home page</html>", "gz-home", "br"};
-    put(w, "/index.html", "text/html", 3, e3, home, 0);
+    put(w, "/index.html", "text/html", 3, e3, home, 0, 0, 1700000000);
     static const int e1[] = {SF_ENC_IDENTITY};
     static const char *const docs[] = {"<html>docs</html>"};
-    put(w, "/docs/index.html", "text/html", 1, e1, docs, 0);
+    put(w, "/docs/index.html", "text/html", 1, e1, docs, 0, 0, 1900000000); /* ahead */
     static const char *const txt[] = {"0123456789abcdefghijklmnopqrstuvwxyz"};
-    put(w, "/a.txt", "text/plain", 1, e1, txt, 0);
+    put(w, "/a.txt", "text/plain", 1, e1, txt, 0, SF_ENTRY_DATE_WEAK, 1700000000);
     static const int e4[] = {SF_ENC_IDENTITY, SF_ENC_GZIP, SF_ENC_BR, SF_ENC_ZSTD};
     static const char *const js[] = {"var x = 1; var y = 2; var z = 3; console.log(x + y + z);",
                                      "gzgzgzgzgzgzgzgzgzgz", "brbrbrbrbrbrbr", "zszszszszszszszs"};
-    put(w, "/app.js", "text/javascript", 4, e4, js, 0);
+    put(w, "/app.js", "text/javascript", 4, e4, js, 0, 0, 1700000000);
     static const int e2[] = {SF_ENC_IDENTITY, SF_ENC_GZIP};
     static const char *const nf[] = {"<h1>missing</h1>", "gz404"};
-    put(w, NULL, "text/html", 2, e2, nf, 1);
+    put(w, NULL, "text/html", 2, e2, nf, 1, 0, 1700000000);
+    sf_entry_spec r;
+    memset(&r, 0, sizeof r);
+    r.kind = SF_KIND_REDIRECT;
+    r.target = (sf_view){"/docs/", 6};
+    uint8_t *rec;
+    size_t len;
+    if (sf_entry_encode(&r, &rec, &len) != 0 || sf_writer_put_path(w, "/old", 4, rec, len) != 0)
+        die("put redirect");
+    free(rec);
     sf_meta m;
     memset(&m, 0, sizeof m);
     if (sf_writer_commit(w, &m, err, sizeof err) != 0)
@@ -208,6 +225,33 @@ static void check_plan(const sv_request *req, const sv_plan *p)
     }
 }
 
+/* A prefix of a head that parses is incomplete; the head followed by
+ * another request parses the same. */
+static void check_streaming(const char *buf, size_t size, int rc)
+{
+    static sv_request r2;
+    size_t cuts[3] = {(size_t)rc - 1, (size_t)rc / 2,
+                      size ? (unsigned char)buf[0] % (size_t)rc : 0};
+    for (int i = 0; i < 3; i++) {
+        char *p = malloc(cuts[i] ? cuts[i] : 1);
+        if (!p)
+            return;
+        memcpy(p, buf, cuts[i]);
+        if (sv_http1_parse(p, cuts[i], &r2) != 0)
+            die("a prefix of a head that parses is not incomplete");
+        free(p);
+    }
+    static const char next[] = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+    char *p = malloc((size_t)rc + sizeof next - 1);
+    if (!p)
+        return;
+    memcpy(p, buf, (size_t)rc);
+    memcpy(p + rc, next, sizeof next - 1);
+    if (sv_http1_parse(p, (size_t)rc + sizeof next - 1, &r2) != rc)
+        die("bytes after a head change how it parses");
+    free(p);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char *buf = malloc(size ? size : 1);
@@ -251,6 +295,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         site.spa = size & 1;
         sv_respond(&req, rd, &site, &date, &scratch, &plan);
         check_plan(&req, &plan);
+        check_streaming(buf, size, rc);
     } else if (rc == 0) {
         if (size >= SV_MAX_HEAD)
             die("incomplete although the buffer is full");
