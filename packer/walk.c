@@ -470,6 +470,39 @@ static int cmp_file(const void *a, const void *b)
     return strcmp(((const pk_file *)a)->key, ((const pk_file *)b)->key);
 }
 
+/* A site moved from a server that also took index.htm for a directory
+ * loses that directory's URL here without a word: servd answers "/dir/"
+ * with index.html only. Says so (the files are packed all the same, under
+ * their own paths). site->files is sorted. */
+static void warn_index_htm(const pk_site *site)
+{
+    static const char htm[] = "/index.htm";
+    size_t n = 0;
+    const pk_file *first = NULL;
+    for (size_t i = 0; i < site->n; i++) {
+        const pk_file *f = &site->files[i];
+        size_t hl = sizeof htm - 1;
+        if (f->key_len < hl || memcmp(f->key + f->key_len - hl, htm, hl) != 0)
+            continue;
+        char html[PATH_MAX];
+        snprintf(html, sizeof html, "%sl", f->key);
+        pk_file want = {.key = html};
+        if (bsearch(&want, site->files, site->n, sizeof *site->files, cmp_file))
+            continue;
+        if (n++ == 0)
+            first = f;
+    }
+    if (n == 1)
+        pk_err("warning: %s: servd answers %.*s with the directory's index.html, never an "
+               "index.htm (rename it to index.html)",
+               first->src, (int)(first->key_len - 9), first->key);
+    else if (n > 1)
+        pk_err("warning: %zu directories have an index.htm and no index.html, the first %s: "
+               "servd answers a directory with its index.html, never an index.htm (rename "
+               "them)",
+               n, first->src);
+}
+
 int pk_walk(const char *root, const pk_rules *rules, pk_site *site, char *err, size_t errlen)
 {
     walk w = {.rules = rules, .site = site, .err = err, .errlen = errlen};
@@ -542,6 +575,7 @@ int pk_walk(const char *root, const pk_rules *rules, pk_site *site, char *err, s
         return -1;
     if (site->n) {
         qsort(site->files, site->n, sizeof *site->files, cmp_file);
+        warn_index_htm(site);
     }
     return 0;
 }

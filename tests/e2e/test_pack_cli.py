@@ -274,6 +274,23 @@ def main():
         lms = {e["last_modified"] for e in T.ls_json(out)}
         T.check(all(before <= lm <= time.time() for lm in lms), "Last-Modified clamped to now: %r" % lms)
         os.unlink(out)
+        # A directory with an index.htm and no index.html (a site from a server that took
+        # either): packed, with a warning, since servd answers "/dir/" with index.html only.
+        htm_root = os.path.join(work, "htm-site")
+        T.make_site(htm_root)
+        for d, names in (("old", ["index.htm"]), ("both", ["index.htm", "index.html"]),
+                         ("bak", ["index.htm.bak", "index.html"])):
+            os.makedirs(os.path.join(htm_root, d))
+            for name in names:
+                with open(os.path.join(htm_root, d, name), "w") as f:
+                    f.write("<p>%s</p>\n" % name)
+        p = T.run(["build", htm_root, "-o", out, "-q"])
+        T.eq(p.returncode, 0, "index.htm site: " + p.stderr.decode())
+        T.eq(p.stderr.decode(), "servd-pack: warning: %s/old/index.htm: servd answers /old/ with "
+             "the directory's index.html, never an index.htm (rename it to index.html)\n"
+             % htm_root, "index.htm warning, for the one directory without index.html")
+        T.check("/old/index.htm" in [e["path"] for e in T.ls_json(out)], "index.htm still packed")
+        os.unlink(out)
         # getopt's complaints carry the program name like every other message.
         err = expect_failure(["build", root, "-o", out, "--bogus"], 2, [], "unknown long option")
         T.check(err.startswith("servd-pack: unknown option --bogus\n"), "unknown option: %r" % err)
