@@ -44,6 +44,7 @@ struct sv_log {
     pthread_cond_t wcond;
     int pending, reopen, stop;
     int write_failed;       /* reported once until a write succeeds again */
+    int mid_line;           /* a failed write left part of a line in the file */
     _Atomic uint64_t *lost; /* lines lost to failed writes (the metrics') */
     struct lworker *w;
 };
@@ -82,28 +83,52 @@ static void hand_over(sv_log *log, struct lworker *lw)
         wake(log, &log->pending);
 }
 
-static void write_all(sv_log *log, const char *p, size_t n)
+/* Writes p[0, n) whole. @return 0; or -1, with *done the bytes that went
+ * out and errno the cause (0: the file took no more, as at ulimit -f). */
+static int write_whole(int fd, const char *p, size_t n, size_t *done)
 {
-    while (n > 0) {
-        ssize_t r = write(log->fd, p, n);
+    *done = 0;
+    while (*done < n) {
+        ssize_t r = write(fd, p + *done, n - *done);
         if (r < 0 && errno == EINTR)
             continue;
         if (r <= 0) {
-            if (!log->write_failed)
-                fprintf(stderr, "servd: cannot write the access log %s: %s (lines lost)\n",
-                        log->path, r < 0 ? strerror(errno) : "short write");
-            log->write_failed = 1;
-            uint64_t lines = 0; /* the lines begun in what is left, a cut one included */
-            for (const char *q = p, *end = p + n; q < end; lines++) {
-                const char *nl = memchr(q, '\n', (size_t)(end - q));
-                q = nl ? nl + 1 : end;
-            }
-            atomic_fetch_add(log->lost, lines);
-            return;
+            if (r == 0)
+                errno = 0;
+            return -1;
         }
-        p += r;
-        n -= (size_t)r;
+        *done += (size_t)r;
     }
+    return 0;
+}
+
+static void write_all(sv_log *log, const char *p, size_t n)
+{
+    size_t done = 0;
+    /* After a write that stopped inside a line, the next lines start on
+     * one of their own: a parser loses the cut line, not the next. */
+    int rc = log->mid_line ? write_whole(log->fd, "\n", 1, &done) : 0;
+    if (rc == 0) {
+        log->mid_line = 0;
+        rc = write_whole(log->fd, p, n, &done);
+    }
+    if (rc != 0) {
+        if (!log->write_failed)
+            fprintf(stderr, "servd: cannot write the access log %s: %s (lines lost)\n", log->path,
+                    errno ? strerror(errno) : "short write");
+        log->write_failed = 1;
+        if (done > 0 && p[done - 1] != '\n')
+            log->mid_line = 1;
+        uint64_t lines = 0; /* the lines begun in what is left, a cut one included */
+        for (const char *q = p + done, *end = p + n; q < end; lines++) {
+            const char *nl = memchr(q, '\n', (size_t)(end - q));
+            q = nl ? nl + 1 : end;
+        }
+        atomic_fetch_add(log->lost, lines);
+        return;
+    }
+    if (log->write_failed)
+        fprintf(stderr, "servd: writing the access log %s again\n", log->path);
     log->write_failed = 0;
 }
 
@@ -112,6 +137,8 @@ static void write_all(sv_log *log, const char *p, size_t n)
  * by the log thread, block as usual. */
 static int open_log(const char *path)
 {
+    if (strcmp(path, "-") == 0) /* standard output, as it is (a pipe, the journal) */
+        return fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
     int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0644);
     if (fd >= 0)
         fcntl(fd, F_SETFL, O_APPEND);
@@ -307,8 +334,10 @@ static void add_u64(struct line *l, uint64_t v)
     add(l, tmp, (size_t)n);
 }
 
-/* Appends v with ", \ and bytes outside printable ASCII escaped, so that a
- * client can never forge a field or a line; "-" when empty. At most max
+/* Appends v with ", \ and bytes outside printable ASCII escaped as \xHH (as
+ * nginx does: a parser that splits on quotes, lnav or awk -F'"', never
+ * meets a quote inside a field), so that a client can never forge a field
+ * or a line; "-" when empty. At most max
  * bytes: a longer field is cut and ends in "...", so that a huge target or
  * User-Agent never pushes the status and the fields after it off the line
  * (the budgets of the line's fields add up to less than SV_LOG_LINE_MAX). */
@@ -322,16 +351,14 @@ static void add_esc(struct line *l, sf_view v, size_t max)
     size_t whole = 0; /* the escaped length, counted up to the point it is too long */
     for (size_t i = 0; i < v.len && whole <= max; i++) {
         unsigned char ch = (unsigned char)v.ptr[i];
-        whole += ch == '"' || ch == '\\' ? 2 : ch < 0x20 || ch >= 0x7f ? 4 : 1;
+        whole += ch == '"' || ch == '\\' || ch < 0x20 || ch >= 0x7f ? 4 : 1;
     }
     size_t start = l->len;
     for (size_t i = 0; i < v.len; i++) {
         unsigned char ch = (unsigned char)v.ptr[i];
         char e[4];
         size_t n = 1;
-        if (ch == '"' || ch == '\\') {
-            e[0] = '\\', e[1] = (char)ch, n = 2;
-        } else if (ch < 0x20 || ch >= 0x7f) {
+        if (ch == '"' || ch == '\\' || ch < 0x20 || ch >= 0x7f) {
             e[0] = '\\', e[1] = 'x', e[2] = hex[ch >> 4], e[3] = hex[ch & 15], n = 4;
         } else {
             e[0] = (char)ch;
@@ -354,10 +381,17 @@ _Static_assert(LOG_METHOD_MAX + LOG_TARGET_MAX + 2 * LOG_HEADER_MAX + 256 < SV_L
 static void add_peer(struct line *l, const struct sockaddr *sa)
 {
     char host[INET6_ADDRSTRLEN] = "-";
-    if (sa && sa->sa_family == AF_INET)
+    if (sa && sa->sa_family == AF_INET) {
         inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, host, sizeof host);
-    else if (sa && sa->sa_family == AF_INET6)
-        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, host, sizeof host);
+    } else if (sa && sa->sa_family == AF_INET6) {
+        /* an IPv4 client of a dual-stack socket (systemd's BindIPv6Only=both)
+         * is logged as the IPv4 address it is, as by --real-ip-* */
+        const struct in6_addr *a6 = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+        if (IN6_IS_ADDR_V4MAPPED(a6))
+            inet_ntop(AF_INET, a6->s6_addr + 12, host, sizeof host);
+        else
+            inet_ntop(AF_INET6, a6, host, sizeof host);
+    }
     add_str(l, host);
 }
 

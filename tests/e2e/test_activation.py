@@ -141,6 +141,32 @@ def t_serves_on_the_passed_socket_only():
         d.stop()
 
 
+def t_dual_stack_socket_logs_ipv4_clients_as_ipv4():
+    """docs/servd.socket binds with BindIPv6Only=both: an IPv4 client arrives on the IPv6
+    socket as ::ffff:a.b.c.d, and is logged as a.b.c.d, which log analysers, GeoIP and
+    block lists take for the same host as on an IPv4 socket."""
+    s = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+    s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("::ffff:127.0.0.1", 0))  # IPv4 clients of 127.0.0.1 only
+    s.listen(64)
+    port = s.getsockname()[1]
+    log = os.path.join(st.tmpdir(), "dual-stack-%d.log" % time.time_ns())
+    d = Activated(pack(), [s.fileno()], args=["--access-log", log])
+    try:
+        d.wait_log("(passed in)")
+        eq(st.get(port, "/").status, 200, "GET / over IPv4 on the dual-stack socket")
+        t0 = time.time()
+        while time.time() - t0 < 5 and not (os.path.exists(log) and os.path.getsize(log)):
+            time.sleep(0.05)
+        with open(log) as f:
+            line = f.readline()
+        ok(line.startswith("127.0.0.1 - - ["), "access log line: %r" % line)
+    finally:
+        s.close()
+        d.stop()
+
+
 def t_admin_socket_by_name():
     web, adm = listener(), listener()
     wport, aport = web.getsockname()[1], adm.getsockname()[1]
