@@ -34,8 +34,9 @@
 #include "privdrop.h"
 #include "watch.h"
 
-/* The signals the main loop handles: SIGHUP, SIGUSR1, SIGTERM, SIGINT, SIGQUIT. */
-#define SV_NSIGNALS 5
+/* The signals the main loop handles: SIGHUP, SIGUSR1, SIGTERM, SIGINT,
+ * SIGQUIT, SIGUSR2. */
+#define SV_NSIGNALS 6
 
 struct sv_server {
     const sv_config *cfg;
@@ -277,6 +278,7 @@ void sv_server_note_early_signals(void)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGHUP, &sa, NULL);
     sigaction(SIGUSR1, &sa, NULL);
+    signal(SIGUSR2, SIG_IGN); /* see on_signal */
 }
 
 static void on_signal(uv_signal_t *h, int signum)
@@ -298,6 +300,12 @@ static void on_signal(uv_signal_t *h, int signum)
         break;
     case SIGQUIT: /* nginx's graceful stop, and the STOPSIGNAL of images built for it */
         begin_stop(srv, "SIGQUIT");
+        break;
+    case SIGUSR2:
+        /* nginx's binary upgrade, sent by habit or by its tooling: by
+         * default it would end servd at once, responses in flight cut */
+        fprintf(stderr, "servd: SIGUSR2 ignored: servd has no binary upgrade; with socket "
+                        "activation a restart refuses no connection (servd(1))\n");
         break;
     }
 }
@@ -327,7 +335,7 @@ static void on_worker_done(uv_async_t *a)
  * signal pipe and eventfd), with nothing left open. */
 static int main_loop_init(sv_server *srv)
 {
-    static const int signums[SV_NSIGNALS] = {SIGHUP, SIGUSR1, SIGTERM, SIGINT, SIGQUIT};
+    static const int signums[SV_NSIGNALS] = {SIGHUP, SIGUSR1, SIGTERM, SIGINT, SIGQUIT, SIGUSR2};
     /* The first loop of a process makes libuv's process-wide signal pipe
      * after the loop's epoll descriptor, and libuv aborts when it cannot:
      * three descriptors must be free. */

@@ -516,7 +516,7 @@ def t_reload_and_reopen_signals_during_startup_are_harmless():
     loop took those signals their default action killed servd, and systemd counts a death
     by SIGHUP as a clean exit: it stayed down. (A signal before main() runs, in the first
     milliseconds, still ends it; nothing in the program can change that.)"""
-    for sig in (signal.SIGHUP, signal.SIGUSR1):
+    for sig in (signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2):
         for _ in range(2):
             port = st.free_port()
             log = os.path.join(st.tmpdir(), "startup-signal-%d.log" % port)
@@ -545,6 +545,24 @@ def t_reload_and_reopen_signals_during_startup_are_harmless():
                 if proc.poll() is None:
                     proc.kill()
                     proc.wait()
+
+
+def t_sigusr2_is_ignored_with_a_message():
+    """SIGUSR2 is nginx's binary upgrade; its default action ended servd at once, cutting
+    the responses in flight. servd says it has none and goes on."""
+    with st.Servd(pack()) as s:
+        with st.Conn(s.port) as c:
+            c.send(st.req("GET", "/index.html"))
+            eq(c.read_response().status, 200, "before SIGUSR2")
+            s.proc.send_signal(signal.SIGUSR2)
+            t0 = time.time()
+            while time.time() - t0 < 5 and "SIGUSR2 ignored" not in s.read_log():
+                time.sleep(0.05)
+            ok("SIGUSR2 ignored: servd has no binary upgrade" in s.read_log(),
+               "the message: %r" % s.read_log())
+            c.send(st.req("GET", "/index.html"))
+            eq(c.read_response().status, 200, "the same connection after SIGUSR2")
+        ok(s.proc.poll() is None, "servd still runs")
 
 
 def t_an_inherited_blocked_signal_mask_is_undone():
