@@ -300,7 +300,8 @@ static sf_view find_header(const sv_request *req, const char *name, size_t len)
     return (sf_view){NULL, 0};
 }
 
-static void log_response(sv_conn *c, const sv_request *req, const sv_plan *plan)
+static void log_line(sv_conn *c, const sv_request *req, int status, uint64_t body_bytes,
+                     int encoding)
 {
     sv_worker *w = c->w;
     sv_log_entry e = {0};
@@ -318,12 +319,28 @@ static void log_response(sv_conn *c, const sv_request *req, const sv_plan *plan)
         e.referer = find_header(req, "referer", 7);
         e.user_agent = find_header(req, "user-agent", 10);
     }
-    e.status = plan->status;
-    e.body_bytes = plan->body_bytes;
-    e.encoding = plan->encoding;
+    e.status = status;
+    e.body_bytes = body_bytes;
+    e.encoding = encoding;
     uint64_t now_us = uv_hrtime() / 1000;
     e.micros = now_us >= c->t_req_us ? now_us - c->t_req_us : 0;
     sv_log_write(w->log, w->id, &e);
+}
+
+static void log_response(sv_conn *c, const sv_request *req, const sv_plan *plan)
+{
+    log_line(c, req, plan->status, plan->body_bytes, plan->encoding);
+}
+
+void sv__conn_log_header_timeout(sv_conn *c)
+{
+    /* Part of a head arrived and no more in time: a request that never
+     * completed, logged as nginx logs it (408, nothing sent). A connection
+     * that sent nothing (a browser's preconnect) made no request. */
+    if (!c->w->log || c->inlen == 0)
+        return;
+    sv__clock(c->w);
+    log_line(c, NULL, 408, 0, -1);
 }
 
 /* Makes room in the batch for one more plan. */

@@ -71,6 +71,10 @@ size_t sv__conn_queued(sv_conn *c);
 /* Closes c now: queued writes are cancelled. Safe on a closed connection. */
 void sv__conn_close(sv_conn *c);
 
+/* With an access log: a line (408, request "-") for c, closed by the
+ * header timeout, when part of a request head had arrived on it. */
+void sv__conn_log_header_timeout(sv_conn *c);
+
 /* Closes c now when the client has everything; else after its queued
  * responses, with a lingering close (write side shut, input read until the
  * client's FIN): also when only the kernel still holds response bytes, which

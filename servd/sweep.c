@@ -73,6 +73,7 @@ void sv__conn_sweep(sv_worker *w)
             if (c->t_head) {
                 if (now - c->t_head >= cfg->header_ms) {
                     sv__count(&w->ctr->timeouts[SV_TO_HEADER], 1);
+                    sv__conn_log_header_timeout(c);
                     sv__conn_close(c);
                 }
             } else if (now - c->t_active >= cfg->idle_ms && !sv__conn_request_coming(c)) {

@@ -749,6 +749,34 @@ def t_access_log_lines_lost_to_write_errors_are_counted():
         ok("cannot write the access log /dev/full" in s.read_log(), "the failure is logged")
 
 
+def t_header_timeout_is_logged_as_408():
+    """A connection closed by the header timeout with part of a head received is a
+    request that never completed: one 408 line, as nginx writes (a slowloris shows in
+    the log). One that sent nothing, a browser's preconnect, is none."""
+    import socket
+    log = os.path.join(st.tmpdir(), "timeout-access.log")
+    if os.path.exists(log):
+        os.unlink(log)
+    with st.Servd(pack(), extra=["--access-log", log, "--header-timeout", "0.5",
+                                 "--workers", "1"]) as s:
+        partial = socket.create_connection(("127.0.0.1", s.port), timeout=5)
+        partial.sendall(b"GET /index.html HTTP/1.1\r\nHost: a\r\nUser-Agent: slow")
+        silent = socket.create_connection(("127.0.0.1", s.port), timeout=5)
+        for c in (partial, silent):
+            eq(c.recv(100), b"", "closed by the header timeout, nothing sent")
+            c.close()
+        eq(st.get(s.port, "/index.html?after").status, 200, "a request after them")
+        read_lines(log, 2)
+        time.sleep(1.2)  # a line for the silent connection would be handed over by now
+        with open(log) as f:
+            lines = f.read().splitlines()
+        eq(len(lines), 2, "lines: the 408 and the request after: %r" % lines)
+        m = LOG_LINE.match(lines[0])
+        ok(m is not None, "a whole line: %r" % lines[0])
+        eq((m.group(3), m.group(4), m.group(5)), ("-", "408", "-"), "the timed-out request")
+        ok("?after" in lines[1], "then the request after: %r" % lines[1])
+
+
 def t_access_log_to_standard_output():
     """--access-log - is standard output (the journal under systemd), not a file named
     "-" in the working directory."""
