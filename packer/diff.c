@@ -299,11 +299,14 @@ static int print_text(const changes *c)
         const change *ch = &c->v[i];
         if (!ch->via)
             printf("%c %s\n", ch->sign, ch->url);
-        else
-            printf("%c %s\tvia %s%s\n", ch->sign, ch->url, ch->via,
-                   ch->status == 301 ? (ch->browser ? " (301, as browsers write it)" : " (301)")
-                   : ch->browser     ? " (as browsers write it)"
-                                     : "");
+        else {
+            printf("%c %s\tvia ", ch->sign, ch->url);
+            pk_esc_fputs(ch->via, stdout); /* a key: escaped, as in ls */
+            printf("%s\n", ch->status == 301
+                               ? (ch->browser ? " (301, as browsers write it)" : " (301)")
+                           : ch->browser ? " (as browsers write it)"
+                                         : "");
+        }
     }
     return 0;
 }

@@ -155,13 +155,16 @@ static int ls_one(void *arg, sf_view path, const sf_entry *e)
     ls_ctx *c = arg;
     if (c->arr)
         return ls_json(c, path, e);
+    /* keys escaped (msg.h): one line each, shown in their own order */
+    pk_esc_fwrite(path.ptr, path.len, stdout);
     if (e->kind == SF_KIND_REDIRECT) {
-        printf("%.*s\t-\t-\t-\tredirect %.*s\n", (int)path.len, path.ptr, (int)e->target.len,
-               e->target.ptr);
+        fputs("\t-\t-\t-\tredirect ", stdout);
+        pk_esc_fwrite(e->target.ptr, e->target.len, stdout);
+        putchar('\n');
         return 0;
     }
     const sf_variant *id = &e->variants[0];
-    printf("%.*s\t%llu\t", (int)path.len, path.ptr, (unsigned long long)id->body_len);
+    printf("\t%llu\t", (unsigned long long)id->body_len);
     if (e->nvariants == 1)
         fputs("-", stdout);
     for (unsigned i = 1; i < e->nvariants; i++)

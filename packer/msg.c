@@ -7,15 +7,20 @@
 
 #include <string.h>
 
-void pk_esc_fputs(const char *s, FILE *out)
+void pk_esc_fwrite(const char *s, size_t n, FILE *out)
 {
     char buf[512];
-    for (size_t n = strlen(s); n > 0;) {
+    while (n > 0) {
         size_t used = sf_escape(s, n, buf, sizeof buf);
         fputs(buf, out);
         s += used;
         n -= used;
     }
+}
+
+void pk_esc_fputs(const char *s, FILE *out)
+{
+    pk_esc_fwrite(s, strlen(s), out);
 }
 
 /* One line per message: main() makes stderr line-buffered, and the lock

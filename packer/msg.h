@@ -26,4 +26,8 @@ void pk_verr(const char *fmt, va_list ap);
 /* Writes s to out escaped as above. */
 void pk_esc_fputs(const char *s, FILE *out);
 
+/* Writes s[0, n) to out escaped as above: a pack key in a listing, where
+ * a bidirectional control would make a terminal show the names reordered. */
+void pk_esc_fwrite(const char *s, size_t n, FILE *out);
+
 #endif

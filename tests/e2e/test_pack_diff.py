@@ -77,6 +77,28 @@ def main():
              ["~ /\tvia /index.html", "~ /index.html"], "diff --content after an edit")
         T.eq(T.run(["ls", c1, "--content"]).returncode, 2, "--content is an option of diff only")
 
+        # A name with a bidirectional control (U+202E) is listed escaped, so a terminal
+        # does not show it reordered; the JSON has it as a string, the URL encoded.
+        b = os.path.join(work, "bidi")
+        shutil.copytree(a, b)
+        os.makedirs(os.path.join(b, "rtl\u202ex"))
+        with open(os.path.join(b, "rtl\u202ex", "index.html"), "w") as f:
+            f.write("<p>rtl</p>\n")
+        with open(os.path.join(b, "caf\u00e9.html"), "w") as f:
+            f.write("<p>cafe</p>\n")
+        b1 = os.path.join(work, "b1.lmdb")
+        T.build(b, b1)
+        listing = T.run(["ls", b1]).stdout.decode()
+        T.check("\n/rtl\\u202ex/index.html\t" in listing and "\u202e" not in listing,
+                "ls escapes U+202E: %r" % listing)
+        T.check("\n/caf\u00e9.html\t" in listing, "ls keeps other UTF-8 as it is: %r" % listing)
+        T.check("/rtl\u202ex/index.html" in [e["path"] for e in
+                                              json.loads(T.run(["ls", b1, "--json"]).stdout)],
+                "ls --json has the name itself")
+        lines = T.run(["diff", c1, b1]).stdout.decode().splitlines()
+        T.check("+ /rtl%E2%80%AEx/\tvia /rtl\\u202ex/index.html" in lines,
+                "diff: the URL encoded, the via path escaped: %r" % lines)
+
         # The same tree with the same dates, packed with and without SOURCE_DATE_EPOCH:
         # only the weak-date mark of the entries differs (servd takes no If-Range date
         # of the first), which changes no byte sent: no change to purge.
