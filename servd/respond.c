@@ -57,6 +57,7 @@
 #include "sf/mime.h"
 #include "sf/path.h"
 
+#include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -367,8 +368,9 @@ static int negotiate(const sv_request *req, const sf_entry *e)
 /* Appends the query q (from '?' on, or empty) to s, percent-encoding what
  * a URI cannot hold (RFC 3986 §2; a Location is a URI-reference, RFC 9110
  * §10.2.2): bytes above 0x7E, which only a raw UTF-8 target has
- * (redirect_encoded), and the ASCII the parser lets through into a target
- * (" < > \ ^ ` { | }). SP, CTLs and '#' never reach here.
+ * (redirect_encoded), the ASCII the parser lets through into a target
+ * (" < > \ ^ ` { | }, and [ ] outside a host, RFC 3986 §3.4), and a '%'
+ * that starts no escape. SP, CTLs and '#' never reach here.
  * @return 0, or -1 when it does not fit (s unchanged then). */
 static int add_query(sv_scratch *s, sf_view q)
 {
@@ -378,7 +380,9 @@ static int add_query(sv_scratch *s, sf_view q)
         unsigned char b = (unsigned char)q.ptr[i];
         if (sizeof s->buf - used < 3)
             return -1;
-        if (b > 0x7e || memchr("\"<>\\^`{|}", b, 9)) {
+        int bad_pct = b == '%' && (i + 2 >= q.len || !isxdigit((unsigned char)q.ptr[i + 1]) ||
+                                   !isxdigit((unsigned char)q.ptr[i + 2]));
+        if (b > 0x7e || memchr("\"<>\\^`{|}[]", b, 11) || bad_pct) {
             s->buf[used++] = '%';
             s->buf[used++] = hex[b >> 4];
             s->buf[used++] = hex[b & 15];

@@ -395,6 +395,8 @@ TEST(respond_trailing_slash_redirect)
     ASSERT_EQ(
         has_header("\r\nLocation: /docs/?x=%22%3Ca%3E%60%7B%7C%7D%5E%5C&y=%22'!$()*,;=:@/?\r\n"),
         1);
+    ASSERT_EQ(get("/docs?x=[1]&y=%zz&z=%4", ""), 301);
+    ASSERT_EQ(has_header("\r\nLocation: /docs/?x=%5B1%5D&y=%25zz&z=%254\r\n"), 1);
     ASSERT_EQ(get("/d%6fcs", ""), 301);
     ASSERT_EQ(has_header("\r\nLocation: /docs/\r\n"), 1);
     ASSERT_EQ(get("/caf%C3%A9?q", ""), 301);
