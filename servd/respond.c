@@ -18,8 +18,8 @@
  *      the one limit answered 414, and such a path names nothing;
  *   3. lookup: "/dir/" serves "/dir/index.html"; "/dir" without its own key
  *      but with "/dir/index.html" -> 301 to "/dir/" keeping the query; SPA
- *      fallback (site->spa, unless the last segment's extension is of a
- *      known type other than a document: sf_mime_by_ext) -> "/index.html"
+ *      fallback (site->spa, unless the last segment's extension names a
+ *      file other than a page: sf_ext_names_file) -> "/index.html"
  *      as a 200; otherwise the site's 404 page (negotiated like any file, sent with
  *      status 404, no conditionals, no ranges, identity when nothing else is
  *      acceptable) or a built-in text 404;
@@ -786,13 +786,12 @@ static enum resolved resolve(ctx *c, sf_entry *e, char *key, size_t *klenp)
         return R_DONE;
     }
     if (c->site && c->site->spa) {
-        /* A route of the application, unless its last segment names a file
-         * by an extension of a known type that is not a document: a script,
-         * style sheet or image that is missing must not get HTML, but
+        /* A route of the application, unless its last segment's extension
+         * names a file other than a page: a script, style sheet, image or
+         * build output that is missing must not get HTML, but
          * /user/jane.doe and /docs/v1.2 are routes (klen: the key before
          * any index.html) */
-        const char *type = sf_mime_by_ext(key, klen);
-        if (!type || sf_mime_is_document(type)) {
+        if (!sf_ext_names_file(key, klen)) {
             rc = sf_lookup(c->rd, "/index.html", 11, e);
             if (rc == 0)
                 return R_SPA;

@@ -98,31 +98,68 @@ static const ext_type table[] = {
     {"zst", "application/zstd"},
 };
 
+/* Extensions of files a site holds that have no web type of their own in
+ * the table (libmagic names them, or they are not served at all): build
+ * outputs, documents, archives, server scripts and backups. Sorted. */
+static const char *const other_files[] = {
+    "apk", "asp",  "aspx", "avi",      "bak",  "basis", "bundle", "cgi", "chunk", "conf",
+    "dat", "data", "deb",  "dll",      "dmg",  "doc",   "docx",   "env", "exe",   "exr",
+    "flv", "glsl", "hdr",  "img",      "ini",  "iso",   "jar",    "jsp", "ktx",   "log",
+    "mem", "mkv",  "mpg",  "msi",      "odt",  "old",   "orig",   "pck", "php",   "pl",
+    "ppt", "pptx", "py",   "rar",      "rb",   "rpm",   "sh",     "sql", "swf",   "swp",
+    "tgz", "tmp",  "tsx",  "unityweb", "wgsl", "xls",   "xlsx",
+};
+
 static int cmp_ext(const void *k, const void *e)
 {
     return strcmp(k, ((const ext_type *)e)->ext);
 }
 
-const char *sf_mime_by_ext(const char *name, size_t len)
+static int cmp_name(const void *k, const void *e)
+{
+    return strcmp(k, *(const char *const *)e);
+}
+
+/* The extension of name's last segment, lowercased into ext (EXT_MAX + 1
+ * bytes). @return 0, or -1: none (no dot, a name that is only ".ext", or
+ * longer than any the tables know). */
+static int extension(const char *name, size_t len, char ext[EXT_MAX + 1])
 {
     size_t i = len;
     while (i > 0 && name[i - 1] != '.' && name[i - 1] != '/')
         i--;
-    /* No dot in the last segment, or a name that is only ".ext": no extension. */
     if (i == 0 || name[i - 1] != '.' || i < 2 || name[i - 2] == '/')
-        return NULL;
+        return -1;
     size_t n = len - i;
     if (n == 0 || n > EXT_MAX)
-        return NULL;
-    char ext[EXT_MAX + 1];
+        return -1;
     for (size_t k = 0; k < n; k++) {
         char c = name[i + k];
         ext[k] = c >= 'A' && c <= 'Z' ? (char)(c + 32) : c;
     }
     ext[n] = '\0';
+    return 0;
+}
+
+const char *sf_mime_by_ext(const char *name, size_t len)
+{
+    char ext[EXT_MAX + 1];
+    if (extension(name, len, ext) != 0)
+        return NULL;
     const ext_type *e =
         bsearch(ext, table, sizeof table / sizeof table[0], sizeof table[0], cmp_ext);
     return e ? e->type : NULL;
+}
+
+int sf_ext_names_file(const char *name, size_t len)
+{
+    const char *type = sf_mime_by_ext(name, len);
+    if (type)
+        return !sf_mime_is_document(type);
+    char ext[EXT_MAX + 1];
+    return extension(name, len, ext) == 0 &&
+           bsearch(ext, other_files, sizeof other_files / sizeof other_files[0],
+                   sizeof other_files[0], cmp_name) != NULL;
 }
 
 int sf_mime_is_document(const char *type)

@@ -209,7 +209,8 @@ def t_spa_fallback(S):
             r = raw_get(spa.port, t)
             eq(r.status, 200, "--spa GET %s: status" % t)
             eq(r.body, S.fixture.files["/index.html"], "--spa GET %s: body is /index.html" % t)
-        for t in ("/x.css", "/missing.js", "/img/nope.png", "/data/gone.json", "/f/x.WOFF2"):
+        for t in ("/x.css", "/missing.js", "/img/nope.png", "/data/gone.json", "/f/x.WOFF2",
+                  "/Build/game.data", "/wp-login.php"):
             r = raw_get(spa.port, t)
             eq(r.status, 404, "--spa GET %s (a known type, not a page): status" % t)
             eq(r.body, S.fixture.files["/404.html"], "--spa GET %s: 404 page" % t)

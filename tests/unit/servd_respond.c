@@ -550,6 +550,10 @@ TEST(respond_spa_fallback)
      * missing file, not a route */
     ASSERT_EQ(get("/missing.js", ""), 404);
     ASSERT_EQ(get("/a/b.PNG", ""), 404);
+    /* and files the table has no web type for: a Unity build's, a script's */
+    ASSERT_EQ(get("/Build/game.data", ""), 404);
+    ASSERT_EQ(get("/Build/game.unityweb", ""), 404);
+    ASSERT_EQ(get("/wp-login.php", ""), 404);
     ASSERT_EQ(get("/v1.2/route", ""), 200);
     /* a dot does not make a file: usernames, versions, documents are routes */
     ASSERT_EQ(get("/user/jane.doe", ""), 200);

@@ -23,6 +23,13 @@ const char *sf_mime_by_ext(const char *name, size_t len);
  * to (text/html, application/xhtml+xml), else 0. */
 int sf_mime_is_document(const char *type);
 
+/* 1 if the extension of name's last segment names a file other than a
+ * page: a type of the table that is not a document (.js, .png, .json), or
+ * one of the other files sites hold (.data, .unityweb, .php, .bak, .docx,
+ * ...). servd --spa answers a missing path with /index.html unless this
+ * holds: a missing asset gets its 404, /user/jane.doe the application. */
+int sf_ext_names_file(const char *name, size_t len);
+
 #ifdef __cplusplus
 }
 #endif
