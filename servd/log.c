@@ -155,6 +155,7 @@ static void do_reopen(sv_log *log)
     }
     close(log->fd);
     log->fd = fd;
+    log->mid_line = 0; /* the cut line stays in the old file */
 }
 
 /* The log thread: writes what workers hand over until the log is closed. */

@@ -319,6 +319,12 @@ static void on_worker_done(uv_async_t *a)
         return;
     for (int i = 0; i < SV_NSIGNALS; i++)
         uv_close((uv_handle_t *)&srv->sig[i], NULL);
+    /* libuv gave them their default action back, and the exit can still
+     * wait for the access log: a reload or reopen now is moot, and nginx's
+     * SIGUSR2 must not end servd with lines unwritten */
+    signal(SIGHUP, SIG_IGN);
+    signal(SIGUSR1, SIG_IGN);
+    signal(SIGUSR2, SIG_IGN);
     uv_close((uv_handle_t *)&srv->stop_timer, NULL);
     uv_close((uv_handle_t *)&srv->retry_timer, NULL);
     /* Not closed yet: the last worker may still be about to send it (it
