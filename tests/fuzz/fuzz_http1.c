@@ -66,7 +66,7 @@ static void put(sf_writer *w, const char *path, const char *mime, int n, const i
         key_of(bodies[i], bl, v->body_key);
         v->encoding = enc[i];
         v->body_len = bl;
-        /* 18 opaque characters, all bchars: a multipart boundary */
+        /* 19 opaque characters, all bchars: a multipart boundary */
         int el = snprintf(buf[i][0], 512, "\"e%d-%02x%02x%02x%02x%02x%02x%02x%02x\"", enc[i],
                           v->body_key[0], v->body_key[1], v->body_key[2], v->body_key[3],
                           v->body_key[4], v->body_key[5], v->body_key[6], v->body_key[7]);
@@ -225,13 +225,26 @@ static void check_plan(const sv_request *req, const sv_plan *p)
     }
 }
 
+/* The same bytes, at the same offset of its own buffer (a view outside
+ * the input, the static "/" of an absolute-form URI without a path, only
+ * the same bytes). */
+static int same_view(sf_view a, const char *abuf, size_t an, sf_view b, const char *bbuf)
+{
+    if (a.len != b.len || (a.len && memcmp(a.ptr, b.ptr, a.len) != 0))
+        return 0;
+    int inside = a.len && a.ptr >= abuf && a.ptr < abuf + an;
+    return !inside || a.ptr - abuf == b.ptr - bbuf;
+}
+
 /* A prefix of a head that parses is incomplete; the head followed by
- * another request parses the same. */
-static void check_streaming(const char *buf, size_t size, int rc)
+ * another request parses the same (req: what buf parsed to). */
+static void check_streaming(const char *buf, int rc, const sv_request *req)
 {
     static sv_request r2;
+    /* the last byte cut, half, and a cut that varies with the bytes */
     size_t cuts[3] = {(size_t)rc - 1, (size_t)rc / 2,
-                      size ? (unsigned char)buf[0] % (size_t)rc : 0};
+                      ((unsigned char)buf[rc / 2] * 131u + (unsigned char)buf[rc - 1]) %
+                          (size_t)rc};
     for (int i = 0; i < 3; i++) {
         char *p = malloc(cuts[i] ? cuts[i] : 1);
         if (!p)
@@ -249,6 +262,12 @@ static void check_streaming(const char *buf, size_t size, int rc)
     memcpy(p + rc, next, sizeof next - 1);
     if (sv_http1_parse(p, (size_t)rc + sizeof next - 1, &r2) != rc)
         die("bytes after a head change how it parses");
+    if (r2.method != req->method || r2.minor != req->minor || r2.keep_alive != req->keep_alive ||
+        r2.nheaders != req->nheaders || !same_view(req->target, buf, (size_t)rc, r2.target, p) ||
+        !same_view(req->path, buf, (size_t)rc, r2.path, p) ||
+        !same_view(req->host, buf, (size_t)rc, r2.host, p) ||
+        !same_view(req->range, buf, (size_t)rc, r2.range, p))
+        die("bytes after a head change what it parses to");
     free(p);
 }
 
@@ -295,7 +314,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         site.spa = size & 1;
         sv_respond(&req, rd, &site, &date, &scratch, &plan);
         check_plan(&req, &plan);
-        check_streaming(buf, size, rc);
+        check_streaming(buf, rc, &req);
     } else if (rc == 0) {
         if (size >= SV_MAX_HEAD)
             die("incomplete although the buffer is full");
