@@ -12,6 +12,17 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import packtest as T  # noqa: E402
 
 
+def copy_site(src, dst, files):
+    """A copy of the site src at dst with files ({relative path: text}) added."""
+    shutil.copytree(src, dst)
+    for rel, text in files.items():
+        full = os.path.join(dst, rel)
+        os.makedirs(os.path.dirname(full), exist_ok=True)
+        with open(full, "w") as f:
+            f.write(text)
+    return dst
+
+
 def main():
     env = {"SOURCE_DATE_EPOCH": "1700000000"}
     with T.TempDir() as work:
@@ -79,13 +90,8 @@ def main():
 
         # A name with a bidirectional control (U+202E) is listed escaped, so a terminal
         # does not show it reordered; the JSON has it as a string, the URL encoded.
-        b = os.path.join(work, "bidi")
-        shutil.copytree(a, b)
-        os.makedirs(os.path.join(b, "rtl\u202ex"))
-        with open(os.path.join(b, "rtl\u202ex", "index.html"), "w") as f:
-            f.write("<p>rtl</p>\n")
-        with open(os.path.join(b, "caf\u00e9.html"), "w") as f:
-            f.write("<p>cafe</p>\n")
+        b = copy_site(a, os.path.join(work, "bidi"), {"rtl\u202ex/index.html": "<p>rtl</p>\n",
+                                                      "caf\u00e9.html": "<p>cafe</p>\n"})
         b1 = os.path.join(work, "b1.lmdb")
         T.build(b, b1)
         listing = T.run(["ls", b1]).stdout.decode()
@@ -157,13 +163,8 @@ def main():
         # Names with '[', ']', '^' or '|' (a framework's "[slug]" route): a browser sends
         # them raw (WHATWG URL), a cache keyed on the target as received holds that
         # spelling, so both are listed; the browser's as derived "via" the path.
-        e = os.path.join(work, "e")
-        shutil.copytree(a, e)
-        os.makedirs(os.path.join(e, "[slug]"))
-        with open(os.path.join(e, "[slug]", "index.html"), "w") as f:
-            f.write("<p>a route</p>\n")
-        with open(os.path.join(e, "pipe|x^y.txt"), "w") as f:
-            f.write("odd\n")
+        e = copy_site(a, os.path.join(work, "e"), {"[slug]/index.html": "<p>a route</p>\n",
+                                                   "pipe|x^y.txt": "odd\n"})
         epack = os.path.join(work, "e.lmdb")
         T.build(e, epack, env=env)
         T.eq(T.run(["diff", old, epack]).stdout.decode().splitlines(),
