@@ -12,8 +12,8 @@
 #include <errno.h>
 #include <getopt.h>
 #include <pthread.h>
-#include <sched.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,11 +83,16 @@ static const char usage_text[] =
 #define STR(x)  #x
 #define XSTR(x) STR(x) /* a limit's value, in a message */
 
-static void usage_error(const char *fmt, const char *arg)
+static void usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+static void usage_error(const char *fmt, ...)
 {
+    va_list ap;
+    va_start(ap, fmt);
     fprintf(stderr, "servd: ");
-    fprintf(stderr, fmt, arg);
+    vfprintf(stderr, fmt, ap);
     fprintf(stderr, "\nTry 'servd --help'.\n");
+    va_end(ap);
     exit(EXIT_USAGE);
 }
 
@@ -236,7 +241,7 @@ int main(int argc, char **argv)
             break;
         case 'l':
             if (cfg.nlisten == SV_MAX_LISTEN)
-                usage_error("too many --listen addresses (at most " XSTR(SV_MAX_LISTEN) ")", "");
+                usage_error("too many --listen addresses (at most " XSTR(SV_MAX_LISTEN) ")");
             if (sv_addr_parse(optarg, &cfg.listen[cfg.nlisten], err, sizeof err) != 0)
                 usage_error("--listen %s", err);
             for (int i = 0; i < cfg.nlisten; i++)
@@ -322,10 +327,9 @@ int main(int argc, char **argv)
                     "header %s is believed",
                     cfg.realip.header);
     if (cfg.realip.nnets && !cfg.realip.header_len)
-        usage_error("--real-ip-from needs --real-ip-header: the header that names the client%s",
-                    "");
+        usage_error("--real-ip-from needs --real-ip-header: the header that names the client");
     if (cfg.realip.header_len && !cfg.access_log)
-        usage_error("--real-ip-header changes only the access log: give --access-log too%s", "");
+        usage_error("--real-ip-header changes only the access log: give --access-log too");
     if (sv_realip_trusts_all(&cfg.realip))
         fprintf(stderr,
                 "servd: warning: --real-ip-from includes every address (a /0): the "
@@ -350,8 +354,7 @@ int main(int argc, char **argv)
     }
     if (cfg.nlisten + act.n > SV_MAX_LISTEN)
         usage_error(
-            "too many listening sockets with the ones passed in (at most " XSTR(SV_MAX_LISTEN) ")",
-            "");
+            "too many listening sockets with the ones passed in (at most " XSTR(SV_MAX_LISTEN) ")");
     for (int i = 0; i < act.n; i++)
         cfg.inherited[cfg.ninherited++] = act.fds[i];
     if (act.admin_fd >= 0) {
