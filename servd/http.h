@@ -161,6 +161,10 @@ enum sv_target_form {
  *                (1 until parsed) and req->method (0 until parsed) are set. */
 int sv_http1_parse(const char *buf, size_t len, sv_request *req);
 
+/* 1 if s[0, n) is a token (RFC 9110 §5.6.2: a field name, a method), by the
+ * parser's own character classes; else 0 (an empty s too). */
+int sv_is_token(const char *s, size_t n);
+
 /* ---- Negotiation, conditionals, ranges (negotiate.c, range.c) ---- */
 
 /* Picks the variant of e for an Accept-Encoding value (RFC 9110 §12.5.3):

@@ -746,6 +746,11 @@ static size_t partial_len(const char *buf, size_t len, size_t pos)
     return n > 0 && buf[len - 1] == '\r' ? n - 1 : n;
 }
 
+int sv_is_token(const char *s, size_t n)
+{
+    return n > 0 && tchar_span(s, n) == n;
+}
+
 int sv_http1_parse(const char *buf, size_t len, sv_request *req)
 {
     reset(req);

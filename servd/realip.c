@@ -10,12 +10,6 @@
 #include <string.h>
 #include <strings.h>
 
-static int tchar(unsigned char c)
-{
-    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-           (c && strchr("!#$%&'*+-.^_`|~", c));
-}
-
 int sv_realip_header(sv_realip *r, const char *name, char *err, size_t errlen)
 {
     size_t n = strlen(name);
@@ -24,11 +18,10 @@ int sv_realip_header(sv_realip *r, const char *name, char *err, size_t errlen)
                  SV_REALIP_NAME_MAX);
         return -1;
     }
-    for (size_t i = 0; i < n; i++)
-        if (!tchar((unsigned char)name[i])) {
-            snprintf(err, errlen, "'%s' is not a header name (RFC 9110 token)", name);
-            return -1;
-        }
+    if (!sv_is_token(name, n)) {
+        snprintf(err, errlen, "'%s' is not a header name (RFC 9110 token)", name);
+        return -1;
+    }
     if (strcasecmp(name, "forwarded") == 0) {
         snprintf(err, errlen,
                  "'%s': RFC 7239's Forwarded is not read; use X-Forwarded-For or the CDN's "
@@ -175,11 +168,6 @@ static int trusted(const sv_realip *r, const struct sockaddr *sa)
     return 0;
 }
 
-static int is_ows(char c)
-{
-    return c == ' ' || c == '\t';
-}
-
 /* Whether s[0, n) is a port: 1 to 5 digits. */
 static int is_port(const char *s, size_t n)
 {
@@ -193,9 +181,9 @@ static int is_port(const char *s, size_t n)
 
 int sv_realip_parse_element(const char *s, size_t n, struct sockaddr_storage *out)
 {
-    while (n && is_ows(*s))
+    while (n && sv_is_ows(*s))
         s++, n--;
-    while (n && is_ows(s[n - 1]))
+    while (n && sv_is_ows(s[n - 1]))
         n--;
     char host[INET6_ADDRSTRLEN];
     const char *h = s;
