@@ -4,14 +4,10 @@
 #include "sidecar.h"
 
 #include "mime.h"
+#include "walk.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-static int cmp_file(const void *a, const void *b)
-{
-    return strcmp(((const pk_file *)a)->key, ((const pk_file *)b)->key);
-}
 
 /* The file X of s that f is a copy of (f is X.gz, X.br or X.zst: the
  * suffixes of pk_encoded_suffix), or NULL. */
@@ -24,8 +20,7 @@ static const pk_file *sidecar_base(const pk_site *s, const pk_file *f)
     char base[SF_KEY_MAX + 1];
     memcpy(base, f->key, f->key_len - sfx);
     base[f->key_len - sfx] = '\0';
-    pk_file probe = {.key = base};
-    return bsearch(&probe, s->files, s->n, sizeof *s->files, cmp_file);
+    return pk_site_find(s, base);
 }
 
 void pk_sidecars_note(pk_site *s)

@@ -470,6 +470,12 @@ static int cmp_file(const void *a, const void *b)
     return strcmp(((const pk_file *)a)->key, ((const pk_file *)b)->key);
 }
 
+const pk_file *pk_site_find(const pk_site *site, const char *key)
+{
+    pk_file probe = {.key = (char *)key};
+    return bsearch(&probe, site->files, site->n, sizeof *site->files, cmp_file);
+}
+
 /* A site moved from a server that also took index.htm for a directory
  * loses that directory's URL here without a word: servd answers "/dir/"
  * with index.html only. Says so (the files are packed all the same, under
@@ -486,8 +492,7 @@ static void warn_index_htm(const pk_site *site)
             continue;
         char html[PATH_MAX];
         snprintf(html, sizeof html, "%sl", f->key);
-        pk_file want = {.key = html};
-        if (bsearch(&want, site->files, site->n, sizeof *site->files, cmp_file))
+        if (pk_site_find(site, html))
             continue;
         if (n++ == 0)
             first = f;

@@ -62,6 +62,10 @@
  * printed (pk_err) and err counts them. */
 int pk_walk(const char *root, const pk_rules *rules, pk_site *site, char *err, size_t errlen);
 
+/* The file of site whose key is key (NUL-terminated), or NULL: pk_walk
+ * leaves site->files sorted by key. */
+const pk_file *pk_site_find(const pk_site *site, const char *key);
+
 /* "a FIFO", "a socket", ...: what a file that is not regular is, for messages. */
 const char *pk_kind_name(mode_t mode);
 
