@@ -226,17 +226,19 @@ static void error_end(sv_plan *plan, const err_text *t, const char *date, size_t
     }
 }
 
-static void error_plan(sv_plan *plan, int status, const char *extra, size_t extra_len,
-                       const char *date, size_t date_len, int head)
+/* A text error, with the one line its status carries: Allow on a 405,
+ * Retry-After on a 503. */
+static void error_plan(sv_plan *plan, int status, const char *date, size_t date_len, int head)
 {
-    error_end(plan, error_start(plan, status, extra, extra_len), date, date_len, head);
+    const char *extra = status == 405 ? allow_line : status == 503 ? retry_line : NULL;
+    error_end(plan, error_start(plan, status, extra, extra ? strlen(extra) : 0), date, date_len,
+              head);
 }
 
 void sv_respond_error_method(int status, int close, int method, const sv_date *date, sv_plan *plan)
 {
     plan_reset(plan, close);
-    const char *extra = status == 405 ? allow_line : status == 503 ? retry_line : NULL;
-    error_plan(plan, status, extra, extra ? strlen(extra) : 0, close ? date->close : date->keep,
+    error_plan(plan, status, close ? date->close : date->keep,
                close ? date->close_len : date->keep_len, method == SV_M_HEAD);
 }
 
@@ -247,8 +249,7 @@ void sv_respond_error(int status, int close, const sv_date *date, sv_plan *plan)
 
 static int fail(ctx *c, int status)
 {
-    const char *extra = status == 405 ? allow_line : NULL;
-    error_plan(c->plan, status, extra, sizeof allow_line - 1, c->date, c->date_len, c->head);
+    error_plan(c->plan, status, c->date, c->date_len, c->head);
     return 0;
 }
 
