@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "http.h"
 #include "sf/path.h"
 
 /* Room for a key in a message, escaped (sf_escape): longer ones are cut. */
@@ -48,27 +49,80 @@ struct check_ctx {
     const char *file;
 };
 
-/* Checks one decoded entry: its shape and that each variant's body is there
- * with the right length. what names it in the error ("path", "entry").
- * is404: the status:404 entry, whose variants carry a 404 head and neither
- * an ETag nor a 304 block (a 404 is not a representation to revalidate). */
+/* Whether b[0, n) is header field lines, each "name: value" CRLF with a
+ * token name and no CR, LF or NUL in the value, and none of them a framing
+ * field (Content-Length, Transfer-Encoding): servd frames every response
+ * itself, and a stored one would contradict it. */
+static int fields_ok(const char *b, size_t n)
+{
+    const char *p = b, *end = b + n;
+    while (p < end) {
+        const char *colon = memchr(p, ':', (size_t)(end - p));
+        if (!colon || !sv_is_token(p, (size_t)(colon - p)))
+            return 0;
+        size_t nl = (size_t)(colon - p);
+        if (sv_ieq(p, nl, "content-length") || sv_ieq(p, nl, "transfer-encoding"))
+            return 0;
+        const char *v = colon + 1;
+        while (v < end && *v != '\r' && *v != '\n' && *v != '\0')
+            v++;
+        if (end - v < 2 || v[0] != '\r' || v[1] != '\n')
+            return 0;
+        p = v + 2;
+    }
+    return 1;
+}
+
+/* Whether a variant's header blocks are what servd writes unchanged and
+ * builds its other answers from (docs/format.md §6): the 200 block starts
+ * with its status line and the Content-Length of the body, the
+ * representation headers (rep) follow at once and start with Content-Type
+ * (a multipart 206 drops that line), the 304 block starts with its status
+ * line, and every other line is a sound field line. A block that breaks
+ * this would frame a response wrongly, or split it. */
+static int blocks_ok(const sf_variant *v, int is404)
+{
+    static const char s200[] = "HTTP/1.1 200 OK\r\n", s404[] = "HTTP/1.1 404 Not Found\r\n",
+                      s304[] = "HTTP/1.1 304 Not Modified\r\n", ct[] = "Content-Type: ";
+    char head[96];
+    int hl = snprintf(head, sizeof head, "%sContent-Length: %llu\r\n", is404 ? s404 : s200,
+                      (unsigned long long)v->body_len);
+    if (hl <= 0 || (size_t)hl > v->h200.len || memcmp(v->h200.ptr, head, (size_t)hl) != 0 ||
+        v->rep.ptr != v->h200.ptr + hl || v->rep.len < sizeof ct - 1 ||
+        memcmp(v->rep.ptr, ct, sizeof ct - 1) != 0 || !fields_ok(v->rep.ptr, v->rep.len))
+        return 0;
+    if (v->h304.len == 0)
+        return is404;
+    return v->h304.len >= sizeof s304 - 1 && memcmp(v->h304.ptr, s304, sizeof s304 - 1) == 0 &&
+           fields_ok(v->h304.ptr + sizeof s304 - 1, v->h304.len - (sizeof s304 - 1));
+}
+
+/* Checks one decoded entry: its shape, its header blocks and that each
+ * variant's body is there with the right length. what names it in the
+ * error ("path", "entry"). */
 static int check_entry(struct check_ctx *c, const char *what, sf_view name, const sf_entry *e,
                        int is404)
+{
+    return sv_check_entry(c->rd, e, is404, c->file, what, name, c->err, c->errlen);
+}
+
+int sv_check_entry(sf_reader *rd, const sf_entry *e, int is404, const char *file, const char *what,
+                   sf_view name, char *err, size_t errlen)
 {
     char show[SV_SHOW_KEY];
     if (e->kind == SF_KIND_REDIRECT) {
         if (sf_path_check(e->target.ptr, e->target.len) != 0) {
-            snprintf(c->err, c->errlen,
+            snprintf(err, errlen,
                      "%s: corrupt pack: %s %s redirects to something that is not a normalised "
                      "path",
-                     c->file, what, shown(name, show));
+                     file, what, shown(name, show));
             return SF_ECORRUPT;
         }
         return 0;
     }
     if (e->kind != SF_KIND_FILE || e->nvariants < 1 || e->nvariants > SF_ENC_COUNT ||
         e->variants[0].encoding != SF_ENC_IDENTITY) {
-        snprintf(c->err, c->errlen, "%s: corrupt pack: %s %s has a malformed entry", c->file, what,
+        snprintf(err, errlen, "%s: corrupt pack: %s %s has a malformed entry", file, what,
                  shown(name, show));
         return SF_ECORRUPT;
     }
@@ -77,14 +131,20 @@ static int check_entry(struct check_ctx *c, const char *what, sf_view name, cons
         sf_view body;
         if (!sf_encoding_name(v->encoding) || v->h200.len == 0 ||
             (!is404 && (v->h304.len == 0 || v->etag.len < 2))) {
-            snprintf(c->err, c->errlen, "%s: corrupt pack: %s %s has a malformed %s variant",
-                     c->file, what, shown(name, show),
+            snprintf(err, errlen, "%s: corrupt pack: %s %s has a malformed %s variant", file, what,
+                     shown(name, show),
                      sf_encoding_name(v->encoding) ? sf_encoding_name(v->encoding) : "unknown");
             return SF_ECORRUPT;
         }
-        int rc = sf_body(c->rd, v, &body);
+        if (!blocks_ok(v, is404)) {
+            snprintf(err, errlen,
+                     "%s: corrupt pack: the %s header block of %s %s is not one servd can send",
+                     file, sf_encoding_name(v->encoding), what, shown(name, show));
+            return SF_ECORRUPT;
+        }
+        int rc = sf_body(rd, v, &body);
         if (rc != 0) {
-            snprintf(c->err, c->errlen, "%s: corrupt pack: the %s body of %s %s is %s", c->file,
+            snprintf(err, errlen, "%s: corrupt pack: the %s body of %s %s is %s", file,
                      sf_encoding_name(v->encoding), what, shown(name, show),
                      rc == SF_ENOTFOUND  ? "missing"
                      : rc == SF_ECORRUPT ? "not of its recorded length"
