@@ -172,7 +172,9 @@ typedef struct ctx {
 /* Adds a stored header block. A stored Last-Modified later than now (the
  * pack was built on a machine whose clock runs ahead) is replaced by the
  * Date, as RFC 9110 §8.8.2.1 requires: the block goes out in two pieces
- * around the Date line's own date. Rare; otherwise one piece, as stored. */
+ * around the Date line's own date (only a date of its length is replaced:
+ * the block is the pack's, and a line of another length is left alone).
+ * Rare; otherwise one piece, as stored. */
 static void add_block(ctx *c, const char *p, size_t n)
 {
     static const char lm[] = "Last-Modified: ";
@@ -181,7 +183,8 @@ static void add_block(ctx *c, const char *p, size_t n)
         const char *l = n >= ll && memcmp(p, lm, ll) == 0 ? p : NULL;
         if (!l && (l = memmem(p, n, "\r\nLast-Modified: ", ll + 2)) != NULL)
             l += 2;
-        if (l && (size_t)(p + n - l) >= ll + SF_HTTP_DATE_LEN) {
+        if (l && (size_t)(p + n - l) >= ll + SF_HTTP_DATE_LEN + 2 &&
+            memcmp(l + ll + SF_HTTP_DATE_LEN, "\r\n", 2) == 0) {
             const char *d = l + ll, *after = d + SF_HTTP_DATE_LEN;
             add(c->plan, p, (size_t)(d - p));
             add(c->plan, c->date + sizeof "Date: " - 1, SF_HTTP_DATE_LEN); /* (date.c) */
