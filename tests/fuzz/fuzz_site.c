@@ -1,0 +1,162 @@
+/*
+ * fuzz_site.c - see fuzz_site.h.
+ */
+#include "fuzz_site.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void fz_die(const char *what)
+{
+    fprintf(stderr, "fuzz: %s\n", what);
+    abort();
+}
+
+void fz_key_of(const char *p, size_t n, uint8_t key[SF_KEY_LEN])
+{
+    for (int k = 0; k < 4; k++) {
+        uint64_t h = 1469598103934665603ULL ^ (uint64_t)(k + 1);
+        for (size_t i = 0; i < n; i++)
+            h = (h ^ (unsigned char)p[i]) * 1099511628211ULL;
+        for (int b = 0; b < 8; b++)
+            key[k * 8 + b] = (uint8_t)(h >> (8 * b));
+    }
+}
+
+void fz_entry(sf_writer *w, const char *path, const char *mime, int n, const int *enc,
+              const char *const *bodies, int is404, unsigned flags, int64_t lm, uint8_t **rec,
+              size_t *len)
+{
+    static char buf[SF_ENC_COUNT][3][512];
+    /* lines a rules file gives, which 406, 412, 416 and OPTIONS copy */
+    int cors = path && strcmp(path, "/app.js") == 0;
+    sf_entry_spec s;
+    memset(&s, 0, sizeof s);
+    s.kind = SF_KIND_FILE;
+    s.flags = (n > 1 ? SF_ENTRY_NEGOTIABLE : 0) | flags;
+    s.last_modified = lm;
+    s.mime.ptr = mime;
+    s.mime.len = strlen(mime);
+    s.nvariants = (unsigned)n;
+    for (int i = 0; i < n; i++) {
+        sf_variant_spec *v = &s.variants[i];
+        size_t bl = strlen(bodies[i]);
+        fz_key_of(bodies[i], bl, v->body_key);
+        v->encoding = enc[i];
+        v->body_len = bl;
+        /* 19 opaque characters, all bchars: a multipart boundary */
+        int el = snprintf(buf[i][0], 512, "\"e%d-%02x%02x%02x%02x%02x%02x%02x%02x\"", enc[i],
+                          v->body_key[0], v->body_key[1], v->body_key[2], v->body_key[3],
+                          v->body_key[4], v->body_key[5], v->body_key[6], v->body_key[7]);
+        int rep = snprintf(buf[i][1], 512, "HTTP/1.1 %s\r\nContent-Length: %zu\r\n",
+                           is404 ? "404 Not Found" : "200 OK", bl);
+        int hl = rep + snprintf(buf[i][1] + rep, 512 - (size_t)rep,
+                                "Content-Type: %s\r\n%s%s%s%sETag: %s\r\nLast-Modified: Tue, 14 "
+                                "Nov 2023 22:13:20 GMT\r\nCache-Control: no-cache\r\n%s%s",
+                                mime, enc[i] ? "Content-Encoding: " : "",
+                                enc[i] ? sf_encoding_name(enc[i]) : "", enc[i] ? "\r\n" : "",
+                                cors ? "Access-Control-Allow-Origin: *\r\n" : "", buf[i][0],
+                                n > 1 ? "Vary: Accept-Encoding\r\n" : "",
+                                is404 ? "" : "Accept-Ranges: bytes\r\n");
+        int l3 = snprintf(buf[i][2], 512,
+                          "HTTP/1.1 304 Not Modified\r\nETag: %s\r\nCache-Control: no-cache\r\n%s",
+                          buf[i][0], n > 1 ? "Vary: Accept-Encoding\r\n" : "");
+        v->etag.ptr = buf[i][0];
+        v->etag.len = (size_t)el;
+        v->h200.ptr = buf[i][1];
+        v->h200.len = (size_t)hl;
+        v->rep_off = (size_t)rep;
+        v->h304.ptr = buf[i][2];
+        v->h304.len = (size_t)l3;
+        if (w && sf_writer_put_body(w, v->body_key, bodies[i], bl) != 0)
+            fz_die("put body");
+    }
+    if (sf_entry_encode(&s, rec, len) != 0)
+        fz_die("encode");
+}
+
+void fz_put(sf_writer *w, const char *path, const char *mime, int n, const int *enc,
+            const char *const *bodies, int is404, unsigned flags, int64_t lm)
+{
+    uint8_t *rec;
+    size_t len;
+    fz_entry(w, path, mime, n, enc, bodies, is404, flags, lm, &rec, &len);
+    int rc = is404 ? sf_writer_put_special(w, "status:404", rec, len)
+                   : sf_writer_put_path(w, path, strlen(path), rec, len);
+    if (rc != 0)
+        fz_die("put path");
+    free(rec);
+}
+
+/* A finding in a plan: says what, shows the start of the message (escaped)
+ * and aborts. */
+__attribute__((noreturn)) static void bad(const char *out, size_t n, const char *what)
+{
+    fprintf(stderr, "fuzz: %s in:\n", what);
+    for (size_t i = 0; i < n && i < 2048; i++) {
+        unsigned char ch = (unsigned char)out[i];
+        if (ch == '\n')
+            fputs("\\n\n", stderr);
+        else if (ch < 0x20 || ch > 0x7e || ch == '\\')
+            fprintf(stderr, "\\x%02x", ch);
+        else
+            fputc(ch, stderr);
+    }
+    fputc('\n', stderr);
+    abort();
+}
+
+void fz_check_plan(const sv_request *req, const sv_plan *p, int packed)
+{
+    static char out[1 << 16];
+    size_t n = 0;
+    if (p->iovcnt < 1 || p->iovcnt > SV_PLAN_IOV)
+        fz_die("iovcnt");
+    for (int i = 0; i < p->iovcnt; i++) {
+        if (!p->iov[i].iov_base || p->iov[i].iov_len > sizeof out - n)
+            fz_die("iov");
+        memcpy(out + n, p->iov[i].iov_base, p->iov[i].iov_len);
+        n += p->iov[i].iov_len;
+    }
+    const char *end = memmem(out, n, "\r\n\r\n", 4);
+    if (!end)
+        bad(out, n, "no end of head");
+    size_t head = (size_t)(end - out) + 4;
+    if (n - head != p->body_bytes)
+        bad(out, n, "body_bytes");
+    if (memcmp(out, "HTTP/1.1 ", 9) != 0 || memmem(out, head, "\r\nHTTP/", 7))
+        bad(out, n, "status line");
+    for (size_t i = 0; i < head; i++) {
+        if (out[i] == '\n' && (i == 0 || out[i - 1] != '\r'))
+            bad(out, n, "bare LF in the head");
+        if (out[i] == '\r' && (i + 1 >= head || out[i + 1] != '\n'))
+            bad(out, n, "bare CR in the head");
+    }
+    const char *loc = packed ? memmem(out, head, "\r\nLocation: ", 12) : NULL;
+    if (loc) {
+        if (loc[12] != '/' || loc[13] == '/' || loc[13] == '\\')
+            bad(out, n, "a Location that is not an absolute path on this host");
+        for (const char *q = loc + 12; *q != '\r'; q++)
+            if ((unsigned char)*q > 0x7e || (unsigned char)*q < 0x21)
+                bad(out, n, "a Location that is not a URI reference (raw byte)");
+    }
+    const char *v = packed ? memmem(out, head, "\r\nVary:", 7) : NULL;
+    if (v && memmem(v + 7, head - (size_t)(v + 7 - out), "\r\nVary:", 7))
+        bad(out, n, "two Vary lines");
+    const char *cl = memmem(out, head, "\r\nContent-Length: ", 18);
+    if (p->status == 304) {
+        if (cl || p->body_bytes)
+            bad(out, n, "304 with a length or body");
+    } else {
+        if (!cl || memmem(cl + 18, head - (size_t)(cl + 18 - out), "\r\nContent-Length:", 17))
+            bad(out, n, "not exactly one Content-Length");
+        unsigned long long want = strtoull(cl + 18, NULL, 10);
+        if (req->method == SV_M_HEAD) {
+            if (p->body_bytes)
+                bad(out, n, "HEAD with a body");
+        } else if (want != p->body_bytes) {
+            bad(out, n, "Content-Length differs from the body");
+        }
+    }
+}

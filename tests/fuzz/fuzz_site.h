@@ -1,0 +1,41 @@
+/*
+ * fuzz_site.h - what the fuzz targets that answer requests share: a small
+ * pack's entries laid out as servd-pack lays them out, and the check that a
+ * response plan is one well-formed HTTP/1.1 message.
+ */
+#ifndef FUZZ_SITE_H
+#define FUZZ_SITE_H
+
+#include "http.h"
+#include "sf/store.h"
+
+/* Prints what to stderr and aborts (a finding). */
+__attribute__((noreturn)) void fz_die(const char *what);
+
+/* A stand-in body key: not SHA-256, but fixed by the bytes. */
+void fz_key_of(const char *p, size_t n, uint8_t key[SF_KEY_LEN]);
+
+/* A file entry as servd-pack renders it (docs/format.md §6): n variants of
+ * encodings enc[] with bodies bodies[], a 404 entry's blocks when is404,
+ * flags beyond SF_ENTRY_NEGOTIABLE, Last-Modified lm. The path /app.js gets
+ * an Access-Control-Allow-Origin line, as a rules file gives one. The bodies
+ * are stored with w when it is not NULL. The record goes to *rec (malloc'd,
+ * *len bytes). */
+void fz_entry(sf_writer *w, const char *path, const char *mime, int n, const int *enc,
+              const char *const *bodies, int is404, unsigned flags, int64_t lm, uint8_t **rec,
+              size_t *len);
+
+/* fz_entry() stored in the pack under path (NULL: the status:404 entry). */
+void fz_put(sf_writer *w, const char *path, const char *mime, int n, const int *enc,
+            const char *const *bodies, int is404, unsigned flags, int64_t lm);
+
+/* Checks that plan p, the answer to req, is one HTTP/1.1 message: it fits
+ * SV_PLAN_IOV, has one status line, CRLF-only header lines and exactly one
+ * Content-Length equal to the body bytes (none on a 304, no body on a
+ * HEAD). packed: the stored blocks are servd-pack's (fz_entry), so the
+ * fields servd adds are checked too: at most one Vary (none is added to a
+ * block that has one), a Location only as an absolute path of printable
+ * ASCII. Other blocks may carry any such field themselves. */
+void fz_check_plan(const sv_request *req, const sv_plan *p, int packed);
+
+#endif
