@@ -300,6 +300,154 @@ static int attr_value(const char *p, const char *end, char *out, size_t cap)
     return n > 0;
 }
 
+/* HTML's ASCII whitespace. */
+static int html_space(char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r';
+}
+
+/* One attribute of a tag, read at *pp (before end) as the HTML prescan
+ * reads it ("get an attribute"): a name, and a value quoted, unquoted or
+ * empty. *pp moves past it. @return 0 at the end of the tag. */
+static int next_attr(const char **pp, const char *end, const char **name, size_t *nl,
+                     const char **val, size_t *vl)
+{
+    const char *p = *pp;
+    while (p < end && (html_space(*p) || *p == '/'))
+        p++;
+    if (p >= end || *p == '>')
+        return 0;
+    *name = p;
+    do
+        p++;
+    while (p < end && *p != '=' && *p != '>' && *p != '/' && !html_space(*p));
+    *nl = (size_t)(p - *name);
+    *val = p;
+    *vl = 0;
+    const char *q = p;
+    while (q < end && html_space(*q))
+        q++;
+    if (q < end && *q == '=') {
+        q++;
+        while (q < end && html_space(*q))
+            q++;
+        if (q < end && (*q == '"' || *q == '\'')) {
+            const char *close = memchr(q + 1, *q, (size_t)(end - q - 1));
+            *val = q + 1;
+            *vl = close ? (size_t)(close - q - 1) : (size_t)(end - q - 1);
+            p = close ? close + 1 : end;
+        } else {
+            *val = q;
+            while (q < end && *q != '>' && !html_space(*q))
+                q++;
+            *vl = (size_t)(q - *val);
+            p = q;
+        }
+    }
+    *pp = p;
+    return 1;
+}
+
+static int name_is(const char *n, size_t l, const char *w)
+{
+    return l == strlen(w) && strncasecmp(n, w, l) == 0;
+}
+
+/* The encoding a meta element's content value names ("extracting a
+ * character encoding from a meta element"): after "charset", optional
+ * spaces, '=' and spaces, a quoted or bare name. */
+static int content_charset(const char *v, size_t n, char *out, size_t cap)
+{
+    for (const char *p = v, *end = v + n; (p = find_ci(p, (size_t)(end - p), "charset"));) {
+        p += 7;
+        const char *q = p;
+        while (q < end && html_space(*q))
+            q++;
+        if (q >= end || *q != '=')
+            continue;
+        q++;
+        while (q < end && html_space(*q))
+            q++;
+        char quote = q < end && (*q == '"' || *q == '\'') ? *q++ : 0;
+        size_t l = 0;
+        while (q + l < end && (quote ? q[l] != quote : !html_space(q[l]) && q[l] != ';'))
+            l++;
+        if (l == 0 || l >= cap || (quote && q + l >= end))
+            return 0;
+        memcpy(out, q, l);
+        out[l] = '\0';
+        return 1;
+    }
+    return 0;
+}
+
+/* The encoding an HTML file's first META_PRESCAN bytes name, read as
+ * browsers prescan them (HTML Living Standard, "prescan a byte stream"):
+ * comments skipped, each tag's attributes read as attributes, and of a
+ * <meta>, its charset attribute, or the charset of its content attribute
+ * when it also has http-equiv="content-type". A "charset=" in the content
+ * of <meta name="description"> names nothing. */
+static int html_charset(const char *data, size_t n, char *out, size_t cap)
+{
+    const char *p = data, *end = data + (n < META_PRESCAN ? n : META_PRESCAN);
+    while (p < end) {
+        if (*p != '<') {
+            p++;
+            continue;
+        }
+        size_t left = (size_t)(end - p);
+        if (left >= 4 && memcmp(p, "<!--", 4) == 0) {
+            const char *c = memmem(p + 2, left - 2, "-->", 3);
+            if (!c)
+                return 0;
+            p = c + 3;
+            continue;
+        }
+        int meta = left > 6 && strncasecmp(p, "<meta", 5) == 0 && (html_space(p[5]) || p[5] == '/');
+        int letter = left > 1 &&
+                     (((p[1] | 0x20) >= 'a' && (p[1] | 0x20) <= 'z') ||
+                      (p[1] == '/' && left > 2 && ((p[2] | 0x20) >= 'a' && (p[2] | 0x20) <= 'z')));
+        if (!meta && !letter) {
+            /* <!doctype>, <?...>, </...> of no tag: to the next '>' */
+            const char *gt = left > 1 && (p[1] == '!' || p[1] == '/' || p[1] == '?')
+                                 ? memchr(p, '>', left)
+                                 : p + 1;
+            p = gt ? gt + 1 : end;
+            continue;
+        }
+        p += meta ? 5 : 1;
+        while (p < end && !html_space(*p) && *p != '/' && *p != '>')
+            p++;
+        const char *name, *val, *cs = NULL, *ct = NULL;
+        size_t nl, vl, csl = 0, ctl = 0;
+        int pragma = 0, seen_cs = 0, seen_ct = 0, seen_he = 0;
+        while (next_attr(&p, end, &name, &nl, &val, &vl)) {
+            if (!meta)
+                continue;
+            if (name_is(name, nl, "charset") && !seen_cs++) {
+                cs = val;
+                csl = vl;
+            } else if (name_is(name, nl, "content") && !seen_ct++) {
+                ct = val;
+                ctl = vl;
+            } else if (name_is(name, nl, "http-equiv") && !seen_he++) {
+                pragma = name_is(val, vl, "content-type");
+            }
+        }
+        if (p >= end)
+            return 0;
+        p++; /* the '>' */
+        if (seen_cs && csl > 0 && csl < cap) {
+            memcpy(out, cs, csl);
+            out[csl] = '\0';
+            return 1;
+        }
+        if (!seen_cs && pragma && ct && content_charset(ct, ctl, out, cap))
+            return 1;
+    }
+    return 0;
+}
+
 /* The encoding a text file names for itself, if it names one: an HTML
  * <meta charset> or http-equiv content in the first META_PRESCAN bytes, a
  * CSS @charset rule at its start, an XML declaration's encoding. Writes it
@@ -329,19 +477,7 @@ static int declared_charset(const char *base, const char *data, size_t n, char *
     }
     if (strcmp(base, "text/html") != 0 && strcmp(base, "application/xhtml+xml") != 0)
         return 0;
-    size_t scan = n < META_PRESCAN ? n : META_PRESCAN;
-    for (const char *p = data, *stop = data + scan;;) {
-        const char *m = find_ci(p, (size_t)(stop - p), "<meta");
-        if (!m)
-            return 0;
-        const char *end = memchr(m, '>', (size_t)(stop - m));
-        if (!end)
-            return 0;
-        const char *c = find_ci(m, (size_t)(end - m), "charset");
-        if (c && attr_value(c + 7, end, out, cap))
-            return 1;
-        p = end;
-    }
+    return html_charset(data, n, out, cap);
 }
 
 /* Whether a declared encoding name is a label of UTF-8 (WHATWG Encoding). */

@@ -257,6 +257,21 @@ TEST(mime_decide_charset_by_type)
         {"/j.svg", "<?xml version=\"1.0\" encoding=\"UTF-8\"?><svg/>",
          "image/svg+xml; charset=utf-8"},
         {"/k.html", "<p>no declaration</p>", "text/html; charset=utf-8"},
+        /* read as browsers prescan: attributes, not words anywhere in a tag */
+        {"/l.html", "<meta name=\"description\" content=\"tables in charset=koi8-r\"><p>x</p>",
+         "text/html; charset=utf-8"},
+        {"/m.html", "<meta content=\"text/html; charset=koi8-r\"><p>x</p>",
+         "text/html; charset=utf-8"},
+        {"/n.html", "<meta property=\"og:charset=x\" content=y><p>x</p>",
+         "text/html; charset=utf-8"},
+        {"/o.html", "<!-- <meta charset=iso-8859-1> --><p>x</p>", "text/html; charset=utf-8"},
+        {"/p.html", "<a title=\"<meta charset=iso-8859-1>\">x</a>", "text/html; charset=utf-8"},
+        {"/q.html", "<meta http-equiv=\"Content-Type\" content='text/html;charset=\"iso-8859-2\"'>",
+         "text/html"},
+        {"/r.html", "<meta charset = 'windows-1251' ><p>x</p>", "text/html"},
+        {"/s.html", "<meta/charset=iso-8859-1><p>x</p>", "text/html"},
+        {"/t.html", "<meta http-equiv=refresh content=\"5; charset=koi8-r\"><p>x</p>",
+         "text/html; charset=utf-8"},
         {"/utf8.html", "<p>caf\xc3\xa9</p>", "text/html; charset=utf-8"},
     };
     for (size_t i = 0; i < sizeof declared / sizeof declared[0]; i++) {
