@@ -47,6 +47,18 @@ TEST(mime_table_web_types)
     ASSERT_STR_EQ(ext("/a.zst"), "application/zstd");
     ASSERT_STR_EQ(ext("/a.csv"), "text/csv");
     ASSERT_STR_EQ(ext("/a.md"), "text/markdown");
+    ASSERT_STR_EQ(ext("/a.markdown"), "text/markdown");
+    /* zip-based formats a platform opens only under their own type (libmagic
+     * says application/zip unless the entries come in the order it expects) */
+    ASSERT_STR_EQ(ext("/card.pkpass"), "application/vnd.apple.pkpass");
+    ASSERT_STR_EQ(ext("/chair.usdz"), "model/vnd.usdz+zip");
+    ASSERT_STR_EQ(ext("/app.apk"), "application/vnd.android.package-archive");
+    ASSERT_STR_EQ(ext("/lib.jar"), "application/java-archive");
+    ASSERT_STR_EQ(ext("/map.kmz"), "application/vnd.google-earth.kmz");
+    ASSERT_STR_EQ(ext("/map.kml"), "application/vnd.google-earth.kml+xml");
+    ASSERT_STR_EQ(ext("/ca.crt"), "application/x-x509-ca-cert");
+    ASSERT_EQ(pk_mime_class("application/vnd.apple.pkpass"), PK_CLASS_NONE);
+    ASSERT_EQ(pk_mime_class("application/vnd.google-earth.kml+xml"), PK_CLASS_TEXT);
     ASSERT_STR_EQ(ext("/feed.rss"), "application/rss+xml");
     ASSERT_STR_EQ(ext("/feed.atom"), "application/atom+xml");
     /* Streaming, 3D and newer web types. */
