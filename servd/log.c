@@ -8,6 +8,7 @@
  * reopen, or the log is closed.
  */
 #include "log.h"
+#include "say.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -114,8 +115,8 @@ static void write_all(sv_log *log, const char *p, size_t n)
     }
     if (rc != 0) {
         if (!log->write_failed)
-            fprintf(stderr, "servd: cannot write the access log %s: %s (lines lost)\n", log->path,
-                    errno ? strerror(errno) : "short write");
+            sv_say(SV_ERR, "cannot write the access log %s: %s (lines lost)", log->path,
+                   errno ? strerror(errno) : "short write");
         log->write_failed = 1;
         if (done > 0 && p[done - 1] != '\n')
             log->mid_line = 1;
@@ -128,7 +129,7 @@ static void write_all(sv_log *log, const char *p, size_t n)
         return;
     }
     if (log->write_failed)
-        fprintf(stderr, "servd: writing the access log %s again\n", log->path);
+        sv_say(SV_NOTICE, "writing the access log %s again", log->path);
     log->write_failed = 0;
 }
 
@@ -149,8 +150,8 @@ static void do_reopen(sv_log *log)
 {
     int fd = open_log(log->path);
     if (fd < 0) {
-        fprintf(stderr, "servd: cannot reopen the access log %s: %s (still writing the old file)\n",
-                log->path, strerror(errno));
+        sv_say(SV_ERR, "cannot reopen the access log %s: %s (still writing the old file)",
+               log->path, strerror(errno));
         return;
     }
     close(log->fd);
@@ -292,10 +293,10 @@ int sv_log_close(sv_log *log, int timeout_ms)
         until.tv_nsec -= 1000000000L;
     }
     if (pthread_timedjoin_np(log->thread, NULL, &until) != 0) {
-        fprintf(stderr,
-                "servd: the access log %s takes no more lines (a write is blocked); the lines "
-                "not yet written are lost\n",
-                log->path);
+        sv_say(SV_ERR,
+               "the access log %s takes no more lines (a write is blocked); the lines "
+               "not yet written are lost",
+               log->path);
         return -1;
     }
     close(log->fd);

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "activation.h"
+#include "say.h"
 #include "sf/cpus.h"
 #include "sf/isolate.h"
 #include "sf/stdfds.h"
@@ -87,12 +88,12 @@ static void usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2
 
 static void usage_error(const char *fmt, ...)
 {
+    char msg[1024];
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "servd: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\nTry 'servd --help'.\n");
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    sv_say(SV_ERR, "%s\nTry 'servd --help'.", msg);
     exit(EXIT_USAGE);
 }
 
@@ -102,7 +103,7 @@ static int stdout_done(void)
 {
     if (fflush(stdout) == 0 && !ferror(stdout))
         return 0;
-    fprintf(stderr, "servd: writing to standard output: %s\n", strerror(errno));
+    sv_say(SV_ERR, "writing to standard output: %s", strerror(errno));
     return 1;
 }
 
@@ -129,12 +130,9 @@ static uint64_t parse_seconds_or_off(const char *opt, const char *s, int zero_of
     double v = strtod(s, &end);
     if (zero_off && decimal && !s[digits + frac] && !*end && v == 0)
         return 0;
-    if (!decimal || s[digits + frac] || *end || errno || !(v > 0) || v > SV_MAX_TIMEOUT_S) {
-        fprintf(stderr, "servd: %s '%s': expected %sseconds, more than 0 and at most %.0f\n", opt,
-                s, zero_off ? "0 (off) or " : "", SV_MAX_TIMEOUT_S);
-        fprintf(stderr, "Try 'servd --help'.\n");
-        exit(EXIT_USAGE);
-    }
+    if (!decimal || s[digits + frac] || *end || errno || !(v > 0) || v > SV_MAX_TIMEOUT_S)
+        usage_error("%s '%s': expected %sseconds, more than 0 and at most %.0f", opt, s,
+                    zero_off ? "0 (off) or " : "", SV_MAX_TIMEOUT_S);
     uint64_t ms = (uint64_t)(v * 1000 + 0.5);
     return ms ? ms : 1;
 }
@@ -149,11 +147,8 @@ static long parse_count(const char *opt, const char *s, long max)
     char *end;
     errno = 0;
     long v = strtol(s, &end, 10);
-    if (!*s || *end || errno || v < 1 || v > max) {
-        fprintf(stderr, "servd: %s '%s': expected a whole number from 1 to %ld\n", opt, s, max);
-        fprintf(stderr, "Try 'servd --help'.\n");
-        exit(EXIT_USAGE);
-    }
+    if (!*s || *end || errno || v < 1 || v > max)
+        usage_error("%s '%s': expected a whole number from 1 to %ld", opt, s, max);
     return v;
 }
 
@@ -175,13 +170,14 @@ int main(int argc, char **argv)
 {
     if (sf_std_fds_open() != 0)
         return 1; /* nowhere to say why */
+    sv_say_init();
     int check = argc == 3 && strcmp(argv[1], "--check-pack") == 0;
     if (sf_sha256_ready() != 0) {
         if (check) {
             printf("out of memory setting up SHA-256\n");
             return SF_CHECK_EXIT_NO_VERDICT;
         }
-        fprintf(stderr, "servd: out of memory setting up SHA-256\n");
+        sv_say(SV_ERR, "out of memory setting up SHA-256");
         return 1;
     }
     /* Internal: the child that walks a new pack before the server maps it
@@ -331,16 +327,16 @@ int main(int argc, char **argv)
     if (cfg.realip.header_len && !cfg.access_log)
         usage_error("--real-ip-header changes only the access log: give --access-log too");
     if (sv_realip_trusts_all(&cfg.realip))
-        fprintf(stderr,
-                "servd: warning: --real-ip-from includes every address (a /0): the "
-                "client logged is then whatever any client puts in %s\n",
-                cfg.realip.header);
+        sv_say(SV_WARNING,
+               "warning: --real-ip-from includes every address (a /0): the "
+               "client logged is then whatever any client puts in %s",
+               cfg.realip.header);
     if (user_name) {
         int rc = sv_user_lookup(user_name, &user, err, sizeof err);
         if (rc == -1)
             usage_error("%s", err);
         if (rc != 0) {
-            fprintf(stderr, "servd: refusing to start: %s\n", err);
+            sv_say(SV_ERR, "refusing to start: %s", err);
             return 1;
         }
         cfg.user = &user;
@@ -349,7 +345,7 @@ int main(int argc, char **argv)
     /* Sockets from a service manager replace the default address; --listen
      * addresses given as well are bound in addition. */
     if (sv_activation_take(&act, err, sizeof err) != 0) {
-        fprintf(stderr, "servd: %s\n", err);
+        sv_say(SV_ERR, "%s", err);
         return 1;
     }
     if (cfg.nlisten + act.n > SV_MAX_LISTEN)
@@ -408,7 +404,7 @@ int main(int argc, char **argv)
         sigaddset(&used, used_signals[i]);
     pthread_sigmask(SIG_UNBLOCK, &used, NULL);
     if (sv_mapguard_install() != 0)
-        fprintf(stderr, "servd: warning: no SIGBUS guard for the pack map: %s\n", strerror(errno));
+        sv_say(SV_WARNING, "warning: no SIGBUS guard for the pack map: %s", strerror(errno));
 
     sv_snapshot *snap;
     if (!cfg.pack_path) {
@@ -416,15 +412,15 @@ int main(int argc, char **argv)
         cfg.builtin = 1;
         cfg.watch = 0;
         if (sv_embedded_open(cfg.workers, &snap, err, sizeof err) != 0) {
-            fprintf(stderr, "servd: refusing to start: no --pack given, and %s\n", err);
+            sv_say(SV_ERR, "refusing to start: no --pack given, and %s", err);
             return 1;
         }
-        fprintf(stderr,
-                "servd: no --pack given: serving the built-in sample site (www/, %zu "
-                "bytes); run servd --pack SITE.lmdb to serve your own\n",
-                sv_embedded_size());
+        sv_say(SV_NOTICE,
+               "no --pack given: serving the built-in sample site (www/, %zu "
+               "bytes); run servd --pack SITE.lmdb to serve your own",
+               sv_embedded_size());
     } else if (sv_snapshot_open(cfg.pack_path, cfg.workers, &snap, NULL, err, sizeof err) != 0) {
-        fprintf(stderr, "servd: refusing to start: %s\n", err);
+        sv_say(SV_ERR, "refusing to start: %s", err);
         return 1;
     }
     return sv_server_run(&cfg, snap);

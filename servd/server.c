@@ -14,6 +14,7 @@
  * docs/architecture.md for the lifetimes.
  */
 #include "server.h"
+#include "say.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -123,10 +124,10 @@ static void publish(sv_server *srv, sv_snapshot *s)
 static void mark_written_in_place(sv_server *srv, const char *why)
 {
     if (!atomic_load(srv->current->cut))
-        fprintf(stderr,
-                "servd: %s: %s, the file of pack %s, was written in place; answering 503 until "
-                "a whole pack is loaded\n",
-                why, srv->cfg->pack_path, srv->current->id_hex);
+        sv_say(SV_ERR,
+               "%s: %s, the file of pack %s, was written in place; answering 503 until "
+               "a whole pack is loaded",
+               why, srv->cfg->pack_path, srv->current->id_hex);
     sv_mapguard_mark(srv->current->guard);
 }
 
@@ -148,15 +149,14 @@ static void reload(sv_server *srv, const char *why)
         return;
     unsigned long faults = sv_mapguard_faults();
     if (faults != srv->guard_faults) {
-        fprintf(stderr,
-                "servd: %lu page(s) of a pack in use were cut from its file (written in place?) "
-                "and read as zeros; requests for them failed\n",
-                faults - srv->guard_faults);
+        sv_say(SV_ERR,
+               "%lu page(s) of a pack in use were cut from its file (written in place?) "
+               "and read as zeros; requests for them failed",
+               faults - srv->guard_faults);
         srv->guard_faults = faults;
     }
     if (srv->cfg->builtin) {
-        fprintf(stderr, "servd: %s: serving the built-in site; there is no pack file to load\n",
-                why);
+        sv_say(SV_NOTICE, "%s: serving the built-in site; there is no pack file to load", why);
         return;
     }
     /* The file being served, unchanged: a SIGHUP after a deploy whose
@@ -178,8 +178,8 @@ static void reload(sv_server *srv, const char *why)
                 !sv_snapshot_head_same(srv->current, srv->cfg->pack_path))
                 mark_written_in_place(srv, why);
         } else if (!atomic_load(srv->current->cut)) {
-            fprintf(stderr, "servd: %s: %s is still the file of pack %s; nothing to reload\n", why,
-                    srv->cfg->pack_path, srv->current->id_hex);
+            sv_say(SV_INFO, "%s: %s is still the file of pack %s; nothing to reload", why,
+                   srv->cfg->pack_path, srv->current->id_hex);
             srv->retry_ms = 0; /* the path is back to the pack served: nothing to retry */
             uv_timer_stop(&srv->retry_timer);
             return;
@@ -194,16 +194,15 @@ static void reload(sv_server *srv, const char *why)
                         : srv->retry_ms >= SV_RETRY_MAX_MS / 2 ? SV_RETRY_MAX_MS
                                                                : 2 * srv->retry_ms;
         uv_timer_start(&srv->retry_timer, on_retry, srv->retry_ms, 0);
-        fprintf(stderr, "servd: %s: refused %s; still serving pack %s; trying again in %llu s\n",
-                why, err, srv->current->id_hex, (unsigned long long)(srv->retry_ms / 1000));
+        sv_say(SV_ERR, "%s: refused %s; still serving pack %s; trying again in %llu s", why, err,
+               srv->current->id_hex, (unsigned long long)(srv->retry_ms / 1000));
         return;
     }
     srv->retry_ms = 0; /* a verdict: the file was judged */
     uv_timer_stop(&srv->retry_timer);
     if (rc != 0) {
         atomic_fetch_add(&srv->metrics.swap_failures, 1);
-        fprintf(stderr, "servd: %s: refused %s; still serving pack %s\n", why, err,
-                srv->current->id_hex);
+        sv_say(SV_ERR, "%s: refused %s; still serving pack %s", why, err, srv->current->id_hex);
         /* The file refused is the one served, changed since: its map shows
          * the same damage (a cut with the first pages kept, a body written
          * over), which paths served from the path cache would never read
@@ -216,8 +215,8 @@ static void reload(sv_server *srv, const char *why)
         return;
     }
     publish(srv, s);
-    fprintf(stderr, "servd: %s: now serving pack %s (%llu paths) from %s\n", why, s->id_hex,
-            (unsigned long long)s->n_paths, srv->cfg->pack_path);
+    sv_say(SV_NOTICE, "%s: now serving pack %s (%llu paths) from %s", why, s->id_hex,
+           (unsigned long long)s->n_paths, srv->cfg->pack_path);
 }
 
 static void on_pack_changed(void *arg)
@@ -236,8 +235,8 @@ static void stop_workers(sv_server *srv, int level)
 static void on_stop_timeout(uv_timer_t *t)
 {
     sv_server *srv = t->data;
-    fprintf(stderr, "servd: stop: %.1f s passed, closing the connections left\n",
-            (double)srv->cfg->shutdown_ms / 1000);
+    sv_say(SV_WARNING, "stop: %.1f s passed, closing the connections left",
+           (double)srv->cfg->shutdown_ms / 1000);
     stop_workers(srv, 2);
 }
 
@@ -246,14 +245,14 @@ static void begin_stop(sv_server *srv, const char *why)
     if (atomic_load(&srv->stopping)) {
         if (!srv->forced) {
             srv->forced = 1;
-            fprintf(stderr, "servd: %s again: closing every connection now\n", why);
+            sv_say(SV_WARNING, "%s again: closing every connection now", why);
             stop_workers(srv, 2);
         }
         return;
     }
     atomic_store(&srv->stopping, 1);
-    fprintf(stderr, "servd: %s: stopping; finishing responses in flight (at most %.1f s)\n", why,
-            (double)srv->cfg->shutdown_ms / 1000);
+    sv_say(SV_NOTICE, "%s: stopping; finishing responses in flight (at most %.1f s)", why,
+           (double)srv->cfg->shutdown_ms / 1000);
     stop_workers(srv, 1);
     uv_timer_start(&srv->stop_timer, on_stop_timeout, srv->cfg->shutdown_ms, 0);
 }
@@ -304,8 +303,8 @@ static void on_signal(uv_signal_t *h, int signum)
     case SIGUSR2:
         /* nginx's binary upgrade, sent by habit or by its tooling: by
          * default it would end servd at once, responses in flight cut */
-        fprintf(stderr, "servd: SIGUSR2 ignored: servd has no binary upgrade; with socket "
-                        "activation a restart refuses no connection (servd(1))\n");
+        sv_say(SV_WARNING, "SIGUSR2 ignored: servd has no binary upgrade; with socket "
+                           "activation a restart refuses no connection (servd(1))");
         break;
     }
 }
@@ -401,13 +400,12 @@ static void raise_fd_limit(const sv_config *cfg)
     rlim_t room =
         rl.rlim_cur > SV_FD_SLACK(cfg->workers) ? rl.rlim_cur - SV_FD_SLACK(cfg->workers) : 0;
     if (rl.rlim_cur != RLIM_INFINITY && room < conns - conns / 10) /* more than 10% short */
-        fprintf(stderr,
-                "servd: warning: the descriptor limit (%llu) leaves room for about %llu "
-                "connections, not the %llu that --max-conns %u and %d worker%s allow; raise "
-                "it (ulimit -n, LimitNOFILE=) or lower --max-conns\n",
-                (unsigned long long)rl.rlim_cur, (unsigned long long)room,
-                (unsigned long long)conns, cfg->max_conns, cfg->workers,
-                cfg->workers == 1 ? "" : "s");
+        sv_say(SV_WARNING,
+               "warning: the descriptor limit (%llu) leaves room for about %llu "
+               "connections, not the %llu that --max-conns %u and %d worker%s allow; raise "
+               "it (ulimit -n, LimitNOFILE=) or lower --max-conns",
+               (unsigned long long)rl.rlim_cur, (unsigned long long)room, (unsigned long long)conns,
+               cfg->max_conns, cfg->workers, cfg->workers == 1 ? "" : "s");
 }
 
 int sv_server_run(const sv_config *cfg, sv_snapshot *snap)
@@ -416,7 +414,7 @@ int sv_server_run(const sv_config *cfg, sv_snapshot *snap)
     int rc = 1, abandoned_log = 0, main_loop = 0;
     sv_server *srv = calloc(1, sizeof *srv);
     if (!srv) {
-        fprintf(stderr, "servd: out of memory\n");
+        sv_say(SV_ERR, "out of memory");
         sv_snapshot_unref(snap);
         return 1;
     }
@@ -447,7 +445,7 @@ int sv_server_run(const sv_config *cfg, sv_snapshot *snap)
      * pipe at the first loop, and aborts when it cannot (out of descriptors) */
     int uvrc = main_loop_init(srv);
     if (uvrc != 0) {
-        fprintf(stderr, "servd: cannot set up the main loop: %s\n", uv_strerror(uvrc));
+        sv_say(SV_ERR, "cannot set up the main loop: %s", uv_strerror(uvrc));
         goto out_free;
     }
     main_loop = 1;
@@ -464,7 +462,7 @@ int sv_server_run(const sv_config *cfg, sv_snapshot *snap)
      * may still listen on the same --listen addresses. */
     for (int a = 0; cfg->ninherited == 0 && a < cfg->nlisten; a++)
         if (sv_addr_port(&cfg->listen[a]) != 0 && sv_addr_taken(&cfg->listen[a], err, sizeof err)) {
-            fprintf(stderr, "servd: %s\n", err);
+            sv_say(SV_ERR, "%s", err);
             goto out_free;
         }
     /* The admin socket before the listeners: once --listen accepts a
@@ -473,7 +471,7 @@ int sv_server_run(const sv_config *cfg, sv_snapshot *snap)
         srv->admin_fd = cfg->admin_inherited >= 0 ? cfg->admin_inherited
                                                   : sv_addr_listen(&cfg->admin, 0, err, sizeof err);
         if (srv->admin_fd < 0) {
-            fprintf(stderr, "servd: admin: %s\n", err);
+            sv_say(SV_ERR, "admin: %s", err);
             goto out_free;
         }
         if (cfg->admin_inherited < 0 && sv_addr_port(&cfg->admin) == 0) {
@@ -488,7 +486,7 @@ int sv_server_run(const sv_config *cfg, sv_snapshot *snap)
         for (int i = 0; i < cfg->workers; i++) {
             int fd = sv_addr_listen(&addr, 1, err, sizeof err);
             if (fd < 0) {
-                fprintf(stderr, "servd: %s\n", err);
+                sv_say(SV_ERR, "%s", err);
                 goto out_free;
             }
             srv->workers[i]->lfd[a] = fd;
@@ -512,8 +510,7 @@ int sv_server_run(const sv_config *cfg, sv_snapshot *snap)
         for (int i = 0; i < cfg->workers; i++) {
             int fd = i == 0 ? cfg->inherited[j] : fcntl(cfg->inherited[j], F_DUPFD_CLOEXEC, 0);
             if (fd < 0) {
-                fprintf(stderr, "servd: passed socket %d: %s\n", cfg->inherited[j],
-                        strerror(errno));
+                sv_say(SV_ERR, "passed socket %d: %s", cfg->inherited[j], strerror(errno));
                 goto out_free;
             }
             srv->workers[i]->lfd[a] = fd;
@@ -529,7 +526,7 @@ int sv_server_run(const sv_config *cfg, sv_snapshot *snap)
     /* Every socket is bound: root (for ports below 1024) is not needed any
      * more. Before the log is opened and before any thread starts. */
     if (cfg->user && sv_user_switch(cfg->user, err, sizeof err) != 0) {
-        fprintf(stderr, "servd: refusing to run: %s\n", err);
+        sv_say(SV_ERR, "refusing to run: %s", err);
         goto out_free;
     }
     /* The pack was opened as root; every swap opens it again as the user,
@@ -537,10 +534,10 @@ int sv_server_run(const sv_config *cfg, sv_snapshot *snap)
     if (cfg->user && !cfg->builtin) {
         int fd = open(cfg->pack_path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
         if (fd < 0) {
-            fprintf(stderr,
-                    "servd: refusing to run: %s: %s as user %s, who must read the pack to "
-                    "reload it\n",
-                    cfg->pack_path, strerror(errno), cfg->user->name);
+            sv_say(SV_ERR,
+                   "refusing to run: %s: %s as user %s, who must read the pack to "
+                   "reload it",
+                   cfg->pack_path, strerror(errno), cfg->user->name);
             goto out_free;
         }
         close(fd);
@@ -549,10 +546,9 @@ int sv_server_run(const sv_config *cfg, sv_snapshot *snap)
         sv_log_open(cfg->access_log, cfg->workers, &srv->metrics, &srv->log, err, sizeof err)) {
         /* opened after the switch: who could not open it matters */
         if (cfg->user)
-            fprintf(stderr, "servd: %s (as user %s, who must write the access log)\n", err,
-                    cfg->user->name);
+            sv_say(SV_ERR, "%s (as user %s, who must write the access log)", err, cfg->user->name);
         else
-            fprintf(stderr, "servd: %s\n", err);
+            sv_say(SV_ERR, "%s", err);
         goto out_free;
     }
     if (cfg->has_admin) {
@@ -560,7 +556,7 @@ int sv_server_run(const sv_config *cfg, sv_snapshot *snap)
         srv->admin_fd = -1; /* the admin thread owns it now, even on failure */
         if (sv_admin_start(fd, admin_where, &srv->metrics, &srv->stopping, &srv->admin, err,
                            sizeof err) != 0) {
-            fprintf(stderr, "servd: admin: %s\n", err);
+            sv_say(SV_ERR, "admin: %s", err);
             goto out_close_log;
         }
     }
@@ -568,7 +564,7 @@ int sv_server_run(const sv_config *cfg, sv_snapshot *snap)
     sv_file_seen serving = {snap->file, snap->stamp, 0};
     if (cfg->watch && sv_watch_start(&srv->loop, cfg->pack_path, &serving, cfg->watch_poll_ms,
                                      on_pack_changed, srv, &srv->watch) != 0)
-        fprintf(stderr, "servd: out of memory for the pack watch; only SIGHUP reloads\n");
+        sv_say(SV_WARNING, "out of memory for the pack watch; only SIGHUP reloads");
 
     /* The workers' loops first, then a check that a connection can still
      * be accepted, then their threads: no worker accepts before the check. */
@@ -576,7 +572,7 @@ int sv_server_run(const sv_config *cfg, sv_snapshot *snap)
     for (; ninit < cfg->workers; ninit++) {
         int wrc = worker_init(srv, ninit);
         if (wrc != 0) {
-            fprintf(stderr, "servd: cannot start worker %d: %s\n", ninit, uv_strerror(wrc));
+            sv_say(SV_ERR, "cannot start worker %d: %s", ninit, uv_strerror(wrc));
             start_failed = 1;
             break;
         }
@@ -588,10 +584,10 @@ int sv_server_run(const sv_config *cfg, sv_snapshot *snap)
         int e = errno;
         struct rlimit rl = {0, 0};
         getrlimit(RLIMIT_NOFILE, &rl);
-        fprintf(stderr,
-                "servd: the descriptor limit (%llu) leaves none for connections: %s; raise it "
-                "(ulimit -n, LimitNOFILE=)\n",
-                (unsigned long long)rl.rlim_cur, strerror(e));
+        sv_say(SV_ERR,
+               "the descriptor limit (%llu) leaves none for connections: %s; raise it "
+               "(ulimit -n, LimitNOFILE=)",
+               (unsigned long long)rl.rlim_cur, strerror(e));
         start_failed = 1;
     } else if (!start_failed) {
         close(spare);
@@ -599,7 +595,7 @@ int sv_server_run(const sv_config *cfg, sv_snapshot *snap)
     for (int i = 0; !start_failed && i < cfg->workers; i++) {
         int wrc = uv_thread_create(&srv->workers[i]->thread, sv__worker_main, srv->workers[i]);
         if (wrc != 0) {
-            fprintf(stderr, "servd: cannot start worker %d: %s\n", i, uv_strerror(wrc));
+            sv_say(SV_ERR, "cannot start worker %d: %s", i, uv_strerror(wrc));
             start_failed = 1;
             break;
         }
@@ -612,11 +608,11 @@ int sv_server_run(const sv_config *cfg, sv_snapshot *snap)
     if (start_failed && srv->nstarted > 0)
         begin_stop(srv, "startup failure");
     if (!start_failed) {
-        fprintf(stderr, "servd: serving pack %s (%llu paths) from %s\n", snap->id_hex,
-                (unsigned long long)snap->n_paths, cfg->pack_path);
-        fprintf(stderr, "servd: listening on %s with %d worker%s%s%s\n", where, cfg->workers,
-                cfg->workers == 1 ? "" : "s", cfg->has_admin ? "; admin on " : "",
-                cfg->has_admin ? admin_where : "");
+        sv_say(SV_INFO, "serving pack %s (%llu paths) from %s", snap->id_hex,
+               (unsigned long long)snap->n_paths, cfg->pack_path);
+        sv_say(SV_INFO, "listening on %s with %d worker%s%s%s", where, cfg->workers,
+               cfg->workers == 1 ? "" : "s", cfg->has_admin ? "; admin on " : "",
+               cfg->has_admin ? admin_where : "");
         /* A deploy's rename + SIGHUP, or a log rotation, that came while
          * servd was opening the very files they replaced: done now, as the
          * signal asked (nothing to reload when the path did not change). */
@@ -634,7 +630,7 @@ int sv_server_run(const sv_config *cfg, sv_snapshot *snap)
         uv_run(&srv->loop, UV_RUN_NOWAIT);
         uv_loop_close(&srv->loop);
         main_loop = 0;
-        fprintf(stderr, "servd: stopped\n");
+        sv_say(SV_INFO, "stopped");
     } else if (srv->watch) { /* no worker to wait for: out_free closes the loop */
         sv_watch_stop(srv->watch);
         srv->watch = NULL;
@@ -667,6 +663,6 @@ out_free:
     return rc;
 
 out_nomem:
-    fprintf(stderr, "servd: out of memory\n");
+    sv_say(SV_ERR, "out of memory");
     goto out_free;
 }

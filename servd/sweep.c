@@ -4,6 +4,7 @@
  * close of all of them. The request path itself is conn.c.
  */
 #include "conn.h"
+#include "say.h"
 
 #include <linux/sockios.h>
 #include <stdio.h>
@@ -142,13 +143,13 @@ void sv__conn_stop_all(sv_worker *w, int force)
             body += c->drain != 0;
             linger += c->state == SV_CS_LINGER && sv__conn_kernel_unacked(c) == 0;
         }
-        fprintf(stderr,
-                "servd: worker %d: closing %u connection%s (%u with responses queued, %u with "
-                "responses sent but not yet acknowledged, %u with a head pending, %u with input "
-                "held, %u paused, %u with a body to drain, %u with all sent, waiting for the "
-                "client to close)\n",
-                w->id, open, open == 1 ? "" : "s", queued_n, unacked, head, held, paused, body,
-                linger);
+        sv_say(SV_WARNING,
+               "worker %d: closing %u connection%s (%u with responses queued, %u with "
+               "responses sent but not yet acknowledged, %u with a head pending, %u with input "
+               "held, %u paused, %u with a body to drain, %u with all sent, waiting for the "
+               "client to close)",
+               w->id, open, open == 1 ? "" : "s", queued_n, unacked, head, held, paused, body,
+               linger);
     }
     for (sv_link *l = w->conns.next; l != &w->conns; l = l->next) {
         sv_conn *c = SV__CONTAINER(l, sv_conn, link);

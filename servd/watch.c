@@ -17,6 +17,7 @@
  * directory.
  */
 #include "watch.h"
+#include "say.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -148,13 +149,13 @@ static void aim(struct dirwatch *d, const char *dir, const sv_file_id *id, const
     } else if (!d->warned) {
         d->warned = 1;
         if (d->w->poll_ms)
-            fprintf(stderr, "servd: watch: cannot watch %s (%s); checking the pack every %.1f s\n",
-                    dir, uv_strerror(rc), (double)d->w->poll_ms / 1000);
+            sv_say(SV_WARNING, "watch: cannot watch %s (%s); checking the pack every %.1f s", dir,
+                   uv_strerror(rc), (double)d->w->poll_ms / 1000);
         else
-            fprintf(stderr,
-                    "servd: watch: cannot watch %s (%s), and --watch-interval is 0: "
-                    "only SIGHUP reloads\n",
-                    dir, uv_strerror(rc));
+            sv_say(SV_WARNING,
+                   "watch: cannot watch %s (%s), and --watch-interval is 0: "
+                   "only SIGHUP reloads",
+                   dir, uv_strerror(rc));
     }
 }
 
@@ -196,8 +197,8 @@ static void look(sv_watch *w, int load)
     int rc = sv_file_state_get(w->path, &now.id, &now.stamp);
     if (rc != 0) {
         if (!w->missing)
-            fprintf(stderr, "servd: watch: %s: %s; still serving the current pack\n", w->path,
-                    strerror(-rc));
+            sv_say(SV_WARNING, "watch: %s: %s; still serving the current pack", w->path,
+                   strerror(-rc));
         w->missing = 1;
     } else {
         w->missing = 0;

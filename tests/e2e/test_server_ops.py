@@ -955,5 +955,84 @@ def t_fifo_at_the_pack_path_is_refused_and_signals_still_work():
         s.stop()  # SIGTERM, and exit 0
 
 
+def _journal_run(args, env_for, wait_for=None, then=None):
+    """Runs servd with its stdout and stderr on a new file; env_for(st_dev, st_ino) gives
+    JOURNAL_STREAM. Waits for wait_for in the file, runs then(proc, text), stops servd
+    (without either, waits for it to exit) and returns the file's lines."""
+    path = os.path.join(st.tmpdir(), "journal-%d.log" % random.randrange(1 << 30))
+    with open(path, "wb") as f:
+        stt = os.fstat(f.fileno())
+        env = dict(os.environ)
+        env.pop("JOURNAL_STREAM", None)
+        if env_for:
+            env["JOURNAL_STREAM"] = env_for(stt.st_dev, stt.st_ino)
+        proc = subprocess.Popen([st.SERVD] + args, stdout=f, stderr=f, stdin=subprocess.DEVNULL,
+                                env=env)
+
+    def text():
+        with open(path, "rb") as g:
+            return g.read().decode(errors="replace")
+    try:
+        if wait_for:
+            deadline = time.time() + 10
+            while time.time() < deadline and wait_for not in text():
+                time.sleep(0.02)
+            ok(wait_for in text(), "servd said %r: %s" % (wait_for, text()))
+        if then:
+            then(proc, text)
+    finally:
+        if (wait_for or then) and proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=15)
+    return text().splitlines()
+
+
+def t_messages_carry_journal_priorities_under_the_journal():
+    """Under systemd, standard error is the journal's stream and JOURNAL_STREAM names its
+    device and inode: each line then starts with its syslog priority (<3> error, <4>
+    warning, <5> notice, <6> info; sd-daemon(3)), so `journalctl -p warning` shows a
+    refused pack and hides the swaps. Elsewhere (a file, a terminal, or a stream the
+    variable does not name, as when it is inherited) the lines are unprefixed."""
+    live = os.path.join(st.tmpdir(), "journal-live")
+    os.makedirs(live, exist_ok=True)
+    path = os.path.join(live, "site.lmdb")
+    with open(pack(), "rb") as f, open(path, "wb") as g:
+        g.write(f.read())
+    port = st.free_port()
+    args = ["--pack", path, "--listen", "127.0.0.1:%d" % port, "--workers", "1"]
+
+    def refuse_then_stop(proc, text):
+        tmp = os.path.join(live, ".bad")
+        with open(tmp, "wb") as g:
+            g.write(b"not a pack" * 500)
+        os.rename(tmp, path)
+        deadline = time.time() + 10
+        while time.time() < deadline and "refused" not in text():
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=15)
+
+    lines = _journal_run(args, lambda d, i: "%d:%d" % (d, i), "listening on", refuse_then_stop)
+    ok(lines and all(re.match(r"<[3-6]>servd: ", ln) for ln in lines),
+       "every line has a priority: %r" % lines)
+    for prio, words in (("<6>", "listening on"), ("<3>", "refused"), ("<5>", "stopping"),
+                        ("<6>", "stopped")):
+        ok(any(ln.startswith(prio + "servd: ") and words in ln for ln in lines),
+           "%r said at %s: %r" % (words, prio, lines))
+
+    # a usage error of two lines: the priority on each, "servd: " on the first
+    lines = _journal_run(["--idle-timeout", "soon"], lambda d, i: "%d:%d" % (d, i))
+    eq(lines, ["<3>servd: --idle-timeout 'soon': expected seconds, more than 0 and at most "
+               "86400", "<3>Try 'servd --help'."], "a usage error under the journal")
+
+    # not the journal's stream: no prefix
+    with open(pack(), "rb") as f, open(path, "wb") as g:
+        g.write(f.read())  # the good pack again
+    for env_for in (None, lambda d, i: "%d:%d" % (d, i + 1), lambda d, i: "%d:%d:x" % (d, i)):
+        lines = _journal_run(args, env_for, "listening on")
+        ok(lines and all(ln.startswith("servd: ") for ln in lines),
+           "no priorities when stderr is not the journal: %r" % lines)
+
+
 if __name__ == "__main__":
     st.run(st.collect(globals()))

@@ -1,0 +1,65 @@
+/*
+ * say.c - see say.h.
+ */
+#include "say.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Longest message; longer ones are cut (and still end their line). */
+#define SV_SAY_MAX 2048
+
+static int journal;
+
+void sv_say_init(void)
+{
+    const char *v = getenv("JOURNAL_STREAM");
+    unsigned long long dev, ino;
+    char end;
+    struct stat st;
+    journal = v && sscanf(v, "%llu:%llu%c", &dev, &ino, &end) == 2 &&
+              fstat(STDERR_FILENO, &st) == 0 && (unsigned long long)st.st_dev == dev &&
+              (unsigned long long)st.st_ino == ino;
+}
+
+void sv_say(int prio, const char *fmt, ...)
+{
+    char msg[SV_SAY_MAX], out[SV_SAY_MAX + 64];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    size_t len = 0, mlen = (size_t)n < sizeof msg ? (size_t)n : sizeof msg - 1;
+    /* "<N>" before each line under the journal, "servd: " before the first */
+    for (size_t i = 0, line = 1; i <= mlen && len + 16 < sizeof out; i++) {
+        if (line) {
+            if (journal)
+                len += (size_t)snprintf(out + len, sizeof out - len, "<%d>", prio);
+            if (i == 0)
+                len += (size_t)snprintf(out + len, sizeof out - len, "servd: ");
+            line = 0;
+        }
+        if (i == mlen)
+            break;
+        out[len++] = msg[i];
+        line = msg[i] == '\n';
+    }
+    out[len++] = '\n';
+    int saved = errno;
+    for (size_t off = 0; off < len;) {
+        ssize_t w = write(STDERR_FILENO, out + off, len - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            break;
+        off += (size_t)w;
+    }
+    errno = saved;
+}

@@ -1,0 +1,31 @@
+/*
+ * say.h - servd's messages: one line each on standard error, with the
+ * priority journald reads when standard error is the journal.
+ *
+ * Under systemd, standard error is a stream into the journal, which takes a
+ * line starting "<N>" as a line of syslog priority N (sd-daemon(3)): with
+ * it, `journalctl -u servd -p warning` shows a refused pack and hides the
+ * swaps. servd writes the prefix only when standard error is the journal's
+ * stream (the JOURNAL_STREAM variable names its device and inode,
+ * systemd.exec(5)); on a terminal or in a file the lines are as before.
+ */
+#ifndef SV_SAY_H
+#define SV_SAY_H
+
+/* syslog priorities (sd-daemon(3) SD_ERR ...) */
+enum sv_prio {
+    SV_ERR = 3,     /* servd cannot do what it was asked: refused pack, failed start */
+    SV_WARNING = 4, /* it goes on, but something needs a look */
+    SV_NOTICE = 5,  /* a normal event that changes what is served: a swap, a stop */
+    SV_INFO = 6,    /* the rest: listening, stopped */
+};
+
+/* Decides once whether standard error is the journal (before threads). */
+void sv_say_init(void);
+
+/* Writes "servd: " and the formatted message as one write(2): safe from
+ * any thread, and lines of two threads never interleave. A message of
+ * several lines has the priority on each. */
+__attribute__((format(printf, 2, 3))) void sv_say(int prio, const char *fmt, ...);
+
+#endif
