@@ -49,19 +49,33 @@ struct check_ctx {
     const char *file;
 };
 
+/* Fields servd writes itself or that concern one connection: a stored
+ * copy would frame a response wrongly or say two things (the names
+ * servd-pack's rules refuse for the same reason, packer/fields.c, but for
+ * those it renders once itself). */
+static const char *const servd_fields[] = {
+    "connection", "content-length", "content-range",
+    "date",       "keep-alive",     "proxy-connection",
+    "te",         "trailer",        "transfer-encoding",
+    "upgrade",
+};
+
 /* Whether b[0, n) is header field lines, each "name: value" CRLF with a
- * token name and no CR, LF or NUL in the value, and none of them a framing
- * field (Content-Length, Transfer-Encoding): servd frames every response
- * itself, and a stored one would contradict it. */
-static int fields_ok(const char *b, size_t n)
+ * token name and no CR, LF or NUL in the value, none of them one of
+ * servd_fields, and a Content-Type only as the first line when
+ * type_first (rep, whose first line a multipart 206 drops), else none. */
+static int fields_ok(const char *b, size_t n, int type_first)
 {
     const char *p = b, *end = b + n;
-    while (p < end) {
+    for (int first = 1; p < end; first = 0) {
         const char *colon = memchr(p, ':', (size_t)(end - p));
         if (!colon || !sv_is_token(p, (size_t)(colon - p)))
             return 0;
         size_t nl = (size_t)(colon - p);
-        if (sv_ieq(p, nl, "content-length") || sv_ieq(p, nl, "transfer-encoding"))
+        for (size_t i = 0; i < sizeof servd_fields / sizeof servd_fields[0]; i++)
+            if (sv_ieq(p, nl, servd_fields[i]))
+                return 0;
+        if (sv_ieq(p, nl, "content-type") != (type_first && first))
             return 0;
         const char *v = colon + 1;
         while (v < end && *v != '\r' && *v != '\n' && *v != '\0')
@@ -70,8 +84,11 @@ static int fields_ok(const char *b, size_t n)
             return 0;
         p = v + 2;
     }
-    return 1;
+    return !type_first || n > 0;
 }
+
+/* Room for a status line and "Content-Length: " with 20 digits and CRLF. */
+#define SV_BLOCK_HEAD 64
 
 /* Whether a variant's header blocks are what servd writes unchanged and
  * builds its other answers from (docs/format.md §6): the 200 block starts
@@ -83,18 +100,18 @@ static int fields_ok(const char *b, size_t n)
 static int blocks_ok(const sf_variant *v, int is404)
 {
     static const char s200[] = "HTTP/1.1 200 OK\r\n", s404[] = "HTTP/1.1 404 Not Found\r\n",
-                      s304[] = "HTTP/1.1 304 Not Modified\r\n", ct[] = "Content-Type: ";
-    char head[96];
+                      s304[] = "HTTP/1.1 304 Not Modified\r\n";
+    char head[SV_BLOCK_HEAD];
     int hl = snprintf(head, sizeof head, "%sContent-Length: %llu\r\n", is404 ? s404 : s200,
                       (unsigned long long)v->body_len);
-    if (hl <= 0 || (size_t)hl > v->h200.len || memcmp(v->h200.ptr, head, (size_t)hl) != 0 ||
-        v->rep.ptr != v->h200.ptr + hl || v->rep.len < sizeof ct - 1 ||
-        memcmp(v->rep.ptr, ct, sizeof ct - 1) != 0 || !fields_ok(v->rep.ptr, v->rep.len))
+    if (hl <= 0 || (size_t)hl >= sizeof head || (size_t)hl > v->h200.len ||
+        memcmp(v->h200.ptr, head, (size_t)hl) != 0 || v->rep.ptr != v->h200.ptr + hl ||
+        !fields_ok(v->rep.ptr, v->rep.len, 1))
         return 0;
     if (v->h304.len == 0)
         return is404;
     return v->h304.len >= sizeof s304 - 1 && memcmp(v->h304.ptr, s304, sizeof s304 - 1) == 0 &&
-           fields_ok(v->h304.ptr + sizeof s304 - 1, v->h304.len - (sizeof s304 - 1));
+           fields_ok(v->h304.ptr + sizeof s304 - 1, v->h304.len - (sizeof s304 - 1), 0);
 }
 
 /* Checks one decoded entry: its shape, its header blocks and that each

@@ -122,10 +122,11 @@ int sv_snapshot_open(const char *path, int nreaders, sv_snapshot **out, sv_file_
 /* The load check of one decoded entry (sv_snapshot_open runs it on every
  * path and on the status:404 entry, is404 = 1): a redirect's target is a
  * normalised path; a file has 1 to 4 variants, the first identity, each
- * with an ETag and header blocks laid out as docs/format.md §6 says (the
- * status line and the Content-Length of its body first, then field lines
- * that do not frame the response) and its body there with the recorded
- * length. file, what and name only word the error written into err.
+ * with an ETag and a 304 block (but in the status:404 entry), header
+ * blocks laid out as docs/format.md §6 says (the status line first, in a
+ * 200 block then the Content-Length of its body and the Content-Type,
+ * then field lines, none of them one servd writes itself) and its body
+ * there with the recorded length. file, what and name only word the error written into err.
  * @return 0 or a negative SF_E* code. */
 int sv_check_entry(sf_reader *rd, const sf_entry *e, int is404, const char *file, const char *what,
                    sf_view name, char *err, size_t errlen);

@@ -42,12 +42,13 @@ static void close_pack(void)
 /* The check's verdict on a one-variant entry with 200 block status + rep
  * (rep starting right after status) and 304 block h304; err gets the
  * message. */
-static int check(const char *status, const char *rep, const char *h304, int is404, char *err,
-                 size_t errlen)
+static int check_n(const char *status, const char *rep, size_t rep_len, const char *h304, int is404,
+                   char *err, size_t errlen)
 {
     char h200[1024];
     int sl = snprintf(h200, sizeof h200, "%s", status);
-    snprintf(h200 + sl, sizeof h200 - (size_t)sl, "%s", rep);
+    ASSERT(sl + rep_len < sizeof h200);
+    memcpy(h200 + sl, rep, rep_len);
     sf_entry_spec spec;
     memset(&spec, 0, sizeof spec);
     spec.kind = SF_KIND_FILE;
@@ -61,7 +62,7 @@ static int check(const char *status, const char *rep, const char *h304, int is40
     v->etag.ptr = "\"e\"";
     v->etag.len = 3;
     v->h200.ptr = h200;
-    v->h200.len = strlen(h200);
+    v->h200.len = (size_t)sl + rep_len;
     v->rep_off = (size_t)sl;
     v->h304.ptr = h304;
     v->h304.len = strlen(h304);
@@ -75,6 +76,12 @@ static int check(const char *status, const char *rep, const char *h304, int is40
         sv_check_entry(rd, &e, is404, "site.lmdb", "path", (sf_view){"/a.txt", 6}, err, errlen);
     free(rec);
     return rc;
+}
+
+static int check(const char *status, const char *rep, const char *h304, int is404, char *err,
+                 size_t errlen)
+{
+    return check_n(status, rep, strlen(rep), h304, is404, err, errlen);
 }
 
 #define S200  "HTTP/1.1 200 OK\r\nContent-Length: 12\r\n"
@@ -136,5 +143,18 @@ TEST(check_refuses_blocks_that_frame_wrongly)
     refused(S200, REP "X A: b\r\n", H304, 0);
     refused(S200, REP "X-A b\r\n", H304, 0);
     refused(S200, REP, H304 "\r\nHTTP/1.1 200 OK\r\n", 0);
+    /* fields servd writes itself, or a second Content-Type (a multipart
+     * 206 drops only the first line of rep) */
+    refused(S200, REP "Date: Tue, 14 Nov 2023 22:13:20 GMT\r\n", H304, 0);
+    refused(S200, REP "Content-Range: bytes 0-1/12\r\n", H304, 0);
+    refused(S200, REP "Connection: close\r\n", H304, 0);
+    refused(S200, REP "content-type: text/html\r\n", H304, 0);
+    refused(S200, REP, H304 "Content-Type: text/plain\r\n", 0);
+    refused(S200, REP, H304 "Keep-Alive: timeout=5\r\n", 0);
+    /* a NUL in a value */
+    static const char nul[] = "Content-Type: text/plain\r\nX-A: a\0b\r\n";
+    char err[512];
+    ASSERT_EQ(check_n(S200, nul, sizeof nul - 1, H304, 0, err, sizeof err), SF_ECORRUPT);
+    ASSERT_EQ(check_n(S200, nul, 26, H304, 0, err, sizeof err), 0); /* without that line */
     close_pack();
 }
