@@ -284,6 +284,24 @@ TEST(mime_decide_charset_by_type)
         {"/s.html", "<meta/charset=iso-8859-1><p>x</p>", "text/html"},
         {"/t.html", "<meta http-equiv=refresh content=\"5; charset=koi8-r\"><p>x</p>",
          "text/html; charset=utf-8"},
+        /* no encoding's label: ignored, as browsers do; the scan goes on */
+        {"/u.html", "<meta charset=utf-8/><p>caf\xc3\xa9</p>", "text/html; charset=utf-8"},
+        {"/v.html", "<meta charset=bogus><meta charset=koi8-r>", "text/html"},
+        {"/w.html", "<meta http-equiv=content-type content=\"text/html; charset=bogus\">",
+         "text/html; charset=utf-8"},
+        {"/x.html", "<meta charset=\" Unicode20UTF8 \">", "text/html; charset=utf-8"},
+        {"/y.html", "<meta charset=utf-16le>", "text/html; charset=utf-8"}, /* read as UTF-8 */
+        {"/z.html", "<meta charset=x-user-defined>", "text/html"},
+        /* a '<' alone is one byte; another tag's name ends only at a space or '>' */
+        {"/aa.html", "<<meta charset=koi8-r>", "text/html"},
+        {"/ab.html", "<br/x='><meta charset=koi8-r>'>", "text/html"},
+        /* a tag cut off by the end of the file names nothing */
+        {"/ac.html", "<meta charset=koi8-r ", "text/html; charset=utf-8"},
+        /* attribute order: a charset attribute after a content one wins */
+        {"/ad.html", "<meta http-equiv=content-type content=\"x; charset=koi8-r\" charset=utf-8>",
+         "text/html; charset=utf-8"},
+        {"/ae.html", "<meta charset=koi8-r http-equiv=content-type content=\"x; charset=utf-8\">",
+         "text/html"},
         {"/utf8.html", "<p>caf\xc3\xa9</p>", "text/html; charset=utf-8"},
     };
     for (size_t i = 0; i < sizeof declared / sizeof declared[0]; i++) {
