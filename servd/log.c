@@ -129,7 +129,7 @@ static void write_all(sv_log *log, const char *p, size_t n)
         return;
     }
     if (log->write_failed)
-        sv_say(SV_NOTICE, "writing the access log %s again", log->path);
+        sv_say(SV_INFO, "writing the access log %s again", log->path);
     log->write_failed = 0;
 }
 

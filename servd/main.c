@@ -88,7 +88,7 @@ static void usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2
 
 static void usage_error(const char *fmt, ...)
 {
-    char msg[1024];
+    char msg[SV_SAY_MAX];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
@@ -415,7 +415,7 @@ int main(int argc, char **argv)
             sv_say(SV_ERR, "refusing to start: no --pack given, and %s", err);
             return 1;
         }
-        sv_say(SV_NOTICE,
+        sv_say(SV_INFO,
                "no --pack given: serving the built-in sample site (www/, %zu "
                "bytes); run servd --pack SITE.lmdb to serve your own",
                sv_embedded_size());

@@ -11,8 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Longest message; longer ones are cut (and still end their line). */
-#define SV_SAY_MAX 2048
+/* Room a line needs beyond its text: "<N>", "servd: " and the newline. */
+#define SV_SAY_PREFIX 16
 
 static int journal;
 
@@ -29,30 +29,34 @@ void sv_say_init(void)
 
 void sv_say(int prio, const char *fmt, ...)
 {
-    char msg[SV_SAY_MAX], out[SV_SAY_MAX + 64];
+    int saved = errno;
+    char msg[SV_SAY_MAX], out[SV_SAY_MAX + 4 * SV_SAY_PREFIX];
     va_list ap;
     va_start(ap, fmt);
     int n = vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    if (n < 0)
+    if (n < 0) {
+        errno = saved;
         return;
+    }
     size_t len = 0, mlen = (size_t)n < sizeof msg ? (size_t)n : sizeof msg - 1;
-    /* "<N>" before each line under the journal, "servd: " before the first */
-    for (size_t i = 0, line = 1; i <= mlen && len + 16 < sizeof out; i++) {
-        if (line) {
+    /* "<N>" before each line under the journal, "servd: " before the
+     * first; a message of many short lines is cut rather than overrun */
+    int at_line = 1;
+    for (size_t i = 0; i < mlen && len + SV_SAY_PREFIX < sizeof out; i++) {
+        if (at_line) {
             if (journal)
                 len += (size_t)snprintf(out + len, sizeof out - len, "<%d>", prio);
             if (i == 0)
                 len += (size_t)snprintf(out + len, sizeof out - len, "servd: ");
-            line = 0;
+            at_line = 0;
         }
-        if (i == mlen)
-            break;
         out[len++] = msg[i];
-        line = msg[i] == '\n';
+        at_line = msg[i] == '\n';
     }
+    if (mlen == 0)
+        len += (size_t)snprintf(out, sizeof out, journal ? "<%d>servd: " : "servd: ", prio);
     out[len++] = '\n';
-    int saved = errno;
     for (size_t off = 0; off < len;) {
         ssize_t w = write(STDERR_FILENO, out + off, len - off);
         if (w < 0 && errno == EINTR)

@@ -20,6 +20,9 @@ enum sv_prio {
     SV_INFO = 6,    /* the rest: listening, stopped */
 };
 
+/* Longest message in bytes; a longer one is cut (and still ends its line). */
+#define SV_SAY_MAX 2048
+
 /* Decides once whether standard error is the journal (before threads). */
 void sv_say_init(void);
 

@@ -156,7 +156,7 @@ static void reload(sv_server *srv, const char *why)
         srv->guard_faults = faults;
     }
     if (srv->cfg->builtin) {
-        sv_say(SV_NOTICE, "%s: serving the built-in site; there is no pack file to load", why);
+        sv_say(SV_INFO, "%s: serving the built-in site; there is no pack file to load", why);
         return;
     }
     /* The file being served, unchanged: a SIGHUP after a deploy whose
