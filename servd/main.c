@@ -168,6 +168,14 @@ enum {
 
 int main(int argc, char **argv)
 {
+    /* Until the main loop takes them (server.c), a reload or a log reopen
+     * sent while servd starts (systemd's ExecReload, a logrotate script
+     * during a restart) must not kill it by the default action; nor be
+     * lost: a deploy that renamed a new pack over the path after servd
+     * opened the old one sends SIGHUP for it. They are noted, and acted on
+     * once servd is listening. First of all, so that the window where the
+     * default action still applies is only the program's loading. */
+    sv_server_note_early_signals();
     if (sf_std_fds_open() != 0)
         return 1; /* nowhere to say why */
     sv_say_init();
@@ -384,13 +392,6 @@ int main(int argc, char **argv)
      * unseen: the exit status of the pack check (--check-pack) would be
      * lost. */
     signal(SIGCHLD, SIG_DFL);
-    /* Until the main loop takes them (server.c), a reload or a log reopen
-     * sent while servd starts (systemd's ExecReload, a logrotate script
-     * during a restart) must not kill it by the default action; nor be
-     * lost: a deploy that renamed a new pack over the path after servd
-     * opened the old one sends SIGHUP for it. They are noted, and acted on
-     * once servd is listening. */
-    sv_server_note_early_signals();
     /* A signal mask is inherited across exec: a supervisor or script that
      * leaked one with SIGTERM or SIGHUP blocked left a servd that neither
      * stopped nor reloaded (the signals stayed pending), and a blocked
