@@ -373,11 +373,8 @@ static void add_esc(struct line *l, sf_view v, size_t max)
     }
 }
 
-/* The most bytes each client-given field takes in a line (escaped, "..."
- * included); with the fixed fields (under 200 bytes) they fit in
- * SV_LOG_LINE_MAX, so no line is ever cut. */
-enum { LOG_METHOD_MAX = 64, LOG_TARGET_MAX = 1536, LOG_HEADER_MAX = 768 };
-_Static_assert(LOG_METHOD_MAX + LOG_TARGET_MAX + 2 * LOG_HEADER_MAX + 256 < SV_LOG_LINE_MAX,
+_Static_assert(SV_LOG_METHOD_MAX + SV_LOG_TARGET_MAX + 2 * SV_LOG_HEADER_MAX + 256 <
+                   SV_LOG_LINE_MAX,
                "the access log's field budgets must fit in a line");
 
 static void add_peer(struct line *l, const struct sockaddr *sa)
@@ -403,6 +400,42 @@ static void count(_Atomic uint64_t *c)
                           memory_order_relaxed);
 }
 
+size_t sv_log_format(const sv_log_entry *e, char *buf)
+{
+    /* Leave room for the newline: cap is one less than the line maximum. */
+    struct line l = {buf, 0, SV_LOG_LINE_MAX - 1};
+    add_peer(&l, e->peer);
+    add(&l, " - - ", 5);
+    add(&l, e->time, e->time_len);
+    add(&l, " \"", 2);
+    if (e->minor < 0) {
+        add(&l, "-", 1);
+    } else {
+        add_esc(&l, e->method, SV_LOG_METHOD_MAX);
+        add(&l, " ", 1);
+        add_esc(&l, e->target, SV_LOG_TARGET_MAX);
+        add_str(&l, e->minor ? " HTTP/1.1" : " HTTP/1.0");
+    }
+    add(&l, "\" ", 2);
+    add_u64(&l, (uint64_t)e->status);
+    add(&l, " ", 1);
+    if (e->body_bytes)
+        add_u64(&l, e->body_bytes);
+    else
+        add(&l, "-", 1);
+    add(&l, " \"", 2);
+    add_esc(&l, e->referer, SV_LOG_HEADER_MAX);
+    add(&l, "\" \"", 3);
+    add_esc(&l, e->user_agent, SV_LOG_HEADER_MAX);
+    add(&l, "\" ", 2);
+    const char *enc = e->encoding >= 0 ? sf_encoding_name(e->encoding) : NULL;
+    add_str(&l, enc ? enc : "-");
+    add(&l, " ", 1);
+    add_u64(&l, e->micros);
+    l.p[l.len++] = '\n';
+    return l.len;
+}
+
 void sv_log_write(sv_log *log, int worker, const sv_log_entry *e)
 {
     struct lworker *lw = &log->w[worker];
@@ -416,38 +449,7 @@ void sv_log_write(sv_log *log, int worker, const sv_log_entry *e)
             return;
         }
     }
-    /* Leave room for the newline: cap is one less than the line maximum. */
-    struct line l = {lw->active->data + lw->active->len, 0, SV_LOG_LINE_MAX - 1};
-    add_peer(&l, e->peer);
-    add(&l, " - - ", 5);
-    add(&l, e->time, e->time_len);
-    add(&l, " \"", 2);
-    if (e->minor < 0) {
-        add(&l, "-", 1);
-    } else {
-        add_esc(&l, e->method, LOG_METHOD_MAX);
-        add(&l, " ", 1);
-        add_esc(&l, e->target, LOG_TARGET_MAX);
-        add_str(&l, e->minor ? " HTTP/1.1" : " HTTP/1.0");
-    }
-    add(&l, "\" ", 2);
-    add_u64(&l, (uint64_t)e->status);
-    add(&l, " ", 1);
-    if (e->body_bytes)
-        add_u64(&l, e->body_bytes);
-    else
-        add(&l, "-", 1);
-    add(&l, " \"", 2);
-    add_esc(&l, e->referer, LOG_HEADER_MAX);
-    add(&l, "\" \"", 3);
-    add_esc(&l, e->user_agent, LOG_HEADER_MAX);
-    add(&l, "\" ", 2);
-    const char *enc = e->encoding >= 0 ? sf_encoding_name(e->encoding) : NULL;
-    add_str(&l, enc ? enc : "-");
-    add(&l, " ", 1);
-    add_u64(&l, e->micros);
-    l.p[l.len++] = '\n';
-    lw->active->len += l.len;
+    lw->active->len += sv_log_format(e, lw->active->data + lw->active->len);
     count(lw->lines);
 }
 

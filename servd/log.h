@@ -35,6 +35,12 @@
 #define SV_LOG_BUFS 4
 /* Longest line written: longer fields are cut (the line stays one line). */
 #define SV_LOG_LINE_MAX 4096
+/* The most bytes each client-given field takes in a line (escaped, "..."
+ * included); with the fixed fields (under 200 bytes) they fit in
+ * SV_LOG_LINE_MAX, so no line is ever cut. */
+#define SV_LOG_METHOD_MAX 64
+#define SV_LOG_TARGET_MAX 1536
+#define SV_LOG_HEADER_MAX 768
 
 typedef struct sv_log sv_log;
 
@@ -70,6 +76,12 @@ typedef struct sv_log_entry {
     int encoding; /* enum sf_encoding or -1 */
     uint64_t micros;
 } sv_log_entry;
+
+/* Formats e as one line of the access log into buf (SV_LOG_LINE_MAX bytes):
+ * the combined format with the encoding and the microseconds after it, the
+ * client's fields escaped and cut to their budgets, and the newline.
+ * @return its length. */
+size_t sv_log_format(const sv_log_entry *e, char *buf);
 
 /* Appends one line to worker's buffer (worker thread). */
 void sv_log_write(sv_log *log, int worker, const sv_log_entry *e);
