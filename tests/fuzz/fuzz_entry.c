@@ -116,8 +116,11 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     seed(w, dir, "weak", "/f", 1, e1, 0, SF_ENTRY_DATE_WEAK, 1700000000);
     seed(w, dir, "ahead", "/f", 4, e4, 0, 0, 1900000000); /* later than the clock */
     seed(w, dir, "404", NULL, 2, e2, 1, 0, 1700000000);
-    if (dir)
+    if (dir) {
+        sf_writer_abort(w);
+        rmdir(tmpdir);
         exit(0);
+    }
     /* one path, so that the pack is a pack */
     fz_put(w, "/index.html", "text/html", 1, e1, (const char *const[]){b_id}, 0, 0, 1700000000);
     sf_meta m;

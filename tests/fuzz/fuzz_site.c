@@ -144,14 +144,29 @@ void fz_check_plan(const sv_request *req, const sv_plan *p, int packed)
     const char *v = packed ? memmem(out, head, "\r\nVary:", 7) : NULL;
     if (v && memmem(v + 7, head - (size_t)(v + 7 - out), "\r\nVary:", 7))
         bad(out, n, "two Vary lines");
-    const char *cl = memmem(out, head, "\r\nContent-Length: ", 18);
+    /* the framing fields, by name in any case: one Content-Length (none on
+     * a 304), no Transfer-Encoding */
+    const char *cl = NULL;
+    int ncl = 0;
+    for (const char *l = memchr(out, '\n', head) + 1; l < out + head - 2;) {
+        const char *eol = memchr(l, '\n', (size_t)(out + head - l));
+        const char *colon = memchr(l, ':', (size_t)(eol - l));
+        size_t nl = colon ? (size_t)(colon - l) : 0;
+        if (sv_ieq(l, nl, "transfer-encoding"))
+            bad(out, n, "a Transfer-Encoding");
+        if (sv_ieq(l, nl, "content-length")) {
+            cl = colon + 1;
+            ncl++;
+        }
+        l = eol + 1;
+    }
     if (p->status == 304) {
-        if (cl || p->body_bytes)
+        if (ncl || p->body_bytes)
             bad(out, n, "304 with a length or body");
     } else {
-        if (!cl || memmem(cl + 18, head - (size_t)(cl + 18 - out), "\r\nContent-Length:", 17))
+        if (ncl != 1)
             bad(out, n, "not exactly one Content-Length");
-        unsigned long long want = strtoull(cl + 18, NULL, 10);
+        unsigned long long want = strtoull(cl, NULL, 10);
         if (req->method == SV_M_HEAD) {
             if (p->body_bytes)
                 bad(out, n, "HEAD with a body");
