@@ -279,13 +279,18 @@ static int read_file(build *b, pk_file *f, pk_magic **magic, char *err, size_t e
         return -1;
     }
     char why[512];
-    f->mime = pk_mime_decide(f->key, f->key_len - sfx, pk_rules_mime(b->rules, f->key, f->key_len),
-                             p, n, magic, why, sizeof why);
+    const char *rule_type = pk_rules_mime(b->rules, f->key, f->key_len);
+    f->mime = pk_mime_decide(f->key, f->key_len - sfx, rule_type, p, n, magic, why, sizeof why);
     if (!f->mime) {
         snprintf(err, errlen, "%s: %s", f->src, why);
         return -1;
     }
     f->cls = pk_mime_class(f->mime);
+    /* of no known type (not a rule's choice): compressed if a sample
+     * shrinks (glTF buffers, pdf.js CMaps, Emscripten's .data) */
+    if (f->cls == PK_CLASS_NONE && !rule_type && n > PK_KEEP_MIN_BYTES &&
+        strcmp(f->mime, "application/octet-stream") == 0 && pk_probe_compressible(p, n))
+        f->cls = PK_CLASS_BINARY;
     /* shipped compressed, so worth compressing, whatever its type (a Unity
      * build's game.data.br is application/octet-stream) */
     if (sfx && f->cls == PK_CLASS_NONE)

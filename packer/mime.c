@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <zlib.h>
 
 /* Bytes libmagic looks at: its own default read limit (1 MiB) would make
  * huge files slow for no better answer; 64 KiB covers every magic test
@@ -95,6 +96,20 @@ static const char *const binary_types[] = {
     "application/wasm",  "image/x-icon", "image/vnd.microsoft.icon", "image/bmp", "image/x-ms-bmp",
     "application/x-tar", "image/tiff",   "model/gltf-binary",
 };
+
+int pk_probe_compressible(const void *p, size_t n)
+{
+    uLong m = n < PK_PROBE_BYTES ? (uLong)n : PK_PROBE_BYTES;
+    uLongf cap = compressBound(m);
+    Bytef *out = malloc(cap);
+    if (!out || m == 0) {
+        free(out);
+        return 0;
+    }
+    int ok = compress2(out, &cap, p, m, 1) == Z_OK && cap * 100 <= m * PK_PROBE_KEEP;
+    free(out);
+    return ok;
+}
 
 void pk_mime_class_digest(char out[PK_CLASS_DIGEST_SIZE])
 {

@@ -33,6 +33,18 @@ int pk_mime_is_text(const char *type);
 /* The compression class of a type (parameters after ';' are ignored). */
 int pk_mime_class(const char *type);
 
+/* A file of no known type (application/octet-stream) is compressed when a
+ * sample of its first PK_PROBE_BYTES, deflated at level 1, shrinks to
+ * PK_PROBE_KEEP percent or less: glTF buffers, pdf.js CMaps and Emscripten
+ * packages do, random or already compressed data does not, and trying
+ * costs well under a millisecond where brotli 11 on a large file that does
+ * not shrink would cost minutes. */
+#define PK_PROBE_BYTES 65536
+#define PK_PROBE_KEEP  90
+
+/* 1 if p[0, n) looks compressible by that sample; 0 if not, or out of memory. */
+int pk_probe_compressible(const void *p, size_t n);
+
 /* The first 8 hex digits of a SHA-256 over the class tables (which types
  * are text, fonts, compressible binaries): part of the profile, so that
  * --base never reuses the variants (or their absence) of a type whose class

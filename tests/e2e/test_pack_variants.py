@@ -7,6 +7,8 @@ images, wasm, tiny and empty files)."""
 import base64
 import hashlib
 import os
+import random
+import struct
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "pack"))
@@ -132,6 +134,24 @@ def main():
         # dedup: the meta body count is smaller than the number of variants
         v = T.run(["verify", pack])
         T.eq(v.returncode, 0, "verify of the fixture pack: " + v.stderr.decode())
+
+        # Files of no known type: compressed when a sample shrinks (a glTF-like
+        # buffer), stored once when it does not (random bytes) or when a rule
+        # chose the type.
+        blobs = os.path.join(work, "blobs")
+        os.makedirs(blobs)
+        floats = b"".join(struct.pack("<f", (i % 97) * 0.25) for i in range(30000))
+        with open(os.path.join(blobs, "scene.bin"), "wb") as f:
+            f.write(floats)
+        with open(os.path.join(blobs, "noise.bin"), "wb") as f:
+            f.write(random.Random(7).randbytes(50000))
+        _, bl = check_site("blobs", blobs, work)
+        bp = {e["path"]: e for e in bl}
+        T.eq(bp["/scene.bin"]["mime"], "application/octet-stream", "scene.bin type")
+        T.eq([v["encoding"] for v in bp["/scene.bin"]["variants"]], list(T.ENCODINGS),
+             "a compressible file of no known type gets every encoding")
+        T.eq([v["encoding"] for v in bp["/noise.bin"]["variants"]], ["identity"],
+             "random bytes of no known type: identity only")
 
         if os.path.isdir(T.WWW) and T.source_files(T.WWW):
             check_site("www", T.WWW, work)

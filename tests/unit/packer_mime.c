@@ -377,3 +377,23 @@ TEST(mime_decide_libmagic_fallback)
         free(t);
     }
 }
+
+TEST(mime_probe_for_files_of_no_known_type)
+{
+    /* a glTF-like buffer of floats: compressed; random bytes: not */
+    static float floats[20000];
+    for (size_t i = 0; i < sizeof floats / sizeof floats[0]; i++)
+        floats[i] = (float)(i % 97) * 0.25f;
+    ASSERT_EQ(pk_probe_compressible(floats, sizeof floats), 1);
+    static unsigned char noise[100000];
+    uint64_t x = 88172645463325252ULL;
+    for (size_t i = 0; i < sizeof noise; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17; /* xorshift64 */
+        noise[i] = (unsigned char)x;
+    }
+    ASSERT_EQ(pk_probe_compressible(noise, sizeof noise), 0);
+    /* only the first PK_PROBE_BYTES are sampled */
+    memset(noise + PK_PROBE_BYTES, 0, sizeof noise - PK_PROBE_BYTES);
+    ASSERT_EQ(pk_probe_compressible(noise, sizeof noise), 0);
+    ASSERT_EQ(pk_probe_compressible(noise, 0), 0);
+}
