@@ -38,6 +38,12 @@ def pack():
     return p
 
 
+def copy_pack(path):
+    """Writes a copy of the test pack at path (a live pack the test may replace)."""
+    with open(pack(), "rb") as f, open(path, "wb") as g:
+        g.write(f.read())
+
+
 SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\.)*"'
                     r'(?:,[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\.)*")*\})? (-?[0-9.e+]+)$')
 
@@ -932,8 +938,7 @@ def t_fifo_at_the_pack_path_is_refused_and_signals_still_work():
     live = os.path.join(st.tmpdir(), "fifo-live")
     os.makedirs(live, exist_ok=True)
     path = os.path.join(live, "site.lmdb")
-    with open(pack(), "rb") as f, open(path, "wb") as g:
-        g.write(f.read())
+    copy_pack(path)
     adm = st.free_port()
     s = st.Servd(path, extra=["--admin", "127.0.0.1:%d" % adm]).start()
     try:
@@ -996,8 +1001,7 @@ def t_messages_carry_journal_priorities_under_the_journal():
     live = os.path.join(st.tmpdir(), "journal-live")
     os.makedirs(live, exist_ok=True)
     path = os.path.join(live, "site.lmdb")
-    with open(pack(), "rb") as f, open(path, "wb") as g:
-        g.write(f.read())
+    copy_pack(path)
     port = st.free_port()
     args = ["--pack", path, "--listen", "127.0.0.1:%d" % port, "--workers", "1"]
 
@@ -1026,8 +1030,7 @@ def t_messages_carry_journal_priorities_under_the_journal():
                "86400", "<3>Try 'servd --help'."], "a usage error under the journal")
 
     # not the journal's stream: no prefix
-    with open(pack(), "rb") as f, open(path, "wb") as g:
-        g.write(f.read())  # the good pack again
+    copy_pack(path)  # the good pack again
     for env_for in (None, lambda d, i: "%d:%d" % (d, i + 1), lambda d, i: "%d:%d:x" % (d, i)):
         lines = _journal_run(args, env_for, "listening on")
         ok(lines and all(ln.startswith("servd: ") for ln in lines),

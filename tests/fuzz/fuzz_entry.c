@@ -31,8 +31,6 @@
 #include <string.h>
 #include <unistd.h>
 
-static char tmpdir[256];
-static sf_pack *pack;
 static sf_reader *rd;
 static sv_date date;
 
@@ -63,16 +61,6 @@ static const char b_gz[] = "gzip bytes gzip bytes gzip bytes";
 static const char b_br[] = "brotli bytes brotli bytes";
 static const char b_zs[] = "zstd bytes zstd bytes zstd";
 
-static void cleanup(void)
-{
-    char p[300];
-    sf_reader_end(rd);
-    sf_pack_close(pack);
-    snprintf(p, sizeof p, "%s/site.lmdb", tmpdir);
-    unlink(p);
-    rmdir(tmpdir);
-}
-
 /* Stores the bodies of one seed with w, and writes its record to
  * dir/name when dir is not NULL. */
 static void seed(sf_writer *w, const char *dir, const char *name, const char *path, int n,
@@ -98,15 +86,8 @@ static void seed(sf_writer *w, const char *dir, const char *name, const char *pa
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-    char err[512], path[300];
     const char *dir = getenv("FUZZ_ENTRY_SEEDS");
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/fuzz_entry-XXXXXX");
-    if (!mkdtemp(tmpdir))
-        fz_die("mkdtemp");
-    snprintf(path, sizeof path, "%s/site.lmdb", tmpdir);
-    sf_writer *w;
-    if (sf_writer_open(path, 1 << 20, &w, err, sizeof err) != 0)
-        fz_die(err);
+    sf_writer *w = fz_pack_begin("fuzz_entry");
     static const int e1[] = {SF_ENC_IDENTITY};
     static const int e2[] = {SF_ENC_IDENTITY, SF_ENC_BR};
     static const int e4[] = {SF_ENC_IDENTITY, SF_ENC_GZIP, SF_ENC_BR, SF_ENC_ZSTD};
@@ -117,25 +98,16 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     seed(w, dir, "ahead", "/f", 4, e4, 0, 0, 1900000000); /* later than the clock */
     seed(w, dir, "404", NULL, 2, e2, 1, 0, 1700000000);
     if (dir) {
-        sf_writer_abort(w);
-        rmdir(tmpdir);
+        fz_pack_abort(w);
         exit(0);
     }
     /* one path, so that the pack is a pack */
     fz_put(w, "/index.html", "text/html", 1, e1, (const char *const[]){b_id}, 0, 0, 1700000000);
-    sf_meta m;
-    memset(&m, 0, sizeof m);
-    if (sf_writer_commit(w, &m, err, sizeof err) != 0)
-        fz_die(err);
-    if (sf_pack_open(path, &pack, err, sizeof err) != 0)
-        fz_die(err);
-    if (sf_reader_begin(pack, &rd) != 0)
-        fz_die("reader");
+    rd = fz_pack_end(w);
     sv_date_update(&date, 1800000000);
     for (size_t i = 0; i < NRAW; i++)
         if (sv_http1_parse(raw[i], strlen(raw[i]), &reqs[i]) <= 0)
             fz_die("a request of the table does not parse");
-    atexit(cleanup);
     return 0;
 }
 

@@ -6,11 +6,58 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 void fz_die(const char *what)
 {
     fprintf(stderr, "fuzz: %s\n", what);
     abort();
+}
+
+static char tmpdir[256], path[300];
+static sf_pack *pack;
+static sf_reader *rd;
+
+static void cleanup(void)
+{
+    sf_reader_end(rd);
+    sf_pack_close(pack);
+    unlink(path);
+    rmdir(tmpdir);
+}
+
+sf_writer *fz_pack_begin(const char *name)
+{
+    char err[512];
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/%s-XXXXXX", name);
+    if (!mkdtemp(tmpdir))
+        fz_die("mkdtemp");
+    snprintf(path, sizeof path, "%s/site.lmdb", tmpdir);
+    sf_writer *w;
+    if (sf_writer_open(path, 1 << 20, &w, err, sizeof err) != 0)
+        fz_die(err);
+    return w;
+}
+
+sf_reader *fz_pack_end(sf_writer *w)
+{
+    char err[512];
+    sf_meta m;
+    memset(&m, 0, sizeof m);
+    if (sf_writer_commit(w, &m, err, sizeof err) != 0)
+        fz_die(err);
+    if (sf_pack_open(path, &pack, err, sizeof err) != 0)
+        fz_die(err);
+    if (sf_reader_begin(pack, &rd) != 0)
+        fz_die("reader");
+    atexit(cleanup);
+    return rd;
+}
+
+void fz_pack_abort(sf_writer *w)
+{
+    sf_writer_abort(w);
+    rmdir(tmpdir);
 }
 
 void fz_key_of(const char *p, size_t n, uint8_t key[SF_KEY_LEN])

@@ -12,6 +12,16 @@
 /* Prints what to stderr and aborts (a finding). */
 __attribute__((noreturn)) void fz_die(const char *what);
 
+/* A new pack in a new directory /tmp/<name>-XXXXXX: its writer. */
+sf_writer *fz_pack_begin(const char *name);
+
+/* Commits the pack of fz_pack_begin() and opens a reader of it, which the
+ * pack and its directory outlive until the process exits. */
+sf_reader *fz_pack_end(sf_writer *w);
+
+/* Drops the pack of fz_pack_begin() unfinished, and its directory. */
+void fz_pack_abort(sf_writer *w);
+
 /* A stand-in body key: not SHA-256, but fixed by the bytes. */
 void fz_key_of(const char *p, size_t n, uint8_t key[SF_KEY_LEN]);
 
