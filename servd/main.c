@@ -189,12 +189,12 @@ int main(int argc, char **argv)
         return 1;
     }
     /* Internal: the child that walks a new pack before the server maps it
-     * (snapshot.c, sf/isolate.h). Prints the reason for a refusal. */
+     * (snapshot.c, sf/isolate.h). Prints SF_CHECK_OK, or the reason for a
+     * refusal. */
     if (check) {
         char err[1024] = "";
         int rc = sf_pack_check_structure(NULL, argv[2], err, sizeof err);
-        if (rc != 0)
-            printf("%s\n", err[0] ? err : sf_strerror(rc));
+        printf("%s\n", rc == 0 ? SF_CHECK_OK : err[0] ? err : sf_strerror(rc));
         if (rc == SF_ENOMEM || rc == SF_EIO)
             return SF_CHECK_EXIT_NO_VERDICT; /* out of memory or descriptors */
         return rc != 0;

@@ -252,8 +252,13 @@ int sf_check_spawn(char *const argv[], const char *path, int timeout_ms, char *e
     }
     if (st == -1)
         return not_waited(path, err, errlen);
-    if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
-        return SF_OK;
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
+        if (strcmp(msg, SF_CHECK_OK) == 0)
+            return SF_OK;
+        snprintf(err, errlen, "%s: corrupt pack: reading it crashed (exit status 0 without \"%s\")",
+                 path, SF_CHECK_OK);
+        return SF_ECORRUPT;
+    }
     if (WIFEXITED(st) && WEXITSTATUS(st) == SF_CHECK_EXIT_NO_VERDICT) {
         /* the child ran out of something; its message may not have come */
         if (got > 0)

@@ -74,6 +74,29 @@ TEST(isolated_check_hang_is_a_refusal)
 
 /* Bodies are content addressed: a body whose bytes do not hash to its key
  * (damage inside the body, which no structure check sees) is refused. */
+/* sf_check_spawn's verdicts on what a child program prints and how it ends. */
+static int spawned(const char *script, char *err, size_t errlen)
+{
+    char *argv[] = {"/bin/sh", "-c", (char *)script, NULL};
+    return sf_check_spawn(argv, "site.lmdb", 10000, err, errlen);
+}
+
+TEST(spawned_check_passes_only_on_its_ok)
+{
+    char err[512] = "";
+    ASSERT_EQ(spawned("echo " SF_CHECK_OK, err, sizeof err), SF_OK);
+    /* an exit 0 without the report: a runtime that ends a crash with 0 */
+    ASSERT_EQ(spawned("exit 0", err, sizeof err), SF_ECORRUPT);
+    ASSERT(strstr(err, "site.lmdb: corrupt pack: reading it crashed") != NULL);
+    ASSERT_EQ(spawned("echo okay", err, sizeof err), SF_ECORRUPT);
+    /* a refusal keeps the child's reason; no verdict is no verdict */
+    ASSERT_EQ(spawned("echo 'site.lmdb: corrupt pack: bad'; exit 1", err, sizeof err), SF_ECORRUPT);
+    ASSERT_STR_EQ(err, "site.lmdb: corrupt pack: bad");
+    ASSERT_EQ(spawned("exit 3", err, sizeof err), SF_ENOMEM);
+    ASSERT_EQ(spawned("kill -SEGV $$", err, sizeof err), SF_ECORRUPT);
+    ASSERT(strstr(err, "crashed (signal") != NULL);
+}
+
 TEST(structure_check_refuses_damaged_body)
 {
     char path[4096];

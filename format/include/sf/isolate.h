@@ -40,12 +40,17 @@ int sf_check_isolated(sf_check_fn check, void *arg, const char *path, int timeou
                       size_t errlen);
 
 /* Like sf_check_isolated, but the child is a fresh program: argv[0] is
- * executed (posix_spawn) and must exit 0 when the pack is good, or print one
- * line (the reason) on its standard output and exit non-zero. For a
+ * executed (posix_spawn) and must print SF_CHECK_OK on its standard output
+ * and exit 0 when the pack is good, or print one line (the reason) and exit
+ * non-zero. An exit 0 without SF_CHECK_OK is a crash (a runtime that ends a
+ * crashed process with status 0 must not pass a pack). For a
  * multi-threaded caller, where a forked child could inherit a lock held by
  * another thread (an allocator's, for one), this is the safe form. path is
  * only used in messages. Same return values as sf_check_isolated. */
 int sf_check_spawn(char *const argv[], const char *path, int timeout_ms, char *err, size_t errlen);
+
+/* What an sf_check_spawn child prints (one line) when the pack is good. */
+#define SF_CHECK_OK "ok"
 
 /* The exit status of an sf_check_spawn child that could not judge the pack
  * (it ran out of memory or descriptors: SF_ENOMEM, SF_EIO): reported as
