@@ -316,6 +316,12 @@ static int attr_value(const char *p, const char *end, char *out, size_t cap)
     return n > 0;
 }
 
+/* HTML's ASCII whitespace. */
+static int html_space(char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r';
+}
+
 /* What an encoding label names (Encoding Standard, "get an encoding"). */
 enum { ENC_UNKNOWN, ENC_UTF8, ENC_OTHER };
 
@@ -565,9 +571,9 @@ static int cmp_label(const void *k, const void *e)
 static int encoding_kind(const char *s, size_t n)
 {
     char low[32];
-    while (n > 0 && strchr(" \t\n\f\r", s[0]))
+    while (n > 0 && html_space(s[0]))
         s++, n--;
-    while (n > 0 && strchr(" \t\n\f\r", s[n - 1]))
+    while (n > 0 && html_space(s[n - 1]))
         n--;
     if (n == 0 || n >= sizeof low)
         return ENC_UNKNOWN;
@@ -577,12 +583,6 @@ static int encoding_kind(const char *s, size_t n)
     const struct label *l =
         bsearch(low, labels, sizeof labels / sizeof labels[0], sizeof labels[0], cmp_label);
     return l ? l->kind : ENC_UNKNOWN;
-}
-
-/* HTML's ASCII whitespace. */
-static int html_space(char c)
-{
-    return c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r';
 }
 
 /* One attribute of a tag, read at *pp (before end) as the HTML prescan

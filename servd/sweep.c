@@ -7,7 +7,6 @@
 #include "say.h"
 
 #include <linux/sockios.h>
-#include <stdio.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 

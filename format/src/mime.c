@@ -150,24 +150,29 @@ static int extension(const char *name, size_t len, char ext[EXT_MAX + 1])
     return 0;
 }
 
-const char *sf_mime_by_ext(const char *name, size_t len)
+/* The type the table gives extension ext, or NULL. */
+static const char *type_of(const char *ext)
 {
-    char ext[EXT_MAX + 1];
-    if (extension(name, len, ext) != 0)
-        return NULL;
     const ext_type *e =
         bsearch(ext, table, sizeof table / sizeof table[0], sizeof table[0], cmp_ext);
     return e ? e->type : NULL;
 }
 
+const char *sf_mime_by_ext(const char *name, size_t len)
+{
+    char ext[EXT_MAX + 1];
+    return extension(name, len, ext) == 0 ? type_of(ext) : NULL;
+}
+
 int sf_ext_names_file(const char *name, size_t len)
 {
-    const char *type = sf_mime_by_ext(name, len);
+    char ext[EXT_MAX + 1];
+    if (extension(name, len, ext) != 0)
+        return 0;
+    const char *type = type_of(ext);
     if (type)
         return !sf_mime_is_document(type);
-    char ext[EXT_MAX + 1];
-    return extension(name, len, ext) == 0 &&
-           bsearch(ext, other_files, sizeof other_files / sizeof other_files[0],
+    return bsearch(ext, other_files, sizeof other_files / sizeof other_files[0],
                    sizeof other_files[0], cmp_name) != NULL;
 }
 
