@@ -39,23 +39,15 @@ void sv_say(int prio, const char *fmt, ...)
         errno = saved;
         return;
     }
-    size_t len = 0, mlen = (size_t)n < sizeof msg ? (size_t)n : sizeof msg - 1;
+    size_t mlen = (size_t)n < sizeof msg ? (size_t)n : sizeof msg - 1;
     /* "<N>" before each line under the journal, "servd: " before the
      * first; a message of many short lines is cut rather than overrun */
-    int at_line = 1;
+    size_t len = (size_t)snprintf(out, sizeof out, journal ? "<%d>servd: " : "servd: ", prio);
     for (size_t i = 0; i < mlen && len + SV_SAY_PREFIX < sizeof out; i++) {
-        if (at_line) {
-            if (journal)
-                len += (size_t)snprintf(out + len, sizeof out - len, "<%d>", prio);
-            if (i == 0)
-                len += (size_t)snprintf(out + len, sizeof out - len, "servd: ");
-            at_line = 0;
-        }
         out[len++] = msg[i];
-        at_line = msg[i] == '\n';
+        if (msg[i] == '\n' && journal)
+            len += (size_t)snprintf(out + len, sizeof out - len, "<%d>", prio);
     }
-    if (mlen == 0)
-        len += (size_t)snprintf(out, sizeof out, journal ? "<%d>servd: " : "servd: ", prio);
     out[len++] = '\n';
     for (size_t off = 0; off < len;) {
         ssize_t w = write(STDERR_FILENO, out + off, len - off);
