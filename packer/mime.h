@@ -36,9 +36,10 @@ int pk_mime_class(const char *type);
 /* A file of no known type (application/octet-stream) is compressed when a
  * sample of its first PK_PROBE_BYTES, deflated at level 1, shrinks to
  * PK_PROBE_KEEP percent or less: glTF buffers, pdf.js CMaps and Emscripten
- * packages do, random or already compressed data does not, and trying
- * costs well under a millisecond where brotli 11 on a large file that does
- * not shrink would cost minutes. */
+ * packages do, random or already compressed data does not. The test costs
+ * about 1.5 ms a file at most (random bytes; 0.2 ms on a compressible
+ * buffer), where brotli at quality 11 spends about 1.6 s on every MiB of
+ * bytes that do not shrink (measured on 8 MiB of random bytes). */
 #define PK_PROBE_BYTES 65536
 #define PK_PROBE_KEEP  90
 
