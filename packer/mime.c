@@ -259,6 +259,13 @@ static int opens_as_html(const unsigned char *p, size_t n)
     return 0;
 }
 
+/* libmagic's names for types registered since under others: browsers
+ * take a font of any type, but servd-pack compresses font/otf and would
+ * store an unknown type as it is. */
+static const char *const magic_renamed[][2] = {
+    {"application/vnd.ms-opentype", "font/otf"},
+};
+
 const char *pk_magic_type(pk_magic *m, const void *p, size_t n)
 {
     if (n == 0)
@@ -269,6 +276,9 @@ const char *pk_magic_type(pk_magic *m, const void *p, size_t n)
     if (!t || strchr(t, '/') == NULL || strncmp(t, "inode/", 6) == 0 ||
         strcmp(t, "application/x-empty") == 0)
         return "application/octet-stream";
+    for (size_t i = 0; i < sizeof magic_renamed / sizeof magic_renamed[0]; i++)
+        if (strcmp(t, magic_renamed[i][0]) == 0)
+            return magic_renamed[i][1];
     return t;
 }
 
@@ -796,6 +806,53 @@ static int plain_text(const void *p, size_t n)
     return n > 0 && pk_utf8_valid(p, n);
 }
 
+/* 1 if p[0, n) opens as a portable anymap's header (Netpbm): P1 to P6, then
+ * the width and the height, each after whitespace and comments. */
+static int pnm_header(const unsigned char *p, size_t n)
+{
+    if (n < 2 || p[0] != 'P' || p[1] < '1' || p[1] > '6')
+        return 0;
+    size_t i = 2;
+    for (int field = 0; field < 2; field++) {
+        size_t spaces = i;
+        for (;;) {
+            while (i < n && strchr(" \t\n\v\f\r", p[i]) && p[i] != '\0')
+                i++;
+            if (i < n && p[i] == '#')
+                while (i < n && p[i] != '\n' && p[i] != '\r')
+                    i++;
+            else
+                break;
+        }
+        size_t digits = i;
+        while (i < n && p[i] >= '0' && p[i] <= '9')
+            i++;
+        if (i == spaces || i == digits)
+            return 0;
+    }
+    return 1;
+}
+
+/* Whether libmagic's type for p[0, n), of a file with no known extension,
+ * is a guess from text that looks like a format: plain UTF-8 text
+ * (plain_text) that libmagic names by an application/ type servd-pack
+ * does not know (a README that starts "PAM for Debian" is
+ * application/vnd.hp-HPGL), as CSV (an AUTHORS whose lines hold a comma),
+ * as a message (a note that starts "From:") or as a Netpbm image whose
+ * header is no image's ("P1 is the first step"). Browsers download those
+ * types; as text/plain the file is shown and compressed. A true image or
+ * calendar keeps its type. */
+static int text_misnamed(const char *type, const void *data, size_t n)
+{
+    if (!plain_text(data, n))
+        return 0;
+    if (strncmp(type, "application/", 12) == 0)
+        return pk_mime_class(type) == PK_CLASS_NONE;
+    if (strncmp(type, "image/x-portable-", 17) == 0)
+        return !pnm_header(data, n);
+    return strcmp(type, "text/csv") == 0 || strncmp(type, "message/", 8) == 0;
+}
+
 char *pk_mime_decide(const char *key, size_t keylen, const char *rule_type, const void *data,
                      size_t n, pk_magic **magic, char *err, size_t errlen)
 {
@@ -807,14 +864,7 @@ char *pk_mime_decide(const char *key, size_t keylen, const char *rule_type, cons
             if (!*magic && pk_magic_open(magic, err, errlen) != 0)
                 return NULL;
             type = pk_magic_type(*magic, data, n);
-            /* libmagic names some plain text by an application format it
-             * looks like (a README that starts "PAM for Debian" is
-             * application/vnd.hp-HPGL): a browser downloads such a type,
-             * and nothing compresses it. UTF-8 text without control bytes
-             * of an application/ type servd-pack does not know is
-             * text/plain. Text images (PBM, XPM) and messages keep theirs. */
-            if (strncmp(type, "application/", 12) == 0 && pk_mime_class(type) == PK_CLASS_NONE &&
-                plain_text(data, n))
+            if (text_misnamed(type, data, n))
                 type = "text/plain";
         }
         /* Claim UTF-8 only when the bytes are UTF-8: the charset of the

@@ -348,6 +348,30 @@ TEST(mime_decide_libmagic_fallback)
     t = decide("/glyph", NULL, pbm, strlen(pbm));
     ASSERT_STR_EQ(t, "image/x-portable-bitmap");
     free(t);
+    const char *vcard = "BEGIN:VCARD\r\nVERSION:3.0\r\nFN:Jane Doe\r\nEND:VCARD\r\n";
+    t = decide("/jane", NULL, vcard, strlen(vcard));
+    ASSERT_STR_EQ(t, "text/vcard; charset=utf-8");
+    free(t);
+    /* but text libmagic only guesses a format of, which a browser would
+     * download (libmagic 5.44: text/csv, message/rfc822,
+     * image/x-portable-bitmap), is text/plain */
+    const char *guessed[] = {
+        "Jane Doe <jane@example.com>, Acme\nJohn Roe <john@example.com>, Foo\n"
+        "Max Moe <max@example.com>, Bar\n",
+        "From: the design team\nTo: everyone\nThe plan for the next release.\n",
+        "P1 is the first milestone\nP2 follows it\n",
+    };
+    for (size_t k = 0; k < sizeof guessed / sizeof guessed[0]; k++) {
+        t = decide("/AUTHORS", NULL, guessed[k], strlen(guessed[k]));
+        ASSERT_STR_EQ(t, "text/plain; charset=utf-8");
+        free(t);
+    }
+    /* an OpenType font is font/otf (RFC 8081), libmagic's name aside */
+    static const unsigned char otf[64] = "OTTO\0\x09\0\x80\0\x03\0\x10"
+                                         "CFF ";
+    t = decide("/font", NULL, otf, sizeof otf);
+    ASSERT_STR_EQ(t, "font/otf");
+    free(t);
     /* libmagic 5.44 calls this page text/csv (one comma on each line), and a
      * browser would download it: a page's first tag decides first */
     const char *page = "<!doctype html><title>Prices, 2026</title>\n<p>One, two</p>\n"
