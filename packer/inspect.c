@@ -238,7 +238,8 @@ int pk_cmd_cat(const char *site, const char *path, int encoding, int headers)
      * is written %3F) */
     size_t plen = strcspn(path, "?");
     if (!special && sf_path_from_target(path, plen, key, SF_PATH_MAX, &klen) != 0) {
-        pk_err("%s: not a valid URL path", path);
+        pk_err("cat: \"%s\" is not a URL path%s", path,
+               path[0] == '/' ? "" : " (one starts with /, as in /index.html)");
         return PK_EXIT_USAGE;
     }
     sf_pack *pack;

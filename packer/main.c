@@ -144,12 +144,32 @@ static int source_date_epoch(int64_t *out)
 
 /* Sets *slot to the value of an option that may be given once: a second
  * -o, --rules, --manifest or --base would silently win over the first, and
- * a pipeline that adds its own would lose rules or write elsewhere.
- * @return 0, or PK_EXIT_USAGE (reported). */
+ * a pipeline that adds its own would lose rules or write elsewhere. The
+ * value must be a file name: not empty (an unset variable, `--base
+ * "$PREV"`), and not one that starts like an option or with '=' (`-o
+ * --base` would write a pack named --base, `-o=site.lmdb` one named
+ * =site.lmdb, and a pipeline would ship the old site.lmdb); "-" is
+ * --manifest's standard output. @return 0, or PK_EXIT_USAGE (reported). */
 static int once(const char **slot, const char *name)
 {
     if (*slot)
         return usage_error("%s is given twice", name);
+    char msg[PK_MSG_MAX];
+    int longopt = name[1] == '-';
+    if (!optarg[0])
+        snprintf(msg, sizeof msg, "%s: an empty file name", name);
+    else if (optarg[0] == '=')
+        snprintf(msg, sizeof msg,
+                 "%s %s: a file name that starts with '=' (write %s FILE or %s=FILE)", name, optarg,
+                 name, longopt ? name : "--output");
+    else if (optarg[0] == '-' && optarg[1])
+        snprintf(msg, sizeof msg,
+                 "%s %s: a file name that starts with '-' (write ./%s for a file of that name)",
+                 name, optarg, optarg);
+    else
+        msg[0] = '\0';
+    if (msg[0])
+        return usage_error("%s", msg);
     *slot = optarg;
     return 0;
 }
@@ -296,13 +316,22 @@ static int parse_simple(int argc, char **argv, int *json, int *quiet, int *encod
     return 0;
 }
 
-static int want_args(int argc, int n, const char *cmd, const char *names)
+/* Whether the command has its n operands, the packs among them (all but
+ * cat's PATH) not empty: `servd-pack ls "$PACK"` with PACK unset must say
+ * so, not ": No such file or directory". names lists the operands. */
+static int want_args(int argc, char **argv, int n, const char *cmd, const char *names)
 {
-    if (argc - optind == n)
-        return 0;
-    pk_err("%s: expected %s", cmd, names);
-    fputs(usage_text, stderr);
-    return PK_EXIT_USAGE;
+    int got = argc - optind;
+    if (got != n) {
+        pk_err("%s: expected %s, got %d operand%s", cmd, names, got, got == 1 ? "" : "s");
+        fputs(usage_text, stderr);
+        return PK_EXIT_USAGE;
+    }
+    int packs = strcmp(cmd, "cat") == 0 ? 1 : n;
+    for (int i = 0; i < packs; i++)
+        if (!argv[optind + i][0])
+            return usage_error("%s: an empty file name for a pack", cmd);
+    return 0;
 }
 
 int main(int argc, char **argv)
@@ -342,14 +371,14 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "ls") == 0) {
         if ((rc = parse_simple(argc, argv, &json, NULL, NULL, NULL, NULL)) != 0)
             return rc < 0 ? PK_EXIT_OK : rc;
-        if ((rc = want_args(argc, 1, cmd, "SITE.lmdb")) != 0)
+        if ((rc = want_args(argc, argv, 1, cmd, "SITE.lmdb")) != 0)
             return rc;
         return pk_cmd_ls(argv[optind], json);
     }
     if (strcmp(cmd, "verify") == 0) {
         if ((rc = parse_simple(argc, argv, NULL, &quiet, NULL, NULL, NULL)) != 0)
             return rc < 0 ? PK_EXIT_OK : rc;
-        if ((rc = want_args(argc, 1, cmd, "SITE.lmdb")) != 0)
+        if ((rc = want_args(argc, argv, 1, cmd, "SITE.lmdb")) != 0)
             return rc;
         rc = pk_cmd_verify(argv[optind], quiet);
         return rc == PK_EXIT_OK ? stdout_done() : rc; /* the OK line got out too */
@@ -357,14 +386,14 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "diff") == 0) {
         if ((rc = parse_simple(argc, argv, &json, NULL, NULL, NULL, &content)) != 0)
             return rc < 0 ? PK_EXIT_OK : rc;
-        if ((rc = want_args(argc, 2, cmd, "OLD.lmdb NEW.lmdb")) != 0)
+        if ((rc = want_args(argc, argv, 2, cmd, "OLD.lmdb NEW.lmdb")) != 0)
             return rc;
         return pk_cmd_diff(argv[optind], argv[optind + 1], json, content);
     }
     if (strcmp(cmd, "cat") == 0) {
         if ((rc = parse_simple(argc, argv, NULL, NULL, &encoding, &headers, NULL)) != 0)
             return rc < 0 ? PK_EXIT_OK : rc;
-        if ((rc = want_args(argc, 2, cmd, "SITE.lmdb PATH")) != 0)
+        if ((rc = want_args(argc, argv, 2, cmd, "SITE.lmdb PATH")) != 0)
             return rc;
         return pk_cmd_cat(argv[optind], argv[optind + 1], encoding, headers);
     }

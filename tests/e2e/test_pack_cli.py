@@ -240,6 +240,25 @@ def main():
                            "%s twice" % opt, outdir, out)
         expect_failure(["build", "", "-o", out], 2, ["WEBROOT: an empty file name"],
                        "an empty WEBROOT", outdir, out)
+        # An option's value must be a file name: an unset variable ("--base
+        # $PREV" on the first deploy) is named, and "-o=site.lmdb" or "-o
+        # --base" must not write a pack named "=site.lmdb" or "--base" while
+        # the pipeline ships the old site.lmdb.
+        for args, needle in ((["--base", ""], "--base: an empty file name"),
+                             (["--base="], "--base: an empty file name"),
+                             (["--rules", ""], "--rules: an empty file name"),
+                             (["--manifest="], "--manifest: an empty file name")):
+            expect_failure(["build", root, "-o", out] + args, 2, [needle], " ".join(args), outdir, out)
+        cwd = os.getcwd()
+        os.chdir(outdir)
+        try:
+            for args, needle in ((["-o=site.lmdb"], "-o =site.lmdb: a file name that starts with '='"),
+                                 (["-o", "--base"], "-o --base: a file name that starts with '-'"),
+                                 (["--output", "-q"], "-o -q: a file name that starts with '-'")):
+                expect_failure(["build", root] + args, 2, [needle], " ".join(args))
+                T.eq(os.listdir(outdir), [], "%s: nothing written" % " ".join(args))
+        finally:
+            os.chdir(cwd)
         # Nothing left to pack: the message says where the files went.
         empty = os.path.join(work, "empty-site")
         os.mkdir(empty)
@@ -610,7 +629,13 @@ def main():
         expect_failure(["cat", out, "/nope.html"], 1, ["/nope.html", "no such path"], "cat of a missing path")
         expect_failure(["cat", out, "/img/photo.png", "--encoding", "br"], 1,
                        ["/img/photo.png", "no br variant"], "cat of a missing variant")
-        expect_failure(["cat", out, "/../etc/passwd"], 2, ["not a valid URL path"], "cat of a bad path")
+        expect_failure(["cat", out, "/../etc/passwd"], 2, ['"/../etc/passwd" is not a URL path'],
+                       "cat of a bad path")
+        expect_failure(["cat", out, "index.html"], 2, ["(one starts with /"], "cat of a relative path")
+        for args in (["ls", ""], ["verify", ""], ["diff", out, ""], ["cat", "", "/"]):
+            expect_failure(args, 2, [args[0] + ": an empty file name for a pack"], "%s ''" % args[0])
+        expect_failure(["ls", out, out], 2, ["ls: expected SITE.lmdb, got 2 operands"],
+                       "ls of two packs")
         T.eq(T.run(["cat", out, "/docs/"]).stdout, T.run(["cat", out, "/docs/index.html"]).stdout,
              "cat /docs/ serves /docs/index.html")
         T.eq(T.run(["cat", out, "/caf%C3%A9/men%C3%BC.html"]).stdout,
