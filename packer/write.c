@@ -11,6 +11,7 @@
 #include "manifest.h"
 #include "sf/httpdate.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -672,10 +673,52 @@ out_abort:
     return -1;
 }
 
+/* A build killed outright (SIGKILL, the OOM killer) leaves its temporary
+ * file, "<path>.tmp-<pid>" (sf_tmp_name), beside path. A later build cannot
+ * tell it from the file of a build still running elsewhere (a shared
+ * directory), so none removes it; each names those whose process is not
+ * running here, with their size, as they may be what fills the disk. */
+static void warn_leftovers(const char *path)
+{
+    char d[PATH_MAX];
+    dir_of(path, d, sizeof d);
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    size_t bl = strlen(base);
+    DIR *dir = opendir(d);
+    if (!dir)
+        return;
+    struct dirent *e;
+    while ((e = readdir(dir)) != NULL) {
+        const char *n = e->d_name, *digits = n + bl + 5;
+        if (strncmp(n, base, bl) != 0 || strncmp(n + bl, ".tmp-", 5) != 0 || *digits < '1' ||
+            *digits > '9')
+            continue;
+        char *end;
+        errno = 0;
+        long pid = strtol(digits, &end, 10);
+        struct stat st;
+        if (*end || errno || pid == (long)getpid() || (pid_t)pid != pid ||
+            kill((pid_t)pid, 0) == 0 || errno != ESRCH ||
+            fstatat(dirfd(dir), n, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
+            continue;
+        char h[32];
+        pk_human_bytes((uint64_t)st.st_size, h, sizeof h);
+        pk_err("warning: %s%s%s (%s) is left from a build that did not finish (no process %ld "
+               "runs here); remove it",
+               slash ? d : "", slash && strcmp(d, "/") != 0 ? "/" : "", n, h, pid);
+    }
+    closedir(dir);
+}
+
 /* Before compressing: the identity bodies alone must fit (they are all
- * stored), so a hopeless build stops before minutes of compression. */
+ * stored), so a hopeless build stops before minutes of compression. A
+ * killed build's leftovers, which may take the room, are named first. */
 int pk__check_identity_space(build *b)
 {
+    warn_leftovers(b->o->output);
+    if (b->o->manifest && !b->manifest_stream)
+        warn_leftovers(b->o->manifest);
     body_ref *refs = malloc((b->site.n ? b->site.n : 1) * sizeof *refs);
     if (!refs)
         return 0; /* the precise check before writing still runs */

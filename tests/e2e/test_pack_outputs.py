@@ -301,6 +301,7 @@ def main():
             T.eq(read(pack), old, "%s mid-build: the old pack is intact" % sig.name)
             T.eq([f for f in os.listdir(work) if ".tmp-" in f], [],
                  "%s mid-build: no temporary file" % sig.name)
+        killed_build_leftovers(work, root)
         overlapping_builds(work)
         manifest_after_whole_pack(work)
         gone_readers(work, root)
@@ -309,6 +310,39 @@ def main():
 
 def etags(entries):
     return {e["path"]: [v["etag"] for v in e["variants"]] for e in entries}
+
+
+def killed_build_leftovers(work, root):
+    """A build killed outright (SIGKILL, the OOM killer) leaves its temporary file: the
+    next build names it with its size (it may be what fills the disk) and keeps it, as
+    it keeps one whose process still runs (another build's, in progress)."""
+    out = os.path.join(work, "leftovers")
+    os.mkdir(out)
+    pack, manifest = os.path.join(out, "site.lmdb"), os.path.join(out, "site.json")
+    p = subprocess.Popen([T.PACK, "build", root, "-o", pack, "--manifest", manifest, "-j1"],
+                         stderr=subprocess.DEVNULL)
+    while not any(".tmp-" in f for f in os.listdir(out)) and p.poll() is None:
+        time.sleep(0.001)
+    p.kill()
+    p.wait()
+    pid = p.pid
+    killed = ["site.lmdb.tmp-%d" % pid, "site.json.tmp-%d" % pid]
+    for name in killed:  # the build may have been killed before it made the second
+        if not os.path.exists(os.path.join(out, name)):
+            write(os.path.join(out, name), b"x" * 3000)
+    live = "site.lmdb.tmp-%d" % os.getpid()
+    write(os.path.join(out, live), b"busy")
+    p = T.run(["build", root, "-o", pack, "--manifest", manifest, "-q"])
+    err = p.stderr.decode()
+    T.eq(p.returncode, 0, "a build after a killed one: succeeds (%s)" % err)
+    for name in killed:
+        T.check("warning: %s/%s (" % (out, name) in err, "the leftover %s is named: %r" % (name, err))
+    T.check("did not finish (no process %d runs here); remove it" % pid in err,
+            "the leftovers' message: %r" % err)
+    T.check(live not in err, "a build's file whose process runs is not named: %r" % err)
+    T.eq(sorted(f for f in os.listdir(out) if ".tmp-" in f), sorted(killed + [live]),
+         "leftovers are kept")
+    shutil.rmtree(out)
 
 
 def gone_readers(work, root):
