@@ -53,6 +53,7 @@ typedef struct list {
     item *v;
     size_t n, cap;
     int failed;
+    int bad_keys; /* keys no request reaches (not sf_path_check's) */
 } list;
 
 static void fp_view(pk_sha *s, sf_view v)
@@ -89,6 +90,13 @@ static void fp_block_content(pk_sha *s, sf_view v)
 static int collect(void *arg, sf_view path, const sf_entry *e)
 {
     list *l = arg;
+    /* A key that is no normalised path ("/../etc/passwd", "index.html")
+     * is a damaged or hand-made pack, which servd refuses: no purge list
+     * from it (verify names the keys). */
+    if (sf_path_check(path.ptr, path.len) != 0) {
+        l->bad_keys++;
+        return SF_ECORRUPT;
+    }
     if (l->n == l->cap) {
         size_t cap = l->cap ? l->cap * 2 : 256;
         item *nv = realloc(l->v, cap * sizeof *nv);
@@ -148,6 +156,12 @@ static int load(const char *site, list *l)
     char err[512] = "";
     int rc = sf_foreach_path(r, collect, l, err, sizeof err);
     pk_close_pack(pack, r);
+    if (l->bad_keys) {
+        pk_err("%s: corrupt pack: a path key that is not a normalised URL path (servd-pack "
+               "verify names it)",
+               site);
+        return -1;
+    }
     if (rc != 0) {
         pk_err("%s: %s", site, err[0] ? err : sf_strerror(rc));
         return -1;

@@ -84,6 +84,7 @@ void pk_close_pack(sf_pack *pack, sf_reader *reader)
 typedef struct ls_ctx {
     json_t *arr; /* --json */
     int failed;
+    unsigned long bad_keys; /* listed, but no request reaches them */
 } ls_ctx;
 
 static json_t *view_str(sf_view v)
@@ -153,6 +154,10 @@ static int ls_json(ls_ctx *c, sf_view path, const sf_entry *e)
 static int ls_one(void *arg, sf_view path, const sf_entry *e)
 {
     ls_ctx *c = arg;
+    /* listed as they are, and counted: a pack with a key that is no
+     * normalised path ("/../etc/passwd") is damaged or hand-made */
+    if (sf_path_check(path.ptr, path.len) != 0)
+        c->bad_keys++;
     if (c->arr)
         return ls_json(c, path, e);
     /* keys escaped (msg.h): one line each, shown in their own order */
@@ -210,6 +215,12 @@ int pk_cmd_ls(const char *site, int json)
     }
     if (!written) {
         pk_err("writing the listing: %s", werr ? strerror(werr) : "failed");
+        return PK_EXIT_FAIL;
+    }
+    if (c.bad_keys) {
+        pk_err("%s: corrupt pack: %lu path key%s not a normalised URL path (servd-pack verify "
+               "names them)",
+               site, c.bad_keys, c.bad_keys == 1 ? " is" : "s are");
         return PK_EXIT_FAIL;
     }
     return PK_EXIT_OK;

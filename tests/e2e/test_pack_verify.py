@@ -6,6 +6,7 @@ import os
 import random
 import shutil
 import struct
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "pack"))
@@ -51,6 +52,34 @@ def lmdb_leaf_nodes(data, ps=4096):
                 break
             nflags, ksize = struct.unpack_from("<HH", data, no + 4)
             yield no, nflags, bytes(data[no + 8:no + 8 + ksize])
+
+
+def keys_no_request_reaches(work, good):
+    """A pack whose path key is no normalised path (tests/fixtures/craft_pack.c writes one
+    servd-pack never would) is damaged or hand-made: servd refuses it, verify names the key,
+    diff prints no purge list from it, and ls lists it but fails."""
+    for key in ("/../etc/passwd", "index.html"):
+        bad = os.path.join(work, "bad-key.lmdb")
+        subprocess.run([os.path.join(T.BUILD_DIR, "craft_pack"), bad, key], check=True)
+        rc, _, err = verify(bad)
+        T.eq(rc, 1, "verify of a pack with the key %r" % key)
+        T.check("not a normalised path key" in err, "verify names the key %r: %r" % (key, err))
+        for args in (["diff", good, bad], ["diff", bad, good], ["diff", good, bad, "--json"]):
+            p = T.run(args)
+            err = p.stderr.decode()
+            T.eq(p.returncode, 1, "%s with the key %r: exit status (%s)" % (args, key, err))
+            T.eq(p.stdout, b"", "%s with the key %r: no purge list" % (args, key))
+            T.check("corrupt pack: a path key that is not a normalised URL path" in err,
+                    "%s with the key %r: message %r" % (args, key, err))
+        for args in (["ls", bad], ["ls", bad, "--json"]):
+            p = T.run(args)
+            err = p.stderr.decode()
+            T.eq(p.returncode, 1, "%s with the key %r: exit status (%s)" % (args, key, err))
+            T.check(key.encode() in p.stdout, "%s lists the key %r" % (args, key))
+            T.check("corrupt pack: 1 path key is not a normalised URL path" in err,
+                    "%s with the key %r: message %r" % (args, key, err))
+    for args in (["ls", good], ["diff", good, good]):
+        T.eq(T.run(args).returncode, 0, "%s of a good pack" % args)
 
 
 def runaway_lengths(work):
@@ -303,6 +332,7 @@ def main():
         T.eq(rc, 1, "verify of zeros")
         T.check(junk in err, "message names the file: " + err)
 
+        keys_no_request_reaches(work, good)
         runaway_lengths(work)
         out_of_memory(work)
         allocation_failures(work)
