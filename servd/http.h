@@ -1,13 +1,16 @@
 /*
- * http.h - servd's HTTP/1.1 protocol layer: pure functions, no I/O.
+ * http.h - servd's HTTP/1.1 protocol layer: no I/O, no state between
+ * requests that changes an answer (the parser remembers, per thread, the
+ * last Host value that passed its check, to compare instead of check).
  *
  *   sv_http1_parse()   request head bytes  -> sv_request (views into the buffer)
  *   sv_respond()       sv_request + pack   -> sv_plan (iovecs ready for writev)
  *
  * The runtime (worker.c, conn.c) reads into its worker's read buffer (or a
  * connection's held input), calls the parser, calls sv_respond() and writes
- * the plan. Nothing here allocates: views point into the read buffer, the
- * pack map, the loop's Date line or a scratch buffer of the worker's batch.
+ * the plan. Nothing here allocates per request: views point into the read
+ * buffer, the pack map, the loop's Date line or a scratch buffer of the
+ * worker's batch (a reader's path cache is allocated once, pathcache.h).
  */
 #ifndef SV_HTTP_H
 #define SV_HTTP_H
@@ -246,6 +249,7 @@ typedef struct sv_plan {
     int close;           /* close the connection after this response */
     uint64_t body_bytes; /* body bytes in the plan (0 for HEAD / 304) */
     int iovcnt;
+    int overflow; /* a piece found iov full: sv_respond answers 500 instead */
     struct iovec iov[SV_PLAN_IOV];
 } sv_plan;
 
@@ -255,7 +259,8 @@ typedef struct sv_scratch {
 } sv_scratch;
 
 /* Decides the response to a parsed request, in this order (respond.c has
- * the details): method (405 / 501), a target with raw bytes above 0x7E
+ * the details): method (405 / 501), an https absolute-form target (421),
+ * OPTIONS (200 with Allow), a target with raw bytes above 0x7E
  * (301 to its encoded form, or 400), path normalisation (400), lookup
  * (directory index, trailing-slash 301 keeping the query, SPA fallback, the
  * site's 404 page or a built-in 404), variant choice (406 when nothing is

@@ -48,7 +48,8 @@
  * carry the Access-Control-* lines of its stored 200 block (add_cors), and
  * a 301 to a page (a directory's, or a raw UTF-8 path's) those of the page.
  *
- * Nothing is allocated: the plan points into the pack map (header blocks,
+ * Nothing is allocated per request (the path cache aside, once per reader:
+ * sv_pathcache_put): the plan points into the pack map (header blocks,
  * bodies), the sv_date, the caller's scratch (formatted lines) or static
  * strings here. The only formatting per request is for 206, 416 and 301.
  */
@@ -145,10 +146,18 @@ const char *sv_status_reason(int status)
 
 /* ---- plan building ---- */
 
+/* Appends p[0, n). SV_PLAN_IOV holds the longest plan (a multipart 206 of
+ * SV_MAX_RANGES parts); a piece past it would leave a body shorter than
+ * its Content-Length, so it marks the plan, which sv_respond then replaces
+ * with a 500. */
 static void add(sv_plan *plan, const void *p, size_t n)
 {
-    if (n == 0 || plan->iovcnt >= SV_PLAN_IOV)
+    if (n == 0)
         return;
+    if (plan->iovcnt >= SV_PLAN_IOV) {
+        plan->overflow = 1;
+        return;
+    }
     plan->iov[plan->iovcnt].iov_base = (void *)p;
     plan->iov[plan->iovcnt].iov_len = n;
     plan->iovcnt++;
@@ -202,18 +211,20 @@ static void plan_reset(sv_plan *plan, int close)
     plan->close = close;
     plan->body_bytes = 0;
     plan->iovcnt = 0;
+    plan->overflow = 0;
 }
 
 /* A text error in two steps, so that lines can go between: error_start()
- * adds the head block and an optional extra static line, error_end() the
- * Date and the body. */
+ * drops what the plan held (a response cut short: 500) and adds the head
+ * block and an optional extra static line, error_end() the Date and the
+ * body. */
 static const err_text *error_start(sv_plan *plan, int status, const char *extra, size_t extra_len)
 {
     const err_text *t = find_error(status);
     if (!t)
         t = find_error(500);
+    plan_reset(plan, plan->close);
     plan->status = t->status;
-    plan->encoding = -1;
     add(plan, t->head, t->head_len);
     if (extra)
         add(plan, extra, extra_len);
@@ -313,7 +324,6 @@ static int fail_file(ctx *c, int status, int vary, sf_view h)
 {
     const err_text *t = error_start(c->plan, status, vary ? vary_line : NULL, sizeof vary_line - 1);
     if (add_cors(c, h, 2) != 0) {
-        c->plan->iovcnt = 0;
         return fail(c, 500);
     }
     error_end(c->plan, t, c->date, c->date_len, c->head);
@@ -447,7 +457,6 @@ static int redirect(ctx *c, const char *key, size_t klen, int add_slash, const s
     add(c->plan, policy.ptr, policy.len);
     add(c->plan, tail, 2); /* the policy's CRLF */
     if (page && page->nvariants > 0 && add_cors(c, page->variants[0].h200, 2) != 0) {
-        c->plan->iovcnt = 0;
         return fail(c, 500);
     }
     add(c->plan, tail + 2, sizeof tail - 3);
@@ -481,7 +490,6 @@ static int send_416(ctx *c, const sf_variant *v, int vary)
     c->plan->status = 416;
     add(c->plan, h, n);
     if (add_cors(c, v->h200, 1) != 0) {
-        c->plan->iovcnt = 0;
         return fail(c, 500);
     }
     add(c->plan, c->date, c->date_len);
@@ -885,7 +893,6 @@ static int options(ctx *c)
     add(c->plan, head, sizeof head - 1);
     add(c->plan, allow_line, sizeof allow_line - 1);
     if (add_cors(c, h, 2) != 0) {
-        c->plan->iovcnt = 0;
         return fail(c, 500);
     }
     add(c->plan, tail, sizeof tail - 1);
@@ -893,23 +900,35 @@ static int options(ctx *c)
     return 0;
 }
 
-int sv_respond(const sv_request *req, sf_reader *rd, const sv_site *site, const sv_date *date,
-               sv_scratch *scratch, sv_plan *plan)
+/* The Date line and what follows it for the connection: close,
+ * HTTP/1.0's keep-alive or HTTP/1.1's persistence. */
+static const char *date_line(const sv_request *req, const sv_date *date, int close, size_t *len)
 {
-    ctx c = {req, rd, scratch, plan, NULL, 0, req->method == SV_M_HEAD, date->now, 0, 0, site};
-    int close = !req->keep_alive || req->body_len > SV_MAX_DRAIN;
-    scratch->used = 0;
-    plan_reset(plan, close);
     if (close) {
-        c.date = date->close;
-        c.date_len = date->close_len;
-    } else if (req->minor == 0) {
-        c.date = date->keep_alive;
-        c.date_len = date->keep_alive_len;
-    } else {
-        c.date = date->keep;
-        c.date_len = date->keep_len;
+        *len = date->close_len;
+        return date->close;
     }
+    if (req->minor == 0) {
+        *len = date->keep_alive_len;
+        return date->keep_alive;
+    }
+    *len = date->keep_len;
+    return date->keep;
+}
+
+static int respond(const sv_request *req, sf_reader *rd, const sv_site *site, const sv_date *date,
+                   sv_scratch *scratch, sv_plan *plan)
+{
+    ctx c = {.req = req,
+             .rd = rd,
+             .scratch = scratch,
+             .plan = plan,
+             .head = req->method == SV_M_HEAD,
+             .now = date->now,
+             .site = site};
+    scratch->used = 0;
+    plan_reset(plan, !req->keep_alive || req->body_len > SV_MAX_DRAIN);
+    c.date = date_line(req, date, plan->close, &c.date_len);
 
     if (req->method == SV_M_OTHER)
         return fail(&c, 405);
@@ -947,4 +966,16 @@ int sv_respond(const sv_request *req, sf_reader *rd, const sv_site *site, const 
         (hit = sv_pathcache_put(rd, req->path.ptr, req->path.len, &e)) != NULL)
         return serve(&c, &hit->e, 0, hit->body);
     return entry(&c, &e);
+}
+
+int sv_respond(const sv_request *req, sf_reader *rd, const sv_site *site, const sv_date *date,
+               sv_scratch *scratch, sv_plan *plan)
+{
+    int rc = respond(req, rd, site, date, scratch, plan);
+    if (plan->overflow) {
+        size_t len;
+        const char *line = date_line(req, date, plan->close, &len);
+        error_plan(plan, 500, line, len, req->method == SV_M_HEAD);
+    }
+    return rc;
 }
