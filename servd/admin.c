@@ -281,10 +281,12 @@ static void take(sv_admin *a, int fd)
     if (a->nconns > SV_ADMIN_MAX_CONNS) {
         /* Say why, in one non-blocking write from static memory, and close:
          * a flood must not get buffers or timers. */
-        static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; "
-                                   "charset=utf-8\r\nContent-Length: 38\r\nCache-Control: "
-                                   "no-store\r\nRetry-After: 1\r\nConnection: close\r\n\r\n"
-                                   "too many admin connections; try again\n";
+#define BUSY_BODY "too many admin connections; try again\n"
+        _Static_assert(sizeof BUSY_BODY - 1 == 38, "the Content-Length below");
+        static const char busy[] =
+            "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; "
+            "charset=utf-8\r\nContent-Length: 38\r\nCache-Control: "
+            "no-store\r\nRetry-After: 1\r\nConnection: close\r\n\r\n" BUSY_BODY;
         uv_buf_t b = uv_buf_init((char *)busy, sizeof busy - 1);
         uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
         sv__drop_arrived(fd, c->buf, sizeof c->buf); /* unused: nothing read yet */

@@ -141,8 +141,12 @@ static int open_log(const char *path)
     if (strcmp(path, "-") == 0) /* standard output, as it is (a pipe, the journal) */
         return fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
     int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0644);
-    if (fd >= 0)
-        fcntl(fd, F_SETFL, O_APPEND);
+    if (fd >= 0 && fcntl(fd, F_SETFL, O_APPEND) != 0) {
+        int e = errno; /* left non-blocking, a FIFO would drop lines (EAGAIN) */
+        close(fd);
+        errno = e;
+        return -1;
+    }
     return fd;
 }
 

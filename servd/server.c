@@ -491,9 +491,13 @@ int sv_server_run(const sv_config *cfg, sv_snapshot *snap)
             }
             srv->workers[i]->lfd[a] = fd;
             srv->workers[i]->nlisten = a + 1;
-            if (sv_addr_port(&addr) == 0) {
-                socklen_t len = addr.len;
-                getsockname(fd, (struct sockaddr *)&addr.ss, &len);
+            /* port 0: the other workers bind the port the first one got */
+            socklen_t len = addr.len;
+            if (sv_addr_port(&addr) == 0 &&
+                getsockname(fd, (struct sockaddr *)&addr.ss, &len) != 0) {
+                sv_say(SV_ERR, "%s: cannot read the port bound: %s", cfg->listen[a].text,
+                       strerror(errno));
+                goto out_free;
             }
         }
         char text[80];
