@@ -1,6 +1,6 @@
 /*
  * fuzz_mime - servd-pack's Content-Type decision on a site file's bytes
- * (packer/mime.c): the HTML prescan for <meta charset>, CSS @charset, the
+ * (packer/mime.c, charset.c): the HTML prescan for <meta charset>, CSS @charset, the
  * XML declaration, the UTF-8 check and, for a name without an extension,
  * libmagic and the plain-text fallback.
  *

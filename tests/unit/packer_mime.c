@@ -1,4 +1,5 @@
 /* MIME: the extension table, text/charset decisions, classes, libmagic fallback. */
+#include "charset.h"
 #include "mime.h"
 #include "runner.h"
 #include "sf/mime.h"
@@ -310,6 +311,54 @@ TEST(mime_decide_charset_by_type)
             t__fail(__FILE__, __LINE__, "%s: %s, want %s", declared[i].key, t, declared[i].want);
         free(t);
     }
+}
+
+/* Labels from across the Encoding Standard's table (charset.c looks them
+ * up by bsearch: one out of order would be missed), in any case and with
+ * whitespace around, as browsers read them. */
+TEST(charset_labels_across_the_table)
+{
+    static const struct {
+        const char *label;
+        int want;
+    } cases[] = {
+        {"866", PK_DECLARED_OTHER},
+        {"cp1253", PK_DECLARED_OTHER},
+        {"csibm866", PK_DECLARED_OTHER},
+        {"csisolatin5", PK_DECLARED_OTHER},
+        {"cyrillic", PK_DECLARED_OTHER},
+        {"greek", PK_DECLARED_OTHER},
+        {"iso-8859-10", PK_DECLARED_OTHER},
+        {"iso-8859-6-i", PK_DECLARED_OTHER},
+        {"iso-ir-138", PK_DECLARED_OTHER},
+        {"iso8859-2", PK_DECLARED_OTHER},
+        {"iso885914", PK_DECLARED_OTHER},
+        {"iso_8859-1:1987", PK_DECLARED_OTHER},
+        {"ks_c_5601-1987", PK_DECLARED_OTHER},
+        {"latin2", PK_DECLARED_OTHER},
+        {"SJIS", PK_DECLARED_OTHER},
+        {"utf-16be", PK_DECLARED_UTF8},
+        {" UTF-8\t", PK_DECLARED_UTF8},
+        {"unicode-1-1-utf-8", PK_DECLARED_UTF8},
+        {"windows-1257", PK_DECLARED_OTHER},
+        {"x-cp1257", PK_DECLARED_OTHER},
+        {"x-x-big5", PK_DECLARED_OTHER},
+        {"utf8x", PK_DECLARED_NONE},
+        {"latin-1", PK_DECLARED_NONE},
+        {"", PK_DECLARED_NONE},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char page[96];
+        snprintf(page, sizeof page, "<meta charset=\"%s\"><p>x</p>", cases[i].label);
+        int got = pk_declared_encoding("text/html", page, strlen(page));
+        if (got != cases[i].want)
+            t__fail(__FILE__, __LINE__, "label \"%s\": %d, want %d", cases[i].label, got,
+                    cases[i].want);
+    }
+    ASSERT_EQ(pk_declared_encoding("text/css", "@charset \"koi8-r\";", 18), PK_DECLARED_OTHER);
+    ASSERT_EQ(pk_declared_encoding("image/svg+xml", "<?xml version='1.0' encoding='Big5'?>", 37),
+              PK_DECLARED_OTHER);
+    ASSERT_EQ(pk_declared_encoding("text/plain", "<meta charset=koi8-r>", 21), PK_DECLARED_NONE);
 }
 
 TEST(mime_decide_libmagic_fallback)
