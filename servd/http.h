@@ -53,7 +53,7 @@
 #define SV_SCRATCH (SV_MAX_REQUEST_LINE + 4096)
 /* iovecs one plan may need, at most (multipart 206): its status block, the
  * representation block (3 pieces when a Last-Modified ahead of the clock is
- * replaced: respond.c, add_block), Date, 2 per range, the closing boundary;
+ * replaced: respond.c, sv__add_block), Date, 2 per range, the closing boundary;
  * and 2 to spare. */
 #define SV_PLAN_IOV (1 + 3 + 1 + 2 * SV_MAX_RANGES + 1 + 2)
 /* Empty lines (CRLF) skipped before a request line (RFC 9112 §2.2 asks to

@@ -45,16 +45,20 @@
  * Every response of a negotiable entry (200, 206, 304, 406, 412, 416, HEAD)
  * carries exactly one "Vary: Accept-Encoding": the pre-rendered blocks have
  * it, and the formatted ones add it. The 406, 412 and 416 of a file also
- * carry the Access-Control-* lines of its stored 200 block (add_cors), and
+ * carry the Access-Control-* lines of its stored 200 block (sv__add_cors), and
  * a 301 to a page (a directory's, or a raw UTF-8 path's) those of the page.
  *
  * Nothing is allocated per request (the path cache aside, once per reader:
  * sv_pathcache_put): the plan points into the pack map (header blocks,
  * bodies), the sv_date, the caller's scratch (formatted lines) or static
  * strings here. The only formatting per request is for 206, 416 and 301.
+ *
+ * The answers to ranges (206, multipart 206, 416) are ranges.c's, the
+ * 301s redirect.c's; respond_int.h is what the three share.
  */
 #include "http.h"
 #include "pathcache.h"
+#include "respond_int.h"
 #include "sf/mime.h"
 #include "sf/path.h"
 
@@ -65,7 +69,7 @@
 #include <strings.h>
 
 static const char allow_line[] = "Allow: GET, HEAD, OPTIONS\r\n";
-static const char vary_line[] = "Vary: Accept-Encoding\r\n";
+static const char vary_line[] = SV__VARY_LINE;
 /* On every 503 (a worker at --max-conns, a pack cut under servd): both
  * last a moment, and a client or proxy that retries may as well wait one
  * second (RFC 9110 §10.2.3). */
@@ -146,45 +150,13 @@ const char *sv_status_reason(int status)
 
 /* ---- plan building ---- */
 
-/* Appends p[0, n). SV_PLAN_IOV holds the longest plan (a multipart 206 of
- * SV_MAX_RANGES parts); a piece past it would leave a body shorter than
- * its Content-Length, so it marks the plan, which sv_respond then replaces
- * with a 500. */
-static void add(sv_plan *plan, const void *p, size_t n)
-{
-    if (n == 0)
-        return;
-    if (plan->iovcnt >= SV_PLAN_IOV) {
-        plan->overflow = 1;
-        return;
-    }
-    plan->iov[plan->iovcnt].iov_base = (void *)p;
-    plan->iov[plan->iovcnt].iov_len = n;
-    plan->iovcnt++;
-}
-
-/* The per-request context of sv_respond(). */
-typedef struct ctx {
-    const sv_request *req;
-    sf_reader *rd;
-    sv_scratch *scratch;
-    sv_plan *plan;
-    const char *date; /* the Date line (+ Connection) + blank line */
-    size_t date_len;
-    int head;      /* HEAD: no body */
-    int64_t now;   /* the time the Date line gives */
-    int64_t lm;    /* the entry's Last-Modified, never later than now */
-    int lm_future; /* the stored Last-Modified is later than now */
-    const sv_site *site;
-} ctx;
-
 /* Adds a stored header block. A stored Last-Modified later than now (the
  * pack was built on a machine whose clock runs ahead) is replaced by the
  * Date, as RFC 9110 §8.8.2.1 requires: the block goes out in two pieces
  * around the Date line's own date (only a date of its length is replaced:
  * the block is the pack's, and a line of another length is left alone).
  * Rare; otherwise one piece, as stored. */
-static void add_block(ctx *c, const char *p, size_t n)
+void sv__add_block(sv__resp *c, const char *p, size_t n)
 {
     static const char lm[] = "Last-Modified: ";
     const size_t ll = sizeof lm - 1;
@@ -195,13 +167,13 @@ static void add_block(ctx *c, const char *p, size_t n)
         if (l && (size_t)(p + n - l) >= ll + SF_HTTP_DATE_LEN + 2 &&
             memcmp(l + ll + SF_HTTP_DATE_LEN, "\r\n", 2) == 0) {
             const char *d = l + ll, *after = d + SF_HTTP_DATE_LEN;
-            add(c->plan, p, (size_t)(d - p));
-            add(c->plan, c->date + sizeof "Date: " - 1, SF_HTTP_DATE_LEN); /* (date.c) */
+            sv__add(c->plan, p, (size_t)(d - p));
+            sv__add(c->plan, c->date + sizeof "Date: " - 1, SF_HTTP_DATE_LEN); /* (date.c) */
             n -= (size_t)(after - p);
             p = after;
         }
     }
-    add(c->plan, p, n);
+    sv__add(c->plan, p, n);
 }
 
 static void plan_reset(sv_plan *plan, int close)
@@ -225,17 +197,17 @@ static const err_text *error_start(sv_plan *plan, int status, const char *extra,
         t = find_error(500);
     plan_reset(plan, plan->close);
     plan->status = t->status;
-    add(plan, t->head, t->head_len);
+    sv__add(plan, t->head, t->head_len);
     if (extra)
-        add(plan, extra, extra_len);
+        sv__add(plan, extra, extra_len);
     return t;
 }
 
 static void error_end(sv_plan *plan, const err_text *t, const char *date, size_t date_len, int head)
 {
-    add(plan, date, date_len);
+    sv__add(plan, date, date_len);
     if (!head) {
-        add(plan, t->body, t->body_len);
+        sv__add(plan, t->body, t->body_len);
         plan->body_bytes = t->body_len;
     }
 }
@@ -261,7 +233,7 @@ void sv_respond_error(int status, int close, const sv_date *date, sv_plan *plan)
     sv_respond_error_method(status, close, 0, date, plan);
 }
 
-static int fail(ctx *c, int status)
+int sv__fail(sv__resp *c, int status)
 {
     error_plan(c->plan, status, c->date, c->date_len, c->head);
     return 0;
@@ -287,7 +259,7 @@ static const char *cors_line(const char **p, const char *end, size_t *n)
  * piece, and rules lines are stored together, so nearly always one. keep:
  * iovecs the caller still needs after them. @return 0, or -1 when the lines
  * lie in more separate runs than the plan has room for (a crafted pack). */
-static int add_cors(ctx *c, sf_view h, int keep)
+int sv__add_cors(sv__resp *c, sf_view h, int keep)
 {
     sv_plan *plan = c->plan;
     struct iovec *run = NULL;
@@ -301,7 +273,7 @@ static int add_cors(ctx *c, sf_view h, int keep)
         } else {
             if (plan->iovcnt + keep >= SV_PLAN_IOV)
                 return -1;
-            add(plan, l, n);
+            sv__add(plan, l, n);
             run = &plan->iov[plan->iovcnt - 1];
         }
     }
@@ -320,20 +292,18 @@ static int has_cors(sf_view h)
  * the Access-Control-* lines of h, the selected variant's 200 block. A
  * browser checks CORS on every status: without them a cross-origin script
  * that sent If-Match would see a network error rather than the 412. */
-static int fail_file(ctx *c, int status, int vary, sf_view h)
+static int fail_file(sv__resp *c, int status, int vary, sf_view h)
 {
     const err_text *t = error_start(c->plan, status, vary ? vary_line : NULL, sizeof vary_line - 1);
-    if (add_cors(c, h, 2) != 0) {
-        return fail(c, 500);
-    }
+    if (sv__add_cors(c, h, 2) != 0)
+        return sv__fail(c, 500);
     error_end(c->plan, t, c->date, c->date_len, c->head);
     return 0;
 }
 
 /* Appends formatted text to the scratch buffer. @return its start, or
  * NULL when it does not fit (nothing is appended then). */
-__attribute__((format(printf, 3, 4))) static char *sfmt(sv_scratch *s, size_t *len, const char *fmt,
-                                                        ...)
+char *sv__sfmt(sv_scratch *s, size_t *len, const char *fmt, ...)
 {
     size_t room = sizeof s->buf - s->used;
     va_list ap;
@@ -377,249 +347,19 @@ static int negotiate(const sv_request *req, const sf_entry *e)
     return sv_negotiate_list(e, vals, n);
 }
 
-/* ---- redirects ---- */
-
-/* Appends the query q (from '?' on, or empty) to s, percent-encoding what
- * a URI cannot hold (RFC 3986 §2; a Location is a URI-reference, RFC 9110
- * §10.2.2): bytes above 0x7E, which only a raw UTF-8 target has
- * (redirect_encoded), the ASCII the parser lets through into a target
- * (" < > \ ^ ` { | }, and [ ] outside a host, RFC 3986 §3.4), and a '%'
- * that starts no escape. SP, CTLs and '#' never reach here.
- * @return 0, or -1 when it does not fit (s unchanged then). */
-static int add_query(sv_scratch *s, sf_view q)
-{
-    static const char hex[] = "0123456789ABCDEF";
-    size_t used = s->used;
-    for (size_t i = 0; i < q.len; i++) {
-        unsigned char b = (unsigned char)q.ptr[i];
-        if (sizeof s->buf - used < 3)
-            return -1;
-        int bad_pct = b == '%' && (i + 2 >= q.len || !isxdigit((unsigned char)q.ptr[i + 1]) ||
-                                   !isxdigit((unsigned char)q.ptr[i + 2]));
-        if (b > 0x7e || memchr("\"<>\\^`{|}[]", b, 11) || bad_pct) {
-            s->buf[used++] = '%';
-            s->buf[used++] = hex[b >> 4];
-            s->buf[used++] = hex[b & 15];
-        } else {
-            s->buf[used++] = (char)b;
-        }
-    }
-    s->used = used;
-    return 0;
-}
-
-/* 301 to a normalised key (+ "/" when add_slash) followed by the raw query.
- * The Location is built from the key (sf_path_to_url) rather than from
- * the raw target: the raw "//evil.example" normalises to the key
- * "/evil.example" and must not become a protocol-relative redirect. A key
- * never starts with "//", so neither does the Location. A Location that
- * does not fit in the scratch buffer -> 414.
- *
- * Browsers keep a 301 without Cache-Control for as long as they like
- * (Chromium: until the cache evicts it), so a deploy that turns /docs
- * from a directory into a file would never reach them. The redirect is
- * cached like the page it leads to: it carries page's Cache-Control, or
- * no-cache when there is no page (a redirect entry). It also carries the
- * page's Access-Control-* lines: a browser checks CORS on each response of
- * a redirect chain, so without them a cross-origin fetch of "/docs" would
- * fail where one of "/docs/" succeeds. */
-static int redirect(ctx *c, const char *key, size_t klen, int add_slash, const sf_entry *page)
-{
-    static const char cc[] = "\r\nCache-Control: ";
-    sf_view policy = {"no-cache", 8};
-    if (page && page->nvariants > 0) {
-        const sf_view rep = page->variants[0].rep;
-        const char *l = memmem(rep.ptr, rep.len, cc, sizeof cc - 1);
-        if (l) {
-            const char *v = l + sizeof cc - 1, *end = rep.ptr + rep.len;
-            const char *e = memchr(v, '\r', (size_t)(end - v));
-            if (e)
-                policy = (sf_view){v, (size_t)(e - v)};
-        }
-    }
-    sv_scratch *s = c->scratch;
-    size_t start = s->used, n;
-    if (!sfmt(s, &n, "HTTP/1.1 301 Moved Permanently\r\nLocation: "))
-        return fail(c, 414);
-    size_t room = sizeof s->buf - s->used;
-    size_t url = sf_path_to_url(key, klen, s->buf + s->used, room);
-    if (url > room)
-        goto out_too_long;
-    s->used += url;
-    if ((add_slash && !sfmt(s, &n, "/")) || add_query(s, c->req->query) != 0 ||
-        !sfmt(s, &n, "\r\nCache-Control: "))
-        goto out_too_long;
-    /* the policy goes out from where it lies (the map, or a literal), so a
-     * long one costs no scratch room */
-    static const char tail[] = "\r\nContent-Length: 0\r\n";
-    c->plan->status = 301;
-    add(c->plan, s->buf + start, s->used - start);
-    add(c->plan, policy.ptr, policy.len);
-    add(c->plan, tail, 2); /* the policy's CRLF */
-    if (page && page->nvariants > 0 && add_cors(c, page->variants[0].h200, 2) != 0) {
-        return fail(c, 500);
-    }
-    add(c->plan, tail + 2, sizeof tail - 3);
-    add(c->plan, c->date, c->date_len);
-    return 0;
-
-out_too_long:
-    s->used = start;
-    return fail(c, 414);
-}
-
 /* ---- files ---- */
 
-static int send_304(ctx *c, const sf_variant *v)
+static int send_304(sv__resp *c, const sf_variant *v)
 {
     c->plan->status = 304;
-    add_block(c, v->h304.ptr, v->h304.len);
-    add(c->plan, c->date, c->date_len);
+    sv__add_block(c, v->h304.ptr, v->h304.len);
+    sv__add(c->plan, c->date, c->date_len);
     return 0;
-}
-
-static int send_416(ctx *c, const sf_variant *v, int vary)
-{
-    size_t n;
-    char *h = sfmt(c->scratch, &n,
-                   "HTTP/1.1 416 Range Not Satisfiable\r\nContent-Range: bytes */%llu\r\n"
-                   "Content-Length: 0\r\n%s",
-                   (unsigned long long)v->body_len, vary ? vary_line : "");
-    if (!h)
-        return fail(c, 500);
-    c->plan->status = 416;
-    add(c->plan, h, n);
-    if (add_cors(c, v->h200, 1) != 0) {
-        return fail(c, 500);
-    }
-    add(c->plan, c->date, c->date_len);
-    return 0;
-}
-
-/* One range: 206 with Content-Range, the representation headers, a slice. */
-static int send_206(ctx *c, const sf_variant *v, sf_view body, const sv_range *r)
-{
-    uint64_t n = r->last - r->first + 1;
-    size_t hl;
-    char *h = sfmt(c->scratch, &hl,
-                   "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes %llu-%llu/%llu\r\n"
-                   "Content-Length: %llu\r\n",
-                   (unsigned long long)r->first, (unsigned long long)r->last,
-                   (unsigned long long)v->body_len, (unsigned long long)n);
-    if (!h)
-        return fail(c, 500);
-    c->plan->status = 206;
-    c->plan->encoding = v->encoding;
-    add(c->plan, h, hl);
-    add_block(c, v->rep.ptr, v->rep.len);
-    add(c->plan, c->date, c->date_len);
-    add(c->plan, body.ptr + r->first, (size_t)n);
-    c->plan->body_bytes = n;
-    return 0;
-}
-
-/* The boundary of a multipart/byteranges body (RFC 9110 §14.6): "servd-"
- * and the opaque part of the variant's ETag. The delimiter must not occur
- * in any part (RFC 2046 §5.1.1); a fixed string could be put in a file on
- * purpose, but the ETag is a hash of the very bytes the parts are cut from,
- * so a body that held it would hold its own hash. The ETag's characters
- * (base64url) are all bchars. @return its length, or 0 when the ETag is not
- * of that form (the caller then sends 200). */
-enum {
-    BOUNDARY_TAG_MIN = 16, /* opaque ETag characters: at least 96 bits of hash */
-    BOUNDARY_TAG_MAX = 48, /* "servd-" + 48 < 70, RFC 2046's limit */
-    BOUNDARY_MAX = 6 + BOUNDARY_TAG_MAX,
-};
-
-static size_t boundary(const sf_variant *v, char out[BOUNDARY_MAX])
-{
-    const sf_view t = v->etag;
-    if (t.len < 2 + BOUNDARY_TAG_MIN || t.len > 2 + BOUNDARY_TAG_MAX || t.ptr[0] != '"' ||
-        t.ptr[t.len - 1] != '"')
-        return 0;
-    memcpy(out, "servd-", 6);
-    for (size_t i = 1; i + 1 < t.len; i++) {
-        char ch = t.ptr[i];
-        if (!((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-              ch == '-' || ch == '_'))
-            return 0;
-        out[6 + i - 1] = ch;
-    }
-    return 6 + t.len - 2;
-}
-
-/* Several ranges: 206 multipart/byteranges (RFC 9110 §14.6). The top-level
- * Content-Type replaces the representation's first line (its Content-Type);
- * the rest of rep (ETag, ..., Vary) stays. Each part names the
- * representation's media type and its range. Identity variants only: the
- * header block of an encoded one says Content-Encoding, which would then
- * apply to the multipart envelope and no client could decode it (RFC 9110
- * §8.4). @return 1 when the ranges cannot be sent this way (the caller
- * sends 200 instead, which §14.2 allows for any Range). */
-static int send_multipart(ctx *c, const sf_entry *e, const sf_variant *v, sf_view body,
-                          const sv_range *r, int nr)
-{
-    sv_scratch *s = c->scratch;
-    size_t mark = s->used;
-    const char *eol = v->rep.len ? memchr(v->rep.ptr, '\n', v->rep.len) : NULL;
-    /* (a type longer than the scratch buffer cannot fit a part header, and
-     * a crafted one past INT_MAX would make the %.*s precision negative) */
-    if (v->encoding != SF_ENC_IDENTITY || !eol || v->rep.len < 13 ||
-        !sv_ieq(v->rep.ptr, 13, "content-type:") || e->mime.len > SV_SCRATCH)
-        return 1;
-    size_t skip = (size_t)(eol - v->rep.ptr) + 1;
-    char b[BOUNDARY_MAX];
-    int bl = (int)boundary(v, b);
-    if (bl == 0)
-        return 1;
-    size_t endl;
-    const char *end = sfmt(s, &endl, "\r\n--%.*s--\r\n", bl, b);
-    if (!end)
-        goto out_no_room;
-
-    struct {
-        const char *p;
-        size_t n;
-    } part[SV_MAX_RANGES];
-    uint64_t total = endl;
-    for (int i = 0; i < nr; i++) {
-        part[i].p = sfmt(s, &part[i].n,
-                         "\r\n--%.*s\r\nContent-Type: %.*s\r\n"
-                         "Content-Range: bytes %llu-%llu/%llu\r\n\r\n",
-                         bl, b, (int)e->mime.len, e->mime.ptr, (unsigned long long)r[i].first,
-                         (unsigned long long)r[i].last, (unsigned long long)v->body_len);
-        if (!part[i].p)
-            goto out_no_room;
-        total += part[i].n + (r[i].last - r[i].first + 1);
-    }
-    size_t hl;
-    char *h = sfmt(s, &hl,
-                   "HTTP/1.1 206 Partial Content\r\nContent-Length: %llu\r\n"
-                   "Content-Type: multipart/byteranges; boundary=%.*s\r\n",
-                   (unsigned long long)total, bl, b);
-    if (!h)
-        goto out_no_room;
-    c->plan->status = 206;
-    c->plan->encoding = v->encoding;
-    add(c->plan, h, hl);
-    add_block(c, v->rep.ptr + skip, v->rep.len - skip);
-    add(c->plan, c->date, c->date_len);
-    for (int i = 0; i < nr; i++) {
-        add(c->plan, part[i].p, part[i].n);
-        add(c->plan, body.ptr + r[i].first, (size_t)(r[i].last - r[i].first + 1));
-    }
-    add(c->plan, end, endl);
-    c->plan->body_bytes = total;
-    return 0;
-
-out_no_room:
-    s->used = mark;
-    return 1;
 }
 
 /* Conditionals (RFC 9110 §13.2.2 steps 1-4), dates compared with c->lm.
  * @return 1 when a response (304 or 412) was planned, 0 to go on. */
-static int preconditions(ctx *c, const sf_variant *v, int vary)
+static int preconditions(sv__resp *c, const sf_variant *v, int vary)
 {
     const sv_request *req = c->req;
     int64_t t;
@@ -658,7 +398,7 @@ static int preconditions(ctx *c, const sf_variant *v, int vary)
  * gives two versions of a file one date) or a normalised one. Any other is
  * taken as strong, as by every server: a file rewritten under its old
  * mtime (touch -d) is told apart by its ETag, by no date. */
-static int64_t if_range_date(const ctx *c, const sf_entry *e, const sf_variant *v)
+static int64_t if_range_date(const sv__resp *c, const sf_entry *e, const sf_variant *v)
 {
     return v->encoding == SF_ENC_IDENTITY && c->lm < c->now && !(e->flags & SF_ENTRY_DATE_WEAK)
                ? c->lm
@@ -668,7 +408,7 @@ static int64_t if_range_date(const ctx *c, const sf_entry *e, const sf_variant *
 /* Serves a file entry: status 200, or 404 for the site's 404 page.
  * bodies: the variants' bodies when the caller has them (the path cache),
  * else NULL and the selected one is looked up. */
-static int serve(ctx *c, const sf_entry *e, int is404, const sf_view *bodies)
+static int serve(sv__resp *c, const sf_entry *e, int is404, const sf_view *bodies)
 {
     const sv_request *req = c->req;
     int vary = (e->flags & SF_ENTRY_NEGOTIABLE) != 0;
@@ -691,7 +431,7 @@ static int serve(ctx *c, const sf_entry *e, int is404, const sf_view *bodies)
     if (bodies)
         body = bodies[idx];
     else if (!c->head && sf_body(c->rd, v, &body) != 0)
-        return fail(c, 500);
+        return sv__fail(c, 500);
 
     if (!is404 && req->method == SV_M_GET && req->n_range == 1 &&
         (req->n_if_range == 0 ||
@@ -703,54 +443,46 @@ static int serve(ctx *c, const sf_entry *e, int is404, const sf_view *bodies)
          * a file it saved decoded (curl --compressed -C -) holds more
          * bytes than the encoding has, and takes a 416 for "complete". */
         if (nr == -416 && v->encoding == SF_ENC_IDENTITY)
-            return send_416(c, v, vary);
+            return sv__send_416(c, v, vary);
         if (nr == 1)
-            return send_206(c, v, body, &r[0]);
-        if (nr > 1 && send_multipart(c, e, v, body, r, nr) == 0)
+            return sv__send_206(c, v, body, &r[0]);
+        if (nr > 1 && sv__send_multipart(c, e, v, body, r, nr) == 0)
             return 0;
     }
 
     c->plan->status = is404 ? 404 : 200;
     c->plan->encoding = v->encoding;
-    add_block(c, v->h200.ptr, v->h200.len);
-    add(c->plan, c->date, c->date_len);
+    sv__add_block(c, v->h200.ptr, v->h200.len);
+    sv__add(c->plan, c->date, c->date_len);
     if (!c->head) {
-        add(c->plan, body.ptr, body.len);
+        sv__add(c->plan, body.ptr, body.len);
         c->plan->body_bytes = body.len;
     }
     return 0;
 }
 
-static int not_found(ctx *c)
+static int not_found(sv__resp *c)
 {
     sf_entry e;
     if (sf_lookup_special(c->rd, "status:404", &e) == 0 && e.kind == SF_KIND_FILE)
         return serve(c, &e, 1, NULL);
-    return fail(c, 404);
+    return sv__fail(c, 404);
 }
 
-/* A redirect entry stored in the pack: its target must be a key. */
-static int stored_redirect(ctx *c, const sf_entry *e)
-{
-    if (sf_path_check(e->target.ptr, e->target.len) != 0)
-        return fail(c, 500);
-    return redirect(c, e->target.ptr, e->target.len, 0, NULL);
-}
-
-static int entry(ctx *c, const sf_entry *e)
+static int entry(sv__resp *c, const sf_entry *e)
 {
     if (e->kind == SF_KIND_FILE)
         return serve(c, e, 0, NULL);
     if (e->kind == SF_KIND_REDIRECT)
-        return stored_redirect(c, e);
-    return fail(c, 500);
+        return sv__stored_redirect(c, e);
+    return sv__fail(c, 500);
 }
 
 /* What resolve() found. */
 enum resolved {
     R_DONE,    /* the plan is set: 400, 500 */
     R_DIR,     /* a directory named without its '/': e is its index, the
-                  caller redirects (redirect(c, key, klen, 1, &e)) */
+                  caller redirects (sv__redirect(c, key, klen, 1, &e)) */
     R_FOUND,   /* the entry of the path, or of its directory index */
     R_SPA,     /* the SPA fallback's /index.html */
     R_MISSING, /* nothing: the caller answers 404 */
@@ -762,7 +494,7 @@ enum resolved {
 /* The entry the request's path names (steps 2 and 3 of the head comment);
  * key (KEY_ROOM bytes) gets the normalised path, *klen its length (0 when
  * it is longer than any path can be). */
-static enum resolved resolve(ctx *c, sf_entry *e, char *key, size_t *klenp)
+static enum resolved resolve(sv__resp *c, sf_entry *e, char *key, size_t *klenp)
 {
     const sv_request *req = c->req;
     size_t klen = 0;
@@ -772,7 +504,7 @@ static enum resolved resolve(ctx *c, sf_entry *e, char *key, size_t *klenp)
         return R_MISSING;
     *klenp = klen;
     if (rc != 0) {
-        fail(c, 400);
+        sv__fail(c, 400);
         return R_DONE;
     }
     if (key[klen - 1] == '/') {
@@ -786,7 +518,7 @@ static enum resolved resolve(ctx *c, sf_entry *e, char *key, size_t *klenp)
             if (rc2 == 0)
                 return R_DIR;
             if (rc2 != SF_ENOTFOUND) {
-                fail(c, 500);
+                sv__fail(c, 500);
                 return R_DONE;
             }
         }
@@ -794,7 +526,7 @@ static enum resolved resolve(ctx *c, sf_entry *e, char *key, size_t *klenp)
     if (rc == 0)
         return R_FOUND;
     if (rc != SF_ENOTFOUND) {
-        fail(c, 500);
+        sv__fail(c, 500);
         return R_DONE;
     }
     if (c->site && c->site->spa) {
@@ -808,7 +540,7 @@ static enum resolved resolve(ctx *c, sf_entry *e, char *key, size_t *klenp)
             if (rc == 0)
                 return R_SPA;
             if (rc != SF_ENOTFOUND) {
-                fail(c, 500);
+                sv__fail(c, 500);
                 return R_DONE;
             }
         }
@@ -826,7 +558,7 @@ static enum resolved resolve(ctx *c, sf_entry *e, char *key, size_t *klenp)
  * a protocol-relative URL that leads to another host. A path that is not
  * UTF-8 (or that normalisation refuses) gets the 400, one longer than any
  * key the 404, as in sv_respond. */
-static int redirect_encoded(ctx *c)
+static int redirect_encoded(sv__resp *c)
 {
     char key[KEY_ROOM];
     size_t klen;
@@ -835,18 +567,18 @@ static int redirect_encoded(ctx *c)
     case R_DONE:
         return 0;
     case R_DIR:
-        return redirect(c, key, klen, 1, &e);
+        return sv__redirect(c, key, klen, 1, &e);
     case R_FOUND:
         if (e.kind == SF_KIND_REDIRECT)
-            return stored_redirect(c, &e);
-        return redirect(c, key, klen, 0, &e);
+            return sv__stored_redirect(c, &e);
+        return sv__redirect(c, key, klen, 0, &e);
     case R_SPA:
     case R_MISSING:
         break;
     }
     if (klen == 0 || klen > SF_KEY_MAX)
         return not_found(c); /* longer than any key: it names nothing */
-    return redirect(c, key, klen, 0, NULL);
+    return sv__redirect(c, key, klen, 0, NULL);
 }
 
 /* OPTIONS (RFC 9110 §9.3.7): 200 with Allow and Content-Length: 0. For a
@@ -861,7 +593,7 @@ static int redirect_encoded(ctx *c)
  * with the lines of the site's 404 page when it has any (the GET gets that
  * page, with them): else a cross-origin script that sends a custom header
  * saw a network error where it would see the 301's page or the 404. */
-static int options(ctx *c)
+static int options(sv__resp *c)
 {
     static const char head[] = "HTTP/1.1 200 OK\r\n";
     static const char tail[] = "Content-Length: 0\r\n";
@@ -876,7 +608,7 @@ static int options(ctx *c)
         case R_MISSING:
             if (sf_lookup_special(c->rd, "status:404", &e) != 0 || e.kind != SF_KIND_FILE ||
                 e.nvariants == 0 || !has_cors(e.variants[0].h200))
-                return fail(c, 404);
+                return sv__fail(c, 404);
             break;
         case R_DIR:
         case R_FOUND:
@@ -884,19 +616,18 @@ static int options(ctx *c)
             break;
         }
         if (e.kind == SF_KIND_REDIRECT)
-            return stored_redirect(c, &e);
+            return sv__stored_redirect(c, &e);
         if (e.kind != SF_KIND_FILE || e.nvariants == 0)
-            return fail(c, 500);
+            return sv__fail(c, 500);
         h = e.variants[0].h200;
     }
     c->plan->status = 200;
-    add(c->plan, head, sizeof head - 1);
-    add(c->plan, allow_line, sizeof allow_line - 1);
-    if (add_cors(c, h, 2) != 0) {
-        return fail(c, 500);
-    }
-    add(c->plan, tail, sizeof tail - 1);
-    add(c->plan, c->date, c->date_len);
+    sv__add(c->plan, head, sizeof head - 1);
+    sv__add(c->plan, allow_line, sizeof allow_line - 1);
+    if (sv__add_cors(c, h, 2) != 0)
+        return sv__fail(c, 500);
+    sv__add(c->plan, tail, sizeof tail - 1);
+    sv__add(c->plan, c->date, c->date_len);
     return 0;
 }
 
@@ -919,23 +650,23 @@ static const char *date_line(const sv_request *req, const sv_date *date, int clo
 static int respond(const sv_request *req, sf_reader *rd, const sv_site *site, const sv_date *date,
                    sv_scratch *scratch, sv_plan *plan)
 {
-    ctx c = {.req = req,
-             .rd = rd,
-             .scratch = scratch,
-             .plan = plan,
-             .head = req->method == SV_M_HEAD,
-             .now = date->now,
-             .site = site};
+    sv__resp c = {.req = req,
+                  .rd = rd,
+                  .scratch = scratch,
+                  .plan = plan,
+                  .head = req->method == SV_M_HEAD,
+                  .now = date->now,
+                  .site = site};
     scratch->used = 0;
     plan_reset(plan, !req->keep_alive || req->body_len > SV_MAX_DRAIN);
     c.date = date_line(req, date, plan->close, &c.date_len);
 
     if (req->method == SV_M_OTHER)
-        return fail(&c, 405);
+        return sv__fail(&c, 405);
     if (!sv_method_served(req->method))
-        return fail(&c, 501);
+        return sv__fail(&c, 501);
     if (req->target_https)
-        return fail(&c, 421);
+        return sv__fail(&c, 421);
     if (req->target_8bit)
         return redirect_encoded(&c);
     if (req->method == SV_M_OPTIONS)
@@ -953,7 +684,7 @@ static int respond(const sv_request *req, sf_reader *rd, const sv_site *site, co
     case R_DONE:
         return 0;
     case R_DIR:
-        return redirect(&c, key, klen, 1, &e);
+        return sv__redirect(&c, key, klen, 1, &e);
     case R_MISSING:
         return not_found(&c);
     case R_SPA:
