@@ -170,7 +170,49 @@ def main():
         for schema in ("rules.schema.json", "manifest.schema.json"):
             with open(os.path.join(T.SOURCE_DIR, "manifests", schema), encoding="utf-8") as f:
                 T.check("$schema" in json.load(f), "%s is a JSON schema" % schema)
+        schema_agrees_with_packer(work, root)
     T.finish("test_pack_rules")
+
+
+def schema_agrees_with_packer(work, root):
+    """An editor or a CI step that checks a rules file against rules.schema.json must not
+    pass what servd-pack then refuses: for Cache-Control values and header names, the
+    schema's patterns (ECMA-262 regexes; these use nothing Python's re reads otherwise)
+    give servd-pack's verdict."""
+    with open(os.path.join(T.SOURCE_DIR, "manifests", "rules.schema.json"), encoding="utf-8") as f:
+        schema = json.load(f)
+    props = schema["properties"]
+    cc = props["cache_control"]["items"]["properties"]["value"]
+    name = props["headers"]["items"]["properties"]["name"]
+
+    def cc_ok(v):
+        return bool(re.search(cc["pattern"], v)) and not any(
+            re.search(a["pattern"], v) for a in cc["not"]["anyOf"])
+
+    def name_ok(n):
+        return bool(re.search(name["pattern"], n)) and not re.search(name["not"]["pattern"], n)
+
+    out = os.path.join(work, "schema-agrees.lmdb")
+    rules = os.path.join(work, "schema-agrees.json")
+    values = ["public, max-age=3600", "max-age=abc", "max-age", "MAX-AGE=60", "s-maxage=",
+              "public=1", "Immutable=yes", "no-cache=\"Set-Cookie, X-A\"", "private, max-age=0",
+              ",", "public,,max-age=1", "max-age = 1", "stale-while-revalidate=30, public",
+              "no-store, no-cache", "x-ext=\"a\\\"b\"", "public max-age=1", "max-age=1;"]
+    for v in values:
+        with open(rules, "w") as f:
+            json.dump({"cache_control": [{"match": "**", "value": v}]}, f)
+        p = T.run(["build", root, "-o", out, "--rules", rules, "-q"])
+        T.eq(cc_ok(v), p.returncode == 0, "Cache-Control %r: the schema says %s, servd-pack %s (%s)"
+             % (v, cc_ok(v), p.returncode, p.stderr.decode().strip()))
+    names = ["X-Robots-Tag", "content-type", "CACHE-CONTROL", "Vary", "Age", "age-x",
+             "Content-Digest", "repr-digest", "Link", "TE", "Te-X", "ETag", "etag",
+             "Content-Security-Policy", "Last-Modified"]
+    for n in names:
+        with open(rules, "w") as f:
+            json.dump({"headers": [{"match": "**", "name": n, "value": "v"}]}, f)
+        p = T.run(["build", root, "-o", out, "--rules", rules, "-q"])
+        T.eq(name_ok(n), p.returncode == 0, "header %r: the schema says %s, servd-pack %s (%s)"
+             % (n, name_ok(n), p.returncode, p.stderr.decode().strip()))
 
 
 if __name__ == "__main__":
