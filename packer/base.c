@@ -60,7 +60,7 @@ static int index_path(void *arg, sf_view path, const sf_entry *e)
     mime[ml] = '\0';
     be->cls = pk_mime_class(mime);
     /* compressed variants of a type never compressed: a file of an encoded
-     * rule, whose class build.c raises the same way */
+     * rule, whose class read.c raises the same way */
     if (be->cls == PK_CLASS_NONE && e->nvariants > 1)
         be->cls = PK_CLASS_BINARY;
     for (unsigned i = 1; i < e->nvariants; i++) {

@@ -1,7 +1,8 @@
 /*
  * build_int.h - what the files of servd-pack build share (build.c runs the
- * phases, write.c writes the pack and puts it in place, outputs.c checks
- * where -o and --manifest lead). Not used outside them.
+ * phases, read.c reads the web root, jobs.c runs the reads and the
+ * compression on the pool, write.c writes the pack and puts it in place,
+ * outputs.c checks where -o and --manifest lead). Not used outside them.
  */
 #ifndef PK_BUILD_INT_H
 #define PK_BUILD_INT_H
@@ -52,7 +53,17 @@ typedef struct build {
     char lock_name[PATH_MAX];
 } build;
 
-/* ---- build.c ---- */
+/* ---- read.c ---- */
+
+/* Reads and hashes a file the walk found and decides its type, with the
+ * thread's libmagic handle (*magic, opened on first use): the job of the
+ * reading phase (jobs.c). @return 0, or -1 with err naming the file. */
+int pk__read_file(build *b, pk_file *f, pk_magic **magic, char *err, size_t errlen);
+
+/* Drops the identity bytes of f once only the write needs them (which then
+ * reads the file again, pk__reread); not those of a file stored as what it
+ * contains. */
+void pk__drop_identity(pk_file *f);
 
 /* Whether every file is still what was read (a file written, replaced or
  * removed since would make the pack a mix of two states of the tree).
@@ -64,6 +75,16 @@ int pk__tree_unchanged(const pk_site *s, char *err, size_t errlen);
  * still be the file that was read, the same size, times and SHA-256 (else
  * "changed while the site was being packed"). @return 0, or -1 with err. */
 int pk__reread(const pk_file *f, const char *root, uint8_t **out, char *err, size_t errlen);
+
+/* ---- jobs.c ---- */
+
+/* Queues the compression (or reuse from --base) of every file worth it in
+ * b->jobs, counting the reused in *reused. @return 0, or -1 with b->err. */
+int pk__plan_compression(build *b, uint64_t *reused);
+
+/* Runs b->jobs (reads or compressions, phase names them on the progress
+ * line) on the pool, heaviest first. @return 0, or -1 with b->err. */
+int pk__run_jobs(build *b, const char *phase);
 
 /* ---- write.c ---- */
 

@@ -68,7 +68,7 @@ void pk_rules_warn_unused(const pk_rules *r);
 /* 1 if an encoded rule matches the key: the file is X.gz, X.br or X.zst as
  * a build tool shipped it (a Unity WebGL build's game.wasm.br,
  * fetched by that name and expected with Content-Encoding), and is stored
- * as the X it contains, under its own key (build.c). */
+ * as the X it contains, under its own key (read.c). */
 int pk_rules_encoded(const pk_rules *r, const char *key, size_t len);
 /* Warns (stderr) about each encoded glob that matched no file of the reads
  * just done: a game in a subdirectory that a glob anchored at the root

@@ -49,7 +49,7 @@ typedef struct pk_file {
     pk_variant var[SF_ENC_COUNT]; /* indexed by sf_encoding; var[0] = identity */
 
     /* What the file was when it was read: it must not move until the pack
-     * is committed (build.c, pk__tree_unchanged). */
+     * is committed (read.c, pk__tree_unchanged). */
     uint64_t read_size;
     struct timespec read_mtim, read_ctim;
 } pk_file;
