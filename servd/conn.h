@@ -81,6 +81,19 @@ void sv__conn_log_header_timeout(sv_conn *c);
  * a RST from a close with unread input would destroy. */
 void sv__conn_close_when_written(sv_conn *c);
 
+/* Shuts c's write side down once its write queue is empty (libuv waits);
+ * closes c when the shutdown cannot be issued. */
+void sv__conn_start_shutdown(sv_conn *c);
+
+/* Continues a paused connection: answers what it holds, then reads again
+ * (conn_write.c calls it when the queue drained). */
+void sv__conn_resume(sv_conn *c);
+
+/* conn_write.c: writes the worker's batch for c, directly if the socket
+ * takes it, else queued (the queued write pins the snapshot until its
+ * callback); then, on a closing connection, shuts the write side down. */
+void sv__conn_flush(sv_conn *c);
+
 /* sweep.c: response bytes the kernel holds for c, not yet acknowledged. */
 size_t sv__conn_kernel_unacked(sv_conn *c);
 

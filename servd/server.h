@@ -227,7 +227,7 @@ typedef struct sv_worker {
 
     /* The batch: iovecs of the responses being gathered for one writev.
      * Everything a batch points to inside this struct (date, scratch) is
-     * copied before a write is queued (conn.c: queue_rest). */
+     * copied before a write is queued (conn_write.c: queue_rest). */
     unsigned niov;
     unsigned nscratch;
     size_t batch_bytes;
