@@ -109,54 +109,51 @@ static uint64_t job_weight(const build *b, const job *jb)
  * runs). */
 #define JOB_BLOCK_BYTES (8u << 20)
 
-/* qsort has no context argument */
-static const uint64_t *sort_weights;
-static const size_t *sort_block; /* per job: its file's block */
+/* A file or job in sort order. qsort has no context argument, so each
+ * element carries its keys. */
+typedef struct sort_key {
+    size_t block;    /* lower blocks first */
+    uint64_t weight; /* then the heavier first */
+    size_t idx;      /* then in index order, the same on every platform */
+} sort_key;
 
-static int cmp_weight_desc(const void *a, const void *c)
+static int cmp_key(const void *a, const void *c)
 {
-    size_t x = *(const size_t *)a, y = *(const size_t *)c;
-    if (sort_block[x] != sort_block[y])
-        return sort_block[x] > sort_block[y] ? 1 : -1;
-    if (sort_weights[x] != sort_weights[y])
-        return sort_weights[x] < sort_weights[y] ? 1 : -1;
-    return (x > y) - (x < y);
+    const sort_key *x = a, *y = c;
+    if (x->block != y->block)
+        return x->block > y->block ? 1 : -1;
+    if (x->weight != y->weight)
+        return x->weight < y->weight ? 1 : -1;
+    return (x->idx > y->idx) - (x->idx < y->idx);
 }
 
-static const pk_file *sort_files;
-
-static int cmp_size_desc(const void *a, const void *c)
+/* order[0, njobs): the jobs by the block of their file (the files largest
+ * first, JOB_BLOCK_BYTES of input to a block), and within a block by
+ * their weight w, heaviest first. @return 0, or -1 out of memory. */
+static int job_order(const build *b, const uint64_t *w, size_t *order)
 {
-    size_t x = *(const size_t *)a, y = *(const size_t *)c;
-    if (sort_files[x].size != sort_files[y].size)
-        return sort_files[x].size < sort_files[y].size ? 1 : -1;
-    return (x > y) - (x < y);
-}
-
-/* block[job]: the block of the job's file (JOB_BLOCK_BYTES). @return 0, or
- * -1 out of memory. */
-static int job_blocks(const build *b, size_t *block)
-{
-    size_t n = b->site.n;
-    size_t *files = malloc((n ? n : 1) * sizeof *files),
-           *fblock = malloc((n ? n : 1) * sizeof *fblock);
-    if (!files || !fblock) {
-        free(files);
+    size_t n = b->site.n, most = n > b->njobs ? n : b->njobs;
+    sort_key *k = malloc((most ? most : 1) * sizeof *k);
+    size_t *fblock = malloc((n ? n : 1) * sizeof *fblock);
+    if (!k || !fblock) {
+        free(k);
         free(fblock);
         return -1;
     }
     for (size_t i = 0; i < n; i++)
-        files[i] = i;
-    sort_files = b->site.files;
-    qsort(files, n, sizeof *files, cmp_size_desc);
+        k[i] = (sort_key){0, b->site.files[i].size, i};
+    qsort(k, n, sizeof *k, cmp_key);
     uint64_t sum = 0;
     for (size_t i = 0; i < n; i++) {
-        fblock[files[i]] = (size_t)(sum / JOB_BLOCK_BYTES);
-        sum += b->site.files[files[i]].size;
+        fblock[k[i].idx] = (size_t)(sum / JOB_BLOCK_BYTES);
+        sum += b->site.files[k[i].idx].size;
     }
     for (size_t j = 0; j < b->njobs; j++)
-        block[j] = fblock[b->jobs[j].file];
-    free(files);
+        k[j] = (sort_key){fblock[b->jobs[j].file], w[j], j};
+    qsort(k, b->njobs, sizeof *k, cmp_key);
+    for (size_t j = 0; j < b->njobs; j++)
+        order[j] = k[j].idx;
+    free(k);
     free(fblock);
     return 0;
 }
@@ -168,22 +165,14 @@ int pk__run_jobs(build *b, const char *phase)
         return 0;
     uint64_t *w = malloc(b->njobs * sizeof *w);
     size_t *order = malloc(b->njobs * sizeof *order);
-    size_t *block = malloc(b->njobs * sizeof *block);
-    if (!w || !order || !block || job_blocks(b, block) != 0) {
+    for (size_t i = 0; w && i < b->njobs; i++)
+        w[i] = job_weight(b, &b->jobs[i]);
+    if (!w || !order || job_order(b, w, order) != 0) {
         snprintf(b->err, sizeof b->err, "out of memory scheduling %zu jobs", b->njobs);
         free(w);
         free(order);
-        free(block);
         return -1;
     }
-    for (size_t i = 0; i < b->njobs; i++) {
-        w[i] = job_weight(b, &b->jobs[i]);
-        order[i] = i;
-    }
-    sort_weights = w;
-    sort_block = block;
-    qsort(order, b->njobs, sizeof *order, cmp_weight_desc);
-    free(block);
     pk_progress_phase(&b->prog, phase);
     int rc = pk_pool_run(b->njobs, order, w, b->nthreads, run_job, b, pk_progress_tick, &b->prog,
                          b->err, sizeof b->err);
