@@ -23,7 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "server.h"
+#include "admin.h"
 
 /* Admin connections open at once: a scraper or two and a health checker;
  * more are refused so a flood on the admin port stays cheap. */

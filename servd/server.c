@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "activation.h"
+#include "admin.h"
 #include "conn.h"
 #include "log.h"
 #include "mapguard.h"

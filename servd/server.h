@@ -287,19 +287,6 @@ void sv__drop_arrived(int fd, char *buf, size_t len);
 #define SV_ACCEPT_PAUSE (-2)
 int sv__accept_one(int lfd);
 
-/* ---- The admin endpoint (admin.c) ---- */
-
-typedef struct sv_admin sv_admin;
-
-/* Serves /metrics and /healthz on the listening socket fd from a thread of
- * its own. stopping makes /healthz answer 503 during a graceful stop.
- * @return 0, or -1 with a sentence in err. */
-int sv_admin_start(int fd, const char *addr_text, sv_metrics *m, atomic_int *stopping,
-                   sv_admin **out, char *err, size_t errlen);
-
-/* Stops the admin thread and closes its socket. */
-void sv_admin_stop(sv_admin *a);
-
 /* Relaxed add on a counter only this thread writes (no locked instruction). */
 static inline void sv__count(_Atomic uint64_t *c, uint64_t n)
 {

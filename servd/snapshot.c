@@ -120,11 +120,11 @@ static int blocks_ok(const sf_variant *v, int is404)
 static int check_entry(struct check_ctx *c, const char *what, sf_view name, const sf_entry *e,
                        int is404)
 {
-    return sv_check_entry(c->rd, e, is404, c->file, what, name, c->err, c->errlen);
+    return sv_snapshot_check_entry(c->rd, e, is404, c->file, what, name, c->err, c->errlen);
 }
 
-int sv_check_entry(sf_reader *rd, const sf_entry *e, int is404, const char *file, const char *what,
-                   sf_view name, char *err, size_t errlen)
+int sv_snapshot_check_entry(sf_reader *rd, const sf_entry *e, int is404, const char *file,
+                            const char *what, sf_view name, char *err, size_t errlen)
 {
     char show[SV_SHOW_KEY];
     if (e->kind == SF_KIND_REDIRECT) {

@@ -128,8 +128,8 @@ int sv_snapshot_open(const char *path, int nreaders, sv_snapshot **out, sv_file_
  * then field lines, none of them one servd writes itself) and its body
  * there with the recorded length. file, what and name only word the error written into err.
  * @return 0 or a negative SF_E* code. */
-int sv_check_entry(sf_reader *rd, const sf_entry *e, int is404, const char *file, const char *what,
-                   sf_view name, char *err, size_t errlen);
+int sv_snapshot_check_entry(sf_reader *rd, const sf_entry *e, int is404, const char *file,
+                            const char *what, sf_view name, char *err, size_t errlen);
 
 /* Whether the file at path still starts as s's did: 1 yes, 0 no (or it
  * cannot be read). */

@@ -3,7 +3,7 @@
  * arbitrary bytes.
  *
  * A record that decodes (sf_entry_decode) and passes servd's load check
- * (sv_check_entry, which sv_snapshot_open runs on every path) is answered
+ * (sv_snapshot_check_entry, which sv_snapshot_open runs on every path) is answered
  * as servd answers a path it has cached (sv_pathcache_put, sv_respond) for
  * a set of requests: every encoding, HEAD, HTTP/1.0, a closing connection,
  * one range, several (multipart/byteranges), one past the end, If-Range by
@@ -150,9 +150,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char err[512];
     sf_view name = {"/f", 2};
     if (sf_entry_decode(rec, size, &e) == 0) {
-        sv_check_entry(rd, &e, 1, "fuzz", "entry", name, err, sizeof err);
+        sv_snapshot_check_entry(rd, &e, 1, "fuzz", "entry", name, err, sizeof err);
         if (e.kind == SF_KIND_FILE &&
-            sv_check_entry(rd, &e, 0, "fuzz", "path", name, err, sizeof err) == 0) {
+            sv_snapshot_check_entry(rd, &e, 0, "fuzz", "path", name, err, sizeof err) == 0) {
             if (!sv_pathcache_put(rd, "/f", 2, &e))
                 fz_die("a checked entry cannot be cached");
             for (size_t i = 0; i < NRAW; i++)

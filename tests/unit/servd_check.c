@@ -1,5 +1,5 @@
 /*
- * servd's load check of one entry (sv_check_entry, servd/snapshot.c): the
+ * servd's load check of one entry (sv_snapshot_check_entry, servd/snapshot.c): the
  * header blocks servd writes unchanged must be laid out as docs/format.md
  * §6 says, or the pack is refused before it serves a byte. A block whose
  * Content-Length is not its body's, or that carries a framing field or a
@@ -72,8 +72,8 @@ static int check_n(const char *status, const char *rep, size_t rep_len, const ch
     sf_entry e;
     ASSERT_EQ(sf_entry_decode(rec, n, &e), 0);
     err[0] = '\0';
-    int rc =
-        sv_check_entry(rd, &e, is404, "site.lmdb", "path", (sf_view){"/a.txt", 6}, err, errlen);
+    int rc = sv_snapshot_check_entry(rd, &e, is404, "site.lmdb", "path", (sf_view){"/a.txt", 6},
+                                     err, errlen);
     free(rec);
     return rc;
 }
