@@ -17,6 +17,7 @@
 #include "conn.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/sendfile.h>
@@ -25,6 +26,13 @@
 #include "tcpinfo.h"
 
 #define STREAM(c) ((uv_stream_t *)&(c)->tcp)
+
+/* write_now hands uv_buf_t arrays to sendmsg as struct iovec: libuv lays
+ * them out alike on Unix (its own writev relies on it). */
+_Static_assert(sizeof(uv_buf_t) == sizeof(struct iovec) &&
+                   offsetof(uv_buf_t, base) == offsetof(struct iovec, iov_base) &&
+                   offsetof(uv_buf_t, len) == offsetof(struct iovec, iov_len),
+               "uv_buf_t is not laid out as struct iovec");
 
 /* Bodies at least this long are sent with sendfile() from the pack file
  * rather than copied by writev from the map. Measured on loopback with
@@ -146,7 +154,7 @@ static ssize_t write_now(sv_conn *c, uv_buf_t *iov, unsigned n)
             run += iov[j++].len;
         ssize_t r;
         if (j > i) {
-            /* uv_buf_t is laid out as struct iovec on Unix (libuv's own writev relies on it) */
+            /* uv_buf_t is struct iovec's layout (asserted above) */
             struct msghdr mh = {.msg_iov = (struct iovec *)(iov + i), .msg_iovlen = j - i};
             do
                 r = sendmsg(fd, &mh, MSG_NOSIGNAL | (j < n ? MSG_MORE : 0));
