@@ -339,7 +339,7 @@ static int walk_entry(walk *w, const char *dir, const char *dirkey, const char *
     }
     struct stat st;
     if (lstat(src, &st) != 0) {
-        snprintf(w->err, w->errlen, "%s: %s", src, strerror(errno));
+        snprintf(w->err, w->errlen, "%s: cannot look it up: %s", src, strerror(errno));
         return problem(w);
     }
     if (entry_excluded(w, src, &st, key, klen)) {
@@ -374,7 +374,8 @@ static int walk_entry(walk *w, const char *dir, const char *dirkey, const char *
             return problem(w);
         }
         if (stat(real, &st) != 0) {
-            snprintf(w->err, w->errlen, "%s: %s", src, strerror(errno));
+            snprintf(w->err, w->errlen, "%s: cannot look up where the link leads (%s): %s", src,
+                     real, strerror(errno));
             return problem(w);
         }
         /* A link must not publish what the walk would skip where it really

@@ -421,6 +421,12 @@ def main():
         os.makedirs(locked)
         with open(os.path.join(locked, "a.html"), "w") as f:
             f.write("<p>a</p>\n")
+        # and a directory that can be listed but not searched (r without x): its
+        # files' names are read, but they cannot be looked up
+        noexec = os.path.join(ro_root, "noexec")
+        os.makedirs(noexec)
+        with open(os.path.join(noexec, "b.txt"), "w") as f:
+            f.write("b\n")
         drop = None
         if os.geteuid() == 0:
             for dirpath, dirs, files in os.walk(work):
@@ -431,12 +437,15 @@ def main():
                 os.setgid(NOBODY)
                 os.setuid(NOBODY)
         os.chmod(locked, 0)  # after that walk, which opens every directory
+        os.chmod(noexec, 0o644)
         expect_failure(["build", ro_root, "-o", out], 1,
                        [secret + ": cannot open: Permission denied",
-                        locked + ": cannot open directory: Permission denied"],
-                       "unreadable file and directory", outdir, out, preexec_fn=drop)
+                        locked + ": cannot open directory: Permission denied",
+                        os.path.join(noexec, "b.txt") + ": cannot look it up: Permission denied"],
+                       "unreadable file and directories", outdir, out, preexec_fn=drop)
         os.chmod(secret, stat.S_IRUSR | stat.S_IWUSR)
         os.chmod(locked, 0o755)
+        os.chmod(noexec, 0o755)
 
         # A file longer than its size says (one that grew while being read, or a
         # kernel file whose size is 0) is refused, not packed cut short. Needs a bind
