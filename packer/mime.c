@@ -94,8 +94,18 @@ static const char *const font_types[] = {
 
 /* Binary formats that are not compressed internally and shrink well. */
 static const char *const binary_types[] = {
-    "application/wasm",  "image/x-icon", "image/vnd.microsoft.icon", "image/bmp", "image/x-ms-bmp",
-    "application/x-tar", "image/tiff",   "model/gltf-binary",
+    "application/wasm",
+    "image/x-icon",
+    "image/vnd.microsoft.icon",
+    "image/bmp",
+    "image/x-ms-bmp",
+    "application/x-tar",
+    "image/tiff",
+    "model/gltf-binary",
+    "image/x-portable-bitmap",
+    "image/x-portable-graymap",
+    "image/x-portable-pixmap",
+    "image/x-portable-anymap",
 };
 
 int pk_probe_compressible(const void *p, size_t n)
@@ -344,22 +354,33 @@ static int pnm_header(const unsigned char *p, size_t n)
     return 1;
 }
 
-/* Whether libmagic's type for p[0, n), of a file with no known extension,
- * is a guess from text that looks like a format: plain UTF-8 text
- * (plain_text) that libmagic names by an application/ type servd-pack
- * does not know (a README that starts "PAM for Debian" is
- * application/vnd.hp-HPGL), as CSV (an AUTHORS whose lines hold a comma),
- * as a message (a note that starts "From:") or as a Netpbm image whose
- * header is no image's ("P1 is the first step"). Browsers download those
- * types; as text/plain the file is shown and compressed. A true image or
- * calendar keeps its type. */
-static int text_misnamed(const char *type, const void *data, size_t n)
+/* Whether libmagic's type for data[0, n), a file whose extension the table
+ * does not know, is a guess from text that looks like a format: plain
+ * UTF-8 text (plain_text) that libmagic names by an application/ type
+ * servd-pack does not know (a README that starts "PAM for Debian" is
+ * application/vnd.hp-HPGL); and, when the name has no extension at all,
+ * as CSV (an AUTHORS whose lines hold a comma), as a message (a note that
+ * starts "From:") or as a Netpbm bitmap, graymap or pixmap whose header
+ * is no image's ("P1 is the first step"). Browsers download those types;
+ * as text/plain the file is shown and compressed. A true image, a
+ * calendar, and "sample.eml" or "export.dat" (an extension, if one the
+ * table lacks, says the file is what it is) keep their types. */
+static int text_misnamed(const char *type, const char *key, size_t keylen, const void *data,
+                         size_t n)
 {
     if (!plain_text(data, n))
         return 0;
     if (strncmp(type, "application/", 12) == 0)
         return pk_mime_class(type) == PK_CLASS_NONE;
-    if (strncmp(type, "image/x-portable-", 17) == 0)
+    const char *name = memrchr(key, '/', keylen);
+    name = name ? name + 1 : key;
+    size_t nl = keylen - (size_t)(name - key);
+    if (nl > 1 && memchr(name + 1, '.', nl - 1))
+        return 0; /* an extension */
+    if (strcmp(type, "image/x-portable-bitmap") == 0 ||
+        strcmp(type, "image/x-portable-greymap") == 0 ||
+        strcmp(type, "image/x-portable-graymap") == 0 ||
+        strcmp(type, "image/x-portable-pixmap") == 0)
         return !pnm_header(data, n);
     return strcmp(type, "text/csv") == 0 || strncmp(type, "message/", 8) == 0;
 }
@@ -375,7 +396,7 @@ char *pk_mime_decide(const char *key, size_t keylen, const char *rule_type, cons
             if (!*magic && pk_magic_open(magic, err, errlen) != 0)
                 return NULL;
             type = pk_magic_type(*magic, data, n);
-            if (text_misnamed(type, data, n))
+            if (text_misnamed(type, key, keylen, data, n))
                 type = "text/plain";
         }
         /* Claim UTF-8 only when the bytes are UTF-8: the charset of the

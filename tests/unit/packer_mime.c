@@ -49,6 +49,9 @@ TEST(mime_table_web_types)
     ASSERT_STR_EQ(ext("/a.csv"), "text/csv");
     ASSERT_STR_EQ(ext("/a.md"), "text/markdown");
     ASSERT_STR_EQ(ext("/a.markdown"), "text/markdown");
+    ASSERT_STR_EQ(ext("/a.eml"), "message/rfc822");
+    ASSERT_STR_EQ(ext("/a.pbm"), "image/x-portable-bitmap");
+    ASSERT_STR_EQ(ext("/a.ppm"), "image/x-portable-pixmap");
     /* zip-based formats a platform opens only under their own type (libmagic
      * says application/zip unless the entries come in the order it expects) */
     ASSERT_STR_EQ(ext("/card.pkpass"), "application/vnd.apple.pkpass");
@@ -414,6 +417,19 @@ TEST(mime_decide_libmagic_fallback)
         ASSERT_STR_EQ(t, "text/plain; charset=utf-8");
         free(t);
     }
+    /* with an extension the table lacks, the file is what libmagic says:
+     * the name claims a format */
+    t = decide("/export.dat", NULL, guessed[0], strlen(guessed[0]));
+    ASSERT_STR_EQ(t, "text/csv; charset=utf-8");
+    free(t);
+    t = decide("/mail/sample.msg", NULL, guessed[1], strlen(guessed[1]));
+    ASSERT_EQ(strncmp(t, "message/", 8), 0);
+    free(t);
+    /* a PAM (P7) image keeps libmagic's type, its header being no P1-P6 one */
+    const char *pam = "P7\nWIDTH 2\nHEIGHT 1\nDEPTH 1\nMAXVAL 255\nTUPLTYPE GRAYSCALE\nENDHDR\nAB";
+    t = decide("/tile", NULL, pam, strlen(pam));
+    ASSERT_STR_EQ(t, "image/x-portable-arbitrarymap");
+    free(t);
     /* an OpenType font is font/otf (RFC 8081), libmagic's name aside */
     static const unsigned char otf[64] = "OTTO\0\x09\0\x80\0\x03\0\x10"
                                          "CFF ";
