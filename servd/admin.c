@@ -287,6 +287,7 @@ static void take(sv_admin *a, int fd)
             "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; "
             "charset=utf-8\r\nContent-Length: 38\r\nCache-Control: "
             "no-store\r\nRetry-After: 1\r\nConnection: close\r\n\r\n" BUSY_BODY;
+#undef BUSY_BODY
         uv_buf_t b = uv_buf_init((char *)busy, sizeof busy - 1);
         uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
         sv__drop_arrived(fd, c->buf, sizeof c->buf); /* unused: nothing read yet */

@@ -353,8 +353,11 @@ static void answer(sv_conn *c, sv_request *req, size_t body_here)
         /* the pack was cut under its map: no body for HEAD, and the
          * connection closes (the client retries on a new one) */
         sv_respond_error_method(503, 1, req->method, &w->date, plan);
-    else
+    else {
         sv_respond(req, sv_snapshot_reader(w->snap, w->id), &w->cfg->site, &w->date, sc, plan);
+        if (plan->overflow) /* a plan cut short (http.h): a 500, not a wrong length */
+            sv_respond_error_method(500, 1, req->method, &w->date, plan);
+    }
     if (sc->used)
         w->nscratch++;
     add_plan(c, plan);

@@ -249,7 +249,7 @@ typedef struct sv_plan {
     int close;           /* close the connection after this response */
     uint64_t body_bytes; /* body bytes in the plan (0 for HEAD / 304) */
     int iovcnt;
-    int overflow; /* a piece found iov full: sv_respond answers 500 instead */
+    int overflow; /* a piece found iov full: the caller answers 500 instead */
     struct iovec iov[SV_PLAN_IOV];
 } sv_plan;
 
@@ -271,7 +271,9 @@ typedef struct sv_scratch {
  * plan->close is set when the request asked for it (!keep_alive) or its
  * body is larger than SV_MAX_DRAIN; the Date block then carries
  * "Connection: close". An HTTP/1.0 keep-alive request gets
- * "Connection: keep-alive". A failing pack read gives 500.
+ * "Connection: keep-alive". A failing pack read gives 500. A plan with more
+ * pieces than SV_PLAN_IOV (none today) is marked plan->overflow: the
+ * caller must answer 500 instead (sv_respond_error_method).
  * @param rd       the worker's reader on the current pack snapshot
  * @param site     may be NULL (no SPA fallback)
  * @param scratch  reset by the call; holds any formatted lines

@@ -1,8 +1,7 @@
 /*
- * ranges.c - the answers to a Range request (RFC 9110 §14): one range as a
- * 206 with Content-Range, several as multipart/byteranges, none that can
- * be satisfied as a 416. respond.c decides which; the bodies are slices of
- * the variant's body in the map.
+ * partial.c - the answers to a Range request (range.c parses the header) (RFC 9110 §14): one range
+ * as a 206 with Content-Range, several as multipart/byteranges, none that can be satisfied as a
+ * 416. respond.c decides which; the bodies are slices of the variant's body in the map.
  */
 #include "respond_int.h"
 

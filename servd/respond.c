@@ -53,7 +53,7 @@
  * bodies), the sv_date, the caller's scratch (formatted lines) or static
  * strings here. The only formatting per request is for 206, 416 and 301.
  *
- * The answers to ranges (206, multipart 206, 416) are ranges.c's, the
+ * The answers to ranges (206, multipart 206, 416) are partial.c's, the
  * 301s redirect.c's; respond_int.h is what the three share.
  */
 #include "http.h"
@@ -647,8 +647,8 @@ static const char *date_line(const sv_request *req, const sv_date *date, int clo
     return date->keep;
 }
 
-static int respond(const sv_request *req, sf_reader *rd, const sv_site *site, const sv_date *date,
-                   sv_scratch *scratch, sv_plan *plan)
+int sv_respond(const sv_request *req, sf_reader *rd, const sv_site *site, const sv_date *date,
+               sv_scratch *scratch, sv_plan *plan)
 {
     sv__resp c = {.req = req,
                   .rd = rd,
@@ -697,16 +697,4 @@ static int respond(const sv_request *req, sf_reader *rd, const sv_site *site, co
         (hit = sv_pathcache_put(rd, req->path.ptr, req->path.len, &e)) != NULL)
         return serve(&c, &hit->e, 0, hit->body);
     return entry(&c, &e);
-}
-
-int sv_respond(const sv_request *req, sf_reader *rd, const sv_site *site, const sv_date *date,
-               sv_scratch *scratch, sv_plan *plan)
-{
-    int rc = respond(req, rd, site, date, scratch, plan);
-    if (plan->overflow) {
-        size_t len;
-        const char *line = date_line(req, date, plan->close, &len);
-        error_plan(plan, 500, line, len, req->method == SV_M_HEAD);
-    }
-    return rc;
 }

@@ -1,5 +1,5 @@
 /*
- * respond_int.h - what respond.c shares with ranges.c and redirect.c: the
+ * respond_int.h - what respond.c shares with partial.c and redirect.c: the
  * context of one sv_respond() call and the pieces a plan is built from.
  * Internal to the responder (http.h is its interface).
  */
@@ -14,8 +14,9 @@
 
 /* Appends p[0, n). SV_PLAN_IOV holds the longest plan (a multipart 206 of
  * SV_MAX_RANGES parts); a piece past it would leave a body shorter than
- * its Content-Length, so it marks the plan, which sv_respond then replaces
- * with a 500. */
+ * its Content-Length, so it marks the plan, which sv_respond's caller then
+ * replaces with a 500 (conn.c: a check there costs the request path less
+ * than one here). */
 static inline void sv__add(sv_plan *plan, const void *p, size_t n)
 {
     if (n == 0)
@@ -60,7 +61,7 @@ int sv__fail(sv__resp *c, int status);
 __attribute__((format(printf, 3, 4))) char *sv__sfmt(sv_scratch *s, size_t *len, const char *fmt,
                                                      ...);
 
-/* ranges.c: 416, one range (206), several (multipart 206; @return 1 when
+/* partial.c: 416, one range (206), several (multipart 206; @return 1 when
  * they cannot be sent so, and the caller sends 200). */
 int sv__send_416(sv__resp *c, const sf_variant *v, int vary);
 int sv__send_206(sv__resp *c, const sf_variant *v, sf_view body, const sv_range *r);

@@ -9,6 +9,7 @@
  */
 #include "runner.h"
 #include "http.h"
+#include "respond_int.h"
 #include "sf/store.h"
 
 #include <stdarg.h>
@@ -290,6 +291,33 @@ static const char *etag_of(const char *path, int enc)
 #define IOV_EQ(i, view) ASSERT_MEM_EQ(iov(i).ptr, iov(i).len, (view).ptr, (view).len)
 
 /* ---- the tests ---- */
+
+/* A plan with every iovec taken is marked rather than cut short (which
+ * would send a body shorter than its Content-Length), and an error plan
+ * made over it (conn.c answers 500) is whole and unmarked. */
+TEST(respond_plan_overflow_is_marked)
+{
+    static const char piece[] = "x";
+    sv_plan p;
+    sv_date d;
+    sv_date_update(&d, 1700000000);
+    sv_respond_error(404, 0, &d, &p);
+    ASSERT_EQ(p.overflow, 0);
+    while (p.iovcnt < SV_PLAN_IOV)
+        sv__add(&p, piece, 1);
+    ASSERT_EQ(p.overflow, 0);
+    sv__add(&p, piece, 0); /* nothing to add: no mark */
+    ASSERT_EQ(p.overflow, 0);
+    sv__add(&p, piece, 1);
+    ASSERT_EQ(p.overflow, 1);
+    ASSERT_EQ(p.iovcnt, SV_PLAN_IOV);
+    sv_respond_error_method(500, 1, SV_M_GET, &d, &p);
+    ASSERT_EQ(p.overflow, 0);
+    ASSERT_EQ(p.status, 500);
+    ASSERT_EQ(p.close, 1);
+    ASSERT_EQ(p.encoding, -1);
+    ASSERT_EQ(p.iovcnt < SV_PLAN_IOV, 1);
+}
 
 TEST(respond_200_identity)
 {
