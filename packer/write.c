@@ -705,7 +705,7 @@ static void warn_leftovers(const char *path)
         char h[32];
         pk_human_bytes((uint64_t)st.st_size, h, sizeof h);
         pk_err("warning: %s%s%s (%s) is left from a build that did not finish (no process %ld "
-               "runs here); remove it",
+               "runs here); remove it unless a build on another machine is writing it",
                slash ? d : "", slash && strcmp(d, "/") != 0 ? "/" : "", n, h, pid);
     }
     closedir(dir);

@@ -254,7 +254,10 @@ def main():
         try:
             for args, needle in ((["-o=site.lmdb"], "-o =site.lmdb: a file name that starts with '='"),
                                  (["-o", "--base"], "-o --base: a file name that starts with '-'"),
-                                 (["--output", "-q"], "-o -q: a file name that starts with '-'")):
+                                 (["--output", "-q"], "-o -q: a file name that starts with '-'"),
+                                 (["-o", "-"], "-o -: only --manifest can be standard output"),
+                                 (["-o", "x.lmdb", "--base", "-"], "--base -: only --manifest"),
+                                 (["-o", "x.lmdb", "--rules=-"], "--rules -: only --manifest")):
                 expect_failure(["build", root] + args, 2, [needle], " ".join(args))
                 T.eq(os.listdir(outdir), [], "%s: nothing written" % " ".join(args))
         finally:
