@@ -197,7 +197,8 @@ def schema_agrees_with_packer(work, root):
     values = ["public, max-age=3600", "max-age=abc", "max-age", "MAX-AGE=60", "s-maxage=",
               "public=1", "Immutable=yes", "no-cache=\"Set-Cookie, X-A\"", "private, max-age=0",
               ",", "public,,max-age=1", "max-age = 1", "stale-while-revalidate=30, public",
-              "no-store, no-cache", "x-ext=\"a\\\"b\"", "public max-age=1", "max-age=1;"]
+              "no-store, no-cache", "x-ext=\"a\\\"b\"", "public max-age=1", "max-age=1;",
+              "x=\"a,public=1\"", "x-note=\"see,max-age=abc\", public", "a=\"q\", max-age"]
     for v in values:
         with open(rules, "w") as f:
             json.dump({"cache_control": [{"match": "**", "value": v}]}, f)
