@@ -408,7 +408,7 @@ static int64_t if_range_date(const sv__resp *c, const sf_entry *e, const sf_vari
 /* Serves a file entry: status 200, or 404 for the site's 404 page.
  * bodies: the variants' bodies when the caller has them (the path cache),
  * else NULL and the selected one is looked up. */
-static int serve(sv__resp *c, const sf_entry *e, int is404, const sf_view *bodies)
+int sv__serve(sv__resp *c, const sf_entry *e, int is404, const sf_view *bodies)
 {
     const sv_request *req = c->req;
     int vary = (e->flags & SF_ENTRY_NEGOTIABLE) != 0;
@@ -465,14 +465,14 @@ static int not_found(sv__resp *c)
 {
     sf_entry e;
     if (sf_lookup_special(c->rd, "status:404", &e) == 0 && e.kind == SF_KIND_FILE)
-        return serve(c, &e, 1, NULL);
+        return sv__serve(c, &e, 1, NULL);
     return sv__fail(c, 404);
 }
 
 static int entry(sv__resp *c, const sf_entry *e)
 {
     if (e->kind == SF_KIND_FILE)
-        return serve(c, e, 0, NULL);
+        return sv__serve(c, e, 0, NULL);
     if (e->kind == SF_KIND_REDIRECT)
         return sv__stored_redirect(c, e);
     return sv__fail(c, 500);
@@ -675,7 +675,7 @@ int sv_respond(const sv_request *req, sf_reader *rd, const sv_site *site, const 
     /* A path answered before from this reader: no normalisation, no LMDB. */
     const sv_cached *hit = sv_pathcache_get(rd, req->path.ptr, req->path.len);
     if (hit)
-        return serve(&c, &hit->e, 0, hit->body);
+        return sv__serve(&c, &hit->e, 0, hit->body);
 
     char key[KEY_ROOM];
     size_t klen;
@@ -695,6 +695,6 @@ int sv_respond(const sv_request *req, sf_reader *rd, const sv_site *site, const 
     /* the file (or directory index) of this raw path: remember it */
     if (e.kind == SF_KIND_FILE &&
         (hit = sv_pathcache_put(rd, req->path.ptr, req->path.len, &e)) != NULL)
-        return serve(&c, &hit->e, 0, hit->body);
+        return sv__serve(&c, &hit->e, 0, hit->body);
     return entry(&c, &e);
 }

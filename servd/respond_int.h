@@ -61,6 +61,11 @@ int sv__fail(sv__resp *c, int status);
 __attribute__((format(printf, 3, 4))) char *sv__sfmt(sv_scratch *s, size_t *len, const char *fmt,
                                                      ...);
 
+/* Serves a file entry: 200, or with is404 404 for the site's 404 page;
+ * bodies: its variants' bodies from the path cache, or NULL to look the
+ * selected one up. c as sv_respond sets it up (fuzz_entry calls it too). */
+int sv__serve(sv__resp *c, const sf_entry *e, int is404, const sf_view *bodies);
+
 /* partial.c: 416, one range (206), several (multipart 206; @return 1 when
  * they cannot be sent so, and the caller sends 200). */
 int sv__send_416(sv__resp *c, const sf_variant *v, int vary);

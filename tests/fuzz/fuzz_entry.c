@@ -14,7 +14,10 @@
  * it frame a response wrongly, and that respond.c's readers of stored
  * header blocks (the Last-Modified replaced when it lies ahead of the
  * clock, the Access-Control-* lines copied into errors, the multipart
- * boundary taken from the ETag) stay inside them.
+ * boundary taken from the ETag) stay inside them. A record that passes the
+ * check of the site's 404 page ("status:404") is also served as that page
+ * (sv__serve with is404, as not_found does) for the same requests: a 404
+ * (or a 500), framed as well.
  *
  * The bodies are in a small pack built at start-up; the seeds are records
  * of it (written by FUZZ_ENTRY_SEEDS=dir ./fuzz_entry, see README.md), so
@@ -23,6 +26,7 @@
 #include "fuzz_site.h"
 #include "http.h"
 #include "pathcache.h"
+#include "respond_int.h"
 #include "sf/store.h"
 #include "snapshot.h"
 
@@ -120,6 +124,38 @@ static void answer(const sv_request *req)
     fz_check_plan(req, &plan, 0);
 }
 
+/* The request answered with the record as the site's 404 page (as
+ * respond.c's not_found serves the "status:404" entry, its bodies from
+ * hit), the context set up as sv_respond sets it. */
+static void answer_404(const sv_request *req, const sv_cached *hit)
+{
+    static sv_scratch scratch;
+    static sv_plan plan;
+    int close = !req->keep_alive;
+    memset(&plan, 0, sizeof plan);
+    plan.encoding = -1;
+    plan.close = close;
+    scratch.used = 0;
+    sv__resp c = {.req = req,
+                  .rd = rd,
+                  .scratch = &scratch,
+                  .plan = &plan,
+                  .date = close             ? date.close
+                          : req->minor == 0 ? date.keep_alive
+                                            : date.keep,
+                  .date_len = close             ? date.close_len
+                              : req->minor == 0 ? date.keep_alive_len
+                                                : date.keep_len,
+                  .head = req->method == SV_M_HEAD,
+                  .now = date.now};
+    sv__serve(&c, &hit->e, 1, hit->body);
+    if (plan.overflow)
+        fz_die("a 404 plan outgrew its iovecs");
+    if (plan.status != 404 && plan.status != 500)
+        fz_die("the 404 page answered with another status");
+    fz_check_plan(req, &plan, 0);
+}
+
 /* Requests naming the ETag of variant v, when it can be sent in a field. */
 static void answer_etag(const sf_variant *v)
 {
@@ -150,7 +186,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char err[512];
     sf_view name = {"/f", 2};
     if (sf_entry_decode(rec, size, &e) == 0) {
-        sv_snapshot_check_entry(rd, &e, 1, "fuzz", "entry", name, err, sizeof err);
+        const sv_cached *hit;
+        if (e.kind == SF_KIND_FILE &&
+            sv_snapshot_check_entry(rd, &e, 1, "fuzz", "entry", name, err, sizeof err) == 0 &&
+            (hit = sv_pathcache_put(rd, "/404", 4, &e)) != NULL)
+            for (size_t i = 0; i < NRAW; i++)
+                answer_404(&reqs[i], hit);
         if (e.kind == SF_KIND_FILE &&
             sv_snapshot_check_entry(rd, &e, 0, "fuzz", "path", name, err, sizeof err) == 0) {
             if (!sv_pathcache_put(rd, "/f", 2, &e))
