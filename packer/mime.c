@@ -11,7 +11,6 @@
 #include "sf/path.h"  /* sf_utf8_char */
 #include "sf/store.h" /* sf_hex */
 
-#include <ctype.h>
 #include <magic.h>
 #include <stdio.h>
 #include <stdlib.h>

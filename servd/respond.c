@@ -62,7 +62,6 @@
 #include "sf/mime.h"
 #include "sf/path.h"
 
-#include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
