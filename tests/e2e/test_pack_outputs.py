@@ -342,6 +342,14 @@ def killed_build_leftovers(work, root):
     T.check(live not in err, "a build's file whose process runs is not named: %r" % err)
     T.eq(sorted(f for f in os.listdir(out) if ".tmp-" in f), sorted(killed + [live]),
          "leftovers are kept")
+    # read as a pack, such a file cut short is refused with what it is
+    cut = os.path.join(out, "site.lmdb.tmp-4194305")  # above any pid_max
+    with open(pack, "rb") as f:
+        write(cut, f.read()[:8192])
+    p = T.run(["ls", cut])
+    T.eq(p.returncode, 1, "ls of a killed build's file: exit status")
+    T.check("(a build's temporary file, which a build that did not finish leaves behind, "
+            "perhaps cut short)" in p.stderr.decode(), "ls of a killed build's file: %r" % p.stderr)
     shutil.rmtree(out)
 
 
