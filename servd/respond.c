@@ -175,16 +175,6 @@ void sv__add_block(sv__resp *c, const char *p, size_t n)
     sv__add(c->plan, p, n);
 }
 
-static void plan_reset(sv_plan *plan, int close)
-{
-    plan->status = 0;
-    plan->encoding = -1;
-    plan->close = close;
-    plan->body_bytes = 0;
-    plan->iovcnt = 0;
-    plan->overflow = 0;
-}
-
 /* A text error in two steps, so that lines can go between: error_start()
  * drops what the plan held (a response cut short: 500) and adds the head
  * block and an optional extra static line, error_end() the Date and the
@@ -194,7 +184,7 @@ static const err_text *error_start(sv_plan *plan, int status, const char *extra,
     const err_text *t = find_error(status);
     if (!t)
         t = find_error(500);
-    plan_reset(plan, plan->close);
+    sv__plan_reset(plan, plan->close);
     plan->status = t->status;
     sv__add(plan, t->head, t->head_len);
     if (extra)
@@ -222,7 +212,7 @@ static void error_plan(sv_plan *plan, int status, const char *date, size_t date_
 
 void sv_respond_error_method(int status, int close, int method, const sv_date *date, sv_plan *plan)
 {
-    plan_reset(plan, close);
+    sv__plan_reset(plan, close);
     error_plan(plan, status, close ? date->close : date->keep,
                close ? date->close_len : date->keep_len, method == SV_M_HEAD);
 }
@@ -630,35 +620,11 @@ static int options(sv__resp *c)
     return 0;
 }
 
-/* The Date line and what follows it for the connection: close,
- * HTTP/1.0's keep-alive or HTTP/1.1's persistence. */
-static const char *date_line(const sv_request *req, const sv_date *date, int close, size_t *len)
-{
-    if (close) {
-        *len = date->close_len;
-        return date->close;
-    }
-    if (req->minor == 0) {
-        *len = date->keep_alive_len;
-        return date->keep_alive;
-    }
-    *len = date->keep_len;
-    return date->keep;
-}
-
 int sv_respond(const sv_request *req, sf_reader *rd, const sv_site *site, const sv_date *date,
                sv_scratch *scratch, sv_plan *plan)
 {
-    sv__resp c = {.req = req,
-                  .rd = rd,
-                  .scratch = scratch,
-                  .plan = plan,
-                  .head = req->method == SV_M_HEAD,
-                  .now = date->now,
-                  .site = site};
-    scratch->used = 0;
-    plan_reset(plan, !req->keep_alive || req->body_len > SV_MAX_DRAIN);
-    c.date = date_line(req, date, plan->close, &c.date_len);
+    sv__resp c;
+    sv__resp_begin(&c, req, rd, site, date, scratch, plan);
 
     if (req->method == SV_M_OTHER)
         return sv__fail(&c, 405);

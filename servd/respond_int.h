@@ -45,6 +45,43 @@ typedef struct sv__resp {
     const sv_site *site;
 } sv__resp;
 
+/* Empties the plan for a new response; close: the connection ends after it. */
+static inline void sv__plan_reset(sv_plan *plan, int close)
+{
+    plan->status = 0;
+    plan->encoding = -1;
+    plan->close = close;
+    plan->body_bytes = 0;
+    plan->iovcnt = 0;
+    plan->overflow = 0;
+}
+
+/* Sets up c for answering req (sv_respond, and fuzz_entry's 404 page): the
+ * plan and scratch emptied, the connection closed after it when the client
+ * asked or its body is too long to drain, and the Date line that says so
+ * (close, HTTP/1.0's keep-alive or HTTP/1.1's persistence). */
+static inline void sv__resp_begin(sv__resp *c, const sv_request *req, sf_reader *rd,
+                                  const sv_site *site, const sv_date *date, sv_scratch *scratch,
+                                  sv_plan *plan)
+{
+    int close = !req->keep_alive || req->body_len > SV_MAX_DRAIN;
+    *c = (sv__resp){.req = req,
+                    .rd = rd,
+                    .scratch = scratch,
+                    .plan = plan,
+                    .date = close             ? date->close
+                            : req->minor == 0 ? date->keep_alive
+                                              : date->keep,
+                    .date_len = close             ? date->close_len
+                                : req->minor == 0 ? date->keep_alive_len
+                                                  : date->keep_len,
+                    .head = req->method == SV_M_HEAD,
+                    .now = date->now,
+                    .site = site};
+    scratch->used = 0;
+    sv__plan_reset(plan, close);
+}
+
 /* Adds a stored header block (respond.c: a Last-Modified ahead of the
  * clock becomes the Date's date). */
 void sv__add_block(sv__resp *c, const char *p, size_t n);

@@ -126,28 +126,13 @@ static void answer(const sv_request *req)
 
 /* The request answered with the record as the site's 404 page (as
  * respond.c's not_found serves the "status:404" entry, its bodies from
- * hit), the context set up as sv_respond sets it. */
+ * hit), the context set up by sv_respond's own sv__resp_begin. */
 static void answer_404(const sv_request *req, const sv_cached *hit)
 {
     static sv_scratch scratch;
     static sv_plan plan;
-    int close = !req->keep_alive;
-    memset(&plan, 0, sizeof plan);
-    plan.encoding = -1;
-    plan.close = close;
-    scratch.used = 0;
-    sv__resp c = {.req = req,
-                  .rd = rd,
-                  .scratch = &scratch,
-                  .plan = &plan,
-                  .date = close             ? date.close
-                          : req->minor == 0 ? date.keep_alive
-                                            : date.keep,
-                  .date_len = close             ? date.close_len
-                              : req->minor == 0 ? date.keep_alive_len
-                                                : date.keep_len,
-                  .head = req->method == SV_M_HEAD,
-                  .now = date.now};
+    sv__resp c;
+    sv__resp_begin(&c, req, rd, NULL, &date, &scratch, &plan);
     sv__serve(&c, &hit->e, 1, hit->body);
     if (plan.overflow)
         fz_die("a 404 plan outgrew its iovecs");
