@@ -56,13 +56,9 @@ int pk_pack_open_checked(const char *path, sf_pack **pack, char *err, size_t err
     close(fd); /* LMDB holds its own descriptor */
     if (rc != 0) {
         sf_name_file(err, errlen, fdpath, path);
-        /* sf_tmp_name's pattern: most likely a killed build's, never a pack */
-        const char *t = NULL;
-        for (const char *q = path; (q = strstr(q, ".tmp-")) != NULL; q++)
-            t = q;
+        /* sf_tmp_name's form: most likely a killed build's */
         size_t used = strlen(err);
-        if (t && !strchr(t, '/') && t[5] >= '1' && t[5] <= '9' &&
-            strspn(t + 5, "0123456789") == strlen(t + 5) && used < errlen)
+        if (sf_tmp_name_pid(path, NULL) > 0 && used < errlen)
             snprintf(err + used, errlen - used,
                      " (a build's temporary file, which a build that did not finish leaves "
                      "behind, perhaps cut short)");

@@ -690,15 +690,11 @@ static void warn_leftovers(const char *path)
         return;
     struct dirent *e;
     while ((e = readdir(dir)) != NULL) {
-        const char *n = e->d_name, *digits = n + bl + 5;
-        if (strncmp(n, base, bl) != 0 || strncmp(n + bl, ".tmp-", 5) != 0 || *digits < '1' ||
-            *digits > '9')
-            continue;
-        char *end;
-        errno = 0;
-        long pid = strtol(digits, &end, 10);
+        const char *n = e->d_name;
+        size_t fl;
+        long pid = sf_tmp_name_pid(n, &fl);
         struct stat st;
-        if (*end || errno || pid == (long)getpid() || (pid_t)pid != pid ||
+        if (pid <= 0 || fl != bl || memcmp(n, base, bl) != 0 || pid == (long)getpid() ||
             kill((pid_t)pid, 0) == 0 || errno != ESRCH ||
             fstatat(dirfd(dir), n, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
             continue;

@@ -74,6 +74,25 @@ int sf_tmp_name(const char *final_path, char *out, size_t cap)
     return n < 0 || (size_t)n >= cap ? SF_ETOOLONG : SF_OK;
 }
 
+long sf_tmp_name_pid(const char *name, size_t *final_len)
+{
+    static const char tag[] = ".tmp-";
+    const char *t = NULL;
+    for (const char *q = name; (q = strstr(q, tag)) != NULL; q++)
+        t = q; /* the last one */
+    if (!t || t == name || t[-1] == '/')
+        return 0;
+    const char *digits = t + sizeof tag - 1;
+    char *end;
+    errno = 0;
+    long pid = digits[0] >= '1' && digits[0] <= '9' ? strtol(digits, &end, 10) : 0;
+    if (pid <= 0 || *end || errno || (long)(pid_t)pid != pid)
+        return 0;
+    if (final_len)
+        *final_len = (size_t)(t - name);
+    return pid;
+}
+
 void sf_keep_attributes(const char *tmp, const char *final_path)
 {
     struct stat old, now;

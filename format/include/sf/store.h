@@ -350,6 +350,11 @@ typedef struct sf_writer sf_writer;
  * does not fit in cap bytes. */
 int sf_tmp_name(const char *final_path, char *out, size_t cap);
 
+/* The other way: if name (a path or a file name) is sf_tmp_name's form,
+ * "<final>.tmp-<pid>", the pid, with the length of <final> in *final_len
+ * (may be NULL); else 0. */
+long sf_tmp_name_pid(const char *name, size_t *final_len);
+
 /* Gives tmp, about to be renamed over final_path, the owner, group and
  * permission bits of the file there (as an editor saving a file does), so
  * that a rebuilt pack stays readable by whoever could read the last one.
