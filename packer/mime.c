@@ -371,11 +371,8 @@ static int text_misnamed(const char *type, const char *key, size_t keylen, const
         return 0;
     if (strncmp(type, "application/", 12) == 0)
         return pk_mime_class(type) == PK_CLASS_NONE;
-    const char *name = memrchr(key, '/', keylen);
-    name = name ? name + 1 : key;
-    size_t nl = keylen - (size_t)(name - key);
-    if (nl > 1 && memchr(name + 1, '.', nl - 1))
-        return 0; /* an extension */
+    if (sf_ext_present(key, keylen))
+        return 0;
     if (strcmp(type, "image/x-portable-bitmap") == 0 ||
         strcmp(type, "image/x-portable-greymap") == 0 ||
         strcmp(type, "image/x-portable-graymap") == 0 ||

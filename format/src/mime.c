@@ -134,15 +134,31 @@ static int cmp_name(const void *k, const void *e)
     return strcmp(k, *(const char *const *)e);
 }
 
-/* The extension of name's last segment, lowercased into ext (EXT_MAX + 1
- * bytes). @return 0, or -1: none (no dot, a name that is only ".ext", or
- * longer than any the tables know). */
-static int extension(const char *name, size_t len, char ext[EXT_MAX + 1])
+/* Where the extension of name's last segment starts (after its last
+ * dot), or 0 when it has none: no dot, or a name that is only ".ext". */
+static size_t extension_at(const char *name, size_t len)
 {
     size_t i = len;
     while (i > 0 && name[i - 1] != '.' && name[i - 1] != '/')
         i--;
     if (i == 0 || name[i - 1] != '.' || i < 2 || name[i - 2] == '/')
+        return 0;
+    return i;
+}
+
+int sf_ext_present(const char *name, size_t len)
+{
+    size_t i = extension_at(name, len);
+    return i != 0 && i < len;
+}
+
+/* The extension of name's last segment, lowercased into ext (EXT_MAX + 1
+ * bytes). @return 0, or -1: none (see extension_at, and an empty one), or
+ * longer than any the tables know. */
+static int extension(const char *name, size_t len, char ext[EXT_MAX + 1])
+{
+    size_t i = extension_at(name, len);
+    if (i == 0)
         return -1;
     size_t n = len - i;
     if (n == 0 || n > EXT_MAX)

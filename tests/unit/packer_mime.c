@@ -110,6 +110,14 @@ TEST(mime_table_edge_names)
     ASSERT(ext("/a.unknownext") == NULL);
     ASSERT(ext("/a.averyveryverylongextension") == NULL);
     ASSERT_STR_EQ(ext("index.html"), "text/html"); /* a bare name */
+    /* an extension at all, known or not (servd-pack's libmagic fallback) */
+    static const char *const with[] = {"/a.unknownext", "/a.averyveryverylongextension",
+                                       "/x.tar.gz", "/d/AUTHORS.md"};
+    static const char *const without[] = {"/README", "/dir.css/file", "/a.", "/.env", ""};
+    for (size_t i = 0; i < sizeof with / sizeof with[0]; i++)
+        ASSERT_EQ(sf_ext_present(with[i], strlen(with[i])), 1);
+    for (size_t i = 0; i < sizeof without / sizeof without[0]; i++)
+        ASSERT_EQ(sf_ext_present(without[i], strlen(without[i])), 0);
 }
 
 TEST(mime_table_is_sorted_and_complete)

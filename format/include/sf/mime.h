@@ -19,6 +19,11 @@ extern "C" {
  * case-insensitively. */
 const char *sf_mime_by_ext(const char *name, size_t len);
 
+/* 1 if name's last segment has an extension, known or not: a dot, not
+ * its first byte, followed by something ("/AUTHORS", "/.env" and "/a."
+ * have none). */
+int sf_ext_present(const char *name, size_t len);
+
 /* 1 if type (as sf_mime_by_ext gives it) is a document a browser navigates
  * to (text/html, application/xhtml+xml), else 0. */
 int sf_mime_is_document(const char *type);
