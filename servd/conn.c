@@ -6,7 +6,8 @@
  * Only bytes left over at the end of a read - an incomplete head, or input
  * held back by the per-turn cap - are copied into an input buffer taken from
  * the loop's free list; while a connection holds one, libuv reads into its
- * tail, so the head grows in place and is parsed from there.
+ * tail, so the head grows in place and is parsed from there. A head that
+ * fills that buffer (SV_HEAD_BUF) moves once to one of SV_MAX_HEAD.
  *
  * Answering: sv_respond() plans each response as iovecs into the pack map,
  * the loop's Date line and the loop's scratch buffers; the plans of all
@@ -55,12 +56,14 @@ static char *inbuf_get(sv_worker *w)
         w->ninbuf_free--;
         return b;
     }
-    return malloc(SV_MAX_HEAD);
+    return malloc(SV_HEAD_BUF);
 }
 
-static void inbuf_put(sv_worker *w, char *b)
+/* Gives back an input buffer of cap bytes: one of SV_HEAD_BUF to the free
+ * list, any other (a pause's own size, or SV_MAX_HEAD) to the heap. */
+static void inbuf_put(sv_worker *w, char *b, uint32_t cap)
 {
-    if (w->ninbuf_free >= SV_INBUF_SPARE) {
+    if (cap != SV_HEAD_BUF || w->ninbuf_free >= SV_INBUF_SPARE) {
         free(b);
         return;
     }
@@ -72,28 +75,31 @@ static void inbuf_put(sv_worker *w, char *b)
 static void release_input(sv_conn *c)
 {
     if (c->in) {
-        if (c->incap == SV_MAX_HEAD)
-            inbuf_put(c->w, c->in);
-        else
-            free(c->in);
+        inbuf_put(c->w, c->in, c->incap);
         c->in = NULL;
     }
     c->inlen = c->incap = 0;
 }
 
-/* Before reading more after held input: the input buffer must have room
- * for a whole head. @return 0, or -1 when out of memory. */
+/* Before reading into the input buffer: makes room for more of a head. A
+ * buffer of held input's own size (a pause) becomes an SV_HEAD_BUF one; a
+ * full SV_HEAD_BUF one, the start of a longer head, becomes SV_MAX_HEAD.
+ * A full SV_MAX_HEAD one cannot be read into: process() answers 431 at that
+ * length. @return 0, or -1 when out of memory. */
 static int grow_input(sv_conn *c)
 {
-    if (c->incap == SV_MAX_HEAD)
+    if (c->inlen < c->incap && c->incap >= SV_HEAD_BUF)
         return 0;
-    char *b = inbuf_get(c->w);
+    uint32_t cap = c->inlen < SV_HEAD_BUF ? SV_HEAD_BUF : SV_MAX_HEAD;
+    if (c->inlen >= cap)
+        return -1;
+    char *b = cap == SV_HEAD_BUF ? inbuf_get(c->w) : malloc(cap);
     if (!b)
         return -1;
     memcpy(b, c->in, c->inlen);
-    free(c->in);
+    inbuf_put(c->w, c->in, c->incap);
     c->in = b;
-    c->incap = SV_MAX_HEAD;
+    c->incap = cap;
     return 0;
 }
 
@@ -428,7 +434,7 @@ static size_t process(sv_conn *c, const char *buf, size_t len)
 }
 
 /* Keeps n unconsumed bytes of the loop buffer in an input buffer. An
- * incomplete head gets a whole SV_MAX_HEAD buffer, to be read into; input
+ * incomplete head gets a whole SV_HEAD_BUF buffer, to be read into; input
  * held back by a pause (requests already complete, a few hundred bytes
  * each) gets a buffer of its own size, grown only if more must be read
  * after it: under a burst, every connection past its share of a loop turn
@@ -437,7 +443,7 @@ static void keep(sv_conn *c, const char *p, size_t n)
 {
     if (n == 0 || c->state != SV_CS_OPEN)
         return;
-    c->incap = c->paused ? (uint32_t)n : SV_MAX_HEAD;
+    c->incap = c->paused ? (uint32_t)n : SV_HEAD_BUF;
     c->in = c->paused ? malloc(n) : inbuf_get(c->w);
     if (!c->in) {
         sv__count(&c->w->ctr->errors[SV_ERR_NOMEM], 1);
@@ -533,7 +539,7 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
             return;
         }
         buf->base = c->in + c->inlen;
-        buf->len = SV_MAX_HEAD - c->inlen;
+        buf->len = c->incap - c->inlen;
     } else {
         buf->base = c->w->rbuf;
         buf->len = sizeof c->w->rbuf;

@@ -4,9 +4,10 @@
  * writing with back-pressure, timeouts and closing.
  *
  * Memory per connection is this struct (~400 bytes) plus, only while a
- * request head is incomplete at the end of a read, one SV_MAX_HEAD input
- * buffer from the loop's free list, or, while complete requests are held
- * back by the per-turn cap, a buffer of their size.
+ * request head is incomplete at the end of a read, one SV_HEAD_BUF input
+ * buffer from the loop's free list (SV_MAX_HEAD, from the heap, once the
+ * head outgrows it), or, while complete requests are held back by the
+ * per-turn cap, a buffer of their size.
  * Requests are parsed straight from the loop's shared read buffer.
  */
 #ifndef SV_CONN_H
@@ -32,7 +33,7 @@ typedef struct sv_conn {
     sv_link ready; /* in w->ready while deferred to the next loop turn */
     char *in;      /* held input or NULL */
     uint32_t inlen;
-    uint32_t incap; /* bytes at in: SV_MAX_HEAD, or the held bytes a pause kept */
+    uint32_t incap; /* bytes at in: SV_HEAD_BUF, SV_MAX_HEAD, or what a pause kept */
     uint8_t state;  /* enum sv_conn_state */
     uint8_t paused; /* reading stopped by the per-turn cap */
     uint8_t reading;

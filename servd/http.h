@@ -29,16 +29,18 @@
  * 8 KiB is what nginx and most CDNs allow for URLs. */
 #define SV_MAX_REQUEST_LINE 8192
 /* Largest request head (request line + header fields + blank line): -> 431.
- * 16 KiB covers large cookies; it is also the size of each worker's read
- * buffer and of a connection's held input at most. */
-#define SV_MAX_HEAD 16384
+ * 32 KiB: nginx's default total (4 x 8 KiB large_client_header_buffers) and
+ * the header total a CDN such as Cloudflare forwards; large cookies reach
+ * past 16 KiB. Heads up to SV_HEAD_BUF (server.h) are held in a buffer of
+ * that size, longer ones move to one of this size (conn.c). */
+#define SV_MAX_HEAD 32768
 /* Most header fields in one request: more -> 431. Apache's default
  * (LimitRequestFields) and h2o's; a browser behind a CDN sends 20-40. */
 #define SV_MAX_HEADERS 100
 /* Largest request body (Content-Length) drained on a keep-alive connection,
  * and only one that came whole with its head (conn.c answer(): so at most
- * SV_MAX_HEAD less the head in practice); any other is answered and the
- * connection closed. */
+ * the read buffer or the input buffer, SV_MAX_HEAD, less the head in
+ * practice); any other is answered and the connection closed. */
 #define SV_MAX_DRAIN 65536
 /* Most disjoint ranges honoured in one Range header, merged as they are
  * read (range.c): more at any point -> the Range is ignored and the whole

@@ -88,7 +88,12 @@
 /* Scratch buffers (formatted lines of 206/301/416/errors) one batch may
  * hold before it is written out. Most responses use none. */
 #define SV_BATCH_SCRATCH 8
-/* Spare input buffers kept per loop (SV_MAX_HEAD each): enough for the
+/* The loop's read buffer, and the input buffer a connection holds an
+ * incomplete head in (conn.c); a head that outgrows it, up to SV_MAX_HEAD
+ * (http.h), moves to a buffer of that size. Browsers' heads are 0.3-2 KB;
+ * 16 KiB leaves most of the largest cookies in the first tier. */
+#define SV_HEAD_BUF 16384
+/* Spare input buffers kept per loop (SV_HEAD_BUF each): enough for the
  * usual number of connections with a partial head at once; more are freed. */
 #define SV_INBUF_SPARE 32
 /* After the last response on a connection servd shuts down its write side
@@ -235,7 +240,7 @@ typedef struct sv_worker {
     sv_scratch scratch[SV_BATCH_SCRATCH];
     sv_plan plan;
     sv_request req;
-    char rbuf[SV_MAX_HEAD]; /* the loop's read buffer */
+    char rbuf[SV_HEAD_BUF]; /* the loop's read buffer */
 } sv_worker;
 
 /* ---- Worker loops (worker.c) ---- */

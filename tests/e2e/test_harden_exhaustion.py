@@ -203,6 +203,8 @@ def open_conns(port, n, kind):
             s.sendall(st.req("GET", ht.TINY))
         elif kind == "partial":
             s.sendall(b"GET /tiny.txt HTTP/1.1\r\nHost: x\r\nX-Slow: ")
+        elif kind == "long":  # past the first 16 KiB buffer: held in a 32 KiB one
+            s.sendall(b"GET /tiny.txt HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"s" * 20000)
         out.append(s)
     if kind == "keepalive":  # read the answers only now: the requests overlap
         want = len(ht.FILES[ht.TINY])
@@ -251,12 +253,14 @@ def measure(kind, n=2000):
 
 def t_memory_per_connection():
     """Idle keep-alive and silent connections hold no buffer: their cost is the sv_conn
-    (about 400 bytes) plus allocator slack; a partial head holds one SV_MAX_HEAD input
-    buffer (16 KiB, of which only the touched pages count in RSS)."""
+    (about 400 bytes) plus allocator slack; a partial head holds one SV_HEAD_BUF input
+    buffer (16 KiB, of which only the touched pages count in RSS), a partial head past
+    16 KiB one of SV_MAX_HEAD (32 KiB), its 16 KiB buffer back on the free list."""
     ht.raise_nofile(8192)
     # AddressSanitizer's redzones and quarantine cost up to half as much again.
     scale = 1.5 if ht.sanitized() else 1.0
-    for kind, limit in (("keepalive", 2048), ("silent", 2048), ("partial", 16384 + 2048)):
+    for kind, limit in (("keepalive", 2048), ("silent", 2048), ("partial", 16384 + 2048),
+                        ("long", 32768 + 2048)):
         limit = int(limit * scale)
         per_rss, per_data = measure(kind)
         ok(per_rss <= limit, "%s: %.0f bytes of RSS per connection (limit %d)" % (

@@ -394,17 +394,59 @@ def t_request_line_too_long_414(S):
 
 
 def t_head_too_large_431(S):
-    big = ["X-Big-%d: %s" % (i, "v" * 1000) for i in range(20)]  # ~20 KB, 21 fields
-    framing_error(S, H("GET / HTTP/1.1", "Host: x", *big), 431, "20 KB of header fields")
-    one = "Cookie: " + "c" * 17000
-    framing_error(S, H("GET / HTTP/1.1", "Host: x", one), 431, "one 17 KB field")
+    big = ["X-Big-%d: %s" % (i, "v" * 1000) for i in range(36)]  # ~36 KB, 37 fields
+    framing_error(S, H("GET / HTTP/1.1", "Host: x", *big), 431, "36 KB of header fields")
+    one = "Cookie: " + "c" * 33000
+    framing_error(S, H("GET / HTTP/1.1", "Host: x", one), 431, "one 33 KB field")
     many = ["X-N-%d: 1" % i for i in range(MAX_HEADERS + 6)]
     framing_error(S, H("GET / HTTP/1.1", "Host: x", *many), 431, "107 header fields")
     ok_fields = ["X-N-%d: 1" % i for i in range(MAX_HEADERS - 4)]
     r = st.exchange(S.port, H("GET /tiny.txt HTTP/1.1", "Host: x", *ok_fields))
     eq(r.status, 200, "97 header fields (within 100)")
     r = st.exchange(S.port, H("GET /tiny.txt HTTP/1.1", "Host: x", "X-Big: " + "v" * 12000))
-    eq(r.status, 200, "a 12 KB header field (head within 16 KiB)")
+    eq(r.status, 200, "a 12 KB header field")
+
+
+def t_long_heads_served(S):
+    """Heads past the 16 KiB first buffer, up to 32 KiB (nginx's default total, the header
+    total Cloudflare forwards): large cookies. Each is answered, however it arrives, and the
+    connection goes on with the requests behind it."""
+    big = ["X-Big-%d: %s" % (i, "v" * 1000) for i in range(20)]  # ~20 KB
+    r = st.exchange(S.port, H("GET /tiny.txt HTTP/1.1", "Host: x", *big))
+    eq((r.status, r.body), (200, S.fixture.files[TINY]), "20 KB of header fields")
+    cookie = "Cookie: " + "; ".join("c%d=%s" % (i, "z" * 4000) for i in range(7))  # ~28 KB
+    r = st.exchange(S.port, H("GET /tiny.txt HTTP/1.1", "Host: x", cookie))
+    eq((r.status, r.body), (200, S.fixture.files[TINY]), "a 28 KB Cookie")
+    long_head = H("GET /tiny.txt HTTP/1.1", "Host: x", "X-Pad: " + "p" * 24000)
+    short = st.req("GET", "/A.txt")
+    # whole with a request behind it; split at, before and after the 16 KiB buffer's end;
+    # in pieces smaller than a line; a body behind it that the connection drains
+    cases = [("in one write with a request behind it", [long_head + short]),
+             ("split at 16384", [long_head[:16384], long_head[16384:] + short]),
+             ("split at 16383 and 16385", [long_head[:16383], long_head[16383:16385],
+                                          long_head[16385:] + short]),
+             ("in 3000-byte pieces", [(long_head + short)[i:i + 3000]
+                                      for i in range(0, len(long_head + short), 3000)])]
+    with_body = H("GET /tiny.txt HTTP/1.1", "Host: x", "Content-Length: 5",
+                  "X-Pad: " + "p" * 20000) + b"hello"
+    cases.append(("with a 5-byte body", [with_body + short]))
+    for what, pieces in cases:
+        with st.Conn(S.port) as c:
+            for p in pieces:
+                c.send(p)
+                time.sleep(0.02)
+            r = c.read_response()
+            eq((r.status, r.body), (200, S.fixture.files[TINY]), "a 24 KB head %s" % what)
+            r = c.read_response()
+            eq((r.status, r.body), (200, S.fixture.files["/A.txt"]),
+               "the request after a 24 KB head %s" % what)
+    # twice on one connection: the larger buffer is given back and taken again
+    with st.Conn(S.port) as c:
+        for i in range(2):
+            c.send(long_head[:20000])
+            time.sleep(0.02)
+            c.send(long_head[20000:])
+            eq(c.read_response().status, 200, "a 24 KB head in two writes, #%d" % (i + 1))
 
 
 # ---- methods ----
@@ -621,10 +663,11 @@ def t_exact_limits(S):
     def head(total):  # a head of exactly `total` bytes, blank line included
         base = H("GET /tiny.txt HTTP/1.1", "Host: x", "X-Pad: ")
         return base[:-4] + b"p" * (total - len(base)) + b"\r\n\r\n"
-    eq(len(head(16384)), 16384, "test helper: head length")
-    r = st.exchange(S.port, head(16384))
-    eq(r.status, 200, "a head of exactly 16384 bytes: status")
-    framing_error(S, head(16385), 431, "a head of 16385 bytes")
+    eq(len(head(32768)), 32768, "test helper: head length")
+    for n in (16383, 16384, 16385, 32767, 32768):
+        r = st.exchange(S.port, head(n))
+        eq(r.status, 200, "a head of exactly %d bytes: status" % n)
+    framing_error(S, head(32769), 431, "a head of 32769 bytes")
     fields = ["X-%d: 1" % i for i in range(MAX_HEADERS - 1)]
     r = st.exchange(S.port, H("GET /tiny.txt HTTP/1.1", "Host: x", *fields))
     eq(r.status, 200, "100 header fields: status")

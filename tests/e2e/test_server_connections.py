@@ -185,18 +185,21 @@ def t_half_closed_client_gets_every_response():
 
 def t_heads_near_and_over_the_limit():
     with st.Servd(pack()) as s:
-        # ~15 KB of header fields sent in pieces: held in a connection buffer and answered.
-        hdrs = [("X-Big-%02d" % i, "v" * 230) for i in range(60)]
-        data = st.req("GET", "/small.txt", hdrs)
-        ok(len(data) < 16384, "test head is %d bytes" % len(data))
-        with st.Conn(s.port) as c:
-            for i in range(0, len(data), 1000):
-                c.send(data[i:i + 1000])
-                time.sleep(0.01)
-            r = c.read_response()
-            eq((r.status, r.body), (200, FILES["/small.txt"]), "15 KB head in pieces")
-        # More than 16 KiB of head: 431 and close, however it is split.
-        hdrs = [("X-Big-%02d" % i, "v" * 300) for i in range(60)]
+        # ~15 KB of header fields sent in pieces: held in a connection buffer and answered;
+        # ~28 KB: outgrows that 16 KiB buffer, moves to a 32 KiB one, answered too.
+        for width, what in ((230, "15 KB"), (460, "28 KB")):
+            hdrs = [("X-Big-%02d" % i, "v" * width) for i in range(60)]
+            data = st.req("GET", "/small.txt", hdrs)
+            ok(16384 * (width // 230 - 1) < len(data) < 16384 * (width // 230),
+               "test head is %d bytes" % len(data))
+            with st.Conn(s.port) as c:
+                for i in range(0, len(data), 1000):
+                    c.send(data[i:i + 1000])
+                    time.sleep(0.01)
+                r = c.read_response()
+                eq((r.status, r.body), (200, FILES["/small.txt"]), "%s head in pieces" % what)
+        # More than 32 KiB of head: 431 and close, however it is split.
+        hdrs = [("X-Big-%02d" % i, "v" * 600) for i in range(60)]
         data = st.req("GET", "/small.txt", hdrs)
         for step in (len(data), 1000):
             with st.Conn(s.port) as c:
@@ -206,7 +209,7 @@ def t_heads_near_and_over_the_limit():
                 except (BrokenPipeError, ConnectionResetError):
                     pass
                 r = c.read_response()
-                eq(r.status, 431, "18 KB head in pieces of %d" % step)
+                eq(r.status, 431, "36 KB head in pieces of %d" % step)
                 c.expect_closed("after 431")
 
 
