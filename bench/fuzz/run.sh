@@ -15,8 +15,13 @@ bin=$build/tests/fuzz/$target
 dir=$work/$target
 mkdir -p "$dir/corpus"
 extra=""
-# the request parser's limits (16 KiB head) lie beyond libFuzzer's default 4 KiB inputs
-[ "$target" = fuzz_http1 ] && extra="-max_len=20000"
+# the request parser's limits (32 KiB head) lie beyond libFuzzer's default 4 KiB
+# inputs (the same -max_len as tests/fuzz/CMakeLists.txt gives the ctest runs)
+case $target in
+fuzz_http1) extra="-max_len=36000" ;;
+fuzz_conn) extra="-max_len=40000" ;;
+fuzz_pack) extra="-max_len=65536" ;;
+esac
 cd "$dir"
 # -timeout: an input taking > 10 s is a hang; -rss_limit_mb: the default 2 GiB.
 # shellcheck disable=SC2086

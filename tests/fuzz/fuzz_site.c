@@ -3,6 +3,7 @@
  */
 #include "fuzz_site.h"
 
+#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,58 @@ void fz_die(const char *what)
 static char tmpdir[256], path[300];
 static sf_pack *pack;
 static sf_reader *rd;
+
+/* The paths put, for the pack id (servd refuses a pack whose id is not its
+ * records'). */
+typedef struct {
+    char *key;
+    size_t klen;
+    uint8_t *rec;
+    size_t n;
+} put_rec;
+static put_rec puts_[64];
+static int nputs;
+
+static int key_order(const void *a, const void *b)
+{
+    const put_rec *x = a, *y = b;
+    int c = memcmp(x->key, y->key, x->klen < y->klen ? x->klen : y->klen);
+    return c ? c : (x->klen > y->klen) - (x->klen < y->klen);
+}
+
+static void pack_id(uint8_t out[SF_PACK_ID_LEN])
+{
+    qsort(puts_, (size_t)nputs, sizeof *puts_, key_order);
+    sf_pack_id *id;
+    if (sf_sha256_ready() != 0 || sf_pack_id_begin(&id) != 0)
+        fz_die("pack id");
+    for (int i = 0; i < nputs; i++) {
+        if (sf_pack_id_add(id, puts_[i].key, puts_[i].klen, puts_[i].rec, puts_[i].n) != 0)
+            fz_die("pack id");
+        free(puts_[i].key);
+        free(puts_[i].rec);
+    }
+    nputs = 0;
+    if (sf_pack_id_end(id, out) != 0)
+        fz_die("pack id");
+}
+
+void fz_put_record(sf_writer *w, const char *key, size_t klen, const uint8_t *rec, size_t n)
+{
+    if (nputs == (int)(sizeof puts_ / sizeof *puts_))
+        fz_die("too many paths");
+    put_rec *p = &puts_[nputs++];
+    p->key = malloc(klen);
+    p->rec = malloc(n);
+    if (!p->key || !p->rec)
+        fz_die("malloc");
+    memcpy(p->key, key, klen);
+    memcpy(p->rec, rec, n);
+    p->klen = klen;
+    p->n = n;
+    if (sf_writer_put_path(w, key, klen, rec, n) != 0)
+        fz_die("put path");
+}
 
 static void cleanup(void)
 {
@@ -44,6 +97,8 @@ sf_reader *fz_pack_end(sf_writer *w)
     char err[512];
     sf_meta m;
     memset(&m, 0, sizeof m);
+    m.n_paths = (uint64_t)nputs;
+    pack_id(m.pack_id);
     if (sf_writer_commit(w, &m, err, sizeof err) != 0)
         fz_die(err);
     if (sf_pack_open(path, &pack, err, sizeof err) != 0)
@@ -54,14 +109,27 @@ sf_reader *fz_pack_end(sf_writer *w)
     return rd;
 }
 
+const char *fz_pack_path(void)
+{
+    return path;
+}
+
 void fz_pack_abort(sf_writer *w)
 {
     sf_writer_abort(w);
     rmdir(tmpdir);
 }
 
+int fz_sha256_keys;
+
 void fz_key_of(const char *p, size_t n, uint8_t key[SF_KEY_LEN])
 {
+    unsigned len;
+    if (fz_sha256_keys) {
+        if (!EVP_Digest(p, n, key, &len, EVP_sha256(), NULL) || len != SF_KEY_LEN)
+            fz_die("sha256");
+        return;
+    }
     for (int k = 0; k < 4; k++) {
         uint64_t h = 1469598103934665603ULL ^ (uint64_t)(k + 1);
         for (size_t i = 0; i < n; i++)
@@ -129,10 +197,12 @@ void fz_put(sf_writer *w, const char *path, const char *mime, int n, const int *
     uint8_t *rec;
     size_t len;
     fz_entry(w, path, mime, n, enc, bodies, is404, flags, lm, &rec, &len);
-    int rc = is404 ? sf_writer_put_special(w, "status:404", rec, len)
-                   : sf_writer_put_path(w, path, strlen(path), rec, len);
-    if (rc != 0)
-        fz_die("put path");
+    if (is404) {
+        if (sf_writer_put_special(w, "status:404", rec, len) != 0)
+            fz_die("put 404");
+    } else {
+        fz_put_record(w, path, strlen(path), rec, len);
+    }
     free(rec);
 }
 

@@ -19,10 +19,16 @@ sf_writer *fz_pack_begin(const char *name);
  * pack and its directory outlive until the process exits. */
 sf_reader *fz_pack_end(sf_writer *w);
 
+/* The file of the pack of fz_pack_begin(). */
+const char *fz_pack_path(void);
+
 /* Drops the pack of fz_pack_begin() unfinished, and its directory. */
 void fz_pack_abort(sf_writer *w);
 
-/* A stand-in body key: not SHA-256, but fixed by the bytes. */
+/* A stand-in body key: not SHA-256, but fixed by the bytes; SHA-256 once
+ * fz_sha256_keys is set (servd's load check of a whole pack hashes every
+ * body; fuzz_entry's seeds hold the stand-in keys). */
+extern int fz_sha256_keys;
 void fz_key_of(const char *p, size_t n, uint8_t key[SF_KEY_LEN]);
 
 /* A file entry as servd-pack renders it (docs/format.md §6): n variants of
@@ -34,6 +40,10 @@ void fz_key_of(const char *p, size_t n, uint8_t key[SF_KEY_LEN]);
 void fz_entry(sf_writer *w, const char *path, const char *mime, int n, const int *enc,
               const char *const *bodies, int is404, unsigned flags, int64_t lm, uint8_t **rec,
               size_t *len);
+
+/* Stores rec under the path key (klen bytes), and counts it into the pack
+ * id fz_pack_end() writes. */
+void fz_put_record(sf_writer *w, const char *key, size_t klen, const uint8_t *rec, size_t n);
 
 /* fz_entry() stored in the pack under path (NULL: the status:404 entry). */
 void fz_put(sf_writer *w, const char *path, const char *mime, int n, const int *enc,

@@ -1,0 +1,331 @@
+/*
+ * fuzz_conn - a connection's request path (conn.c, conn_write.c) on arbitrary
+ * bytes over a real socket (a socketpair: a loopback TCP connection per
+ * input would run out of ports to TIME_WAIT; conn.c's TCP-only calls,
+ * TCP_NODELAY and the send-queue reads of the sweep, are not reached).
+ *
+ * The input is two bytes of schedule, then what the client sends. A worker
+ * loop like servd's (sv__worker_init, no listening socket) serves the
+ * server's end of each connection (sv__conn_accept); the client writes the
+ * bytes in chunks whose sizes the schedule picks (1 byte to 64 KiB, 16383 to
+ * 16385 among them: the end of the first input buffer), runs the loop after
+ * each chunk, reads the answers every 1, 4 or 16 rounds, then shuts its
+ * write side down and runs the loop until servd has closed the connection.
+ * This drives what fuzz_http1 cannot: heads split anywhere and held across
+ * reads (the 16 KiB buffer, the move to a 32 KiB one), pipelined requests
+ * answered in batches, bodies drained, connections paused at their share of
+ * a loop turn (a 70 KB body: four answers pass SV_CONN_TURN_BYTES) with
+ * their requests held, and writes queued when the client does not read.
+ *
+ * The same bytes, parsed whole by sv_http1_parse() and answered by
+ * sv_respond() (the model), say what servd must send: the answers are a
+ * stream of HTTP/1.1 messages, each framed by its one Content-Length (no
+ * body for HEAD; a 304 has neither), in the order of the requests, each with the status
+ * sv_respond() gives its request; every request up to the first one after
+ * which servd may close (a body, Connection: close, HTTP/1.0) is answered;
+ * a request that does not parse gets an error status and is the last one
+ * answered; and the connection closes.
+ */
+#include "conn.h"
+#include "fuzz_site.h"
+#include "http.h"
+#include "sf/isolate.h"
+#include "snapshot.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define BIG_BODY  70000
+#define MAX_MODEL 4096
+
+static sv_config cfg;
+static sv_snapshot *snap;
+static sv_worker *w;
+static sv_wslot slot;
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    /* sv_snapshot_open() checks a pack in a fresh run of this program
+     * (snapshot.c: /proc/self/exe --check-pack FD): answer as servd does. */
+    if (*argc == 3 && strcmp((*argv)[1], "--check-pack") == 0) {
+        char err[1024] = "";
+        int rc = sf_sha256_ready() != 0
+                     ? SF_ENOMEM
+                     : sf_pack_check_structure(NULL, (*argv)[2], err, sizeof err);
+        printf("%s\n", rc == 0 ? SF_CHECK_OK : err[0] ? err : sf_strerror(rc));
+        exit(rc == SF_ENOMEM || rc == SF_EIO ? SF_CHECK_EXIT_NO_VERDICT : rc != 0);
+    }
+    fz_sha256_keys = 1;
+    sf_writer *pw = fz_pack_begin("fuzz_conn");
+    static const int e3[] = {SF_ENC_IDENTITY, SF_ENC_GZIP, SF_ENC_BR};
+    static const char *const home[] = {"<html>home page</html>", "gz-home", "br"};
+    fz_put(pw, "/index.html", "text/html", 3, e3, home, 0, 0, 1700000000);
+    static const int e1[] = {SF_ENC_IDENTITY};
+    static const char *const txt[] = {"0123456789abcdefghijklmnopqrstuvwxyz"};
+    fz_put(pw, "/a.txt", "text/plain", 1, e1, txt, 0, SF_ENTRY_DATE_WEAK, 1700000000);
+    char *big = malloc(BIG_BODY + 1);
+    if (!big)
+        fz_die("malloc");
+    for (int i = 0; i < BIG_BODY; i++)
+        big[i] = (char)('a' + i % 26);
+    big[BIG_BODY] = 0;
+    const char *bigv[] = {big};
+    fz_put(pw, "/big.txt", "text/plain", 1, e1, bigv, 0, 0, 1700000000);
+    free(big);
+    static const int e2[] = {SF_ENC_IDENTITY, SF_ENC_GZIP};
+    static const char *const nf[] = {"<h1>missing</h1>", "gz404"};
+    fz_put(pw, NULL, "text/html", 2, e2, nf, 1, 0, 1700000000);
+    sf_entry_spec r;
+    memset(&r, 0, sizeof r);
+    r.kind = SF_KIND_REDIRECT;
+    r.target = (sf_view){"/docs/", 6};
+    uint8_t *rec;
+    size_t len;
+    if (sf_entry_encode(&r, &rec, &len) != 0)
+        fz_die("encode redirect");
+    fz_put_record(pw, "/old", 4, rec, len);
+    free(rec);
+    fz_pack_end(pw);
+    char err[512];
+    if (sv_snapshot_open(fz_pack_path(), 1, &snap, NULL, err, sizeof err) != 0)
+        fz_die(err);
+
+    cfg.idle_ms = cfg.header_ms = cfg.send_ms = cfg.shutdown_ms = 60000;
+    cfg.max_conns = 16;
+    w = calloc(1, sizeof *w);
+    sv_counters *ctr = aligned_alloc(64, sizeof *ctr);
+    if (!w || !ctr)
+        fz_die("malloc");
+    memset(ctr, 0, sizeof *ctr);
+    pthread_mutex_init(&slot.lock, NULL);
+    w->cfg = &cfg;
+    w->ctr = ctr;
+    w->slot = &slot;
+    if (sv__worker_init(w, snap) != 0)
+        fz_die("worker");
+
+    return 0;
+}
+
+/* ---- The model: the input parsed whole ---- */
+
+typedef struct {
+    int n;       /* requests that parse */
+    int certain; /* of them, how many servd answers whatever the reads */
+    int error;   /* request n does not parse: servd answers it with an error */
+    int head[MAX_MODEL];
+    int status[MAX_MODEL];
+} model;
+
+static void build_model(const uint8_t *p, size_t len, model *m)
+{
+    static sv_request req;
+    static sv_scratch sc;
+    static sv_plan plan;
+    static sv_date date;
+    sv_date_update(&date, (int64_t)time(NULL));
+    memset(m, 0, sizeof *m);
+    m->certain = -1;
+    size_t pos = 0;
+    while (pos < len && m->n < MAX_MODEL) {
+        int r = sv_http1_parse((const char *)p + pos, len - pos, &req);
+        if (r == SV_PARSE_INCOMPLETE)
+            break;
+        if (r < 0) {
+            m->error = 1;
+            break;
+        }
+        sv_respond(&req, sv_snapshot_reader(snap, 0), &cfg.site, &date, &sc, &plan);
+        m->head[m->n] = req.method == SV_M_HEAD;
+        m->status[m->n] = plan.status;
+        m->n++;
+        pos += (size_t)r;
+        if ((req.body_len || !req.keep_alive || plan.close) && m->certain < 0)
+            m->certain = m->n; /* servd may close after this one */
+        if (req.body_len > SV_MAX_DRAIN || req.body_len > len - pos || !req.keep_alive ||
+            plan.close)
+            return; /* servd closes after it */
+        pos += (size_t)req.body_len;
+    }
+    if (m->certain < 0)
+        m->certain = m->n + m->error;
+}
+
+/* ---- The answers, checked as they stream in ---- */
+
+typedef struct {
+    const model *m;
+    int got;     /* answers complete */
+    int in_body; /* reading a body */
+    size_t body; /* its bytes still to come */
+    char head[65536];
+    size_t hlen;
+    int closed_after_error;
+    size_t error_cl; /* the error answer's Content-Length */
+} checker;
+
+static void head_done(checker *k)
+{
+    const model *m = k->m;
+    if (k->closed_after_error)
+        fz_die("an answer after the answer to a request that does not parse");
+    if (k->hlen < 12 || memcmp(k->head, "HTTP/1.1 ", 9) != 0)
+        fz_die("an answer that does not start with HTTP/1.1");
+    int status = atoi(k->head + 9);
+    int head;
+    if (k->got < m->n) {
+        if (status != m->status[k->got]) {
+            fprintf(stderr, "answer %d: status %d, sv_respond gives %d\n", k->got, status,
+                    m->status[k->got]);
+            fz_die("a status other than sv_respond's");
+        }
+        head = m->head[k->got];
+    } else if (k->got == m->n && m->error) {
+        if (status < 400)
+            fz_die("a request that does not parse answered without an error");
+        /* Whether it answers a HEAD depends on how far the request line
+         * had been read: a body or none, then the end of the stream. */
+        head = 0;
+        k->closed_after_error = 1;
+    } else {
+        fprintf(stderr, "answer %d of %d requests\n", k->got, m->n);
+        fz_die("more answers than requests");
+    }
+    long cl = -1;
+    int ncl = 0;
+    for (size_t i = 0; i + 1 < k->hlen; i++) {
+        if (k->head[i] == '\n' && k->hlen - i > 16 &&
+            strncasecmp(k->head + i + 1, "content-length:", 15) == 0) {
+            cl = strtol(k->head + i + 16, NULL, 10);
+            ncl++;
+        }
+    }
+    if (status == 304 ? ncl > 1 : ncl != 1 || cl < 0) {
+        fprintf(stderr, "answer %d:\n%.*s\n", k->got, (int)k->hlen, k->head);
+        fz_die("an answer without exactly one Content-Length");
+    }
+    k->body = head || status == 304 ? 0 : (size_t)cl;
+    k->error_cl = (size_t)cl;
+    k->got += k->body == 0;
+    k->in_body = k->body != 0;
+    k->hlen = 0;
+}
+
+static void feed(checker *k, const char *p, size_t n)
+{
+    while (n) {
+        if (k->in_body) {
+            size_t t = n < k->body ? n : k->body;
+            p += t;
+            n -= t;
+            if ((k->body -= t) == 0) {
+                k->in_body = 0;
+                k->got++;
+            }
+            continue;
+        }
+        if (k->hlen == sizeof k->head)
+            fz_die("an answer head over 64 KiB");
+        k->head[k->hlen++] = *p++;
+        n--;
+        if (k->hlen >= 4 && memcmp(k->head + k->hlen - 4, "\r\n\r\n", 4) == 0)
+            head_done(k);
+    }
+}
+
+/* ---- The client ---- */
+
+static const size_t chunk_sizes[] = {1, 2, 5, 64, 700, 4096, 16383, 16384, 16385, 65536};
+
+/* Reads what has arrived; @return 1 at the end of the stream. */
+static int drain(int fd, checker *k)
+{
+    static char buf[65536];
+    for (;;) {
+        ssize_t r = recv(fd, buf, sizeof buf, 0);
+        if (r > 0) {
+            feed(k, buf, (size_t)r);
+            continue;
+        }
+        if (r == 0 || (errno != EAGAIN && errno != EINTR))
+            return 1; /* closed (or reset after a close with input unread) */
+        if (errno == EAGAIN)
+            return 0;
+    }
+}
+
+static void pump(void)
+{
+    for (int i = 0; i < 3; i++)
+        uv_run(&w->loop, UV_RUN_NOWAIT);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size < 2)
+        return 0;
+    unsigned seed = (unsigned)data[0] << 8 | data[1];
+    const uint8_t *p = data + 2;
+    size_t len = size - 2;
+    static model m;
+    static checker k;
+    build_model(p, len, &m);
+    memset(&k, 0, sizeof k);
+    k.m = &m;
+
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+        fz_die("socketpair");
+    int c = sv[0], s = sv[1];
+    if (fcntl(c, F_SETFL, O_NONBLOCK) != 0 || fcntl(s, F_SETFL, O_NONBLOCK) != 0)
+        fz_die("nonblock");
+    sv__conn_accept(w, s);
+
+    unsigned every = (unsigned[]){1, 4, 16}[seed % 3];
+    size_t sent = 0;
+    int eof = 0;
+    for (unsigned round = 0; sent < len && !eof; round++) {
+        seed = seed * 1103515245u + 12345u;
+        size_t want = chunk_sizes[(seed >> 16) % (sizeof chunk_sizes / sizeof *chunk_sizes)];
+        if (want > len - sent)
+            want = len - sent;
+        ssize_t r = send(c, p + sent, want, MSG_NOSIGNAL);
+        if (r > 0)
+            sent += (size_t)r;
+        else if (errno != EAGAIN && errno != EINTR)
+            break; /* servd closed: it answered an error or a request that closes */
+        pump();
+        if (r <= 0 || round % every == 0)
+            eof = drain(c, &k);
+        if (round > 10000000)
+            fz_die("the client could not send its input");
+    }
+    shutdown(c, SHUT_WR);
+    for (unsigned round = 0; !eof || w->nconns; round++) {
+        pump();
+        if (!eof)
+            eof = drain(c, &k);
+        if (round > 1000000)
+            fz_die("servd never closed the connection");
+    }
+    close(c);
+
+    if (k.in_body && k.closed_after_error && k.body == k.error_cl) {
+        k.in_body = 0; /* the error answered a HEAD: no body */
+        k.got++;
+    }
+    if (k.hlen || k.in_body)
+        fz_die("the last answer was cut short");
+    if (k.got < m.certain) {
+        fprintf(stderr, "%d answers, %d requests certain to be answered\n", k.got, m.certain);
+        fz_die("a request not answered");
+    }
+    return 0;
+}
