@@ -509,6 +509,25 @@ static void warn_index_htm(const pk_site *site)
                n, first->src);
 }
 
+/* A site moved from Netlify or Cloudflare Pages may still hold their
+ * configuration files at its root: _headers (which can carry Basic-Auth
+ * credentials) and _redirects. Those hosts read them and never serve them;
+ * servd-pack reads neither, so it would publish them as pages. Says so
+ * (they are packed all the same: files servd-pack is given are packed). */
+static void warn_host_config(const pk_site *site)
+{
+    static const char *const names[] = {"/_headers", "/_redirects"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        const pk_file *f = pk_site_find(site, names[i]);
+        if (f)
+            pk_err("warning: %s: Netlify's and Cloudflare Pages' %s file, which servd-pack "
+                   "does not read, is packed as %s, a page anyone can fetch%s; give what it "
+                   "says in --rules and exclude it there (\"exclude\": [\"%s\"])",
+                   f->src, names[i] + 1, names[i], i == 0 ? " (Basic-Auth lines included)" : "",
+                   names[i]);
+    }
+}
+
 int pk_walk(const char *root, const pk_rules *rules, pk_site *site, char *err, size_t errlen)
 {
     walk w = {.rules = rules, .site = site, .err = err, .errlen = errlen};
@@ -582,6 +601,7 @@ int pk_walk(const char *root, const pk_rules *rules, pk_site *site, char *err, s
     if (site->n) {
         qsort(site->files, site->n, sizeof *site->files, cmp_file);
         warn_index_htm(site);
+        warn_host_config(site);
     }
     return 0;
 }

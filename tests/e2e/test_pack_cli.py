@@ -313,6 +313,35 @@ def main():
              % htm_root, "index.htm warning, for the one directory without index.html")
         T.check("/old/index.htm" in [e["path"] for e in T.ls_json(out)], "index.htm still packed")
         os.unlink(out)
+        # Netlify's and Cloudflare Pages' _headers and _redirects at the root: read by those
+        # hosts and never served; servd-pack packs them (with a warning), and not below the
+        # root, where those hosts do not read them either.
+        cfg_root = os.path.join(work, "netlify-site")
+        T.make_site(cfg_root)  # has a docs/
+        for name, text in (("_headers", "/admin/*\n  Basic-Auth: admin:hunter2\n"),
+                           ("_redirects", "/old /new 301\n"), ("docs/_headers", "notes\n")):
+            with open(os.path.join(cfg_root, name), "w") as f:
+                f.write(text)
+        p = T.run(["build", cfg_root, "-o", out, "-q"])
+        T.eq(p.returncode, 0, "site with _headers: " + p.stderr.decode())
+        T.eq(p.stderr.decode(),
+             "servd-pack: warning: %s/_headers: Netlify's and Cloudflare Pages' _headers file, "
+             "which servd-pack does not read, is packed as /_headers, a page anyone can fetch "
+             "(Basic-Auth lines included); give what it says in --rules and exclude it there "
+             "(\"exclude\": [\"/_headers\"])\n"
+             "servd-pack: warning: %s/_redirects: Netlify's and Cloudflare Pages' _redirects "
+             "file, which servd-pack does not read, is packed as /_redirects, a page anyone can "
+             "fetch; give what it says in --rules and exclude it there "
+             "(\"exclude\": [\"/_redirects\"])\n" % (cfg_root, cfg_root),
+             "_headers and _redirects warnings")
+        paths = [e["path"] for e in T.ls_json(out)]
+        T.check("/_headers" in paths and "/docs/_headers" in paths, "still packed: %r" % paths)
+        rules = os.path.join(work, "netlify-rules.json")
+        with open(rules, "w") as f:
+            f.write('{"exclude": ["/_headers", "/_redirects"]}')
+        p = T.run(["build", cfg_root, "-o", out, "-q", "--rules", rules])
+        T.eq((p.returncode, p.stderr.decode()), (0, ""), "excluded by a rule: no warning")
+        os.unlink(out)
         # getopt's complaints carry the program name like every other message.
         err = expect_failure(["build", root, "-o", out, "--bogus"], 2, [], "unknown long option")
         T.check(err.startswith("servd-pack: unknown option --bogus\n"), "unknown option: %r" % err)
