@@ -22,6 +22,9 @@
  * and resumes when its queue drains (on_write, conn_write.c) or on the next
  * turn (ready list run from an idle handle).
  *
+ * Logging (conn_log.c): each response is noted in the worker's log batch
+ * and its access-log line written once the kernel has taken it.
+ *
  * Closing: after a response that ends the connection, input is still read
  * and dropped while it is written (close_after_write); the write side is
  * shut down once everything is written and the input is drained for up to
@@ -34,11 +37,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-#include "log.h"
 
 #define STREAM(c) ((uv_stream_t *)&(c)->tcp)
 
@@ -114,6 +114,8 @@ void sv__conn_close(sv_conn *c)
 {
     if (c->state == SV_CS_CLOSED)
         return;
+    if (c->w->log)
+        sv__log_close(c);
     /* Queued writes are cancelled now and on_write counts none of them; the
      * kernel took whatever libuv no longer holds (a response cut off by a
      * client that went away still sent those bytes). Exact when the close
@@ -263,64 +265,12 @@ static void add_plan(sv_conn *c, const sv_plan *plan)
         sv__count(&w->ctr->encoding[plan->encoding], 1);
 }
 
-static sf_view find_header(const sv_request *req, const char *name, size_t len)
-{
-    for (size_t i = 0; i < req->nheaders; i++) {
-        const sv_header *h = &req->headers[i];
-        if (h->name.len == len && strncasecmp(h->name.ptr, name, len) == 0)
-            return h->value;
-    }
-    return (sf_view){NULL, 0};
-}
-
-static void log_line(sv_conn *c, const sv_request *req, int status, uint64_t body_bytes,
-                     int encoding)
-{
-    sv_worker *w = c->w;
-    sv_log_entry e = {0};
-    e.peer = c->peer.sa.sa_family ? &c->peer.sa : NULL;
-    e.time = w->logtime;
-    e.time_len = w->logtime_len;
-    e.minor = -1;
-    struct sockaddr_storage client;
-    if (req && e.peer && sv_realip_client(&w->cfg->realip, e.peer, req, &client))
-        e.peer = (const struct sockaddr *)&client;
-    if (req) {
-        e.method = req->method_tok;
-        e.target = req->target;
-        e.minor = req->minor;
-        e.referer = find_header(req, "referer", 7);
-        e.user_agent = find_header(req, "user-agent", 10);
-    }
-    e.status = status;
-    e.body_bytes = body_bytes;
-    e.encoding = encoding;
-    uint64_t now_us = uv_hrtime() / 1000;
-    e.micros = now_us >= c->t_req_us ? now_us - c->t_req_us : 0;
-    sv_log_write(w->log, w->id, &e);
-}
-
-static void log_response(sv_conn *c, const sv_request *req, const sv_plan *plan)
-{
-    log_line(c, req, plan->status, plan->body_bytes, plan->encoding);
-}
-
-void sv__conn_log_header_timeout(sv_conn *c)
-{
-    /* Part of a head arrived and no more in time: a request that never
-     * completed, logged as nginx logs it (408, nothing sent). A connection
-     * that sent nothing (a browser's preconnect) made no request. */
-    if (!c->w->log || c->inlen == 0)
-        return;
-    sv__clock(c->w);
-    log_line(c, NULL, 408, 0, -1);
-}
-
 /* Makes room in the batch for one more plan. */
 static void reserve(sv_conn *c)
 {
     sv_worker *w = c->w;
-    if (w->niov + 1 + SV_PLAN_IOV > SV_BATCH_IOV || w->nscratch == SV_BATCH_SCRATCH)
+    if (w->niov + 1 + SV_PLAN_IOV > SV_BATCH_IOV || w->nscratch == SV_BATCH_SCRATCH ||
+        w->nlog == SV_BATCH_LOG)
         sv__conn_flush(c);
 }
 
@@ -368,7 +318,7 @@ static void answer(sv_conn *c, sv_request *req, size_t body_here)
         w->nscratch++;
     add_plan(c, plan);
     if (w->log)
-        log_response(c, req, plan);
+        sv__log_note(c, req, plan->status, plan->body_bytes, plan->encoding);
     if (plan->close || !req->keep_alive)
         close_after_write(c);
 }
@@ -385,7 +335,7 @@ static void answer_error(sv_conn *c, int status)
     add_plan(c, &w->plan);
     sv__count(&w->ctr->errors[SV_ERR_PARSE], 1);
     if (w->log)
-        log_response(c, NULL, &w->plan);
+        sv__log_note(c, NULL, w->plan.status, w->plan.body_bytes, w->plan.encoding);
     close_after_write(c);
 }
 

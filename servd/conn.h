@@ -26,6 +26,11 @@ enum sv_conn_state {
     SV_CS_CLOSED,  /* uv_close called; freed in the close callback */
 };
 
+/* Access-log lines of a batch written at most together (conn_log.c). */
+#define SV_BATCH_LOG 32
+
+typedef struct sv_logrec sv_logrec;
+
 typedef struct sv_conn {
     uv_tcp_t tcp; /* first: a uv_stream_t* of it is the connection */
     sv_worker *w;
@@ -55,6 +60,10 @@ typedef struct sv_conn {
     uint64_t turn;       /* the loop turn turn_bytes counts for */
     uint64_t turn_bytes; /* response bytes produced in that turn */
     uint64_t t_req_us;   /* uv_hrtime()/1000 at the current request's first byte (log) */
+    sv_logrec *logq;     /* log lines waiting for their responses' queued bytes, */
+    sv_logrec *logq_end; /* oldest first (conn_log.c) */
+    uint64_t unsent;     /* of produced, bytes a failed write did not send (log) */
+    uint64_t taken_end;  /* of produced, the bytes the kernel took before the close */
     union {
         struct sockaddr sa;
         struct sockaddr_in in4;
@@ -72,9 +81,24 @@ size_t sv__conn_queued(sv_conn *c);
 /* Closes c now: queued writes are cancelled. Safe on a closed connection. */
 void sv__conn_close(sv_conn *c);
 
-/* With an access log: a line (408, request "-") for c, closed by the
- * header timeout, when part of a request head had arrived on it. */
+/* conn_log.c, with an access log: a line (408, request "-") for c, closed
+ * by the header timeout, when part of a request head had arrived on it. */
 void sv__conn_log_header_timeout(sv_conn *c);
+
+/* conn_log.c: notes the response just added to the batch (its body is the
+ * last body_bytes of the batch) for the log; req NULL: the request could
+ * not be parsed. The batch must have room (SV_BATCH_LOG). */
+void sv__log_note(sv_conn *c, const sv_request *req, int status, uint64_t body_bytes, int encoding);
+
+/* conn_log.c: after the batch was written (or the connection closed):
+ * logs the batch's responses the kernel took whole, queues the rest. */
+void sv__log_settle(sv_conn *c);
+
+/* conn_log.c: after a queued write completed: logs what is now out. */
+void sv__log_sent(sv_conn *c);
+
+/* conn_log.c: c is closing: logs every queued line with the bytes out. */
+void sv__log_close(sv_conn *c);
 
 /* Closes c now when the client has everything; else after its queued
  * responses, with a lingering close (write side shut, input read until the

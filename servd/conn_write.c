@@ -193,7 +193,7 @@ void sv__conn_flush(sv_conn *c)
     w->nscratch = 0;
     w->batch_bytes = 0;
     if (c->state == SV_CS_CLOSED)
-        return;
+        goto out;
     if (n) {
         size_t done = 0;
         if (sv__conn_queued(c) == 0) {
@@ -201,7 +201,7 @@ void sv__conn_flush(sv_conn *c)
             if (r < 0) {
                 sv__count(&w->ctr->errors[SV_ERR_WRITE], 1);
                 sv__conn_close(c);
-                return;
+                goto out;
             }
             done = (size_t)r;
         }
@@ -211,13 +211,17 @@ void sv__conn_flush(sv_conn *c)
             c->in_kernel = 1;
         }
         if (done < total && queue_rest(c, n, done, total - done) != 0) {
+            c->produced += done; /* what went out, for the log */
             sv__conn_close(c);
-            return;
+            goto out;
         }
         c->produced += total;
     }
     if (c->state == SV_CS_CLOSING)
         sv__conn_start_shutdown(c);
+out:
+    if (w->nlog)
+        sv__log_settle(c);
 }
 
 static void on_write(uv_write_t *req, int status)
@@ -243,8 +247,9 @@ static void on_write(uv_write_t *req, int status)
          * after this one, which are all still there. */
         uv_os_fd_t fd;
         uint64_t acked = uv_fileno((uv_handle_t *)&c->tcp, &fd) == 0 ? sv_tcp_bytes_acked(fd) : 0;
-        if (acked > counted)
-            sv__count(&w->ctr->bytes_sent, acked - counted < bytes ? acked - counted : bytes);
+        uint64_t out = acked > counted ? (acked - counted < bytes ? acked - counted : bytes) : 0;
+        sv__count(&w->ctr->bytes_sent, out);
+        c->unsent = bytes - out; /* for the log lines closed now */
         sv__count(&w->ctr->errors[SV_ERR_WRITE], 1);
         sv__conn_close(c);
         return;
@@ -252,6 +257,8 @@ static void on_write(uv_write_t *req, int status)
     sv__count(&w->ctr->bytes_sent, bytes);
     c->t_active = c->t_progress = uv_now(&w->loop);
     c->in_kernel = 1;
+    if (c->logq)
+        sv__log_sent(c);
     if (c->state == SV_CS_OPEN && c->paused && sv__conn_queued(c) == 0)
         sv__conn_resume(c);
 }

@@ -176,6 +176,7 @@ static inline void sv__list_del(sv_link *l)
 #define SV__CONTAINER(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 
 typedef struct sv_server sv_server;
+typedef struct sv_logpend sv_logpend;
 typedef struct sv_log sv_log;
 
 /* What the main thread keeps per worker besides the worker itself: the
@@ -240,6 +241,10 @@ typedef struct sv_worker {
     sv_scratch scratch[SV_BATCH_SCRATCH];
     sv_plan plan;
     sv_request req;
+    /* With an access log: the batch's responses, logged once it is written
+     * (conn_log.c; SV_BATCH_LOG of them, allocated at the first). */
+    struct sv_logpend *logb;
+    unsigned nlog;
     char rbuf[SV_HEAD_BUF]; /* the loop's read buffer */
 } sv_worker;
 

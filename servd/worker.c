@@ -309,5 +309,6 @@ void sv__worker_free(sv_worker *w, int started)
         memcpy(&w->inbuf_free, b, sizeof(void *));
         free(b);
     }
+    free(w->logb);
     free(w);
 }

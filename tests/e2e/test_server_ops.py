@@ -224,6 +224,60 @@ def t_bytes_sent_counts_a_response_the_client_cut_off():
                "read %d (slack %d, file %d)" % (sent, got, slack, len(FILES["/big.bin"])))
 
 
+def t_access_log_counts_what_left():
+    """A log line is written when its response has left, as nginx's are: BYTES is the body
+    bytes the kernel took ($body_bytes_sent), so an aborted download is logged with what
+    went out, not its whole length, and MICROS runs until the last byte was taken
+    ($request_time), so a slow download is logged with its time. Both the reset servd
+    reads and the one a failed write reports; BYTES plus the head is what
+    servd_bytes_sent_total counted."""
+    with open("/proc/sys/net/ipv4/tcp_wmem") as f:
+        wmem_max = int(f.read().split()[2])
+    slack = 2 * wmem_max + 2 * 64 * 1024
+    size = len(FILES["/big.bin"])
+    log = os.path.join(st.tmpdir(), "left.log")
+    if os.path.exists(log):
+        os.unlink(log)
+    adm = st.free_port()
+    with st.Servd(pack(), extra=["--admin", "127.0.0.1:%d" % adm, "--access-log", log]) as s:
+        n = 0
+        for want, headers in ((8 * 1024 * 1024, ()), (1024 * 1024, [("Connection", "close")])):
+            m0 = metrics(adm)
+            got = cut_download(s.port, want, headers)
+            sent = wait_closed(adm)["servd_bytes_sent_total"] - m0["servd_bytes_sent_total"]
+            n += 1
+            line = LOG_LINE.match(read_lines(log, n)[-1]).groups()
+            eq(line[2:4], ("GET /big.bin HTTP/1.1", "200"), "the cut download's line")
+            body = int(line[4])
+            head = sent - body
+            ok(0 < head < 400, "BYTES %d and %d sent: a head of %d" % (body, sent, head))
+            ok(got - head <= body <= got - head + slack and body < size,
+               "BYTES %d of a %d-byte download the client read %d bytes of (%s)"
+               % (body, size, got, "Connection: close" if headers else "keep-alive"))
+        # a whole download read slowly: the kernel takes the last byte only after the client
+        # has read all but what the socket buffers hold
+        c = socket.socket()
+        c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
+        c.settimeout(10)
+        c.connect(("127.0.0.1", s.port))
+        c.sendall(st.req("GET", "/big.bin"))
+        t0 = time.time()
+        got = 0
+        while got < size:
+            chunk = c.recv(1 << 20)
+            ok(chunk, "servd closed after %d bytes" % got)
+            got += len(chunk)
+            time.sleep(0.02)
+        took = time.time() - t0
+        c.close()
+        n += 1
+        line = LOG_LINE.match(read_lines(log, n)[-1]).groups()
+        eq(line[4], str(size), "BYTES of a download read whole")
+        micros = int(line[8])
+        ok(micros >= 1e6 * took * (size - slack) / size - 100_000 and micros >= 200_000,
+           "MICROS %d of a download that took the client %.2f s" % (micros, took))
+
+
 def t_admin_answers_what_it_refuses_before_it_closes():
     """The admin port's refusals reach the client: an oversized head gets its 431 and a
     request with a body its 405, then a clean close (FIN, never a reset: input left
