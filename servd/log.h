@@ -11,9 +11,10 @@
  *
  * Line format (one per response):
  *   HOST - - [TIME] "METHOD TARGET HTTP/1.x" STATUS BYTES "REFERER" "UA" ENCODING MICROS
- * BYTES is the body bytes ("-" for none), ENCODING the content coding of the
- * body or "-", MICROS the microseconds from the arrival of the request's first
- * byte until its response was ready to write. Quotes, backslashes, control
+ * BYTES is the body bytes the kernel took ("-" for none), ENCODING the
+ * content coding of the body or "-", MICROS the microseconds from the arrival
+ * of the request's first byte until the kernel took the response's last byte
+ * (lines are written then: conn_log.c). Quotes, backslashes, control
  * and non-ASCII bytes inside quoted fields are written as \" \\ \xHH.
  */
 #ifndef SV_LOG_H

@@ -24,16 +24,22 @@
  * sv_respond() gives its request; every request up to the first one after
  * which servd may close (a body, Connection: close, HTTP/1.0) is answered;
  * a request that does not parse gets an error status and is the last one
- * answered; and the connection closes.
+ * answered; the connection closes; and the access log (conn_log.c, written
+ * as responses leave, lines to /dev/null) counts one line per answer. In
+ * one input of four the client goes away once it has sent everything: then
+ * every response servd planned must still be logged once, with what went
+ * out.
  */
 #include "conn.h"
 #include "fuzz_site.h"
 #include "http.h"
+#include "log.h"
 #include "sf/isolate.h"
 #include "snapshot.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +55,7 @@ static sv_config cfg;
 static sv_snapshot *snap;
 static sv_worker *w;
 static sv_wslot slot;
+static sv_metrics metrics;
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
@@ -62,6 +69,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
         printf("%s\n", rc == 0 ? SF_CHECK_OK : err[0] ? err : sf_strerror(rc));
         exit(rc == SF_ENOMEM || rc == SF_EIO ? SF_CHECK_EXIT_NO_VERDICT : rc != 0);
     }
+    signal(SIGPIPE, SIG_IGN); /* as servd (main.c): sendfile and libuv's writev raise it */
     fz_sha256_keys = 1;
     sf_writer *pw = fz_pack_begin("fuzz_conn");
     static const int e3[] = {SF_ENC_IDENTITY, SF_ENC_GZIP, SF_ENC_BR};
@@ -100,14 +108,18 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     cfg.idle_ms = cfg.header_ms = cfg.send_ms = cfg.shutdown_ms = 60000;
     cfg.max_conns = 16;
     w = calloc(1, sizeof *w);
-    sv_counters *ctr = aligned_alloc(64, sizeof *ctr);
-    if (!w || !ctr)
+    if (!w || sv_metrics_init(&metrics, 1) != 0)
         fz_die("malloc");
-    memset(ctr, 0, sizeof *ctr);
     pthread_mutex_init(&slot.lock, NULL);
     w->cfg = &cfg;
-    w->ctr = ctr;
+    w->ctr = metrics.ctr;
     w->slot = &slot;
+    /* An access log (its lines go to /dev/null): each answer must make
+     * exactly one line, whenever its bytes leave (conn_log.c). */
+    sv_log *log;
+    if (sv_log_open("/dev/null", 1, &metrics, &log, err, sizeof err) != 0)
+        fz_die(err);
+    w->log = log;
     if (sv__worker_init(w, snap) != 0)
         fz_die("worker");
 
@@ -242,6 +254,15 @@ static void feed(checker *k, const char *p, size_t n)
 
 /* ---- The client ---- */
 
+/* Responses servd has planned: counted by status class (conn.c add_plan). */
+static uint64_t planned(void)
+{
+    uint64_t n = 0;
+    for (int i = 0; i < 6; i++)
+        n += metrics.ctr->status[i];
+    return n;
+}
+
 static const size_t chunk_sizes[] = {1, 2, 5, 64, 700, 4096, 16383, 16384, 16385, 65536};
 
 /* Reads what has arrived; @return 1 at the end of the stream. */
@@ -276,6 +297,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t len = size - 2;
     static model m;
     static checker k;
+    uint64_t lines0 = metrics.ctr->log_lines, planned0 = planned();
     build_model(p, len, &m);
     memset(&k, 0, sizeof k);
     k.m = &m;
@@ -289,6 +311,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     sv__conn_accept(w, s);
 
     unsigned every = (unsigned[]){1, 4, 16}[seed % 3];
+    /* One input in four: the client goes away once it has sent everything,
+     * reading nothing more (servd's writes fail with lines still queued). */
+    int abandon = (seed >> 2) % 4 == 0;
     size_t sent = 0;
     int eof = 0;
     for (unsigned round = 0; sent < len && !eof; round++) {
@@ -307,6 +332,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (round > 10000000)
             fz_die("the client could not send its input");
     }
+    if (abandon) {
+        close(c);
+        for (unsigned round = 0; w->nconns; round++) {
+            pump();
+            if (round > 1000000)
+                fz_die("servd never closed an abandoned connection");
+        }
+        if (metrics.ctr->log_lines - lines0 != planned() - planned0)
+            fz_die("an abandoned connection's answers not logged once each");
+        return 0;
+    }
     shutdown(c, SHUT_WR);
     for (unsigned round = 0; !eof || w->nconns; round++) {
         pump();
@@ -323,6 +359,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     if (k.hlen || k.in_body)
         fz_die("the last answer was cut short");
+    if (metrics.ctr->log_lines - lines0 != (uint64_t)k.got ||
+        planned() - planned0 != (uint64_t)k.got) {
+        fprintf(stderr, "%d answers, %llu log lines\n", k.got,
+                (unsigned long long)(metrics.ctr->log_lines - lines0));
+        fz_die("answers not logged once each");
+    }
     if (k.got < m.certain) {
         fprintf(stderr, "%d answers, %d requests certain to be answered\n", k.got, m.certain);
         fz_die("a request not answered");
