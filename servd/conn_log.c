@@ -89,10 +89,24 @@ static char *keep_view(char *to, sf_view *v)
     return to + v->len;
 }
 
-/* Copies p out of the input into a record queued on c. */
+/* A view no longer than what a line shows of it: sv_log_format() writes
+ * at most max bytes of a field and decides on its "..." from the first
+ * max + 1, so the line comes out the same. */
+static void cap_view(sf_view *v, size_t max)
+{
+    if (v->len > max + 1)
+        v->len = max + 1;
+}
+
+/* Copies p out of the input into a record queued on c: of each field, what
+ * its line can show (a record is at most ~3.3 KB, not a whole head). */
 static void defer(sv_conn *c, sv_logpend *p)
 {
     sv_log_entry *e = &p->e;
+    cap_view(&e->method, SV_LOG_METHOD_MAX);
+    cap_view(&e->target, SV_LOG_TARGET_MAX);
+    cap_view(&e->referer, SV_LOG_HEADER_MAX);
+    cap_view(&e->user_agent, SV_LOG_HEADER_MAX);
     size_t need = e->method.len + e->target.len + e->referer.len + e->user_agent.len;
     sv_logrec *r = malloc(sizeof *r + need);
     if (!r) { /* logged now, with the bytes out so far */

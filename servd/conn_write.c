@@ -137,7 +137,9 @@ static int file_piece(sv_worker *w, packfile *pf, const uv_buf_t *b)
  * small pieces with one sendmsg each (MSG_MORE when a file piece follows,
  * so that a header and its body share segments), file pieces with
  * sendfile. @return the bytes written (fewer than all when the socket is
- * full), or a negative errno when the connection is broken. */
+ * full, or broken after taking some: the queued write of the rest reports
+ * that, and the bytes out are counted), or a negative errno when the
+ * connection is broken and took nothing. */
 static ssize_t write_now(sv_conn *c, uv_buf_t *iov, unsigned n)
 {
     sv_worker *w = c->w;
@@ -160,7 +162,7 @@ static ssize_t write_now(sv_conn *c, uv_buf_t *iov, unsigned n)
                 r = sendmsg(fd, &mh, MSG_NOSIGNAL | (j < n ? MSG_MORE : 0));
             while (r < 0 && errno == EINTR);
             if (r < 0)
-                return errno == EAGAIN || errno == EWOULDBLOCK ? (ssize_t)done : -errno;
+                return errno == EAGAIN || errno == EWOULDBLOCK || done ? (ssize_t)done : -errno;
             done += (size_t)r;
             if ((size_t)r < run)
                 return (ssize_t)done;
@@ -171,7 +173,7 @@ static ssize_t write_now(sv_conn *c, uv_buf_t *iov, unsigned n)
                 r = sendfile(fd, pf.fd, &off, iov[j].len);
             while (r < 0 && errno == EINTR);
             if (r < 0)
-                return errno == EAGAIN || errno == EWOULDBLOCK ? (ssize_t)done : -errno;
+                return errno == EAGAIN || errno == EWOULDBLOCK || done ? (ssize_t)done : -errno;
             done += (size_t)r;
             if ((size_t)r < iov[j].len)
                 return (ssize_t)done;

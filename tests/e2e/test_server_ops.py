@@ -241,7 +241,9 @@ def t_access_log_counts_what_left():
     adm = st.free_port()
     with st.Servd(pack(), extra=["--admin", "127.0.0.1:%d" % adm, "--access-log", log]) as s:
         n = 0
-        for want, headers in ((8 * 1024 * 1024, ()), (1024 * 1024, [("Connection", "close")])):
+        # a User-Agent longer than a line shows: the queued line keeps what it shows
+        ua = [("User-Agent", "u" * 3000)]
+        for want, headers in ((8 * 1024 * 1024, ua), (1024 * 1024, [("Connection", "close")])):
             r = st.get(s.port, "/big.bin", headers, method="HEAD")
             n += 1
             head = len(r.head_raw)  # the GET's head: the same fields
@@ -250,8 +252,9 @@ def t_access_log_counts_what_left():
             got = cut_download(s.port, want, headers)
             sent = wait_closed(adm)["servd_bytes_sent_total"] - m0["servd_bytes_sent_total"]
             n += 1
-            line = LOG_LINE.match(read_lines(log, n)[-1]).groups()
+            head_line, line = [LOG_LINE.match(x).groups() for x in read_lines(log, n)[-2:]]
             eq(line[2:4], ("GET /big.bin HTTP/1.1", "200"), "the cut download's line")
+            eq(line[6], head_line[6], "the User-Agent as the HEAD's line, written at once, has it")
             body = int(line[4])
             eq(head + body, sent, "the head (%d) and BYTES: what servd_bytes_sent_total "
                "counted" % head)
