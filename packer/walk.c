@@ -510,21 +510,45 @@ static void warn_index_htm(const pk_site *site)
 }
 
 /* A site moved from Netlify or Cloudflare Pages may still hold their
- * configuration files at its root: _headers (which can carry Basic-Auth
- * credentials) and _redirects. Those hosts read them and never serve them;
- * servd-pack reads neither, so it would publish them as pages. Says so
- * (they are packed all the same: files servd-pack is given are packed). */
+ * configuration at its root: _headers (which can carry Basic-Auth
+ * credentials) and _redirects, and Cloudflare Pages' _worker.js (server
+ * code, perhaps with secrets; a file or a directory) and _routes.json. Those hosts read them and
+ * never serve them; servd-pack reads none, so it would publish them as
+ * pages. Says so (they are packed all the same: files servd-pack is given
+ * are packed). */
 static void warn_host_config(const pk_site *site)
 {
-    static const char *const names[] = {"/_headers", "/_redirects"};
-    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
-        const pk_file *f = pk_site_find(site, names[i]);
+    static const struct {
+        const char *key, *whose, *what, *how;
+    } files[] = {
+        {"/_headers", "Netlify's and Cloudflare Pages'", " (Basic-Auth lines included)",
+         "give what it says in --rules and exclude it there"},
+        {"/_redirects", "Netlify's and Cloudflare Pages'", "",
+         "give what it says in --rules and exclude it there"},
+        {"/_worker.js", "Cloudflare Pages'", " (server code, and what secrets it holds)",
+         "exclude it in --rules"},
+        {"/_routes.json", "Cloudflare Pages'", "", "exclude it in --rules"},
+    };
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+        const pk_file *f = pk_site_find(site, files[i].key);
         if (f)
-            pk_err("warning: %s: Netlify's and Cloudflare Pages' %s file, which servd-pack "
-                   "does not read, is packed as %s, a page anyone can fetch%s; give what it "
-                   "says in --rules and exclude it there (\"exclude\": [\"%s\"])",
-                   f->src, names[i] + 1, names[i], i == 0 ? " (Basic-Auth lines included)" : "",
-                   names[i]);
+            pk_err("warning: %s: %s %s file, which servd-pack does not read, is packed as %s, "
+                   "a page anyone can fetch%s; %s (\"exclude\": [\"%s\"])",
+                   f->src, files[i].whose, files[i].key + 1, files[i].key, files[i].what,
+                   files[i].how, files[i].key);
+    }
+    /* _worker.js may also be a directory of modules */
+    static const char dir[] = "/_worker.js/";
+    for (size_t i = 0; i < site->n; i++) {
+        const pk_file *f = &site->files[i];
+        if (f->key_len >= sizeof dir - 1 && memcmp(f->key, dir, sizeof dir - 1) == 0) {
+            pk_err("warning: %s: Cloudflare Pages' _worker.js directory (server code, and "
+                   "what secrets it holds), which servd-pack does not read, is packed under "
+                   "/_worker.js/, pages anyone can fetch; exclude it in --rules "
+                   "(\"exclude\": [\"/_worker.js/**\"])",
+                   f->src);
+            break;
+        }
     }
 }
 

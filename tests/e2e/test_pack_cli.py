@@ -313,34 +313,59 @@ def main():
              % htm_root, "index.htm warning, for the one directory without index.html")
         T.check("/old/index.htm" in [e["path"] for e in T.ls_json(out)], "index.htm still packed")
         os.unlink(out)
-        # Netlify's and Cloudflare Pages' _headers and _redirects at the root: read by those
-        # hosts and never served; servd-pack packs them (with a warning), and not below the
-        # root, where those hosts do not read them either.
+        # Netlify's and Cloudflare Pages' configuration at the root (_headers, _redirects;
+        # Cloudflare's _worker.js, a file or a directory, and _routes.json): read by those
+        # hosts and never served; servd-pack packs them (with a warning each), and not below
+        # the root, where those hosts do not read them either.
         cfg_root = os.path.join(work, "netlify-site")
         T.make_site(cfg_root)  # has a docs/
         for name, text in (("_headers", "/admin/*\n  Basic-Auth: admin:hunter2\n"),
-                           ("_redirects", "/old /new 301\n"), ("docs/_headers", "notes\n")):
+                           ("_redirects", "/old /new 301\n"), ("docs/_headers", "notes\n"),
+                           ("_worker.js", "export default {}\n"), ("_routes.json", "{}\n")):
             with open(os.path.join(cfg_root, name), "w") as f:
                 f.write(text)
         p = T.run(["build", cfg_root, "-o", out, "-q"])
         T.eq(p.returncode, 0, "site with _headers: " + p.stderr.decode())
-        T.eq(p.stderr.decode(),
-             "servd-pack: warning: %s/_headers: Netlify's and Cloudflare Pages' _headers file, "
-             "which servd-pack does not read, is packed as /_headers, a page anyone can fetch "
-             "(Basic-Auth lines included); give what it says in --rules and exclude it there "
-             "(\"exclude\": [\"/_headers\"])\n"
-             "servd-pack: warning: %s/_redirects: Netlify's and Cloudflare Pages' _redirects "
-             "file, which servd-pack does not read, is packed as /_redirects, a page anyone can "
-             "fetch; give what it says in --rules and exclude it there "
-             "(\"exclude\": [\"/_redirects\"])\n" % (cfg_root, cfg_root),
-             "_headers and _redirects warnings")
+        both, cf = "Netlify's and Cloudflare Pages'", "Cloudflare Pages'"
+        conf = "give what it says in --rules and exclude it there"
+        want = "".join(
+            "servd-pack: warning: %s/%s: %s %s file, which servd-pack does not read, is packed "
+            "as /%s, a page anyone can fetch%s; %s (\"exclude\": [\"/%s\"])\n"
+            % (cfg_root, name, whose, name, name, what, how, name)
+            for name, whose, what, how in (
+                ("_headers", both, " (Basic-Auth lines included)", conf),
+                ("_redirects", both, "", conf),
+                ("_worker.js", cf, " (server code, and what secrets it holds)",
+                 "exclude it in --rules"),
+                ("_routes.json", cf, "", "exclude it in --rules")))
+        T.eq(p.stderr.decode(), want, "the host configuration warnings")
         paths = [e["path"] for e in T.ls_json(out)]
         T.check("/_headers" in paths and "/docs/_headers" in paths, "still packed: %r" % paths)
         rules = os.path.join(work, "netlify-rules.json")
         with open(rules, "w") as f:
-            f.write('{"exclude": ["/_headers", "/_redirects"]}')
+            f.write('{"exclude": ["/_headers", "/_redirects", "/_worker.js", "/_routes.json"]}')
         p = T.run(["build", cfg_root, "-o", out, "-q", "--rules", rules])
         T.eq((p.returncode, p.stderr.decode()), (0, ""), "excluded by a rule: no warning")
+        os.unlink(out)
+        # _worker.js as a directory of modules: one warning for the directory
+        os.unlink(os.path.join(cfg_root, "_worker.js"))
+        os.makedirs(os.path.join(cfg_root, "_worker.js", "lib"))
+        for name in ("_worker.js/index.js", "_worker.js/lib/a.js"):
+            with open(os.path.join(cfg_root, name), "w") as f:
+                f.write("export default {}\n")
+        p = T.run(["build", cfg_root, "-o", out, "-q", "--rules", rules])
+        err = p.stderr.decode()
+        T.eq(err.splitlines()[0],
+             "servd-pack: warning: %s/_worker.js/index.js: Cloudflare Pages' _worker.js "
+             "directory (server code, and what secrets it holds), which servd-pack does not "
+             "read, is packed under /_worker.js/, pages anyone can fetch; exclude it in --rules "
+             "(\"exclude\": [\"/_worker.js/**\"])" % cfg_root, "the _worker.js directory")
+        T.check(len(err.splitlines()) == 2 and 'write "/_worker.js/**"' in err,
+                "and the rule that named the directory: %r" % err)
+        with open(rules, "w") as f:
+            f.write('{"exclude": ["/_headers", "/_redirects", "/_worker.js/**", "/_routes.json"]}')
+        p = T.run(["build", cfg_root, "-o", out, "-q", "--rules", rules])
+        T.eq((p.returncode, p.stderr.decode()), (0, ""), "the directory excluded: no warning")
         os.unlink(out)
         # getopt's complaints carry the program name like every other message.
         err = expect_failure(["build", root, "-o", out, "--bogus"], 2, [], "unknown long option")
