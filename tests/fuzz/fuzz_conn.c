@@ -25,7 +25,8 @@
  * which servd may close (a body, Connection: close, HTTP/1.0) is answered;
  * a request that does not parse gets an error status and is the last one
  * answered; the connection closes; and the access log (conn_log.c, written
- * as responses leave, lines to /dev/null) counts one line per answer. In
+ * as responses leave, lines to /dev/null) has one line per answer, with its
+ * status, its body length as BYTES and its request's target. In
  * one input of four the client goes away once it has sent everything: then
  * every response servd planned must still be logged once, with what went
  * out.
@@ -134,6 +135,7 @@ typedef struct {
     int error;   /* request n does not parse: servd answers it with an error */
     int head[MAX_MODEL];
     int status[MAX_MODEL];
+    size_t toff[MAX_MODEL], tlen[MAX_MODEL]; /* the request target in the input */
 } model;
 
 static void build_model(const uint8_t *p, size_t len, model *m)
@@ -157,6 +159,8 @@ static void build_model(const uint8_t *p, size_t len, model *m)
         sv_respond(&req, sv_snapshot_reader(snap, 0), &cfg.site, &date, &sc, &plan);
         m->head[m->n] = req.method == SV_M_HEAD;
         m->status[m->n] = plan.status;
+        m->toff[m->n] = (size_t)((const uint8_t *)req.target.ptr - p);
+        m->tlen[m->n] = req.target.len;
         m->n++;
         pos += (size_t)r;
         if ((req.body_len || !req.keep_alive || plan.close) && m->certain < 0)
@@ -170,6 +174,31 @@ static void build_model(const uint8_t *p, size_t len, model *m)
         m->certain = m->n + m->error;
 }
 
+/* ---- The log lines, seen on their way (-Wl,--wrap=sv_log_write) ---- */
+
+static struct {
+    int status, minor;
+    uint64_t body;
+    char target[64]; /* its first bytes */
+    size_t tlen;
+} lines[MAX_MODEL];
+static int nlines;
+
+void __real_sv_log_write(sv_log *log, int worker, const sv_log_entry *e);
+void __wrap_sv_log_write(sv_log *log, int worker, const sv_log_entry *e)
+{
+    if (nlines < MAX_MODEL) {
+        lines[nlines].status = e->status;
+        lines[nlines].minor = e->minor;
+        lines[nlines].body = e->body_bytes;
+        lines[nlines].tlen = e->target.len;
+        if (e->target.len)
+            memcpy(lines[nlines].target, e->target.ptr, e->target.len < 64 ? e->target.len : 64);
+    }
+    nlines++;
+    __real_sv_log_write(log, worker, e);
+}
+
 /* ---- The answers, checked as they stream in ---- */
 
 typedef struct {
@@ -180,7 +209,9 @@ typedef struct {
     char head[65536];
     size_t hlen;
     int closed_after_error;
-    size_t error_cl; /* the error answer's Content-Length */
+    size_t error_cl;          /* the error answer's Content-Length */
+    int status[MAX_MODEL];    /* of each answer, */
+    size_t bodies[MAX_MODEL]; /* and its body's length */
 } checker;
 
 static void head_done(checker *k)
@@ -225,6 +256,10 @@ static void head_done(checker *k)
     }
     k->body = head || status == 304 ? 0 : (size_t)cl;
     k->error_cl = (size_t)cl;
+    if (k->got < MAX_MODEL) {
+        k->status[k->got] = status;
+        k->bodies[k->got] = k->body;
+    }
     k->got += k->body == 0;
     k->in_body = k->body != 0;
     k->hlen = 0;
@@ -298,6 +333,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     static model m;
     static checker k;
     uint64_t lines0 = metrics.ctr->log_lines, planned0 = planned();
+    nlines = 0;
     build_model(p, len, &m);
     memset(&k, 0, sizeof k);
     k.m = &m;
@@ -355,6 +391,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     if (k.in_body && k.closed_after_error && k.body == k.error_cl) {
         k.in_body = 0; /* the error answered a HEAD: no body */
+        if (k.got < MAX_MODEL)
+            k.bodies[k.got] = 0;
         k.got++;
     }
     if (k.hlen || k.in_body)
@@ -364,6 +402,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         fprintf(stderr, "%d answers, %llu log lines\n", k.got,
                 (unsigned long long)(metrics.ctr->log_lines - lines0));
         fz_die("answers not logged once each");
+    }
+    /* Each line says its answer's status and body length, and its
+     * request's target (the first bytes; a line keeps SV_LOG_TARGET_MAX + 1) */
+    for (int i = 0; i < k.got && i < MAX_MODEL; i++) {
+        if (lines[i].status != k.status[i] || lines[i].body != k.bodies[i]) {
+            fprintf(stderr, "line %d: status %d, BYTES %llu; answer: %d, %zu body bytes\n", i,
+                    lines[i].status, (unsigned long long)lines[i].body, k.status[i], k.bodies[i]);
+            fz_die("a log line that does not say its answer");
+        }
+        if (i < m.n) {
+            size_t want = m.tlen[i] > SV_LOG_TARGET_MAX + 1 ? SV_LOG_TARGET_MAX + 1 : m.tlen[i];
+            size_t n = want < 64 ? want : 64;
+            if (lines[i].tlen != want && lines[i].tlen != m.tlen[i])
+                fz_die("a log line's target of another length than its request's");
+            if (memcmp(lines[i].target, p + m.toff[i], n) != 0)
+                fz_die("a log line's target is not its request's");
+        }
     }
     if (k.got < m.certain) {
         fprintf(stderr, "%d answers, %d requests certain to be answered\n", k.got, m.certain);
