@@ -73,34 +73,17 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     signal(SIGPIPE, SIG_IGN); /* as servd (main.c): sendfile and libuv's writev raise it */
     fz_sha256_keys = 1;
     sf_writer *pw = fz_pack_begin("fuzz_conn");
-    static const int e3[] = {SF_ENC_IDENTITY, SF_ENC_GZIP, SF_ENC_BR};
-    static const char *const home[] = {"<html>home page</html>", "gz-home", "br"};
-    fz_put(pw, "/index.html", "text/html", 3, e3, home, 0, 0, 1700000000);
-    static const int e1[] = {SF_ENC_IDENTITY};
-    static const char *const txt[] = {"0123456789abcdefghijklmnopqrstuvwxyz"};
-    fz_put(pw, "/a.txt", "text/plain", 1, e1, txt, 0, SF_ENTRY_DATE_WEAK, 1700000000);
+    fz_put_basics(pw);
     char *big = malloc(BIG_BODY + 1);
     if (!big)
         fz_die("malloc");
     for (int i = 0; i < BIG_BODY; i++)
         big[i] = (char)('a' + i % 26);
     big[BIG_BODY] = 0;
+    static const int e1[] = {SF_ENC_IDENTITY};
     const char *bigv[] = {big};
     fz_put(pw, "/big.txt", "text/plain", 1, e1, bigv, 0, 0, 1700000000);
     free(big);
-    static const int e2[] = {SF_ENC_IDENTITY, SF_ENC_GZIP};
-    static const char *const nf[] = {"<h1>missing</h1>", "gz404"};
-    fz_put(pw, NULL, "text/html", 2, e2, nf, 1, 0, 1700000000);
-    sf_entry_spec r;
-    memset(&r, 0, sizeof r);
-    r.kind = SF_KIND_REDIRECT;
-    r.target = (sf_view){"/docs/", 6};
-    uint8_t *rec;
-    size_t len;
-    if (sf_entry_encode(&r, &rec, &len) != 0)
-        fz_die("encode redirect");
-    fz_put_record(pw, "/old", 4, rec, len);
-    free(rec);
     fz_pack_end(pw);
     char err[512];
     if (sv_snapshot_open(fz_pack_path(), 1, &snap, NULL, err, sizeof err) != 0)

@@ -30,31 +30,14 @@ static sv_date date;
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     sf_writer *w = fz_pack_begin("fuzz_http1");
-    static const int e3[] = {SF_ENC_IDENTITY, SF_ENC_GZIP, SF_ENC_BR};
-    static const char *const home[] = {"<html>home page</html>", "gz-home", "br"};
-    fz_put(w, "/index.html", "text/html", 3, e3, home, 0, 0, 1700000000);
+    fz_put_basics(w);
     static const int e1[] = {SF_ENC_IDENTITY};
     static const char *const docs[] = {"<html>docs</html>"};
     fz_put(w, "/docs/index.html", "text/html", 1, e1, docs, 0, 0, 1900000000); /* ahead */
-    static const char *const txt[] = {"0123456789abcdefghijklmnopqrstuvwxyz"};
-    fz_put(w, "/a.txt", "text/plain", 1, e1, txt, 0, SF_ENTRY_DATE_WEAK, 1700000000);
     static const int e4[] = {SF_ENC_IDENTITY, SF_ENC_GZIP, SF_ENC_BR, SF_ENC_ZSTD};
     static const char *const js[] = {"var x = 1; var y = 2; var z = 3; console.log(x + y + z);",
                                      "gzgzgzgzgzgzgzgzgzgz", "brbrbrbrbrbrbr", "zszszszszszszszs"};
     fz_put(w, "/app.js", "text/javascript", 4, e4, js, 0, 0, 1700000000);
-    static const int e2[] = {SF_ENC_IDENTITY, SF_ENC_GZIP};
-    static const char *const nf[] = {"<h1>missing</h1>", "gz404"};
-    fz_put(w, NULL, "text/html", 2, e2, nf, 1, 0, 1700000000);
-    sf_entry_spec r;
-    memset(&r, 0, sizeof r);
-    r.kind = SF_KIND_REDIRECT;
-    r.target = (sf_view){"/docs/", 6};
-    uint8_t *rec;
-    size_t len;
-    if (sf_entry_encode(&r, &rec, &len) != 0)
-        fz_die("encode redirect");
-    fz_put_record(w, "/old", 4, rec, len);
-    free(rec);
     rd = fz_pack_end(w);
     sv_date_update(&date, 1800000000);
     return 0;

@@ -206,6 +206,29 @@ void fz_put(sf_writer *w, const char *path, const char *mime, int n, const int *
     free(rec);
 }
 
+void fz_put_basics(sf_writer *w)
+{
+    static const int e3[] = {SF_ENC_IDENTITY, SF_ENC_GZIP, SF_ENC_BR};
+    static const char *const home[] = {"<html>home page</html>", "gz-home", "br"};
+    fz_put(w, "/index.html", "text/html", 3, e3, home, 0, 0, 1700000000);
+    static const int e1[] = {SF_ENC_IDENTITY};
+    static const char *const txt[] = {"0123456789abcdefghijklmnopqrstuvwxyz"};
+    fz_put(w, "/a.txt", "text/plain", 1, e1, txt, 0, SF_ENTRY_DATE_WEAK, 1700000000);
+    static const int e2[] = {SF_ENC_IDENTITY, SF_ENC_GZIP};
+    static const char *const nf[] = {"<h1>missing</h1>", "gz404"};
+    fz_put(w, NULL, "text/html", 2, e2, nf, 1, 0, 1700000000);
+    sf_entry_spec r;
+    memset(&r, 0, sizeof r);
+    r.kind = SF_KIND_REDIRECT;
+    r.target = (sf_view){"/docs/", 6};
+    uint8_t *rec;
+    size_t len;
+    if (sf_entry_encode(&r, &rec, &len) != 0)
+        fz_die("encode redirect");
+    fz_put_record(w, "/old", 4, rec, len);
+    free(rec);
+}
+
 /* A finding in a plan: says what, shows the start of the message (escaped)
  * and aborts. */
 __attribute__((noreturn)) static void bad(const char *out, size_t n, const char *what)

@@ -45,6 +45,11 @@ void fz_entry(sf_writer *w, const char *path, const char *mime, int n, const int
  * id fz_pack_end() writes. */
 void fz_put_record(sf_writer *w, const char *key, size_t klen, const uint8_t *rec, size_t n);
 
+/* What the request fuzzers' packs share: /index.html in identity, gzip
+ * and br; /a.txt with a weak date; a 404 page in identity and gzip; /old,
+ * a redirect to /docs/. */
+void fz_put_basics(sf_writer *w);
+
 /* fz_entry() stored in the pack under path (NULL: the status:404 entry). */
 void fz_put(sf_writer *w, const char *path, const char *mime, int n, const int *enc,
             const char *const *bodies, int is404, unsigned flags, int64_t lm);
