@@ -20,8 +20,11 @@
  * The same bytes, parsed whole by sv_http1_parse() and answered by
  * sv_respond() (the model), say what servd must send: the answers are a
  * stream of HTTP/1.1 messages, each framed by its one Content-Length (no
- * body for HEAD; a 304 has neither), in the order of the requests, each with the status
- * sv_respond() gives its request; every request up to the first one after
+ * body for HEAD; a 304 has neither), in the order of the requests, each
+ * the bytes sv_respond() plans for its request (its status, head and body;
+ * the Date's second aside; with Connection: close when it was answered
+ * before its body had all arrived), none after one that says Connection:
+ * close; every request up to the first one after
  * which servd may close (a body, Connection: close, HTTP/1.0) is answered;
  * a request that does not parse gets an error status and is the last one
  * answered; the connection closes; and the access log (conn_log.c, written
@@ -35,6 +38,7 @@
 #include "fuzz_site.h"
 #include "http.h"
 #include "log.h"
+#include "sf/httpdate.h"
 #include "sf/isolate.h"
 #include "snapshot.h"
 
@@ -112,12 +116,72 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 
 /* ---- The model: the input parsed whole ---- */
 
+/* ---- Answers compared by hash: FNV-1a over the head, with its Date
+ * (and a Last-Modified servd replaced by it) masked, then the body ---- */
+
+#define FNV_START 14695981039346656037ull
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 1099511628211ull;
+    return h;
+}
+
+/* Hashes a whole head: each copy of its Date line's date (a clock's
+ * second, which the model's may not share) counts as '#'s. */
+static uint64_t head_hash(char *head, size_t len)
+{
+    const char *d = memmem(head, len, "\r\nDate: ", 8);
+    if (d && (size_t)(head + len - d) >= 8 + SF_HTTP_DATE_LEN) {
+        char date[SF_HTTP_DATE_LEN];
+        memcpy(date, d + 8, sizeof date);
+        char *q = head;
+        while ((q = memmem(q, (size_t)(head + len - q), date, sizeof date)) != NULL)
+            memset(q, '#', sizeof date);
+    }
+    return fnv(FNV_START, head, len);
+}
+
+/* The hash of what a plan writes: its head (all but the last body_bytes
+ * of it), then its body. */
+static uint64_t plan_hash(const sv_plan *plan)
+{
+    static char head[65536];
+    size_t total = 0, hlen = 0;
+    for (int i = 0; i < plan->iovcnt; i++)
+        total += plan->iov[i].iov_len;
+    size_t want = total - plan->body_bytes;
+    if (want > sizeof head)
+        fz_die("a planned head over 64 KiB");
+    int i = 0;
+    size_t off = 0;
+    for (; hlen < want; i++) {
+        size_t t = plan->iov[i].iov_len < want - hlen ? plan->iov[i].iov_len : want - hlen;
+        memcpy(head + hlen, plan->iov[i].iov_base, t);
+        hlen += t;
+        off = t;
+    }
+    uint64_t h = head_hash(head, hlen);
+    if (off && off < plan->iov[i - 1].iov_len) /* a piece both head and body */
+        i--;
+    else
+        off = 0;
+    for (; i < plan->iovcnt; i++, off = 0)
+        h = fnv(h, (const char *)plan->iov[i].iov_base + off, plan->iov[i].iov_len - off);
+    return h;
+}
+
 typedef struct {
     int n;       /* requests that parse */
     int certain; /* of them, how many servd answers whatever the reads */
     int error;   /* request n does not parse: servd answers it with an error */
     int head[MAX_MODEL];
     int status[MAX_MODEL];
+    /* each answer's bytes, hashed; and as answered before its body had
+     * all arrived (conn.c then closes after it: Connection: close) */
+    uint64_t hash[MAX_MODEL], hash_early[MAX_MODEL];
     size_t toff[MAX_MODEL], tlen[MAX_MODEL]; /* the request target in the input */
 } model;
 
@@ -142,14 +206,21 @@ static void build_model(const uint8_t *p, size_t len, model *m)
         sv_respond(&req, sv_snapshot_reader(snap, 0), &cfg.site, &date, &sc, &plan);
         m->head[m->n] = req.method == SV_M_HEAD;
         m->status[m->n] = plan.status;
+        m->hash[m->n] = m->hash_early[m->n] = plan_hash(&plan);
+        int close = plan.close;
+        if (req.body_len && req.keep_alive) {
+            sv_request early = req;
+            early.keep_alive = 0;
+            sv_respond(&early, sv_snapshot_reader(snap, 0), &cfg.site, &date, &sc, &plan);
+            m->hash_early[m->n] = plan_hash(&plan);
+        }
         m->toff[m->n] = (size_t)((const uint8_t *)req.target.ptr - p);
         m->tlen[m->n] = req.target.len;
         m->n++;
         pos += (size_t)r;
-        if ((req.body_len || !req.keep_alive || plan.close) && m->certain < 0)
+        if ((req.body_len || !req.keep_alive || close) && m->certain < 0)
             m->certain = m->n; /* servd may close after this one */
-        if (req.body_len > SV_MAX_DRAIN || req.body_len > len - pos || !req.keep_alive ||
-            plan.close)
+        if (req.body_len > SV_MAX_DRAIN || req.body_len > len - pos || !req.keep_alive || close)
             return; /* servd closes after it */
         pos += (size_t)req.body_len;
     }
@@ -191,17 +262,34 @@ typedef struct {
     size_t body; /* its bytes still to come */
     char head[65536];
     size_t hlen;
-    int closed_after_error;
+    int last;                 /* no answer may follow: an error, or Connection: close */
+    int closes;               /* the answer being read says Connection: close */
+    uint64_t hash;            /* of the answer being read, so far */
     size_t error_cl;          /* the error answer's Content-Length */
     int status[MAX_MODEL];    /* of each answer, */
     size_t bodies[MAX_MODEL]; /* and its body's length */
 } checker;
 
+/* An answer read whole: the bytes sv_respond() planned for its request;
+ * one that says Connection: close is the last. */
+static void answer_done(checker *k)
+{
+    const model *m = k->m;
+    if (k->got < m->n && k->hash != m->hash[k->got] && k->hash != m->hash_early[k->got]) {
+        fprintf(stderr, "answer %d: not the bytes sv_respond plans\n", k->got);
+        fz_die("an answer other than sv_respond's");
+    }
+    if (k->closes)
+        k->last = 1; /* nothing may follow it */
+    k->got++;
+}
+
 static void head_done(checker *k)
 {
     const model *m = k->m;
-    if (k->closed_after_error)
-        fz_die("an answer after the answer to a request that does not parse");
+    if (k->last)
+        fz_die("an answer after one that said Connection: close or answered a request that does "
+               "not parse");
     if (k->hlen < 12 || memcmp(k->head, "HTTP/1.1 ", 9) != 0)
         fz_die("an answer that does not start with HTTP/1.1");
     int status = atoi(k->head + 9);
@@ -219,19 +307,23 @@ static void head_done(checker *k)
         /* Whether it answers a HEAD depends on how far the request line
          * had been read: a body or none, then the end of the stream. */
         head = 0;
-        k->closed_after_error = 1;
+        k->last = 1;
     } else {
         fprintf(stderr, "answer %d of %d requests\n", k->got, m->n);
         fz_die("more answers than requests");
     }
     long cl = -1;
     int ncl = 0;
+    k->closes = 0;
     for (size_t i = 0; i + 1 < k->hlen; i++) {
         if (k->head[i] == '\n' && k->hlen - i > 16 &&
             strncasecmp(k->head + i + 1, "content-length:", 15) == 0) {
             cl = strtol(k->head + i + 16, NULL, 10);
             ncl++;
         }
+        if (k->head[i] == '\n' && k->hlen - i > 20 &&
+            memcmp(k->head + i + 1, "Connection: close\r\n", 19) == 0)
+            k->closes = 1;
     }
     if (status == 304 ? ncl > 1 : ncl != 1 || cl < 0) {
         fprintf(stderr, "answer %d:\n%.*s\n", k->got, (int)k->hlen, k->head);
@@ -243,9 +335,11 @@ static void head_done(checker *k)
         k->status[k->got] = status;
         k->bodies[k->got] = k->body;
     }
-    k->got += k->body == 0;
+    k->hash = head_hash(k->head, k->hlen);
     k->in_body = k->body != 0;
     k->hlen = 0;
+    if (!k->in_body)
+        answer_done(k);
 }
 
 static void feed(checker *k, const char *p, size_t n)
@@ -253,11 +347,12 @@ static void feed(checker *k, const char *p, size_t n)
     while (n) {
         if (k->in_body) {
             size_t t = n < k->body ? n : k->body;
+            k->hash = fnv(k->hash, p, t);
             p += t;
             n -= t;
             if ((k->body -= t) == 0) {
                 k->in_body = 0;
-                k->got++;
+                answer_done(k);
             }
             continue;
         }
@@ -372,7 +467,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     close(c);
 
-    if (k.in_body && k.closed_after_error && k.body == k.error_cl) {
+    if (k.in_body && k.last && k.body == k.error_cl) {
         k.in_body = 0; /* the error answered a HEAD: no body */
         if (k.got < MAX_MODEL)
             k.bodies[k.got] = 0;
