@@ -114,8 +114,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     return 0;
 }
 
-/* ---- The model: the input parsed whole ---- */
-
 /* ---- Answers compared by hash: FNV-1a over the head, with its Date
  * (and a Last-Modified servd replaced by it) masked, then the body ---- */
 
@@ -172,6 +170,8 @@ static uint64_t plan_hash(const sv_plan *plan)
         h = fnv(h, (const char *)plan->iov[i].iov_base + off, plan->iov[i].iov_len - off);
     return h;
 }
+
+/* ---- The model: the input parsed whole ---- */
 
 typedef struct {
     int n;       /* requests that parse */
