@@ -166,6 +166,215 @@ enum {
     OPT_REAL_IP_FROM,
 };
 
+/* Reads the command line into @p cfg; a usage error exits with status 2.
+ * @return -1 to go on, or the exit status of --help and --version. */
+static int parse_args(int argc, char **argv, sv_config *cfg, const char **user_name)
+{
+    static const struct option opts[] = {
+        {"pack", required_argument, NULL, 'p'},
+        {"listen", required_argument, NULL, 'l'},
+        {"workers", required_argument, NULL, 'w'},
+        {"admin", required_argument, NULL, 'a'},
+        {"access-log", required_argument, NULL, OPT_ACCESS_LOG},
+        {"real-ip-header", required_argument, NULL, OPT_REAL_IP_HEADER},
+        {"real-ip-from", required_argument, NULL, OPT_REAL_IP_FROM},
+        {"spa", no_argument, NULL, OPT_SPA},
+        {"idle-timeout", required_argument, NULL, OPT_IDLE},
+        {"header-timeout", required_argument, NULL, OPT_HEADER},
+        {"send-timeout", required_argument, NULL, OPT_SEND},
+        {"shutdown-timeout", required_argument, NULL, OPT_SHUTDOWN},
+        {"max-conns", required_argument, NULL, OPT_MAX_CONNS},
+        {"no-watch", no_argument, NULL, OPT_NO_WATCH},
+        {"watch-interval", required_argument, NULL, OPT_WATCH_INTERVAL},
+        {"user", required_argument, NULL, 'u'},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
+        {NULL, 0, NULL, 0},
+    };
+    char err[1024];
+    int c;
+
+    cfg->workers = 0;
+    cfg->idle_ms = SV_DEFAULT_IDLE_MS;
+    cfg->header_ms = SV_DEFAULT_HEADER_MS;
+    cfg->send_ms = SV_DEFAULT_SEND_MS;
+    cfg->shutdown_ms = SV_DEFAULT_SHUTDOWN_MS;
+    cfg->max_conns = SV_DEFAULT_MAX_CONNS;
+    cfg->watch = 1;
+    cfg->watch_poll_ms = SV_WATCH_DEFAULT_POLL_MS;
+    cfg->admin_inherited = -1;
+
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":p:l:w:a:u:hV", opts, NULL)) != -1) {
+        switch (c) {
+        case 'p':
+            once(&cfg->pack_path, "--pack");
+            break;
+        case 'l':
+            if (cfg->nlisten == SV_MAX_LISTEN)
+                usage_error("too many --listen addresses (at most " XSTR(SV_MAX_LISTEN) ")");
+            if (sv_addr_parse(optarg, &cfg->listen[cfg->nlisten], err, sizeof err) != 0)
+                usage_error("--listen %s", err);
+            for (int i = 0; i < cfg->nlisten; i++)
+                if (sv_addr_same(&cfg->listen[i], &cfg->listen[cfg->nlisten])) {
+                    snprintf(err, sizeof err, "%s: the same address as --listen %s", optarg,
+                             cfg->listen[i].text);
+                    usage_error("--listen %s", err);
+                }
+            cfg->nlisten++;
+            break;
+        case 'w':
+            cfg->workers = (int)parse_count("--workers", optarg, SV_MAX_WORKERS);
+            break;
+        case 'a':
+            if (cfg->has_admin)
+                usage_error("%s is given twice", "--admin");
+            if (sv_addr_parse(optarg, &cfg->admin, err, sizeof err) != 0)
+                usage_error("--admin %s", err);
+            cfg->has_admin = 1;
+            break;
+        case OPT_ACCESS_LOG:
+            once(&cfg->access_log, "--access-log");
+            break;
+        case OPT_REAL_IP_HEADER:
+            if (cfg->realip.header_len)
+                usage_error("%s is given twice", "--real-ip-header");
+            if (sv_realip_header(&cfg->realip, optarg, err, sizeof err) != 0)
+                usage_error("--real-ip-header %s", err);
+            break;
+        case OPT_REAL_IP_FROM:
+            if (sv_realip_from(&cfg->realip, optarg, err, sizeof err) != 0)
+                usage_error("--real-ip-from %s", err);
+            break;
+        case OPT_SPA:
+            cfg->site.spa = 1;
+            break;
+        case OPT_IDLE:
+            cfg->idle_ms = parse_seconds("--idle-timeout", optarg);
+            break;
+        case OPT_HEADER:
+            cfg->header_ms = parse_seconds("--header-timeout", optarg);
+            break;
+        case OPT_SEND:
+            cfg->send_ms = parse_seconds("--send-timeout", optarg);
+            break;
+        case OPT_SHUTDOWN:
+            cfg->shutdown_ms = parse_seconds("--shutdown-timeout", optarg);
+            break;
+        case OPT_MAX_CONNS:
+            cfg->max_conns = (unsigned)parse_count("--max-conns", optarg, SV_MAX_MAX_CONNS);
+            break;
+        case OPT_NO_WATCH:
+            cfg->watch = 0;
+            break;
+        case OPT_WATCH_INTERVAL:
+            cfg->watch_poll_ms = parse_seconds_or_off("--watch-interval", optarg, 1);
+            break;
+        case 'u':
+            once(user_name, "--user");
+            break;
+        case 'h':
+            fputs(usage_text, stdout);
+            return stdout_done();
+        case 'V':
+            printf("servd %s (pack format %d.%d)\n", SERVD_VERSION, SF_FORMAT_MAJOR,
+                   SF_FORMAT_MINOR);
+            return stdout_done();
+        case ':':
+            usage_error("option '%s' needs a value", argv[optind - 1]);
+            break;
+        default:
+            usage_error("unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc) /* "servd site.lmdb": a pack given without its option */
+        usage_error(cfg->pack_path
+                        ? "unexpected argument '%s'"
+                        : "unexpected argument '%s' (the pack is given with --pack FILE)",
+                    argv[optind]);
+    /* The header is believed only from the networks, and changes only the
+     * log: one without the other, or both without a log, is a mistake. */
+    if (cfg->realip.header_len && !cfg->realip.nnets)
+        usage_error("--real-ip-header needs --real-ip-from: the networks of the proxies whose "
+                    "header %s is believed",
+                    cfg->realip.header);
+    if (cfg->realip.nnets && !cfg->realip.header_len)
+        usage_error("--real-ip-from needs --real-ip-header: the header that names the client");
+    if (cfg->realip.header_len && !cfg->access_log)
+        usage_error("--real-ip-header changes only the access log: give --access-log too");
+    if (sv_realip_trusts_all(&cfg->realip))
+        sv_say(SV_WARNING,
+               "warning: --real-ip-from includes every address (a /0): the "
+               "client logged is then whatever any client puts in %s",
+               cfg->realip.header);
+    return -1;
+}
+
+/* Sockets from a service manager replace the default address; --listen
+ * addresses given as well are bound in addition. @return 0, or -1 said. */
+static int take_sockets(sv_config *cfg)
+{
+    static sv_activation act;
+    char err[1024];
+    if (sv_activation_take(&act, err, sizeof err) != 0) {
+        sv_say(SV_ERR, "%s", err);
+        return -1;
+    }
+    if (cfg->nlisten + act.n > SV_MAX_LISTEN)
+        usage_error(
+            "too many listening sockets with the ones passed in (at most " XSTR(SV_MAX_LISTEN) ")");
+    for (int i = 0; i < act.n; i++)
+        cfg->inherited[cfg->ninherited++] = act.fds[i];
+    if (act.admin_fd >= 0) {
+        cfg->admin_inherited = act.admin_fd;
+        cfg->has_admin = 1;
+        sv_activation_describe(act.admin_fd, cfg->admin.text, sizeof cfg->admin.text);
+    }
+    if (cfg->nlisten == 0 && cfg->ninherited == 0 &&
+        sv_addr_parse("127.0.0.1:8080", &cfg->listen[0], err, sizeof err) == 0)
+        cfg->nlisten = 1;
+    /* The admin socket is bound without SO_REUSEPORT: the same port as a
+     * --listen address would fail with "Address already in use", which
+     * points at another process. Say which options clash. */
+    for (int i = 0; cfg->has_admin && cfg->admin_inherited < 0 && i < cfg->nlisten; i++)
+        if (sv_addr_clash(&cfg->admin, &cfg->listen[i])) {
+            snprintf(err, sizeof err, "%s: the same port as --listen %s", cfg->admin.text,
+                     cfg->listen[i].text);
+            usage_error("--admin %s", err);
+        }
+    return 0;
+}
+
+/* The process-wide signal dispositions and mask the server relies on. */
+static void set_up_signals(void)
+{
+    /* A client that goes away must cost an EPIPE, not the process; nor must
+     * a pack file cut short under its map (mapguard.h). */
+    signal(SIGPIPE, SIG_IGN);
+    /* Nor a file size limit (ulimit -f, LimitFSIZE=) the access log or a
+     * redirected stderr reaches: the write fails with EFBIG, the log counts
+     * its lost lines and says so once. */
+    signal(SIGXFSZ, SIG_IGN);
+    /* An ignored SIGCHLD is inherited across exec, and has children reaped
+     * unseen: the exit status of the pack check (--check-pack) would be
+     * lost. */
+    signal(SIGCHLD, SIG_DFL);
+    /* A signal mask is inherited across exec: a supervisor or script that
+     * leaked one with SIGTERM or SIGHUP blocked left a servd that neither
+     * stopped nor reloaded (the signals stayed pending), and a blocked
+     * SIGBUS would bypass the map guard and kill the process. Unblocked
+     * once SIGHUP and SIGUSR1 are caught (a pending one is noted like any
+     * other); every thread servd starts inherits this mask. */
+    sigset_t used;
+    sigemptyset(&used);
+    static const int used_signals[] = {SIGHUP, SIGUSR1, SIGTERM, SIGINT, SIGQUIT, SIGBUS};
+    for (size_t i = 0; i < sizeof used_signals / sizeof used_signals[0]; i++)
+        sigaddset(&used, used_signals[i]);
+    pthread_sigmask(SIG_UNBLOCK, &used, NULL);
+    if (sv_mapguard_install() != 0)
+        sv_say(SV_WARNING, "warning: no SIGBUS guard for the pack map: %s", strerror(errno));
+}
+
 int main(int argc, char **argv)
 {
     /* Until the main loop takes them (server.c), a reload or a log reopen
@@ -200,145 +409,12 @@ int main(int argc, char **argv)
         return rc != 0;
     }
     static sv_config cfg;
-    static const struct option opts[] = {
-        {"pack", required_argument, NULL, 'p'},
-        {"listen", required_argument, NULL, 'l'},
-        {"workers", required_argument, NULL, 'w'},
-        {"admin", required_argument, NULL, 'a'},
-        {"access-log", required_argument, NULL, OPT_ACCESS_LOG},
-        {"real-ip-header", required_argument, NULL, OPT_REAL_IP_HEADER},
-        {"real-ip-from", required_argument, NULL, OPT_REAL_IP_FROM},
-        {"spa", no_argument, NULL, OPT_SPA},
-        {"idle-timeout", required_argument, NULL, OPT_IDLE},
-        {"header-timeout", required_argument, NULL, OPT_HEADER},
-        {"send-timeout", required_argument, NULL, OPT_SEND},
-        {"shutdown-timeout", required_argument, NULL, OPT_SHUTDOWN},
-        {"max-conns", required_argument, NULL, OPT_MAX_CONNS},
-        {"no-watch", no_argument, NULL, OPT_NO_WATCH},
-        {"watch-interval", required_argument, NULL, OPT_WATCH_INTERVAL},
-        {"user", required_argument, NULL, 'u'},
-        {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, 'V'},
-        {NULL, 0, NULL, 0},
-    };
-    static sv_activation act;
     static sv_user user;
     const char *user_name = NULL;
     char err[1024];
-    int c;
-
-    cfg.workers = 0;
-    cfg.idle_ms = SV_DEFAULT_IDLE_MS;
-    cfg.header_ms = SV_DEFAULT_HEADER_MS;
-    cfg.send_ms = SV_DEFAULT_SEND_MS;
-    cfg.shutdown_ms = SV_DEFAULT_SHUTDOWN_MS;
-    cfg.max_conns = SV_DEFAULT_MAX_CONNS;
-    cfg.watch = 1;
-    cfg.watch_poll_ms = SV_WATCH_DEFAULT_POLL_MS;
-    cfg.admin_inherited = -1;
-
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":p:l:w:a:u:hV", opts, NULL)) != -1) {
-        switch (c) {
-        case 'p':
-            once(&cfg.pack_path, "--pack");
-            break;
-        case 'l':
-            if (cfg.nlisten == SV_MAX_LISTEN)
-                usage_error("too many --listen addresses (at most " XSTR(SV_MAX_LISTEN) ")");
-            if (sv_addr_parse(optarg, &cfg.listen[cfg.nlisten], err, sizeof err) != 0)
-                usage_error("--listen %s", err);
-            for (int i = 0; i < cfg.nlisten; i++)
-                if (sv_addr_same(&cfg.listen[i], &cfg.listen[cfg.nlisten])) {
-                    snprintf(err, sizeof err, "%s: the same address as --listen %s", optarg,
-                             cfg.listen[i].text);
-                    usage_error("--listen %s", err);
-                }
-            cfg.nlisten++;
-            break;
-        case 'w':
-            cfg.workers = (int)parse_count("--workers", optarg, SV_MAX_WORKERS);
-            break;
-        case 'a':
-            if (cfg.has_admin)
-                usage_error("%s is given twice", "--admin");
-            if (sv_addr_parse(optarg, &cfg.admin, err, sizeof err) != 0)
-                usage_error("--admin %s", err);
-            cfg.has_admin = 1;
-            break;
-        case OPT_ACCESS_LOG:
-            once(&cfg.access_log, "--access-log");
-            break;
-        case OPT_REAL_IP_HEADER:
-            if (cfg.realip.header_len)
-                usage_error("%s is given twice", "--real-ip-header");
-            if (sv_realip_header(&cfg.realip, optarg, err, sizeof err) != 0)
-                usage_error("--real-ip-header %s", err);
-            break;
-        case OPT_REAL_IP_FROM:
-            if (sv_realip_from(&cfg.realip, optarg, err, sizeof err) != 0)
-                usage_error("--real-ip-from %s", err);
-            break;
-        case OPT_SPA:
-            cfg.site.spa = 1;
-            break;
-        case OPT_IDLE:
-            cfg.idle_ms = parse_seconds("--idle-timeout", optarg);
-            break;
-        case OPT_HEADER:
-            cfg.header_ms = parse_seconds("--header-timeout", optarg);
-            break;
-        case OPT_SEND:
-            cfg.send_ms = parse_seconds("--send-timeout", optarg);
-            break;
-        case OPT_SHUTDOWN:
-            cfg.shutdown_ms = parse_seconds("--shutdown-timeout", optarg);
-            break;
-        case OPT_MAX_CONNS:
-            cfg.max_conns = (unsigned)parse_count("--max-conns", optarg, SV_MAX_MAX_CONNS);
-            break;
-        case OPT_NO_WATCH:
-            cfg.watch = 0;
-            break;
-        case OPT_WATCH_INTERVAL:
-            cfg.watch_poll_ms = parse_seconds_or_off("--watch-interval", optarg, 1);
-            break;
-        case 'u':
-            once(&user_name, "--user");
-            break;
-        case 'h':
-            fputs(usage_text, stdout);
-            return stdout_done();
-        case 'V':
-            printf("servd %s (pack format %d.%d)\n", SERVD_VERSION, SF_FORMAT_MAJOR,
-                   SF_FORMAT_MINOR);
-            return stdout_done();
-        case ':':
-            usage_error("option '%s' needs a value", argv[optind - 1]);
-            break;
-        default:
-            usage_error("unknown option '%s'", argv[optind - 1]);
-        }
-    }
-    if (optind < argc) /* "servd site.lmdb": a pack given without its option */
-        usage_error(cfg.pack_path ? "unexpected argument '%s'"
-                                  : "unexpected argument '%s' (the pack is given with --pack FILE)",
-                    argv[optind]);
-    /* The header is believed only from the networks, and changes only the
-     * log: one without the other, or both without a log, is a mistake. */
-    if (cfg.realip.header_len && !cfg.realip.nnets)
-        usage_error("--real-ip-header needs --real-ip-from: the networks of the proxies whose "
-                    "header %s is believed",
-                    cfg.realip.header);
-    if (cfg.realip.nnets && !cfg.realip.header_len)
-        usage_error("--real-ip-from needs --real-ip-header: the header that names the client");
-    if (cfg.realip.header_len && !cfg.access_log)
-        usage_error("--real-ip-header changes only the access log: give --access-log too");
-    if (sv_realip_trusts_all(&cfg.realip))
-        sv_say(SV_WARNING,
-               "warning: --real-ip-from includes every address (a /0): the "
-               "client logged is then whatever any client puts in %s",
-               cfg.realip.header);
+    int done = parse_args(argc, argv, &cfg, &user_name);
+    if (done >= 0)
+        return done;
     if (user_name) {
         int rc = sv_user_lookup(user_name, &user, err, sizeof err);
         if (rc == -1)
@@ -350,62 +426,11 @@ int main(int argc, char **argv)
         cfg.user = &user;
     }
 
-    /* Sockets from a service manager replace the default address; --listen
-     * addresses given as well are bound in addition. */
-    if (sv_activation_take(&act, err, sizeof err) != 0) {
-        sv_say(SV_ERR, "%s", err);
+    if (take_sockets(&cfg) != 0)
         return 1;
-    }
-    if (cfg.nlisten + act.n > SV_MAX_LISTEN)
-        usage_error(
-            "too many listening sockets with the ones passed in (at most " XSTR(SV_MAX_LISTEN) ")");
-    for (int i = 0; i < act.n; i++)
-        cfg.inherited[cfg.ninherited++] = act.fds[i];
-    if (act.admin_fd >= 0) {
-        cfg.admin_inherited = act.admin_fd;
-        cfg.has_admin = 1;
-        sv_activation_describe(act.admin_fd, cfg.admin.text, sizeof cfg.admin.text);
-    }
-    if (cfg.nlisten == 0 && cfg.ninherited == 0 &&
-        sv_addr_parse("127.0.0.1:8080", &cfg.listen[0], err, sizeof err) == 0)
-        cfg.nlisten = 1;
-    /* The admin socket is bound without SO_REUSEPORT: the same port as a
-     * --listen address would fail with "Address already in use", which
-     * points at another process. Say which options clash. */
-    for (int i = 0; cfg.has_admin && cfg.admin_inherited < 0 && i < cfg.nlisten; i++)
-        if (sv_addr_clash(&cfg.admin, &cfg.listen[i])) {
-            snprintf(err, sizeof err, "%s: the same port as --listen %s", cfg.admin.text,
-                     cfg.listen[i].text);
-            usage_error("--admin %s", err);
-        }
     if (cfg.workers == 0)
         cfg.workers = (int)sf_cpu_count(SV_MAX_WORKERS);
-
-    /* A client that goes away must cost an EPIPE, not the process; nor must
-     * a pack file cut short under its map (mapguard.h). */
-    signal(SIGPIPE, SIG_IGN);
-    /* Nor a file size limit (ulimit -f, LimitFSIZE=) the access log or a
-     * redirected stderr reaches: the write fails with EFBIG, the log counts
-     * its lost lines and says so once. */
-    signal(SIGXFSZ, SIG_IGN);
-    /* An ignored SIGCHLD is inherited across exec, and has children reaped
-     * unseen: the exit status of the pack check (--check-pack) would be
-     * lost. */
-    signal(SIGCHLD, SIG_DFL);
-    /* A signal mask is inherited across exec: a supervisor or script that
-     * leaked one with SIGTERM or SIGHUP blocked left a servd that neither
-     * stopped nor reloaded (the signals stayed pending), and a blocked
-     * SIGBUS would bypass the map guard and kill the process. Unblocked
-     * once SIGHUP and SIGUSR1 are caught (a pending one is noted like any
-     * other); every thread servd starts inherits this mask. */
-    sigset_t used;
-    sigemptyset(&used);
-    static const int used_signals[] = {SIGHUP, SIGUSR1, SIGTERM, SIGINT, SIGQUIT, SIGBUS};
-    for (size_t i = 0; i < sizeof used_signals / sizeof used_signals[0]; i++)
-        sigaddset(&used, used_signals[i]);
-    pthread_sigmask(SIG_UNBLOCK, &used, NULL);
-    if (sv_mapguard_install() != 0)
-        sv_say(SV_WARNING, "warning: no SIGBUS guard for the pack map: %s", strerror(errno));
+    set_up_signals();
 
     sv_snapshot *snap;
     if (!cfg.pack_path) {

@@ -63,6 +63,7 @@ struct sv_server {
     unsigned long guard_faults; /* sv_mapguard_faults() at the last reload */
     int forced;
     sv_watch *watch; /* the --pack watch (watch.c), or NULL */
+    int loop_open;   /* the main loop is set up and not closed */
 };
 
 /* Sets up worker i's loop (worker.c) with what it shares with the main
@@ -409,15 +410,39 @@ static void raise_fd_limit(const sv_config *cfg)
                cfg->max_conns, cfg->workers, cfg->workers == 1 ? "" : "s");
 }
 
-int sv_server_run(const sv_config *cfg, sv_snapshot *snap)
+/* Frees what server_new() and the startup set up, in reverse. With
+ * @p abandoned_log the log thread still counts into srv->metrics until the
+ * exit, so the metrics, the pack and the server itself are left. */
+static void server_free(sv_server *srv, int abandoned_log)
 {
-    char err[1024];
-    int rc = 1, abandoned_log = 0, main_loop = 0;
+    if (srv->loop_open)
+        sv__loop_discard(&srv->loop); /* startup failed after it was set up */
+    if (srv->admin_fd >= 0)
+        close(srv->admin_fd);
+    /* workers and their slot locks were set up together, in order */
+    for (int i = 0; srv->workers && i < srv->nworkers && srv->workers[i]; i++) {
+        sv__worker_free(srv->workers[i], i < srv->nstarted);
+        pthread_mutex_destroy(&srv->slots[i].lock);
+    }
+    free(srv->workers);
+    free(srv->slots);
+    if (abandoned_log)
+        return;
+    sv_metrics_free(&srv->metrics);
+    if (srv->current)
+        sv_snapshot_unref(srv->current);
+    free(srv);
+}
+
+/* The server with its workers' memory and the main loop, before any socket
+ * or thread. Takes the reference @p snap. @return NULL, said. */
+static sv_server *server_new(const sv_config *cfg, sv_snapshot *snap)
+{
     sv_server *srv = calloc(1, sizeof *srv);
     if (!srv) {
         sv_say(SV_ERR, "out of memory");
         sv_snapshot_unref(snap);
-        return 1;
+        return NULL;
     }
     srv->cfg = cfg;
     srv->current = snap;
@@ -425,19 +450,19 @@ int sv_server_run(const sv_config *cfg, sv_snapshot *snap)
     srv->admin_fd = -1;
     raise_fd_limit(cfg);
     if (sv_metrics_init(&srv->metrics, cfg->workers) != 0)
-        goto out_nomem;
+        goto nomem;
     sv_metrics_set_pack(&srv->metrics, snap->id_hex, cfg->pack_path, snap->loaded_at, snap->n_paths,
                         snap->cut);
     srv->workers = calloc((size_t)cfg->workers, sizeof *srv->workers);
     srv->slots = calloc((size_t)cfg->workers, sizeof *srv->slots);
     if (!srv->workers || !srv->slots)
-        goto out_nomem;
+        goto nomem;
     for (int i = 0; i < cfg->workers; i++) {
         /* each worker on its own cache lines; C11 wants the size to be a
          * multiple of the alignment (glibc does not check, ASan does) */
         sv_worker *w = aligned_alloc(64, (sizeof *w + 63) & ~(size_t)63);
         if (!w)
-            goto out_nomem;
+            goto nomem;
         memset(w, 0, sizeof *w);
         srv->workers[i] = w;
         pthread_mutex_init(&srv->slots[i].lock, NULL);
@@ -447,16 +472,34 @@ int sv_server_run(const sv_config *cfg, sv_snapshot *snap)
     int uvrc = main_loop_init(srv);
     if (uvrc != 0) {
         sv_say(SV_ERR, "cannot set up the main loop: %s", uv_strerror(uvrc));
-        goto out_free;
+        server_free(srv, 0);
+        return NULL;
     }
-    main_loop = 1;
+    srv->loop_open = 1;
+    return srv;
 
-    /* Sockets first, so that every startup error comes before any thread.
-     * Port 0 takes the port the first socket got for all workers. */
-    char where[SV_MAX_LISTEN * 100] = ""; /* "addr, addr, ..." for the startup line */
-    size_t wlen = 0;
-    char admin_where[sizeof cfg->admin.text];
-    snprintf(admin_where, sizeof admin_where, "%s", cfg->admin.text);
+nomem:
+    sv_say(SV_ERR, "out of memory");
+    server_free(srv, 0);
+    return NULL;
+}
+
+/* Appends ", text" (or "text" first) to the startup line's address list. */
+static void add_where(char *where, size_t cap, const char *text)
+{
+    size_t len = strlen(where);
+    snprintf(where + len, cap - len, "%s%s", len ? ", " : "", text);
+}
+
+/* Binds every --listen address once per worker and the admin socket, or
+ * takes the sockets passed in, before any thread: every startup error comes
+ * first. Port 0 takes the port the first socket got for all workers.
+ * @p where gets the addresses for the startup line, @p admin_where the
+ * admin address with the port it took. @return 0, or -1 said. */
+static int open_sockets(sv_server *srv, char *where, size_t wcap, char *admin_where, size_t acap)
+{
+    const sv_config *cfg = srv->cfg;
+    char err[1024];
     /* Every address checked before any is bound, so that two overlapping
      * --listen addresses of this servd do not see each other. Not with
      * passed sockets: that is a hand-over, and the servd it takes over from
@@ -464,7 +507,7 @@ int sv_server_run(const sv_config *cfg, sv_snapshot *snap)
     for (int a = 0; cfg->ninherited == 0 && a < cfg->nlisten; a++)
         if (sv_addr_port(&cfg->listen[a]) != 0 && sv_addr_taken(&cfg->listen[a], err, sizeof err)) {
             sv_say(SV_ERR, "%s", err);
-            goto out_free;
+            return -1;
         }
     /* The admin socket before the listeners: once --listen accepts a
      * connection, /metrics and /healthz accept one too. */
@@ -473,13 +516,13 @@ int sv_server_run(const sv_config *cfg, sv_snapshot *snap)
                                                   : sv_addr_listen(&cfg->admin, 0, err, sizeof err);
         if (srv->admin_fd < 0) {
             sv_say(SV_ERR, "admin: %s", err);
-            goto out_free;
+            return -1;
         }
         if (cfg->admin_inherited < 0 && sv_addr_port(&cfg->admin) == 0) {
             sv_addr bound = cfg->admin; /* port 0: say which port it took */
             socklen_t len = bound.len;
             if (getsockname(srv->admin_fd, (struct sockaddr *)&bound.ss, &len) == 0)
-                sv_addr_format(&bound, admin_where, sizeof admin_where);
+                sv_addr_format(&bound, admin_where, acap);
         }
     }
     for (int a = 0; a < cfg->nlisten; a++) {
@@ -488,7 +531,7 @@ int sv_server_run(const sv_config *cfg, sv_snapshot *snap)
             int fd = sv_addr_listen(&addr, 1, err, sizeof err);
             if (fd < 0) {
                 sv_say(SV_ERR, "%s", err);
-                goto out_free;
+                return -1;
             }
             srv->workers[i]->lfd[a] = fd;
             srv->workers[i]->nlisten = a + 1;
@@ -498,14 +541,12 @@ int sv_server_run(const sv_config *cfg, sv_snapshot *snap)
                 getsockname(fd, (struct sockaddr *)&addr.ss, &len) != 0) {
                 sv_say(SV_ERR, "%s: cannot read the port bound: %s", cfg->listen[a].text,
                        strerror(errno));
-                goto out_free;
+                return -1;
             }
         }
         char text[80];
         sv_addr_format(&addr, text, sizeof text);
-        int n = snprintf(where + wlen, sizeof where - wlen, "%s%s", a ? ", " : "", text);
-        if (n > 0 && (size_t)n < sizeof where - wlen)
-            wlen += (size_t)n;
+        add_where(where, wcap, text);
     }
     /* Sockets passed by a service manager (activation.c): worker 0 takes the
      * descriptor, every other worker accepts on a duplicate of it - one
@@ -516,23 +557,29 @@ int sv_server_run(const sv_config *cfg, sv_snapshot *snap)
             int fd = i == 0 ? cfg->inherited[j] : fcntl(cfg->inherited[j], F_DUPFD_CLOEXEC, 0);
             if (fd < 0) {
                 sv_say(SV_ERR, "passed socket %d: %s", cfg->inherited[j], strerror(errno));
-                goto out_free;
+                return -1;
             }
             srv->workers[i]->lfd[a] = fd;
             srv->workers[i]->nlisten = a + 1;
         }
-        char text[80];
+        char text[80], item[100];
         sv_activation_describe(cfg->inherited[j], text, sizeof text);
-        int n =
-            snprintf(where + wlen, sizeof where - wlen, "%s%s (passed in)", wlen ? ", " : "", text);
-        if (n > 0 && (size_t)n < sizeof where - wlen)
-            wlen += (size_t)n;
+        snprintf(item, sizeof item, "%s (passed in)", text);
+        add_where(where, wcap, item);
     }
-    /* Every socket is bound: root (for ports below 1024) is not needed any
-     * more. Before the log is opened and before any thread starts. */
+    return 0;
+}
+
+/* Every socket is bound: root (for ports below 1024) is not needed any
+ * more. Switches to --user, checks it can read the pack, then opens the
+ * access log as that user; before any thread starts. @return 0, or -1 said. */
+static int drop_root_open_log(sv_server *srv)
+{
+    const sv_config *cfg = srv->cfg;
+    char err[1024];
     if (cfg->user && sv_user_switch(cfg->user, err, sizeof err) != 0) {
         sv_say(SV_ERR, "refusing to run: %s", err);
-        goto out_free;
+        return -1;
     }
     /* The pack was opened as root; every swap opens it again as the user,
      * so a pack the user cannot read must fail now, not at the first deploy. */
@@ -543,7 +590,7 @@ int sv_server_run(const sv_config *cfg, sv_snapshot *snap)
                    "refusing to run: %s: %s as user %s, who must read the pack to "
                    "reload it",
                    cfg->pack_path, strerror(errno), cfg->user->name);
-            goto out_free;
+            return -1;
         }
         close(fd);
     }
@@ -554,25 +601,18 @@ int sv_server_run(const sv_config *cfg, sv_snapshot *snap)
             sv_say(SV_ERR, "%s (as user %s, who must write the access log)", err, cfg->user->name);
         else
             sv_say(SV_ERR, "%s", err);
-        goto out_free;
+        return -1;
     }
-    if (cfg->has_admin) {
-        int fd = srv->admin_fd;
-        srv->admin_fd = -1; /* the admin thread owns it now, even on failure */
-        if (sv_admin_start(fd, admin_where, &srv->metrics, &srv->stopping, &srv->admin, err,
-                           sizeof err) != 0) {
-            sv_say(SV_ERR, "admin: %s", err);
-            goto out_close_log;
-        }
-    }
+    return 0;
+}
 
-    sv_file_seen serving = {snap->file, snap->stamp, 0};
-    if (cfg->watch && sv_watch_start(&srv->loop, cfg->pack_path, &serving, cfg->watch_poll_ms,
-                                     on_pack_changed, srv, &srv->watch) != 0)
-        sv_say(SV_WARNING, "out of memory for the pack watch; only SIGHUP reloads");
-
-    /* The workers' loops first, then a check that a connection can still
-     * be accepted, then their threads: no worker accepts before the check. */
+/* The workers' loops first, then a check that a connection can still be
+ * accepted, then their threads: no worker accepts before the check. Sets
+ * srv->nstarted. @return 0, or 1 when a step failed: the workers started
+ * by then are stopping, as on SIGTERM. */
+static int start_workers(sv_server *srv)
+{
+    const sv_config *cfg = srv->cfg;
     int start_failed = 0, ninit = 0;
     for (; ninit < cfg->workers; ninit++) {
         int wrc = worker_init(srv, ninit);
@@ -612,7 +652,39 @@ int sv_server_run(const sv_config *cfg, sv_snapshot *snap)
      * Not exit(): the admin and log threads may be running. */
     if (start_failed && srv->nstarted > 0)
         begin_stop(srv, "startup failure");
-    if (!start_failed) {
+    return start_failed;
+}
+
+int sv_server_run(const sv_config *cfg, sv_snapshot *snap)
+{
+    sv_server *srv = server_new(cfg, snap);
+    if (!srv)
+        return 1;
+    int rc = 1, abandoned_log = 0;
+    char err[1024];
+    char where[SV_MAX_LISTEN * 100] = ""; /* "addr, addr, ..." for the startup line */
+    char admin_where[sizeof cfg->admin.text];
+    snprintf(admin_where, sizeof admin_where, "%s", cfg->admin.text);
+    if (open_sockets(srv, where, sizeof where, admin_where, sizeof admin_where) != 0 ||
+        drop_root_open_log(srv) != 0)
+        goto out_free;
+    if (cfg->has_admin) {
+        int fd = srv->admin_fd;
+        srv->admin_fd = -1; /* the admin thread owns it now, even on failure */
+        if (sv_admin_start(fd, admin_where, &srv->metrics, &srv->stopping, &srv->admin, err,
+                           sizeof err) != 0) {
+            sv_say(SV_ERR, "admin: %s", err);
+            goto out_close_log;
+        }
+    }
+
+    sv_file_seen serving = {snap->file, snap->stamp, 0};
+    if (cfg->watch && sv_watch_start(&srv->loop, cfg->pack_path, &serving, cfg->watch_poll_ms,
+                                     on_pack_changed, srv, &srv->watch) != 0)
+        sv_say(SV_WARNING, "out of memory for the pack watch; only SIGHUP reloads");
+
+    rc = start_workers(srv);
+    if (rc == 0) {
         sv_say(SV_INFO, "serving pack %s (%llu paths) from %s", snap->id_hex,
                (unsigned long long)snap->n_paths, cfg->pack_path);
         sv_say(SV_INFO, "listening on %s with %d worker%s%s%s", where, cfg->workers,
@@ -634,13 +706,12 @@ int sv_server_run(const sv_config *cfg, sv_snapshot *snap)
         uv_close((uv_handle_t *)&srv->done, NULL);
         uv_run(&srv->loop, UV_RUN_NOWAIT);
         uv_loop_close(&srv->loop);
-        main_loop = 0;
+        srv->loop_open = 0;
         sv_say(SV_INFO, "stopped");
-    } else if (srv->watch) { /* no worker to wait for: out_free closes the loop */
+    } else if (srv->watch) { /* no worker to wait for: server_free closes the loop */
         sv_watch_stop(srv->watch);
         srv->watch = NULL;
     }
-    rc = start_failed;
 
     if (srv->admin)
         sv_admin_stop(srv->admin);
@@ -648,26 +719,6 @@ out_close_log:
     if (sv_log_close(srv->log, SV_LOG_CLOSE_MS) != 0)
         abandoned_log = 1;
 out_free:
-    if (main_loop)
-        sv__loop_discard(&srv->loop); /* startup failed after it was set up */
-    if (srv->admin_fd >= 0)
-        close(srv->admin_fd);
-    /* workers and their slot locks were set up together, in order */
-    for (int i = 0; srv->workers && i < cfg->workers && srv->workers[i]; i++) {
-        sv__worker_free(srv->workers[i], i < srv->nstarted);
-        pthread_mutex_destroy(&srv->slots[i].lock);
-    }
-    free(srv->workers);
-    free(srv->slots);
-    if (abandoned_log)
-        return rc; /* the log thread still counts into srv->metrics until the exit */
-    sv_metrics_free(&srv->metrics);
-    if (srv->current)
-        sv_snapshot_unref(srv->current);
-    free(srv);
+    server_free(srv, abandoned_log);
     return rc;
-
-out_nomem:
-    sv_say(SV_ERR, "out of memory");
-    goto out_free;
 }
