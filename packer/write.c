@@ -445,19 +445,15 @@ static void store_failed(build *b, const sf_writer *w, int rc, const char *what)
                  store_error(rc));
 }
 
-int pk__write_pack(build *b, pk_stats *st)
+/* Every stored variant's body (at most @p nrefs), sorted by key, so that
+ * the copies of one body are adjacent. @return the array with *n set, or
+ * NULL when out of memory. */
+static body_ref *body_refs(const pk_site *s, size_t nrefs, size_t *n)
 {
-    const pk_build_opts *o = b->o;
-    pk_site *s = &b->site;
-    uint64_t capacity, record_bytes;
-    size_t nrefs, r = 0;
-    if (map_capacity(b, &capacity, &nrefs, &record_bytes) != 0)
-        return -1;
     body_ref *refs = malloc((nrefs ? nrefs : 1) * sizeof *refs);
-    if (!refs) {
-        snprintf(b->err, sizeof b->err, "out of memory");
-        return -1;
-    }
+    if (!refs)
+        return NULL;
+    size_t r = 0;
     for (size_t i = 0; i < s->n; i++)
         for (int e = 0; e < SF_ENC_COUNT; e++)
             if (s->files[i].var[e].present) {
@@ -467,6 +463,193 @@ int pk__write_pack(build *b, pk_stats *st)
                 refs[r++].enc = e;
             }
     qsort(refs, r, sizeof *refs, cmp_body);
+    *n = r;
+    return refs;
+}
+
+/* Writes one body, reading its file again if its bytes were dropped after
+ * the reads (pk__reread). @return 0, or the writer's error or -1, with
+ * b->err set. */
+static int put_body(build *b, sf_writer *w, pk_file *f, int enc)
+{
+    pk_variant *v = &f->var[enc];
+    if (!v->bytes && f->reread) {
+        uint8_t *p;
+        if (pk__reread(f, b->site.root, &p, b->err, sizeof b->err) != 0)
+            return -1;
+        v->bytes = p;
+        v->owned = 1;
+    }
+    int rc = sf_writer_put_body(w, v->digest, v->bytes, v->len);
+    if (rc != 0) {
+        char what[SF_KEY_MAX + 32];
+        snprintf(what, sizeof what, "the %s body of %s", sf_encoding_name(enc), f->key);
+        store_failed(b, w, rc, what);
+    }
+    return rc;
+}
+
+/* Writes the bodies in key order, each once, so that the writer appends
+ * them; each file's copy is freed once it is in the pack. @return 0, or the
+ * writer's error or -1, with b->err set. */
+static int put_bodies(build *b, sf_writer *w, const body_ref *refs, size_t r)
+{
+    pk_site *s = &b->site;
+    for (size_t i = 0; i < r; i++) {
+        pk_file *f = &s->files[refs[i].file];
+        pk_variant *v = &f->var[refs[i].enc];
+        if (i == 0 || memcmp(refs[i].key, refs[i - 1].key, PK_DIGEST_LEN) != 0) {
+            int rc = put_body(b, w, f, refs[i].enc);
+            if (rc != 0)
+                return rc;
+        }
+        if (v->owned) {
+            free((void *)v->bytes);
+            v->bytes = NULL;
+            v->owned = 0;
+        }
+        if (b->prog.enabled && (i % WRITE_TICK_EVERY == 0 || v->len >= WRITE_TICK_BYTES))
+            pk_progress_tick(&b->prog, i, r + s->n);
+    }
+    return 0;
+}
+
+/* Writes every path's record, and the 404 entry, adding each record to the
+ * pack id and counting it in @p st and @p meta. @p done is the progress
+ * count so far. @return 0, or the writer's error or -1, with b->err set. */
+static int put_paths(build *b, sf_writer *w, sf_pack_id *idsha, size_t done, pk_stats *st,
+                     sf_meta *meta, int *has_404)
+{
+    pk_site *s = &b->site;
+    int rc;
+    for (size_t i = 0; i < s->n; i++) {
+        const pk_file *f = &s->files[i];
+        for (int e = 0; e < SF_ENC_COUNT; e++) {
+            const pk_variant *v = &f->var[e];
+            if (!v->present)
+                continue;
+            st->enc_files[e]++;
+            st->enc_bytes[e] += v->len;
+            st->enc_identity[e] += f->size;
+        }
+        uint8_t *rec;
+        size_t reclen;
+        if (encode_entry(f, 0, &rec, &reclen, b->err, sizeof b->err) != 0)
+            return -1;
+        rc = sf_writer_put_path(w, f->key, f->key_len, rec, reclen);
+        if (rc == 0)
+            rc = sf_pack_id_add(idsha, f->key, f->key_len, rec, reclen);
+        free(rec);
+        if (rc != 0) {
+            char what[SF_KEY_MAX + 32];
+            snprintf(what, sizeof what, "the record of %s", f->key);
+            store_failed(b, w, rc, what);
+            return rc;
+        }
+        if (strcmp(f->key, PK_404_KEY) == 0) {
+            if (encode_entry(f, 1, &rec, &reclen, b->err, sizeof b->err) != 0)
+                return -1;
+            rc = sf_writer_put_special(w, PK_404_SPECIAL, rec, reclen); /* and its id_404 */
+            free(rec);
+            if (rc != 0) {
+                store_failed(b, w, rc, "the 404 entry");
+                return rc;
+            }
+            *has_404 = 1;
+        }
+        meta->identity_bytes += f->size;
+        if (b->prog.enabled && i % WRITE_TICK_EVERY == 0)
+            pk_progress_tick(&b->prog, done + i, done + s->n);
+    }
+    return 0;
+}
+
+/* Puts the sealed pack and its manifest in place: the manifest first, then
+ * the pack over -o; a stop signal waits until the outcome is noted. Consumes
+ * @p w. @return 0 (a warning about the manifest said at once), or -1 with
+ * b->err set. */
+static int put_in_place(build *b, sf_writer *w, const sf_meta *meta, int has_404, uint64_t capacity)
+{
+    const pk_build_opts *o = b->o;
+    take_turn(b);
+    /* A stop signal waits from here until the outcome is noted: the renames
+     * inside the two commits and what the handler would say and undo must
+     * agree (the compressors have finished: this thread is the only one). */
+    sigset_t stops, old;
+    stop_signals(&stops);
+    sigprocmask(SIG_BLOCK, &stops, &old);
+    if (o->manifest && !b->manifest_stream &&
+        pk_manifest_commit(o->manifest, b->err, sizeof b->err) != 0) {
+        sigprocmask(SIG_SETMASK, &old, NULL);
+        pk__end_turn(b);
+        sf_writer_abort(w);
+        pk_manifest_abort(o->manifest);
+        return -1;
+    }
+    sig_tmp_manifest[0] = '\0';
+    struct stat tst;
+    int have_tmp = stat(sig_tmp_pack, &tst) == 0;
+    if (sf_writer_commit(w, meta, b->err, sizeof b->err) != 0) {
+        /* A failure after the rename (syncing the directory) leaves the new
+         * pack in place: then the new manifest stays with it. */
+        struct stat pst;
+        int in_place = have_tmp && stat(o->output, &pst) == 0 && pst.st_dev == tst.st_dev &&
+                       pst.st_ino == tst.st_ino;
+        sig_tmp_pack[0] = '\0';
+        sig_in_place = in_place;
+        if (in_place) {
+            char note[sizeof b->err];
+            if (pk_manifest_finish(note, sizeof note) != 0) {
+                size_t n = strlen(b->err);
+                snprintf(b->err + n, sizeof b->err - n, "; %s", note);
+            }
+        } else
+            pk_manifest_rollback(b->err, sizeof b->err);
+        sigprocmask(SIG_SETMASK, &old, NULL);
+        pk__end_turn(b);
+        if (!in_place) /* nothing is partial: the new pack is there */
+            note_space(b, 0, capacity);
+        return -1;
+    }
+    sig_tmp_pack[0] = '\0';
+    sig_in_place = 1;
+    int fin = pk_manifest_finish(b->err, sizeof b->err);
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    pk__end_turn(b);
+    if (fin < 0) {
+        size_t n = strlen(b->err);
+        snprintf(b->err + n, sizeof b->err - n, " (the pack %s is in place)", o->output);
+        return -1;
+    }
+    if (fin > 0) {
+        pk_err("warning: %s", b->err);
+        b->err[0] = '\0';
+    }
+    /* A stream has no previous content to restore: it is written once the
+     * pack is in place, so it never describes a pack that is not there. */
+    if (o->manifest && b->manifest_stream &&
+        pk_manifest_stream(o->manifest, b->manifest_fd, &b->site, meta, has_404, b->err,
+                           sizeof b->err) != 0) {
+        size_t n = strlen(b->err);
+        snprintf(b->err + n, sizeof b->err - n, " (the pack %s is in place)", o->output);
+        return -1;
+    }
+    return 0;
+}
+
+int pk__write_pack(build *b, pk_stats *st)
+{
+    const pk_build_opts *o = b->o;
+    pk_site *s = &b->site;
+    uint64_t capacity, record_bytes;
+    size_t nrefs, r = 0;
+    if (map_capacity(b, &capacity, &nrefs, &record_bytes) != 0)
+        return -1;
+    body_ref *refs = body_refs(s, nrefs, &r);
+    if (!refs) {
+        snprintf(b->err, sizeof b->err, "out of memory");
+        return -1;
+    }
     if (check_space(b, distinct_bytes(refs, r, NULL) + record_bytes) != 0) {
         free(refs);
         return -1;
@@ -488,75 +671,9 @@ int pk__write_pack(build *b, pk_stats *st)
         goto out_abort;
     }
     pk_progress_phase(&b->prog, "writing");
-    /* The bodies in key order, each once, so that the writer appends them;
-     * each file's copy is freed once it is in the pack, and a file whose
-     * bytes were dropped after the reads is read again (pk__reread). */
-    for (size_t i = 0; i < r; i++) {
-        pk_file *f = &s->files[refs[i].file];
-        pk_variant *v = &f->var[refs[i].enc];
-        if (i > 0 && memcmp(refs[i].key, refs[i - 1].key, PK_DIGEST_LEN) == 0)
-            goto stored;
-        if (!v->bytes && f->reread) {
-            uint8_t *p;
-            if (pk__reread(f, s->root, &p, b->err, sizeof b->err) != 0)
-                goto out_abort;
-            v->bytes = p;
-            v->owned = 1;
-        }
-        if ((rc = sf_writer_put_body(w, v->digest, v->bytes, v->len)) != 0) {
-            char what[SF_KEY_MAX + 32];
-            snprintf(what, sizeof what, "the %s body of %s", sf_encoding_name(refs[i].enc), f->key);
-            store_failed(b, w, rc, what);
-            goto out_abort;
-        }
-    stored:
-        if (v->owned) {
-            free((void *)v->bytes);
-            v->bytes = NULL;
-            v->owned = 0;
-        }
-        if (b->prog.enabled && (i % WRITE_TICK_EVERY == 0 || v->len >= WRITE_TICK_BYTES))
-            pk_progress_tick(&b->prog, i, r + s->n);
-    }
-    for (size_t i = 0; i < s->n; i++) {
-        const pk_file *f = &s->files[i];
-        for (int e = 0; e < SF_ENC_COUNT; e++) {
-            const pk_variant *v = &f->var[e];
-            if (!v->present)
-                continue;
-            st->enc_files[e]++;
-            st->enc_bytes[e] += v->len;
-            st->enc_identity[e] += f->size;
-        }
-        uint8_t *rec;
-        size_t reclen;
-        if (encode_entry(f, 0, &rec, &reclen, b->err, sizeof b->err) != 0)
-            goto out_abort;
-        rc = sf_writer_put_path(w, f->key, f->key_len, rec, reclen);
-        if (rc == 0)
-            rc = sf_pack_id_add(idsha, f->key, f->key_len, rec, reclen);
-        free(rec);
-        if (rc != 0) {
-            char what[SF_KEY_MAX + 32];
-            snprintf(what, sizeof what, "the record of %s", f->key);
-            store_failed(b, w, rc, what);
-            goto out_abort;
-        }
-        if (strcmp(f->key, PK_404_KEY) == 0) {
-            if (encode_entry(f, 1, &rec, &reclen, b->err, sizeof b->err) != 0)
-                goto out_abort;
-            rc = sf_writer_put_special(w, PK_404_SPECIAL, rec, reclen); /* and its id_404 */
-            free(rec);
-            if (rc != 0) {
-                store_failed(b, w, rc, "the 404 entry");
-                goto out_abort;
-            }
-            has_404 = 1;
-        }
-        meta.identity_bytes += f->size;
-        if (b->prog.enabled && i % WRITE_TICK_EVERY == 0)
-            pk_progress_tick(&b->prog, r + i, r + s->n);
-    }
+    if ((rc = put_bodies(b, w, refs, r)) != 0 ||
+        (rc = put_paths(b, w, idsha, r, st, &meta, &has_404)) != 0)
+        goto out_abort;
     pk_progress_clear(&b->prog);
 
     uint8_t id[SF_PACK_ID_LEN];
@@ -588,67 +705,7 @@ int pk__write_pack(build *b, pk_stats *st)
     if (o->manifest && !b->manifest_stream &&
         pk_manifest_write_tmp(o->manifest, s, &meta, has_404, b->err, sizeof b->err) != 0)
         goto out_abort;
-    take_turn(b);
-    /* A stop signal waits from here until the outcome is noted: the renames
-     * inside the two commits and what the handler would say and undo must
-     * agree (the compressors have finished: this thread is the only one). */
-    sigset_t stops, old;
-    stop_signals(&stops);
-    sigprocmask(SIG_BLOCK, &stops, &old);
-    if (o->manifest && !b->manifest_stream &&
-        pk_manifest_commit(o->manifest, b->err, sizeof b->err) != 0) {
-        sigprocmask(SIG_SETMASK, &old, NULL);
-        pk__end_turn(b);
-        goto out_abort;
-    }
-    sig_tmp_manifest[0] = '\0';
-    struct stat tst;
-    int have_tmp = stat(sig_tmp_pack, &tst) == 0;
-    if (sf_writer_commit(w, &meta, b->err, sizeof b->err) != 0) {
-        /* A failure after the rename (syncing the directory) leaves the new
-         * pack in place: then the new manifest stays with it. */
-        struct stat pst;
-        int in_place = have_tmp && stat(o->output, &pst) == 0 && pst.st_dev == tst.st_dev &&
-                       pst.st_ino == tst.st_ino;
-        sig_tmp_pack[0] = '\0';
-        sig_in_place = in_place;
-        if (in_place) {
-            char note[sizeof b->err];
-            if (pk_manifest_finish(note, sizeof note) != 0) {
-                size_t n = strlen(b->err);
-                snprintf(b->err + n, sizeof b->err - n, "; %s", note);
-            }
-        } else
-            pk_manifest_rollback(b->err, sizeof b->err);
-        sigprocmask(SIG_SETMASK, &old, NULL);
-        pk__end_turn(b);
-        if (!in_place) /* nothing is partial: the new pack is there */
-            note_space(b, 0, capacity);
-        free(refs);
-        return -1;
-    }
-    sig_tmp_pack[0] = '\0';
-    sig_in_place = 1;
-    int fin = pk_manifest_finish(b->err, sizeof b->err);
-    sigprocmask(SIG_SETMASK, &old, NULL);
-    pk__end_turn(b);
-    if (fin < 0) {
-        size_t n = strlen(b->err);
-        snprintf(b->err + n, sizeof b->err - n, " (the pack %s is in place)", o->output);
-        free(refs);
-        return -1;
-    }
-    if (fin > 0) {
-        pk_err("warning: %s", b->err);
-        b->err[0] = '\0';
-    }
-    /* A stream has no previous content to restore: it is written once the
-     * pack is in place, so it never describes a pack that is not there. */
-    if (o->manifest && b->manifest_stream &&
-        pk_manifest_stream(o->manifest, b->manifest_fd, s, &meta, has_404, b->err, sizeof b->err) !=
-            0) {
-        size_t n = strlen(b->err);
-        snprintf(b->err + n, sizeof b->err - n, " (the pack %s is in place)", o->output);
+    if (put_in_place(b, w, &meta, has_404, capacity) != 0) {
         free(refs);
         return -1;
     }
