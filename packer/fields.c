@@ -376,3 +376,29 @@ const char *pk_cache_control_problem(const char *s, char *why, size_t cap)
     }
     return NULL;
 }
+
+int pk_cache_control_has(const char *s, const char *name)
+{
+    size_t want = strlen(name);
+    const char *p = s;
+    for (;;) {
+        while (*p == ' ' || *p == '\t' || *p == ',')
+            p++;
+        if (!*p)
+            return 0;
+        const char *d = p;
+        while (is_tchar((unsigned char)*p))
+            p++;
+        if ((size_t)(p - d) == want && strncasecmp(d, name, want) == 0)
+            return 1;
+        if (*p == '=' && *++p == '"') { /* a quoted argument may hold ',' */
+            for (p++; *p && *p != '"'; p++)
+                if (*p == '\\' && p[1])
+                    p++;
+            if (*p)
+                p++;
+        }
+        while (*p && *p != ',')
+            p++;
+    }
+}

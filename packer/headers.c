@@ -5,6 +5,7 @@
  * spelling are fixed here, in one place, and tested byte for byte.
  */
 #include "headers.h"
+#include "fields.h"
 
 #include "sf/httpdate.h"
 #include "sf/store.h"
@@ -70,7 +71,12 @@ int pk_render_404(pk_buf *b, size_t *rep_off, const pk_rep *r, int enc, uint64_t
     *rep_off = b->len;
     pk_buf_addf(b, "Content-Type: %s\r\n", r->mime);
     content_encoding(b, enc);
-    pk_buf_adds(b, "Cache-Control: no-cache\r\n");
+    /* no-cache whatever /404.html's policy: a deploy that adds the path
+     * must reach caches at once. A no-transform asked for is kept (a CDN
+     * must not recompress the page either). */
+    pk_buf_adds(b, r->cache_control && pk_cache_control_has(r->cache_control, "no-transform")
+                       ? "Cache-Control: no-cache, no-transform\r\n"
+                       : "Cache-Control: no-cache\r\n");
     vary(b, r);
     extras(b, r);
     return pk_buf_failed(b);

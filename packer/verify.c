@@ -204,12 +204,13 @@ static void check_blocks(verify *v, sf_view path, const sf_entry *e, const sf_va
         problem(v, "%.*s: the %s variant has an ETag or a 304 block", sp, path.ptr, enc);
         goto out_free_blocks;
     }
-    if (!special) {
+    {
+        /* the 404's is no-cache, perhaps with no-transform (pk_render_404) */
         const char *cv;
         size_t cn;
         if (pk_header_find(var->h200.ptr, var->h200.len, "Cache-Control", &cv, &cn) != 0) {
-            problem(v, "%.*s: the %s 200 header block has no Cache-Control line", sp, path.ptr,
-                    enc);
+            problem(v, "%.*s: the %s %s header block has no Cache-Control line", sp, path.ptr, enc,
+                    special ? "404" : "200");
             goto out_free_blocks;
         }
         if (!(cc = strndup(cv, cn))) {
@@ -275,6 +276,21 @@ out_free_blocks:
     free(mime);
 }
 
+/* Whether an ETag field has the shape servd-pack writes: PK_ETAG_LEN bytes,
+ * base64url between double quotes (digest.h). */
+static int etag_shaped(sf_view t)
+{
+    if (t.len != PK_ETAG_LEN || t.ptr[0] != '"' || t.ptr[t.len - 1] != '"')
+        return 0;
+    for (size_t i = 1; i + 1 < t.len; i++) {
+        char c = t.ptr[i];
+        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+              c == '-' || c == '_'))
+            return 0;
+    }
+    return 1;
+}
+
 /* Checks one variant of path (or of the special entry). */
 static void check_variant(verify *v, sf_view path, const sf_entry *e, const sf_variant *var,
                           int special)
@@ -316,8 +332,13 @@ static void check_variant(verify *v, sf_view path, const sf_entry *e, const sf_v
             problem(v, "%.*s: the %s header block has no Accept-Ranges line", sp, path.ptr, enc);
         else if (pk_etag_rep(var->body_key, e->mime.ptr, e->mime.len, ex, exn, etag) != 0)
             v->oom = 1; /* OpenSSL could not allocate: no verdict */
-        if (etag[0] &&
-            (var->etag.len != PK_ETAG_LEN || memcmp(var->etag.ptr, etag, PK_ETAG_LEN) != 0)) {
+        if (etag[0] && !etag_shaped(var->etag)) {
+            /* a damaged offset points the field at other bytes: not quoted */
+            problem(v, "%.*s: the %s ETag field holds no ETag (%zu bytes; the record is damaged)",
+                    sp, path.ptr, enc, var->etag.len);
+            return;
+        }
+        if (etag[0] && memcmp(var->etag.ptr, etag, PK_ETAG_LEN) != 0) {
             problem(v, "%.*s: the %s ETag %.*s is not derived from its body, type and headers (%s)",
                     sp, path.ptr, enc, (int)var->etag.len, var->etag.ptr, etag);
             return;

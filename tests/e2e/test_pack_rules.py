@@ -159,7 +159,8 @@ def main():
                 "only once" in err, "the message names the rules, the path and why: %r" % err)
         T.eq(open(plain, "rb").read(), before, "the pack at -o is untouched")
 
-        # Every example rules file builds (and is valid JSON for the schema's sake).
+        # Every example rules file builds (and is valid JSON for the schema's sake), and
+        # verify renders its header blocks again, the 404's too.
         exdir = os.path.join(T.SOURCE_DIR, "manifests", "examples")
         examples = sorted(f for f in os.listdir(exdir) if f.endswith(".json"))
         T.check(len(examples) >= 3, "at least three example rules files")
@@ -167,6 +168,19 @@ def main():
             out = os.path.join(work, name + ".lmdb")
             p = T.run(["build", root, "-o", out, "--rules", os.path.join(exdir, name), "-q"])
             T.eq(p.returncode, 0, "example %s builds: %s" % (name, p.stderr.decode()))
+            p = T.run(["verify", out, "-q"])
+            T.eq(p.returncode, 0, "example %s verifies: %s" % (name, p.stderr.decode()))
+        # The 404 is no-cache whatever the rules say (a deploy that adds the path must
+        # reach caches at once), but keeps the no-transform Cloudflare's rules ask for:
+        # without it Cloudflare may recompress the page and weaken its ETag.
+        cf = os.path.join(work, "cloudflare.json.lmdb")
+        T.eq(dict(headers(cf, "status:404"))["Cache-Control"], "no-cache, no-transform",
+             "cloudflare.json: the 404's Cache-Control")
+        T.eq(dict(headers(cf, "/404.html"))["Cache-Control"],
+             "public, max-age=0, s-maxage=60, must-revalidate, no-transform",
+             "cloudflare.json: /404.html's own Cache-Control")
+        T.eq(dict(headers(pack, "status:404"))["Cache-Control"], "no-cache",
+             "without no-transform in the rules: the 404's Cache-Control")
         for schema in ("rules.schema.json", "manifest.schema.json"):
             with open(os.path.join(T.SOURCE_DIR, "manifests", schema), encoding="utf-8") as f:
                 T.check("$schema" in json.load(f), "%s is a JSON schema" % schema)

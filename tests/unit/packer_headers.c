@@ -1,6 +1,7 @@
 /* ETag format, the keep rule, HTTP dates and the exact header blocks. */
 #include "compress.h"
 #include "digest.h"
+#include "fields.h"
 #include "headers.h"
 #include "runner.h"
 
@@ -124,6 +125,33 @@ TEST(headers_404_block)
                        "X-Frame-Options: DENY\r\n");
     ASSERT_EQ(rep, strlen("HTTP/1.1 404 Not Found\r\nContent-Length: 99\r\n"));
     pk_buf_free(&b);
+}
+
+/* The 404 is no-cache whatever /404.html's rule says, but keeps a
+ * no-transform the rule asks for (Cloudflare must not recompress it). */
+TEST(headers_404_keeps_no_transform)
+{
+    pk_rep r = {"text/html", "public, max-age=0, s-maxage=60, must-revalidate, no-transform",
+                0,           1,
+                NULL,        0};
+    pk_buf b = PK_BUF_INIT;
+    size_t rep = 0;
+    ASSERT_EQ(pk_render_404(&b, &rep, &r, 0, 5), 0);
+    ASSERT(strstr(b.p, "\r\nCache-Control: no-cache, no-transform\r\n") != NULL);
+    r.cache_control = "private=\"a, no-transform\", max-age=60";
+    ASSERT_EQ(pk_render_404(&b, &rep, &r, 0, 5), 0);
+    ASSERT(strstr(b.p, "\r\nCache-Control: no-cache\r\n") != NULL);
+    pk_buf_free(&b);
+}
+
+TEST(cache_control_has)
+{
+    ASSERT(pk_cache_control_has("no-transform", "no-transform"));
+    ASSERT(pk_cache_control_has("public,max-age=60 ,  No-Transform", "no-transform"));
+    ASSERT(pk_cache_control_has("max-age=60, s-maxage=5", "s-maxage"));
+    ASSERT(!pk_cache_control_has("no-transformx, xno-transform", "no-transform"));
+    ASSERT(!pk_cache_control_has("no-cache=\"no-transform\"", "no-transform"));
+    ASSERT(!pk_cache_control_has("max-age=60", "max"));
 }
 
 TEST(headers_find)
