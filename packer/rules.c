@@ -150,6 +150,21 @@ static int only(const char *path, const char *ptr, json_t *obj, const char *cons
 
 enum section { S_CC, S_HEADERS, S_EXCLUDE, S_MIME, S_ENCODED };
 
+/* What to do instead of a headers rule for a header servd-pack or servd
+ * sets (fields.c's reserved list), as the end of the refusal. */
+static const char *reserved_hint(const char *name)
+{
+    if (strcasecmp(name, "Cache-Control") == 0)
+        return " (use a cache_control rule)";
+    if (strcasecmp(name, "Content-Type") == 0)
+        return " (use a mime rule)";
+    if (strcasecmp(name, "Vary") == 0)
+        return " (Vary: Accept-Encoding goes out with every response that has encodings "
+               "to choose from; a path's headers are the same for every request, so nothing "
+               "else varies)";
+    return "";
+}
+
 static int parse_section(const char *path, json_t *arr, const char *sname, enum section s,
                          rule_list *out, char *err, size_t errlen)
 {
@@ -233,10 +248,8 @@ static int parse_section(const char *path, json_t *arr, const char *sname, enum 
             }
             int reserved_as = pk_header_name_reserved(a);
             if (reserved_as == 1) {
-                RULE_ERR(path, ptr,
-                         "header %s is set by servd-pack or servd (use cache_control / mime "
-                         "rules where they apply)",
-                         a);
+                RULE_ERR(path, ptr, "header %s is set by servd-pack or servd%s", a,
+                         reserved_hint(a));
                 return -1;
             }
             if (reserved_as == 2) {

@@ -205,7 +205,14 @@ TEST(rules_reject_bad_header_names_and_values)
     rejects("{\"headers\": [{\"match\": \"*\", \"name\": \"content-length\", \"value\": \"1\"}]}",
             "/headers/0", "set by servd-pack");
     rejects("{\"headers\": [{\"match\": \"*\", \"name\": \"Vary\", \"value\": \"Origin\"}]}",
-            "/headers/0", "set by servd-pack");
+            "/headers/0", "Vary: Accept-Encoding goes out with every response that has");
+    /* the refusal names the rule that sets it */
+    rejects("{\"headers\": [{\"match\": \"*\", \"name\": \"cache-control\", \"value\": "
+            "\"no-store\"}]}",
+            "/headers/0", "(use a cache_control rule)");
+    rejects("{\"headers\": [{\"match\": \"*\", \"name\": \"Content-Type\", \"value\": "
+            "\"text/plain\"}]}",
+            "/headers/0", "(use a mime rule)");
     /* digests differ per encoding and range; Age is a cache's */
     rejects("{\"headers\": [{\"match\": \"*\", \"name\": \"Content-Digest\", \"value\": "
             "\"sha-256=:AAAA:\"}]}",
