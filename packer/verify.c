@@ -204,26 +204,24 @@ static void check_blocks(verify *v, sf_view path, const sf_entry *e, const sf_va
         problem(v, "%.*s: the %s variant has an ETag or a 304 block", sp, path.ptr, enc);
         goto out_free_blocks;
     }
-    {
-        /* the 404's is no-cache, perhaps with no-transform (pk_render_404) */
-        const char *cv;
-        size_t cn;
-        if (pk_header_find(var->h200.ptr, var->h200.len, "Cache-Control", &cv, &cn) != 0) {
-            problem(v, "%.*s: the %s %s header block has no Cache-Control line", sp, path.ptr, enc,
-                    special ? "404" : "200");
-            goto out_free_blocks;
-        }
-        if (!(cc = strndup(cv, cn))) {
-            v->oom = 1;
-            goto out_free_blocks;
-        }
-        /* a header value; not the rules' RFC 9111 check, a policy newer
-         * than some packs that may still be rolled back to */
-        const char *bad = memchr(cv, '\0', cn) ? "holds a NUL byte" : pk_header_value_problem(cc);
-        if (bad) {
-            problem(v, "%.*s: the %s Cache-Control value \"%s\" %s", sp, path.ptr, enc, cc, bad);
-            goto out_free_blocks;
-        }
+    /* the 404's too: no-cache, perhaps with no-transform (pk_render_404) */
+    const char *cv;
+    size_t cn;
+    if (pk_header_find(var->h200.ptr, var->h200.len, "Cache-Control", &cv, &cn) != 0) {
+        problem(v, "%.*s: the %s %s header block has no Cache-Control line", sp, path.ptr, enc,
+                special ? "404" : "200");
+        goto out_free_blocks;
+    }
+    if (!(cc = strndup(cv, cn))) {
+        v->oom = 1;
+        goto out_free_blocks;
+    }
+    /* a header value; not the rules' RFC 9111 check, a policy newer
+     * than some packs that may still be rolled back to */
+    const char *bad = memchr(cv, '\0', cn) ? "holds a NUL byte" : pk_header_value_problem(cc);
+    if (bad) {
+        problem(v, "%.*s: the %s Cache-Control value \"%s\" %s", sp, path.ptr, enc, cc, bad);
+        goto out_free_blocks;
     }
     pk_rep rep = {.mime = mime,
                   .cache_control = cc,
