@@ -46,8 +46,9 @@ int pk_mime_type_ok(const char *s); /* type "/" subtype [";" parameters] */
  * whose argument-less directives have none and that names no directive
  * twice; otherwise why not, written into why. */
 const char *pk_cache_control_problem(const char *s, char *why, size_t cap);
-/* Whether the Cache-Control value s (one pk_cache_control_problem accepts)
- * has the directive named name, with or without an argument. */
+/* Whether the Cache-Control value s has the directive named name, with or
+ * without an argument; arguments are not searched. Any NUL-terminated s is
+ * walked safely (verify passes stored values that may be damaged). */
 int pk_cache_control_has(const char *s, const char *name);
 
 #endif

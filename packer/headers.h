@@ -47,7 +47,8 @@ int pk_render_200(pk_buf *b, size_t *rep_off, const pk_rep *r, int enc, uint64_t
 /* Renders h304 of one variant into b (reset first). */
 int pk_render_304(pk_buf *b, const pk_rep *r, const char *etag);
 
-/* Renders the 404 page's h200 into b (reset first). */
+/* Renders the 404 page's h200 into b (reset first): Cache-Control is
+ * no-cache whatever r's is, with no-transform when r's has it. */
 int pk_render_404(pk_buf *b, size_t *rep_off, const pk_rep *r, int enc, uint64_t len);
 
 /* Renders the extra header lines of r alone into b (reset first): the

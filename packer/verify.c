@@ -179,8 +179,9 @@ static int block_differs(verify *v, sf_view path, const char *enc, const char *w
 
 /* Checks every byte of the stored header blocks of var: they must be the
  * ones servd-pack renders (headers.h) from the entry's type, date and
- * flags, the variant's encoding, length and ETag, the Cache-Control value
- * of the 200 block and the rule lines at its end, each of which must be a
+ * flags, the variant's encoding, length and ETag, the block's own
+ * Cache-Control value (a 404 block's: no-cache, perhaps with no-transform)
+ * and the rule lines at its end, each of which must be a
  * valid header line (extras_parse). servd sends these bytes as they are. */
 static void check_blocks(verify *v, sf_view path, const sf_entry *e, const sf_variant *var,
                          int special)

@@ -131,9 +131,9 @@ TEST(headers_404_block)
  * no-transform the rule asks for (Cloudflare must not recompress it). */
 TEST(headers_404_keeps_no_transform)
 {
-    pk_rep r = {"text/html", "public, max-age=0, s-maxage=60, must-revalidate, no-transform",
-                0,           1,
-                NULL,        0};
+    pk_rep r = {.mime = "text/html",
+                .cache_control = "public, max-age=0, s-maxage=60, must-revalidate, no-transform",
+                .negotiable = 1};
     pk_buf b = PK_BUF_INIT;
     size_t rep = 0;
     ASSERT_EQ(pk_render_404(&b, &rep, &r, 0, 5), 0);
