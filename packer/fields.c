@@ -300,6 +300,16 @@ static const char *show_byte(char c, char *buf, size_t cap)
     return buf;
 }
 
+/* The closing quote of the quoted-string that opens at p (RFC 9110 §5.6.4:
+ * a backslash quotes the next byte), or the NUL where it is missing. */
+static const char *quoted_end(const char *p)
+{
+    for (p++; *p && *p != '"'; p++)
+        if (*p == '\\' && p[1])
+            p++;
+    return p;
+}
+
 const char *pk_cache_control_problem(const char *s, char *why, size_t cap)
 {
     char b[16];
@@ -327,9 +337,7 @@ const char *pk_cache_control_problem(const char *s, char *why, size_t cap)
             arg = ++p;
             if (*p == '"') {
                 quoted = 1;
-                for (p++; *p && *p != '"'; p++)
-                    if (*p == '\\' && p[1])
-                        p++;
+                p = quoted_end(p);
                 if (*p != '"') {
                     snprintf(why, cap, "has an unterminated quoted string");
                     return why;
@@ -391,10 +399,8 @@ int pk_cache_control_has(const char *s, const char *name)
             p++;
         if ((size_t)(p - d) == want && strncasecmp(d, name, want) == 0)
             return 1;
-        if (*p == '=' && *++p == '"') { /* a quoted argument may hold ',' */
-            for (p++; *p && *p != '"'; p++)
-                if (*p == '\\' && p[1])
-                    p++;
+        if (*p == '=' && p[1] == '"') { /* a quoted argument may hold ',' */
+            p = quoted_end(p + 1);
             if (*p)
                 p++;
         }
