@@ -3,10 +3,12 @@
  * writes its batch here).
  *
  * Writing: the batch goes out directly on the socket: runs of iovecs with one
- * sendmsg (writev), and bodies of at least SV_SENDFILE_MIN bytes with
- * sendfile() from the pack's file at the body's offset in the map, so the
- * kernel takes page references instead of copying the body (the header
- * before it is sent with MSG_MORE and leaves in the same segments). What the
+ * sendmsg (writev), and a body of at least SV_SENDFILE_MIN bytes, when it is
+ * the batch's only one, with sendfile() from the pack's file at the body's
+ * offset in the map, so the kernel takes page references instead of copying
+ * the body (the header before it is sent with MSG_MORE and leaves in the
+ * same segments). A batch of several such bodies (pipelined requests) is
+ * written from the map with one writev. What the
  * socket did not take is queued with uv_write; before that, every byte the
  * rest points to inside the worker struct (Date line, scratch) is copied
  * into the write request, because those change before the write completes.
@@ -133,13 +135,26 @@ static int file_piece(sv_worker *w, packfile *pf, const uv_buf_t *b)
            b->len <= pf->size - (a - pf->map);
 }
 
+/* Does the batch iov[0, n) hold fewer than two file pieces? A batch of one
+ * response sends its body with sendfile; a batch of several (pipelined
+ * requests) goes out whole with one writev from the map, which on the AMD
+ * hosts of bench/RESULTS.md costs servd half the CPU of a sendfile and a
+ * sendmsg per response and lets the client take 2x the responses. */
+static int one_file_piece(sv_worker *w, packfile *pf, const uv_buf_t *iov, unsigned n)
+{
+    unsigned files = 0;
+    for (unsigned i = 0; i < n && files < 2; i++)
+        files += (unsigned)file_piece(w, pf, &iov[i]);
+    return files < 2;
+}
+
 /* Writes iov[0, n) straight to the socket until it takes no more: runs of
  * small pieces with one sendmsg each (MSG_MORE when a file piece follows,
- * so that a header and its body share segments), file pieces with
- * sendfile. @return the bytes written (fewer than all when the socket is
- * full, or broken after taking some: the queued write of the rest reports
- * that, and the bytes out are counted), or a negative errno when the
- * connection is broken and took nothing. */
+ * so that a header and its body share segments), and the file piece of a
+ * batch that has only one with sendfile. @return the bytes written (fewer
+ * than all when the socket is full, or broken after taking some: the queued
+ * write of the rest reports that, and the bytes out are counted), or a
+ * negative errno when the connection is broken and took nothing. */
 static ssize_t write_now(sv_conn *c, uv_buf_t *iov, unsigned n)
 {
     sv_worker *w = c->w;
@@ -147,12 +162,13 @@ static ssize_t write_now(sv_conn *c, uv_buf_t *iov, unsigned n)
     uv_os_fd_t fd;
     if (uv_fileno((uv_handle_t *)&c->tcp, &fd) != 0)
         return -EBADF;
+    int by_file = one_file_piece(w, &pf, iov, n);
     size_t done = 0;
     unsigned i = 0;
     while (i < n) {
         unsigned j = i;
         size_t run = 0;
-        while (j < n && !file_piece(w, &pf, &iov[j]))
+        while (j < n && !(by_file && file_piece(w, &pf, &iov[j])))
             run += iov[j++].len;
         ssize_t r;
         if (j > i) {

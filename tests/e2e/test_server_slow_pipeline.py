@@ -25,7 +25,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import servdtest as st  # noqa: E402
 from servdtest import eq, ok  # noqa: E402
 
-# Random, so that servd-pack stores it uncompressed and it is sent with sendfile.
+# Random, so that servd-pack stores it uncompressed: one 18 KB body (written from the map:
+# a batch of several large bodies is one writev).
 BODY = random.Random(18).randbytes(18000)
 # Short timeouts, so that the test runs in seconds: each steady reader below needs longer
 # than them to drain what the kernel holds (about 3 MB here).
