@@ -23,11 +23,6 @@
 
 /* ---- decide types, caching and headers ---- */
 
-/* mtimes before this (2000-01-02) are taken for ones a build normalised:
- * Nix's 1, zip's 1980-01-01, 2000-01-01; a date every file of a tree
- * shares, whatever its content, so no validator. */
-#define PK_DATE_NORMALISED 946771200
-
 static int decide(build *b)
 {
     size_t nh = pk_rules_nheaders(b->rules);
@@ -60,7 +55,7 @@ static int decide(build *b)
         f->last_modified = b->o->have_epoch ? b->o->epoch : f->mtime > b->now ? b->now : f->mtime;
         /* A date other than the file's own mtime, or an mtime a build
          * normalised, tells no change apart: If-Range must not take it. */
-        f->date_weak = b->o->have_epoch || f->mtime > b->now || f->mtime < PK_DATE_NORMALISED;
+        f->date_weak = b->o->have_epoch || f->mtime > b->now || f->mtime < SF_DATE_NORMALISED;
         int64_t old;
         int old_weak = 0;
         pk_rep r = {.extra = f->extra, .nextra = f->nextra};
@@ -77,7 +72,7 @@ static int decide(build *b)
              * is weak whatever it says */
             f->last_modified = old;
             f->date_weak =
-                old_weak || (b->o->have_epoch && old == b->o->epoch) || old < PK_DATE_NORMALISED;
+                old_weak || (b->o->have_epoch && old == b->o->epoch) || old < SF_DATE_NORMALISED;
             continue;
         }
         if (in_base == 0 && f->last_modified <= old && old < b->now) {

@@ -33,7 +33,10 @@
  *      If-Match (strong, "*" matches; fail -> 412) -> If-Unmodified-Since
  *      (only without If-Match; invalid date ignored; LM > date -> 412) ->
  *      If-None-Match (weak, lists, "*"; match -> 304) -> If-Modified-Since
- *      (only without If-None-Match; invalid date ignored; LM <= date -> 304);
+ *      (only without If-None-Match; invalid date ignored; LM <= date ->
+ *      304). Both dates are ignored when LM is a normalised one (before
+ *      2000-01-02, SF_DATE_NORMALISED), which every version of the file
+ *      has: the file has no modification date to compare (§13.1.3-4);
  *   6. Range (GET only; HEAD ignores it) guarded by If-Range (strong
  *      entity-tag or exact Last-Modified date; false -> 200): one range ->
  *      206, several -> 206 multipart/byteranges, none satisfiable -> 416,
@@ -346,8 +349,9 @@ static int send_304(sv__resp *c, const sf_variant *v)
     return 0;
 }
 
-/* Conditionals (RFC 9110 §13.2.2 steps 1-4), dates compared with c->lm.
- * @return 1 when a response (304 or 412) was planned, 0 to go on. */
+/* Conditionals (RFC 9110 §13.2.2 steps 1-4), dates compared with c->lm
+ * unless it is a normalised date. @return 1 when a response (304 or 412)
+ * was planned, 0 to go on. */
 static int preconditions(sv__resp *c, const sf_variant *v, int vary)
 {
     const sv_request *req = c->req;
@@ -355,7 +359,7 @@ static int preconditions(sv__resp *c, const sf_variant *v, int vary)
     if (req->n_if_match) {
         if (!any_etag_match(req, "if-match", v->etag, 0))
             return fail_file(c, 412, vary, v->h200), 1;
-    } else if (req->n_if_unmodified_since == 1 &&
+    } else if (req->n_if_unmodified_since == 1 && c->lm >= SF_DATE_NORMALISED &&
                sf_http_date_parse(req->if_unmodified_since.ptr, req->if_unmodified_since.len, &t) ==
                    0 &&
                c->lm > t) {
@@ -364,7 +368,7 @@ static int preconditions(sv__resp *c, const sf_variant *v, int vary)
     if (req->n_if_none_match) {
         if (any_etag_match(req, "if-none-match", v->etag, 1))
             return send_304(c, v), 1;
-    } else if (req->n_if_modified_since == 1 &&
+    } else if (req->n_if_modified_since == 1 && c->lm >= SF_DATE_NORMALISED &&
                sf_http_date_parse(req->if_modified_since.ptr, req->if_modified_since.len, &t) ==
                    0 &&
                c->lm <= t) {

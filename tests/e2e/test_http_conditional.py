@@ -349,5 +349,56 @@ def t_if_range_takes_only_a_date_that_is_the_files_own(S):
     resume(build("changed", v2, mtime=day_ago, base=own), st.fmt_date(day_ago + 1), v2,
            "changed under the same mtime, with --base", 200)
 
+def t_normalised_dates_answer_no_if_modified_since(S):
+    """A tree whose mtimes a build normalised (Nix's 1 s, or its SOURCE_DATE_EPOCH of
+    1980-01-01, zip's 1980) gives every version of every file one date. A cache that
+    revalidates with If-Modified-Since alone got a 304 for a changed file after a deploy
+    without --base, and kept serving the old version. Such a date is no modification date
+    (RFC 9110 §13.1.3-4): servd answers 200; the ETag still gets a 304."""
+    def build(name, data, mtime, env_extra=None):
+        root = os.path.join(st.tmpdir(), name)
+        os.makedirs(root, exist_ok=True)
+        path = os.path.join(root, "app.js")
+        with open(path, "wb") as f:
+            f.write(data)
+        os.utime(path, (mtime, mtime))
+        env = dict(os.environ)
+        env.pop("SOURCE_DATE_EPOCH", None)
+        env.update(env_extra or {})
+        out = os.path.join(st.tmpdir(), name + ".lmdb")
+        p = subprocess.run([st.SERVD_PACK, "build", root, "-o", out, "-q"], env=env,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+        eq(p.returncode, 0, "build %s: %s" % (name, p.stderr.decode()))
+        return out
+
+    v1, v2 = b"var version = 1;\n" * 40, b"var version = 2;\n" * 40
+    cases = (("mtime 1 (Nix)", 1, None, "Thu, 01 Jan 1970 00:00:01 GMT"),
+             ("zip's 1980-01-01", 315532800, None, "Tue, 01 Jan 1980 00:00:00 GMT"),
+             ("SOURCE_DATE_EPOCH 1980 (Nix)", int(time.time()) - 86400,
+              {"SOURCE_DATE_EPOCH": "315532800"}, "Tue, 01 Jan 1980 00:00:00 GMT"))
+    for i, (what, mtime, env, date) in enumerate(cases):
+        old = build("norm%d-v1" % i, v1, mtime, env)
+        with st.Servd(old) as s:
+            first = st.get(s.port, "/app.js")
+            eq(first.need("Last-Modified"), date, what + ": Last-Modified")
+            old_etag = first.need("ETag")
+        with st.Servd(build("norm%d-v2" % i, v2, mtime, env)) as s:
+            for d in (date, st.fmt_date(time.time())):
+                r = st.get(s.port, "/app.js", [("If-Modified-Since", d)])
+                eq((r.status, r.body), (200, v2), what + ": If-Modified-Since " + d)
+            r = st.get(s.port, "/app.js", [("If-Unmodified-Since", "Thu, 01 Jan 1970 00:00:00 GMT")])
+            eq((r.status, r.body), (200, v2), what + ": If-Unmodified-Since before the date")
+            r = st.get(s.port, "/app.js", [("If-None-Match", old_etag)])
+            eq((r.status, r.body), (200, v2), what + ": the old ETag")
+            r = st.get(s.port, "/app.js")
+            r2 = st.get(s.port, "/app.js", [("If-None-Match", r.need("ETag")),
+                                             ("If-Modified-Since", date)])
+            eq(r2.status, 304, what + ": the new ETag")
+    # a date from 2000-01-02 on is compared as before
+    with st.Servd(build("norm-own", v2, 946771200)) as s:
+        r = st.get(s.port, "/app.js", [("If-Modified-Since", "Sun, 02 Jan 2000 00:00:00 GMT")])
+        eq(r.status, 304, "an mtime of 2000-01-02: If-Modified-Since that date")
+
+
 if __name__ == "__main__":
     st.run(st.collect(globals()), lambda: st.Sites(workers=1))

@@ -142,6 +142,14 @@ typedef struct sf_entry {
  * §13.1.5, §8.8.2.2). */
 #define SF_ENTRY_DATE_WEAK 0x2u
 
+/* Dates before this (2000-01-02) are taken for ones a build normalised
+ * (Nix's 1 s and its SOURCE_DATE_EPOCH of 1980-01-01, zip's 1980-01-01,
+ * 2000-01-01): every version of every file of such a tree has the date, so
+ * it tells no change apart. servd-pack marks them SF_ENTRY_DATE_WEAK, and
+ * servd answers no If-Modified-Since with them (a 304 could be for another
+ * version); the ETag still revalidates. */
+#define SF_DATE_NORMALISED 946771200
+
 /* The meta record, decoded. */
 typedef struct sf_meta {
     unsigned major, minor;
