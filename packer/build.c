@@ -23,6 +23,19 @@
 
 /* ---- decide types, caching and headers ---- */
 
+/* Puts opt before b's message ("--base old.lmdb: No such file or
+ * directory"), so that a pipeline's log says which input failed. */
+static void name_option(build *b, const char *opt)
+{
+    size_t k = strlen(opt) + 1, n = strlen(b->err);
+    if (n > sizeof b->err - 1 - k) /* the end of a message that long goes */
+        n = sizeof b->err - 1 - k;
+    memmove(b->err + k, b->err, n);
+    memcpy(b->err, opt, k - 1);
+    b->err[k - 1] = ' ';
+    b->err[k + n] = '\0';
+}
+
 static int decide(build *b)
 {
     size_t nh = pk_rules_nheaders(b->rules);
@@ -229,8 +242,10 @@ int pk_build(const pk_build_opts *o)
         char profile[PK_PROFILE_SIZE];
         int usable = 0;
         pk_profile(profile);
-        if (pk_base_open(o->base, profile, &b.base, &usable, b.err, sizeof b.err) != 0)
+        if (pk_base_open(o->base, profile, &b.base, &usable, b.err, sizeof b.err) != 0) {
+            name_option(&b, "--base");
             goto out_free;
+        }
         if (!usable) {
             if (!o->quiet)
                 pk_err("%s: made with another compression profile (%s, now %s); "

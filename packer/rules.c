@@ -278,28 +278,29 @@ static int parse_section(const char *path, json_t *arr, const char *sname, enum 
 
 /* Reads the rules file whole into *buf (malloc'd, *len bytes): a regular
  * file, or a pipe (`--rules <(jq ... )`), read once, so that what is
- * checked is what is parsed. @return 0, or -1 with err. */
+ * checked is what is parsed. @return 0, or -1 with err, which names the
+ * option (a parse error names the file, line and column instead). */
 static int read_rules(const char *path, char **buf, size_t *len, char *err, size_t errlen)
 {
     struct stat st;
     if (stat(path, &st) != 0) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        snprintf(err, errlen, "--rules %s: %s", path, strerror(errno));
         return -1;
     }
     /* looked at before it is opened: opening a device can do things */
     if (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode)) {
-        snprintf(err, errlen, "%s: not a regular file or a pipe", path);
+        snprintf(err, errlen, "--rules %s: not a regular file or a pipe", path);
         return -1;
     }
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
     if (fd < 0) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        snprintf(err, errlen, "--rules %s: %s", path, strerror(errno));
         return -1;
     }
     size_t cap = PK_RULES_MAX_BYTES + 1, n = 0; /* one more: a larger file shows */
     char *p = malloc(cap);
     if (!p) {
-        snprintf(err, errlen, "%s: out of memory", path);
+        snprintf(err, errlen, "--rules %s: out of memory", path);
         close(fd);
         return -1;
     }
@@ -308,14 +309,14 @@ static int read_rules(const char *path, char **buf, size_t *len, char *err, size
         if (r < 0 && errno == EINTR)
             continue;
         if (r < 0) {
-            snprintf(err, errlen, "%s: %s", path, strerror(errno));
+            snprintf(err, errlen, "--rules %s: %s", path, strerror(errno));
             goto out_fail;
         }
         if (r == 0)
             break;
         n += (size_t)r;
         if (n == cap) {
-            snprintf(err, errlen, "%s: larger than %d bytes; is this a rules file?", path,
+            snprintf(err, errlen, "--rules %s: larger than %d bytes; is this a rules file?", path,
                      PK_RULES_MAX_BYTES);
             goto out_fail;
         }

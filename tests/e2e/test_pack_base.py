@@ -249,7 +249,8 @@ def main():
         missing = os.path.join(work, "missing.lmdb")
         p = T.run(["build", root, "-o", out, "--base", missing, "-q"], env)
         T.eq(p.returncode, 1, "build with a missing base: exit status")
-        T.check(missing in p.stderr.decode(), "message names the missing base: " + p.stderr.decode())
+        T.check("--base " + missing in p.stderr.decode(),
+                "message names the option and the missing base: " + p.stderr.decode())
         T.check(not os.path.exists(out), "no output after a missing base")
         T.eq(sorted(f for f in os.listdir(work) if ".tmp-" in f), [], "no temporary files left")
     T.finish("test_pack_base")

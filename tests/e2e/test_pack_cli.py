@@ -426,7 +426,8 @@ def main():
         expect_failure(["build", root, "-o", out, "--rules", bad_rules], 1, [bad_rules + ":1:"],
                        "rules file with a JSON syntax error", outdir, out)
         expect_failure(["build", root, "-o", out, "--rules", os.path.join(work, "none.json")], 1,
-                       ["none.json"], "missing rules file", outdir, out)
+                       ["--rules " + os.path.join(work, "none.json") + ": No such file"],
+                       "missing rules file", outdir, out)
 
         # A FIFO in the root.
         fifo_root = os.path.join(work, "fifo-site")
