@@ -21,7 +21,8 @@
  * caches hold those too: "/d/" serves "/d/index.html" ("/" serves
  * "/index.html"), and "/d" is a 301 to "/d/" while "/d/index.html" exists.
  * So a change of an index also lists "/d/", and adding or removing one also
- * lists "/d". Output, sorted by URL:
+ * lists "/d", as does a change of the lines of its 200 block that the 301
+ * carries (Cache-Control, Access-Control-*). Output, sorted by URL:
  *   "+ /added", "~ /changed", "- /removed"             paths of the packs
  *   "~ /docs/<TAB>via /docs/index.html"                 derived: the index URL
  *   "+ /docs<TAB>via /docs/index.html (301)"            derived: the redirect
@@ -47,6 +48,7 @@ typedef struct item {
     size_t len;
     uint8_t fp[PK_DIGEST_LEN];      /* fingerprint of everything visible */
     uint8_t content[PK_DIGEST_LEN]; /* the same without Last-Modified lines */
+    uint8_t redir[PK_DIGEST_LEN];   /* what a 301 to it carries (see fp_redirect) */
 } item;
 
 typedef struct list {
@@ -87,6 +89,23 @@ static void fp_block_content(pk_sha *s, sf_view v)
     }
 }
 
+/* The lines of a page's 200 block that servd's 301 to it carries
+ * (servd/redirect.c): Cache-Control and the Access-Control-* lines. */
+static void fp_redirect(pk_sha *s, sf_view v)
+{
+    static const char cc[] = "Cache-Control:", ac[] = "Access-Control-";
+    const char *end = v.ptr + v.len;
+    for (const char *q = v.ptr; q < end;) {
+        const char *eol = memchr(q, '\n', (size_t)(end - q));
+        const char *next = eol ? eol + 1 : end;
+        size_t n = (size_t)(next - q);
+        if ((n >= sizeof cc - 1 && strncasecmp(q, cc, sizeof cc - 1) == 0) ||
+            (n >= sizeof ac - 1 && strncasecmp(q, ac, sizeof ac - 1) == 0))
+            fp_view(s, (sf_view){q, n});
+        q = next;
+    }
+}
+
 static int collect(void *arg, sf_view path, const sf_entry *e)
 {
     list *l = arg;
@@ -106,10 +125,11 @@ static int collect(void *arg, sf_view path, const sf_entry *e)
         l->cap = cap;
     }
     item *it = &l->v[l->n];
-    pk_sha *s = pk_sha_new(), *c = pk_sha_new();
-    if (!s || !c || !(it->path = strndup(path.ptr, path.len))) {
+    pk_sha *s = pk_sha_new(), *c = pk_sha_new(), *r = pk_sha_new();
+    if (!s || !c || !r || !(it->path = strndup(path.ptr, path.len))) {
         pk_sha_free(s);
         pk_sha_free(c);
+        pk_sha_free(r);
         goto out_nomem;
     }
     it->len = path.len;
@@ -135,8 +155,11 @@ static int collect(void *arg, sf_view path, const sf_entry *e)
         fp_block_content(c, v->h200);
         fp_block_content(c, v->h304);
     }
+    if (e->nvariants > 0)
+        fp_redirect(r, e->variants[0].h200);
     int rs = pk_sha_final(s, it->fp), rc = pk_sha_final(c, it->content);
-    if (rs != 0 || rc != 0) {
+    int rr = pk_sha_final(r, it->redir);
+    if (rs != 0 || rc != 0 || rr != 0) {
         free(it->path);
         goto out_nomem;
     }
@@ -265,8 +288,9 @@ static int push(changes *c, char sign, const char *path, size_t len, const char 
     return 0;
 }
 
-/* Adds a changed path and the URLs servd derives from it (see the top). */
-static int add_change(changes *c, char sign, const item *it)
+/* Adds a changed path and the URLs servd derives from it (see the top);
+ * redirect: a changed index's 301 changed too. */
+static int add_change(changes *c, char sign, const item *it, int redirect)
 {
     static const char index[] = "/index.html";
     const size_t il = sizeof index - 1;
@@ -277,7 +301,8 @@ static int add_change(changes *c, char sign, const item *it)
     size_t dir = it->len - il + 1; /* "/docs/" or "/" */
     if (push(c, sign, it->path, dir, it->path, 200) != 0)
         return -1;
-    if (sign != '~' && dir > 1 && push(c, sign, it->path, dir - 1, it->path, 301) != 0)
+    if ((sign != '~' || redirect) && dir > 1 &&
+        push(c, sign, it->path, dir - 1, it->path, 301) != 0)
         return -1;
     return 0;
 }
@@ -384,14 +409,15 @@ int pk_cmd_diff(const char *old_site, const char *new_site, int json, int conten
                 : j == b.n ? -1
                            : cmp_bytes(a.v[i].path, a.v[i].len, b.v[j].path, b.v[j].len);
         if (d < 0) {
-            rc = add_change(&c, '-', &a.v[i++]);
+            rc = add_change(&c, '-', &a.v[i++], 1);
         } else if (d > 0) {
-            rc = add_change(&c, '+', &b.v[j++]);
+            rc = add_change(&c, '+', &b.v[j++], 1);
         } else {
             const uint8_t *x = content ? a.v[i].content : a.v[i].fp;
             const uint8_t *y = content ? b.v[j].content : b.v[j].fp;
             if (memcmp(x, y, PK_DIGEST_LEN) != 0)
-                rc = add_change(&c, '~', &b.v[j]);
+                rc = add_change(&c, '~', &b.v[j],
+                                memcmp(a.v[i].redir, b.v[j].redir, PK_DIGEST_LEN) != 0);
             i++;
             j++;
         }

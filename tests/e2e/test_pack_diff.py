@@ -1,7 +1,8 @@
 """servd-pack diff OLD NEW: added (+), changed (~) and removed (-) paths, sorted, as text
 and JSON; a change of headers only (Cache-Control from the rules) counts as changed;
 identical packs give an empty diff; exit status 0. An index also lists the URLs servd
-derives from it (/dir/, and /dir - its 301 - when added or removed), marked as derived;
+derives from it (/dir/, and /dir - its 301 - when added or removed, or when the lines
+the 301 carries changed), marked as derived;
 --content ignores a change of Last-Modified alone."""
 import json
 import os
@@ -183,6 +184,25 @@ def main():
                                   "change": "added", "status": 200, "browser": True},
              "--json: the browser's spelling")
         T.eq(len(doc["urls"]), 8, "--json urls: both spellings")
+
+        # The 301 from a directory's name carries its page's Cache-Control and
+        # Access-Control-* lines (servd/redirect.c): a change of those lists the 301
+        # too, where a change of the page's bytes alone does not.
+        for what, rules in (
+                ("Access-Control-Allow-Origin", {"headers": [{
+                    "match": "/docs/index.html", "name": "Access-Control-Allow-Origin",
+                    "value": "*"}]}),
+                ("Cache-Control", {"cache_control": [{
+                    "match": "/docs/index.html", "value": "public, max-age=60"}]})):
+            rules_file = os.path.join(work, "redirect-rules.json")
+            with open(rules_file, "w") as f:
+                json.dump(rules, f)
+            rpack = os.path.join(work, "redirect.lmdb")
+            T.build(a, rpack, "--rules", rules_file, env=env)
+            T.eq(T.run(["diff", old, rpack]).stdout.decode().splitlines(),
+                 ["~ /docs\tvia /docs/index.html (301)",
+                  "~ /docs/\tvia /docs/index.html",
+                  "~ /docs/index.html"], "a rule's %s on an index: its 301 listed" % what)
 
         # Identical packs.
         again = os.path.join(work, "again.lmdb")
