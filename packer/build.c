@@ -23,19 +23,6 @@
 
 /* ---- decide types, caching and headers ---- */
 
-/* Puts opt before b's message ("--base old.lmdb: No such file or
- * directory"), so that a pipeline's log says which input failed. */
-static void name_option(build *b, const char *opt)
-{
-    size_t k = strlen(opt) + 1, n = strlen(b->err);
-    if (n > sizeof b->err - 1 - k) /* the end of a message that long goes */
-        n = sizeof b->err - 1 - k;
-    memmove(b->err + k, b->err, n);
-    memcpy(b->err, opt, k - 1);
-    b->err[k - 1] = ' ';
-    b->err[k + n] = '\0';
-}
-
 static int decide(build *b)
 {
     size_t nh = pk_rules_nheaders(b->rules);
@@ -152,6 +139,19 @@ static void close_magic(build *b)
         pk_magic_close(b->magic[i]);
     free(b->magic);
     b->magic = NULL;
+}
+
+/* Puts opt before b's message ("--base old.lmdb: No such file or
+ * directory"), so that a pipeline's log says which input failed. */
+static void name_option(build *b, const char *opt)
+{
+    size_t k = strlen(opt) + 1, n = strlen(b->err);
+    if (n > sizeof b->err - 1 - k) /* the end of a message that long goes */
+        n = sizeof b->err - 1 - k;
+    memmove(b->err + k, b->err, n);
+    memcpy(b->err, opt, k - 1);
+    b->err[k - 1] = ' ';
+    b->err[k + n] = '\0';
 }
 
 static int start_compressors(build *b)
