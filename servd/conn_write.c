@@ -135,17 +135,23 @@ static int file_piece(sv_worker *w, packfile *pf, const uv_buf_t *b)
            b->len <= pf->size - (a - pf->map);
 }
 
-/* Does the batch iov[0, n) hold fewer than two file pieces? A batch of one
- * response sends its body with sendfile; a batch of several (pipelined
- * requests) goes out whole with one writev from the map, which on the AMD
- * hosts of bench/RESULTS.md costs servd half the CPU of a sendfile and a
- * sendmsg per response and lets the client take 2x the responses. */
-static int one_file_piece(sv_worker *w, packfile *pf, const uv_buf_t *iov, unsigned n)
+/* The index of the batch's one file piece, or n when it has none or
+ * several. A batch of one response sends its body with sendfile; a batch
+ * of several (pipelined requests) goes out whole with one writev from the
+ * map, which on the AMD hosts of bench/RESULTS.md costs servd half the CPU
+ * of a sendfile and a sendmsg per response and lets the client take 2x the
+ * responses. */
+static unsigned lone_file_piece(sv_worker *w, packfile *pf, const uv_buf_t *iov, unsigned n)
 {
-    unsigned files = 0;
-    for (unsigned i = 0; i < n && files < 2; i++)
-        files += (unsigned)file_piece(w, pf, &iov[i]);
-    return files < 2;
+    unsigned at = n;
+    for (unsigned i = 0; i < n; i++) {
+        if (!file_piece(w, pf, &iov[i]))
+            continue;
+        if (at != n)
+            return n;
+        at = i;
+    }
+    return at;
 }
 
 /* Writes iov[0, n) straight to the socket until it takes no more: runs of
@@ -162,13 +168,13 @@ static ssize_t write_now(sv_conn *c, uv_buf_t *iov, unsigned n)
     uv_os_fd_t fd;
     if (uv_fileno((uv_handle_t *)&c->tcp, &fd) != 0)
         return -EBADF;
-    int by_file = one_file_piece(w, &pf, iov, n);
+    unsigned file = lone_file_piece(w, &pf, iov, n);
     size_t done = 0;
     unsigned i = 0;
     while (i < n) {
         unsigned j = i;
         size_t run = 0;
-        while (j < n && !(by_file && file_piece(w, &pf, &iov[j])))
+        while (j < n && j != file)
             run += iov[j++].len;
         ssize_t r;
         if (j > i) {
