@@ -292,6 +292,27 @@ def t_last_modified_ahead_of_the_clock_is_sent_as_date(S):
 
 
 
+def pack_one_file(name, fname, data, mtime=None, env_extra=None, base=None):
+    """Packs a tree of the one file fname (mtime when given), with env_extra in the
+    environment (SOURCE_DATE_EPOCH only from there) and --base base; the pack's path."""
+    root = os.path.join(st.tmpdir(), name)
+    os.makedirs(root, exist_ok=True)
+    path = os.path.join(root, fname)
+    with open(path, "wb") as f:
+        f.write(data)
+    if mtime is not None:
+        os.utime(path, (mtime, mtime))
+    env = dict(os.environ)
+    env.pop("SOURCE_DATE_EPOCH", None)
+    env.update(env_extra or {})
+    out = os.path.join(st.tmpdir(), name + ".lmdb")
+    p = subprocess.run([st.SERVD_PACK, "build", root, "-o", out, "-q"] +
+                       (["--base", base] if base else []), env=env,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+    eq(p.returncode, 0, "build %s: %s" % (name, p.stderr.decode()))
+    return out
+
+
 def t_if_range_takes_only_a_date_that_is_the_files_own(S):
     """If-Range with a date resumes a download only when the date is a strong validator
     (RFC 9110 §13.1.5, §8.8.2.2). A date the file's content did not give, such as
@@ -300,22 +321,7 @@ def t_if_range_takes_only_a_date_that_is_the_files_own(S):
     got a 206 of the new file, and the client spliced two versions. servd-pack now marks
     such dates and servd sends the whole file; the ETag still resumes."""
     def build(name, data, mtime=None, env_extra=None, base=None):
-        root = os.path.join(st.tmpdir(), name)
-        os.makedirs(root, exist_ok=True)
-        path = os.path.join(root, "f.bin")
-        with open(path, "wb") as f:
-            f.write(data)
-        if mtime is not None:
-            os.utime(path, (mtime, mtime))
-        env = dict(os.environ)
-        env.pop("SOURCE_DATE_EPOCH", None)
-        env.update(env_extra or {})
-        out = os.path.join(st.tmpdir(), name + ".lmdb")
-        p = subprocess.run([st.SERVD_PACK, "build", root, "-o", out, "-q"] +
-                           (["--base", base] if base else []), env=env,
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
-        eq(p.returncode, 0, "build %s: %s" % (name, p.stderr.decode()))
-        return out
+        return pack_one_file(name, "f.bin", data, mtime, env_extra, base)
 
     def resume(pack, date, data, what, want):
         with st.Servd(pack) as s:
@@ -356,20 +362,7 @@ def t_normalised_dates_answer_no_if_modified_since(S):
     without --base, and kept serving the old version. Such a date is no modification date
     (RFC 9110 §13.1.3-4): servd answers 200; the ETag still gets a 304."""
     def build(name, data, mtime, env_extra=None):
-        root = os.path.join(st.tmpdir(), name)
-        os.makedirs(root, exist_ok=True)
-        path = os.path.join(root, "app.js")
-        with open(path, "wb") as f:
-            f.write(data)
-        os.utime(path, (mtime, mtime))
-        env = dict(os.environ)
-        env.pop("SOURCE_DATE_EPOCH", None)
-        env.update(env_extra or {})
-        out = os.path.join(st.tmpdir(), name + ".lmdb")
-        p = subprocess.run([st.SERVD_PACK, "build", root, "-o", out, "-q"], env=env,
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
-        eq(p.returncode, 0, "build %s: %s" % (name, p.stderr.decode()))
-        return out
+        return pack_one_file(name, "app.js", data, mtime, env_extra)
 
     v1, v2 = b"var version = 1;\n" * 40, b"var version = 2;\n" * 40
     cases = (("mtime 1 (Nix)", 1, None, "Thu, 01 Jan 1970 00:00:01 GMT"),
