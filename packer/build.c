@@ -213,7 +213,7 @@ int pk_build(const pk_build_opts *o)
         goto out_free;
     if (pk_walk(o->root, b.rules, &b.site, b.err, sizeof b.err) != 0)
         goto out_free;
-    pk_rules_warn_unused(b.rules);
+    pk_rules_warn(b.rules, PK_RULES_EXCLUDE);
     if (b.site.n == 0) {
         /* say where the files went, when the walk saw some */
         const pk_site *ws = &b.site;
@@ -268,13 +268,14 @@ int pk_build(const pk_build_opts *o)
     if (pk__run_jobs(&b, "reading") != 0)
         goto out_free;
     pk_sidecars_note(&b.site);
-    pk_rules_warn_unused_encoded(b.rules);
+    pk_rules_warn(b.rules, PK_RULES_ENCODED | PK_RULES_MIME);
     close_magic(&b);
     /* The time of packing is taken after the reads: a file written during
      * a long read phase is not "in the future" (nor clamped). */
     b.now = (int64_t)time(NULL);
     if (decide(&b) != 0 || pk__check_identity_space(&b) != 0)
         goto out_free;
+    pk_rules_warn(b.rules, PK_RULES_CACHE_CONTROL | PK_RULES_HEADERS);
 
     if (pk__plan_compression(&b, &st.reused) != 0 || start_compressors(&b) != 0 ||
         pk__run_jobs(&b, "compressing") != 0 || name_variants(&b) != 0)

@@ -252,28 +252,6 @@ int pk_header_value_ok(const char *s)
     return pk_header_value_problem(s) == NULL;
 }
 
-int pk_mime_type_ok(const char *s)
-{
-    const char *p = s;
-    size_t n = 0;
-    while (is_tchar((unsigned char)*p))
-        p++, n++;
-    if (n == 0 || *p != '/')
-        return 0;
-    p++;
-    n = 0;
-    while (is_tchar((unsigned char)*p))
-        p++, n++;
-    if (n == 0)
-        return 0;
-    if (*p == '\0')
-        return 1;
-    /* Parameters: ";" then anything header-safe, e.g. "; charset=utf-8". */
-    while (*p == ' ' || *p == '\t')
-        p++;
-    return *p == ';' && pk_header_value_ok(s);
-}
-
 /* Response directives of RFC 9111 §5.2.2 and RFC 8246 / RFC 5861. */
 static const char *const cc_seconds[] = {"max-age", "s-maxage", "stale-while-revalidate",
                                          "stale-if-error", NULL};
@@ -308,6 +286,80 @@ static const char *quoted_end(const char *p)
         if (*p == '\\' && p[1])
             p++;
     return p;
+}
+
+/* The end of the token at p. */
+static const char *token_end(const char *p)
+{
+    while (is_tchar((unsigned char)*p))
+        p++;
+    return p;
+}
+
+const char *pk_mime_type_problem(const char *s, char *why, size_t cap)
+{
+    char b[16];
+    const char *bad = pk_header_value_problem(s);
+    if (bad) {
+        snprintf(why, cap, "%s", bad);
+        return why;
+    }
+    /* type "/" subtype: tokens, and not "*", which makes a media range
+     * (an Accept value), not the type of a representation */
+    const char *slash = token_end(s);
+    const char *p = *slash == '/' ? token_end(slash + 1) : slash;
+    if (slash == s || *slash != '/' || p == slash + 1) {
+        snprintf(why, cap, "is not type/subtype (two RFC 9110 tokens)");
+        return why;
+    }
+    if ((slash - s == 1 && *s == '*') || (p - slash == 2 && slash[1] == '*')) {
+        snprintf(why, cap, "is a media range (with '*'), not a media type");
+        return why;
+    }
+    /* parameters = *( OWS ";" OWS [ name "=" ( token / quoted-string ) ] ) */
+    while (*p) {
+        while (*p == ' ' || *p == '\t')
+            p++;
+        if (*p != ';') {
+            snprintf(why, cap, "has %s where ';' and a parameter should follow",
+                     show_byte(*p, b, sizeof b));
+            return why;
+        }
+        for (p++; *p == ' ' || *p == '\t'; p++)
+            ;
+        if (*p == ';' || !*p)
+            continue; /* an empty parameter: allowed */
+        const char *name = p;
+        p = token_end(p);
+        if (p == name) {
+            snprintf(why, cap, "has %s where a parameter name should start",
+                     show_byte(*p, b, sizeof b));
+            return why;
+        }
+        if (*p != '=') {
+            snprintf(why, cap, "has a parameter without \"=value\" (%.*s)", (int)(p - name), name);
+            return why;
+        }
+        const char *v = ++p;
+        if (*p == '"') {
+            p = quoted_end(p);
+            if (!*p++) {
+                snprintf(why, cap, "has a quoted string without its closing '\"'");
+                return why;
+            }
+        } else if ((p = token_end(p)) == v) {
+            snprintf(why, cap, "has a parameter without a value (%s after '=')",
+                     show_byte(*p, b, sizeof b));
+            return why;
+        }
+    }
+    return NULL;
+}
+
+int pk_mime_type_ok(const char *s)
+{
+    char why[128];
+    return pk_mime_type_problem(s, why, sizeof why) == NULL;
 }
 
 const char *pk_cache_control_problem(const char *s, char *why, size_t cap)

@@ -40,7 +40,12 @@ int pk_header_singleton(const char *s);     /* a field a response may carry only
 const char *pk_header_syntax_problem(const char *name, const char *value, char *why, size_t cap);
 /* Why s cannot be a header value ("is empty", ...), or NULL when it can. */
 const char *pk_header_value_problem(const char *s);
-int pk_mime_type_ok(const char *s); /* type "/" subtype [";" parameters] */
+/* NULL when s is a media type (RFC 9110 §8.3.1: type "/" subtype, tokens
+ * and neither "*", then *( OWS ";" OWS [ name "=" ( token / quoted-string ) ] ))
+ * and a header value (pk_header_value_problem); otherwise why not, written
+ * into why. */
+const char *pk_mime_type_problem(const char *s, char *why, size_t cap);
+int pk_mime_type_ok(const char *s); /* pk_mime_type_problem() == NULL */
 /* NULL when s is a Cache-Control value (RFC 9111 §5.2: a list of token
  * ["=" (token / quoted-string)]) whose delta-seconds directives have digits,
  * whose argument-less directives have none and that names no directive

@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,25 +22,29 @@
 
 typedef struct rule {
     pk_glob *glob;
-    char *a; /* cache_control: value; mime: type; headers: name; exclude, encoded: the glob */
-    char *b; /* headers: value */
+    char *pattern; /* the glob as written, for messages */
+    char *a;       /* cache_control: value; mime: type; headers: name */
+    char *b;       /* headers: value */
 } rule;
+
+/* What a rule did in this build, for pk_rules_warn: bits of rule_list.seen,
+ * set by the queries (the reads ask for mime rules on any thread). */
+enum {
+    SEEN_USED = 1,     /* it applied to a file (an exclude: skipped one) */
+    SEEN_MATCHED = 2,  /* its glob matched a file (first-match lists only) */
+    SEEN_NAMES_DIR = 4 /* an exclude that skipped nothing but names a
+                        * directory the walk saw ("/drafts" for "/drafts/ **") */
+};
 
 typedef struct rule_list {
     rule *v;
     size_t n;
+    atomic_uchar *seen; /* n of SEEN_* bits */
 } rule_list;
 
 struct pk_rules {
     rule_list cc, headers, exclude, mime, encoded;
     char *path; /* the rules file, for messages */
-    /* Per exclude, set by the walk: 1 it skipped something; 2 it skipped
-     * nothing so far but names a directory the walk saw ("/drafts" for
-     * "/drafts/ **"), the mistake pk_rules_warn_unused points out. */
-    unsigned char *exclude_seen;
-    /* Per encoded glob, set by the reads (any thread) when it matched a
-     * file: one that matched none is pointed out (pk_rules_warn_unused_encoded). */
-    atomic_uchar *encoded_seen;
 };
 
 /* Message helper: "FILE: POINTER: cause". */
@@ -54,10 +59,12 @@ static void free_list(rule_list *l)
 {
     for (size_t i = 0; i < l->n; i++) {
         pk_glob_free(l->v[i].glob);
+        free(l->v[i].pattern);
         free(l->v[i].a);
         free(l->v[i].b);
     }
     free(l->v);
+    free(l->seen);
 }
 
 void pk_rules_free(pk_rules *r)
@@ -70,8 +77,6 @@ void pk_rules_free(pk_rules *r)
     free_list(&r->mime);
     free_list(&r->encoded);
     free(r->path);
-    free(r->exclude_seen);
-    free(r->encoded_seen);
     free(r);
 }
 
@@ -176,7 +181,8 @@ static int parse_section(const char *path, json_t *arr, const char *sname, enum 
     }
     size_t n = json_array_size(arr);
     out->v = calloc(n ? n : 1, sizeof *out->v);
-    if (!out->v) {
+    out->seen = calloc(n ? n : 1, sizeof *out->seen);
+    if (!out->v || !out->seen) {
         snprintf(err, errlen, "%s: out of memory", path);
         return -1;
     }
@@ -192,7 +198,7 @@ static int parse_section(const char *path, json_t *arr, const char *sname, enum 
             if (compile(path, ptr, json_string_value(el), &r->glob, err, errlen) != 0)
                 return -1;
             out->n++;
-            if (!(r->a = strdup(json_string_value(el)))) {
+            if (!(r->pattern = strdup(json_string_value(el)))) {
                 snprintf(err, errlen, "%s: out of memory", path);
                 return -1;
             }
@@ -226,15 +232,16 @@ static int parse_section(const char *path, json_t *arr, const char *sname, enum 
             return -1;
         const char *why;
         char vptr[sizeof ptr + 8]; /* the JSON pointer of the value */
-        snprintf(vptr, sizeof vptr, "%s/value", ptr);
+        snprintf(vptr, sizeof vptr, "%s/%s", ptr, s == S_MIME ? "type" : "value");
         char ccwhy[160];
         if (s == S_CC && ((why = pk_header_value_problem(a)) != NULL ||
                           (why = pk_cache_control_problem(a, ccwhy, sizeof ccwhy)) != NULL)) {
             RULE_ERR(path, vptr, "the Cache-Control value \"%s\" %s", a, why);
             return -1;
         }
-        if (s == S_MIME && !pk_mime_type_ok(a)) {
-            RULE_ERR(path, ptr, "\"%s\" is not a media type (type/subtype[; parameters])", a);
+        if (s == S_MIME && (why = pk_mime_type_problem(a, ccwhy, sizeof ccwhy)) != NULL) {
+            RULE_ERR(path, vptr,
+                     "\"%s\" is not a media type (type/subtype[; name=value]...): it %s", a, why);
             return -1;
         }
         if (s == S_HEADERS) {
@@ -268,7 +275,7 @@ static int parse_section(const char *path, json_t *arr, const char *sname, enum 
         if (compile(path, ptr, match, &r->glob, err, errlen) != 0)
             return -1;
         out->n++; /* from here the rule owns its glob */
-        if (!(r->a = strdup(a)) || (b && !(r->b = strdup(b)))) {
+        if (!(r->pattern = strdup(match)) || !(r->a = strdup(a)) || (b && !(r->b = strdup(b)))) {
             snprintf(err, errlen, "%s: out of memory", path);
             return -1;
         }
@@ -391,10 +398,7 @@ int pk_rules_load(const char *path, pk_rules **out, char *err, size_t errlen)
             parse_section(path, arr, sections[i].name, sections[i].s, sections[i].l, err, errlen))
             goto out_rules;
     }
-    r->path = strdup(path);
-    r->exclude_seen = calloc(r->exclude.n ? r->exclude.n : 1, 1);
-    r->encoded_seen = calloc(r->encoded.n ? r->encoded.n : 1, sizeof *r->encoded_seen);
-    if (!r->path || !r->exclude_seen || !r->encoded_seen) {
+    if (!(r->path = strdup(path))) {
         snprintf(err, errlen, "%s: out of memory", path);
         goto out_rules;
     }
@@ -409,29 +413,42 @@ out_json:
     return -1;
 }
 
-static const rule *first(const rule_list *l, const char *key, size_t len)
+static void mark(const rule_list *l, size_t i, unsigned bits)
 {
-    for (size_t i = 0; i < l->n; i++)
-        if (pk_glob_match(l->v[i].glob, key, len))
-            return &l->v[i];
-    return NULL;
+    /* looked at first: after the first few files there is nothing to set,
+     * and the reads' threads then only share the line, not write it */
+    if ((atomic_load_explicit(&l->seen[i], memory_order_relaxed) & bits) != bits)
+        atomic_fetch_or_explicit(&l->seen[i], (unsigned char)bits, memory_order_relaxed);
 }
 
-/* exclude_seen is not part of the rules' value: the walk marks through it
- * what each exclude did (one thread; see pk_rules_warn_unused). */
+/* The first rule of l whose glob matches key, marked used. The later rules
+ * that match it too are marked matched, until each is: a rule that matches
+ * files but is used for none lies behind earlier ones (pk_rules_warn). */
+static const rule *first(const rule_list *l, const char *key, size_t len)
+{
+    size_t i = 0;
+    while (i < l->n && !pk_glob_match(l->v[i].glob, key, len))
+        i++;
+    if (i == l->n)
+        return NULL;
+    mark(l, i, SEEN_USED | SEEN_MATCHED);
+    for (size_t j = i + 1; j < l->n; j++)
+        if (!(atomic_load_explicit(&l->seen[j], memory_order_relaxed) & SEEN_MATCHED) &&
+            pk_glob_match(l->v[j].glob, key, len))
+            mark(l, j, SEEN_MATCHED);
+    return &l->v[i];
+}
+
 int pk_rules_excluded(const pk_rules *r, const char *key, size_t len)
 {
-    const rule *m = r ? first(&r->exclude, key, len) : NULL;
-    if (m)
-        r->exclude_seen[m - r->exclude.v] = 1;
-    return m != NULL;
+    return r && first(&r->exclude, key, len) != NULL;
 }
 
 int pk_rules_excluded_dir(const pk_rules *r, const char *dirkey, size_t len)
 {
     for (size_t i = 0; r && i < r->exclude.n; i++)
         if (pk_glob_covers(r->exclude.v[i].glob, dirkey, len)) {
-            r->exclude_seen[i] = 1;
+            mark(&r->exclude, i, SEEN_USED);
             return 1;
         }
     /* Not skipped: note the excludes that name this directory itself, with
@@ -442,44 +459,77 @@ int pk_rules_excluded_dir(const pk_rules *r, const char *dirkey, size_t len)
     memcpy(k, dirkey, len);
     k[len] = '/';
     for (size_t i = 0; i < r->exclude.n; i++)
-        if (r->exclude_seen[i] == 0 && (pk_glob_match(r->exclude.v[i].glob, k, len) ||
-                                        pk_glob_match(r->exclude.v[i].glob, k, len + 1)))
-            r->exclude_seen[i] = 2;
+        if (pk_glob_match(r->exclude.v[i].glob, k, len) ||
+            pk_glob_match(r->exclude.v[i].glob, k, len + 1))
+            mark(&r->exclude, i, SEEN_NAMES_DIR);
     return 0;
-}
-
-void pk_rules_warn_unused(const pk_rules *r)
-{
-    for (size_t i = 0; r && i < r->exclude.n; i++) {
-        if (r->exclude_seen[i] != 2)
-            continue;
-        const char *g = r->exclude.v[i].a;
-        size_t n = strlen(g);
-        if (n > 0 && g[n - 1] == '/')
-            n--;
-        pk_err("warning: %s: /exclude/%zu \"%s\" names a directory but skips nothing in it; "
-               "to exclude the directory and all it holds, write \"%.*s/**\"",
-               r->path, i, g, (int)n, g);
-    }
 }
 
 int pk_rules_encoded(const pk_rules *r, const char *key, size_t len)
 {
-    const rule *m = r ? first(&r->encoded, key, len) : NULL;
-    if (m)
-        atomic_store_explicit(&r->encoded_seen[m - r->encoded.v], 1, memory_order_relaxed);
-    return m != NULL;
+    return r && first(&r->encoded, key, len) != NULL;
 }
 
-void pk_rules_warn_unused_encoded(const pk_rules *r)
+/* " (a glob starting with / is ...)" after a glob that matched nothing */
+static const char *anchored_hint(const char *glob)
 {
-    for (size_t i = 0; r && i < r->encoded.n; i++)
-        if (!atomic_load_explicit(&r->encoded_seen[i], memory_order_relaxed))
-            pk_err("warning: %s: /encoded/%zu \"%s\" matched no file%s", r->path, i,
-                   r->encoded.v[i].a,
-                   r->encoded.v[i].a[0] == '/'
-                       ? " (a glob starting with / is anchored at the root of the site)"
-                       : "");
+    return glob[0] == '/' ? " (a glob starting with / is anchored at the root of the site)" : "";
+}
+
+/* The exclude warnings: see pk_rules_warn. */
+static void warn_exclude(const pk_rules *r)
+{
+    for (size_t i = 0; i < r->exclude.n; i++) {
+        unsigned seen = atomic_load_explicit(&r->exclude.seen[i], memory_order_relaxed);
+        const char *g = r->exclude.v[i].pattern;
+        size_t n = strlen(g);
+        if (seen & SEEN_USED)
+            continue;
+        if (seen & SEEN_NAMES_DIR) {
+            if (n > 0 && g[n - 1] == '/')
+                n--;
+            pk_err("warning: %s: /exclude/%zu \"%s\" names a directory but skips nothing in it; "
+                   "to exclude the directory and all it holds, write \"%.*s/**\"",
+                   r->path, i, g, (int)n, g);
+        } else if (g[0] == '/') {
+            pk_err("warning: %s: /exclude/%zu \"%s\" matched no path the walk reached%s", r->path,
+                   i, g, anchored_hint(g));
+        }
+    }
+}
+
+void pk_rules_warn(const pk_rules *r, unsigned sections)
+{
+    if (!r)
+        return;
+    if (sections & PK_RULES_EXCLUDE)
+        warn_exclude(r);
+    static const struct {
+        unsigned bit;
+        const char *name;
+        size_t off;
+    } lists[] = {{PK_RULES_ENCODED, "encoded", offsetof(pk_rules, encoded)},
+                 {PK_RULES_MIME, "mime", offsetof(pk_rules, mime)},
+                 {PK_RULES_CACHE_CONTROL, "cache_control", offsetof(pk_rules, cc)},
+                 {PK_RULES_HEADERS, "headers", offsetof(pk_rules, headers)}};
+    for (size_t k = 0; k < sizeof lists / sizeof lists[0]; k++) {
+        if (!(sections & lists[k].bit))
+            continue;
+        const rule_list *l = (const rule_list *)((const char *)r + lists[k].off);
+        for (size_t i = 0; i < l->n; i++) {
+            unsigned seen = atomic_load_explicit(&l->seen[i], memory_order_relaxed);
+            const char *g = l->v[i].pattern;
+            if (seen & SEEN_USED)
+                continue;
+            if (seen & SEEN_MATCHED)
+                pk_err("warning: %s: /%s/%zu \"%s\" is used for no file: every file it matches "
+                       "is taken by an earlier rule (the first rule that matches wins)",
+                       r->path, lists[k].name, i, g);
+            else
+                pk_err("warning: %s: /%s/%zu \"%s\" matched no file%s", r->path, lists[k].name, i,
+                       g, anchored_hint(g));
+        }
+    }
 }
 
 const char *pk_rules_mime(const pk_rules *r, const char *key, size_t len)
@@ -521,6 +571,7 @@ int pk_rules_headers(const pk_rules *r, const char *key, size_t len, pk_header *
         const rule *h = &r->headers.v[i];
         if (!pk_glob_match(h->glob, key, len))
             continue;
+        mark(&r->headers, i, SEEN_USED);
         int again = 0; /* the same field and value from an earlier rule: sent once */
         for (size_t j = 0; j < k && pk_header_singleton(h->a) && !again; j++)
             if (strcasecmp(out[j].name, h->a) == 0 && strcmp(out[j].value, h->b) == 0)

@@ -60,21 +60,11 @@ int pk_rules_excluded(const pk_rules *r, const char *key, size_t len);
  * (e.g. "/drafts/ **" without the space, or "**"): the walk then skips the
  * directory without reading it. */
 int pk_rules_excluded_dir(const pk_rules *r, const char *dirkey, size_t len);
-/* Warns (stderr) about each exclude that skipped nothing in the walk just
- * done but names a directory it saw: "/drafts" written for "/drafts/ **"
- * publishes the drafts. (An exclude like "*.map" that finds nothing is
- * normal in a shared rules file and is not mentioned.) */
-void pk_rules_warn_unused(const pk_rules *r);
 /* 1 if an encoded rule matches the key: the file is X.gz, X.br or X.zst as
  * a build tool shipped it (a Unity WebGL build's game.wasm.br,
  * fetched by that name and expected with Content-Encoding), and is stored
  * as the X it contains, under its own key (read.c). */
 int pk_rules_encoded(const pk_rules *r, const char *key, size_t len);
-/* Warns (stderr) about each encoded glob that matched no file of the reads
- * just done: a game in a subdirectory that a glob anchored at the root
- * misses would be served as application/x-brotli, and its loader fail in
- * the browser. */
-void pk_rules_warn_unused_encoded(const pk_rules *r);
 /* The MIME override for a key, or NULL. */
 const char *pk_rules_mime(const pk_rules *r, const char *key, size_t len);
 /* The Cache-Control value for a key of type mime (never NULL). */
@@ -107,5 +97,29 @@ int pk_rules_headers(const pk_rules *r, const char *key, size_t len, pk_header *
  * would pin a changing file in caches for a year, so the tests lean towards
  * missing a hash, which only costs a revalidation an hour. */
 int pk_hashed_name(const char *key, size_t len);
+
+/* Sections for pk_rules_warn. */
+#define PK_RULES_EXCLUDE       1u
+#define PK_RULES_ENCODED       2u
+#define PK_RULES_MIME          4u
+#define PK_RULES_CACHE_CONTROL 8u
+#define PK_RULES_HEADERS       16u
+
+/* Warns (stderr, "warning: RULES: /section/N "glob" ...") about the rules
+ * of the given sections that did nothing in this build, once the queries of
+ * those sections have been asked for every file (the walk: exclude; the
+ * reads: encoded, mime; the decisions: cache_control, headers):
+ *   - a cache_control, headers, mime or encoded rule whose glob matched no
+ *     file ("/asset/ **" for "/assets/ **"; an encoded game in a
+ *     subdirectory that a glob anchored at the root misses would be served
+ *     as application/x-brotli);
+ *   - a cache_control or mime rule that matched files but applies to none,
+ *     each taken by an earlier rule (first match wins);
+ *   - an exclude that skipped nothing but names a directory the walk saw
+ *     ("/drafts" written for "/drafts/ **" publishes the drafts), or that
+ *     is anchored at the root ('/') and matched no path the walk reached.
+ *     An unanchored exclude that finds nothing ("*.map") is normal in a
+ *     rules file shared by sites, and is not mentioned. */
+void pk_rules_warn(const pk_rules *r, unsigned sections);
 
 #endif

@@ -46,7 +46,7 @@ def main():
         m = re.search(r"(\d+) excluded", summary)
         T.eq(m and int(m.group(1)), 2, "excluded count in the summary (dup/ once, app.wasm)")
 
-        T.check("matched nothing" not in summary, "no warning when every exclude is used: " + summary)
+        T.check("warning" not in summary, "no warning when every rule is used: " + summary)
 
         # An exclude that names a directory but skips nothing is pointed out: "/img"
         # (or "img/") publishes the directory it was meant to hide. One that finds
@@ -65,6 +65,37 @@ def main():
                 "directory named with a trailing slash: " + err)
         T.check("/exclude/1" not in err and "/exclude/2" not in err,
                 "an exclude that found nothing, or that was used, is not named: " + err)
+
+        # A rule that does nothing is a mistake the build would otherwise hide:
+        # "/asset/**" for "/assets/**" leaves every asset on the default policy.
+        # Named: a glob that matched no file, a first-match rule that every file
+        # it matches is taken from by an earlier one, an anchored exclude that
+        # matched nothing. The rules that did something are not named.
+        idle_rules = os.path.join(work, "idle.json")
+        with open(idle_rules, "w") as f:
+            json.dump({
+                "cache_control": [{"match": "/j/**", "value": "no-store"},
+                                  {"match": "*.js", "value": "public, max-age=60"},
+                                  {"match": "/js/app.js", "value": "public, max-age=5"}],
+                "headers": [{"match": "*.gif", "name": "X-A", "value": "a"},
+                            {"match": "*.css", "name": "X-B", "value": "b"}],
+                "mime": [{"match": "*.txt", "type": "text/plain"},
+                         {"match": "/tiny.txt", "type": "text/markdown"},
+                         {"match": "/LICENSE.md", "type": "text/markdown"}],
+                "exclude": ["/dupe/**", "*.nothing-has-this"]}, f)
+        p = T.run(["build", root, "-o", os.path.join(work, "idle.lmdb"), "--rules", idle_rules,
+                   "-q"])
+        T.eq(p.returncode, 0, "a build with idle rules still succeeds: " + p.stderr.decode())
+        err = p.stderr.decode()
+        warned = sorted(re.findall(r"warning: .*?: (/\w+/\d+) ", err))
+        T.eq(warned, ["/cache_control/0", "/cache_control/2", "/exclude/0", "/headers/0",
+                      "/mime/1", "/mime/2"], "the idle rules are named, and only they: " + err)
+        T.check('/cache_control/0 "/j/**" matched no file (a glob starting with / is anchored at '
+                'the root of the site)' in err, "a glob that matched nothing: " + err)
+        T.check('/cache_control/2 "/js/app.js" is used for no file: every file it matches is taken '
+                'by an earlier rule' in err, "a rule behind an earlier one: " + err)
+        T.check('/exclude/0 "/dupe/**" matched no path the walk reached' in err,
+                "an anchored exclude that matched nothing: " + err)
 
         # The rules from a pipe (`--rules <(jq ...)` in a pipeline): the same pack.
         piped = os.path.join(work, "piped.lmdb")
@@ -206,6 +237,16 @@ def schema_agrees_with_packer(work, root):
     def name_ok(n):
         return bool(re.search(name["pattern"], n)) and not re.search(name["not"]["pattern"], n)
 
+    field_value = schema["$defs"]["field_value"]
+    mime = props["mime"]["items"]["properties"]["type"]
+
+    def value_ok(v):
+        return bool(re.search(field_value["pattern"], v))
+
+    def mime_ok(t):
+        return (value_ok(t) and bool(re.search(mime["pattern"], t))
+                and not re.search(mime["not"]["pattern"], t))
+
     out = os.path.join(work, "schema-agrees.lmdb")
     rules = os.path.join(work, "schema-agrees.json")
     values = ["public, max-age=3600", "max-age=abc", "max-age", "MAX-AGE=60", "s-maxage=",
@@ -228,6 +269,24 @@ def schema_agrees_with_packer(work, root):
         p = T.run(["build", root, "-o", out, "--rules", rules, "-q"])
         T.eq(name_ok(n), p.returncode == 0, "header %r: the schema says %s, servd-pack %s (%s)"
              % (n, name_ok(n), p.returncode, p.stderr.decode().strip()))
+    values = ["v", "a b", "a\u00a0", "\u00a0a", " a", "a\t", "caf\u00e9", "a\u0085b", "a\u2028",
+              "a\u009f", "\u20ac", "a\u3000"]
+    for v in values:
+        with open(rules, "w") as f:
+            json.dump({"headers": [{"match": "**", "name": "X-A", "value": v}]}, f)
+        p = T.run(["build", root, "-o", out, "--rules", rules, "-q"])
+        T.eq(value_ok(v), p.returncode == 0, "header value %r: the schema says %s, servd-pack %s "
+             "(%s)" % (v, value_ok(v), p.returncode, p.stderr.decode().strip()))
+    types = ["text/plain", "text/plain; ", "text/plain;", "text/plain; foo", "text/*", "*/*",
+             "*/plain", "text/plain; charset=\"utf-8\"", "text/plain;a=b;c=d", "text/plain ; a=b",
+             "text/plain; a=\"x", "text/a/b", "text/plain; a=\u00e9", "text/plain; a=\"\u00e9\"",
+             "text/plain; a=\"q\\\"\"", "text/plain;;", "text/plain; =b", "text/x*"]
+    for t in types:
+        with open(rules, "w") as f:
+            json.dump({"mime": [{"match": "**", "type": t}]}, f)
+        p = T.run(["build", root, "-o", out, "--rules", rules, "-q"])
+        T.eq(mime_ok(t), p.returncode == 0, "mime type %r: the schema says %s, servd-pack %s (%s)"
+             % (t, mime_ok(t), p.returncode, p.stderr.decode().strip()))
 
 
 if __name__ == "__main__":

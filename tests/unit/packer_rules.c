@@ -237,6 +237,10 @@ TEST(rules_reject_bad_header_names_and_values)
     rejects("{\"cache_control\": [{\"match\": \"*\", \"value\": \"max-age=1\\r\\nX: y\"}]}",
             "/cache_control/0/value", "line break");
     rejects("{\"mime\": [{\"match\": \"*\", \"type\": \"text\"}]}", "/mime/0", "media type");
+    rejects("{\"mime\": [{\"match\": \"*\", \"type\": \"text/plain; foo\"}]}", "/mime/0/type",
+            "a parameter without \"=value\" (foo)");
+    rejects("{\"mime\": [{\"match\": \"*\", \"type\": \"text/*\"}]}", "/mime/0/type",
+            "media range");
     rejects("{\"mime\": [{\"match\": \"*\", \"type\": \"text/html\\r\\nX: y\"}]}", "/mime/0",
             "media type");
 }
@@ -550,4 +554,25 @@ TEST(rules_validators)
     ASSERT_EQ(pk_mime_type_ok("text/"), 0);
     ASSERT_EQ(pk_mime_type_ok("/html"), 0);
     ASSERT_EQ(pk_mime_type_ok("text/html extra"), 0);
+    /* RFC 9110 §8.3.1: parameters are name=value, the value a token or a
+     * quoted-string; OWS around ';'; an empty parameter is allowed */
+    ASSERT_EQ(pk_mime_type_ok("text/html;charset=utf-8"), 1);
+    ASSERT_EQ(pk_mime_type_ok("text/html ; charset=utf-8;  a=b"), 1);
+    ASSERT_EQ(pk_mime_type_ok("text/html; charset=\"utf-8\""), 1);
+    ASSERT_EQ(pk_mime_type_ok("multipart/x; boundary=\"a;b \\\" c\""), 1);
+    ASSERT_EQ(pk_mime_type_ok("text/plain;"), 1);
+    ASSERT_EQ(pk_mime_type_ok("text/plain;;a=b"), 1);
+    ASSERT_EQ(pk_mime_type_ok("text/plain; "), 0);    /* trailing whitespace */
+    ASSERT_EQ(pk_mime_type_ok("text/plain; foo"), 0); /* no '=' */
+    ASSERT_EQ(pk_mime_type_ok("text/plain; a="), 0);
+    ASSERT_EQ(pk_mime_type_ok("text/plain; a=b c"), 0);
+    ASSERT_EQ(pk_mime_type_ok("text/plain; =b"), 0);
+    ASSERT_EQ(pk_mime_type_ok("text/plain; a=\"b"), 0);
+    ASSERT_EQ(pk_mime_type_ok("text/plain; a=\"b\"c"), 0);
+    ASSERT_EQ(pk_mime_type_ok("text/plain, text/html"), 0);
+    ASSERT_EQ(pk_mime_type_ok("text/*"), 0); /* media ranges */
+    ASSERT_EQ(pk_mime_type_ok("*/*"), 0);
+    ASSERT_EQ(pk_mime_type_ok("*/html"), 0);
+    ASSERT_EQ(pk_mime_type_ok("text/*x"), 1); /* a token that holds '*' */
+    ASSERT_EQ(pk_mime_type_ok("text/a/b"), 0);
 }
