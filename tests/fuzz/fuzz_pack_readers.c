@@ -1,0 +1,139 @@
+/*
+ * fuzz_pack_readers - random bytes as a whole pack file, read by every
+ * command of servd-pack that reads one.
+ *
+ * fuzz_pack checks the LMDB walk that stands between a damaged file and
+ * liblmdb. This target checks what comes after it: each command that opens
+ * a pack (ls and ls --json, verify, diff of the pack against itself, cat of
+ * its paths, and the --base reader a build uses) walks the file in a child
+ * first (pk_pack_open_checked) and then reads it in this process: its
+ * records, its header blocks (verify re-renders them, diff fingerprints
+ * their lines, cat prints them), its bodies (re-hashed, decompressed).
+ * Whatever the bytes:
+ *   - no command crashes, reads outside what it was given (ASan), or
+ *     leaks; each returns an exit status servd-pack documents (0, 1, 2);
+ *   - a pack that verify passes is one the other readers read: ls, diff of
+ *     it against itself and cat of each path (identity, with headers)
+ *     succeed, and --base opens it.
+ * The seeds are fuzz_pack's (real small packs); both targets skip the body
+ * hashes in the structure walk, as servd-pack does, so that mutated records
+ * and blocks reach the readers. Run with -close_fd_mask=3: the commands
+ * print listings and refusals, and libFuzzer keeps its own reports.
+ */
+#include "base.h"
+#include "commands.h"
+#include "compress.h"
+#include "sf/path.h"
+#include "sf/store.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+/* Paths cat is asked for, at most: a seed has a handful. */
+#define FUZZ_MAX_CATS 8
+
+static int fd = -1;
+static char path[64];
+
+static void expect_status(const char *what, int rc)
+{
+    if (rc != PK_EXIT_OK && rc != PK_EXIT_FAIL && rc != PK_EXIT_USAGE) {
+        fprintf(stderr, "fuzz_pack_readers: %s returned %d, not an exit status\n", what, rc);
+        abort();
+    }
+}
+
+struct keys {
+    char *v[FUZZ_MAX_CATS];
+    size_t n;
+};
+
+/* A file's path as cat takes it: its URL. */
+static int collect(void *arg, sf_view key, const sf_entry *e)
+{
+    struct keys *k = arg;
+    char url[3 * SF_PATH_MAX + 1];
+    if (k->n == FUZZ_MAX_CATS || e->kind != SF_KIND_FILE)
+        return 0;
+    size_t n = sf_path_to_url(key.ptr, key.len, url, sizeof url - 1);
+    if (n < sizeof url) {
+        url[n] = '\0';
+        k->v[k->n++] = strdup(url);
+    }
+    return 0;
+}
+
+/* The URLs of the pack's files, for cat (at most FUZZ_MAX_CATS). */
+static void keys_of(struct keys *k)
+{
+    sf_pack *p;
+    sf_reader *r;
+    char err[1024];
+    k->n = 0;
+    if (pk_pack_open_checked(path, &p, err, sizeof err) != 0)
+        return;
+    if (sf_reader_begin(p, &r) == 0) {
+        (void)sf_foreach_path(r, collect, k, err, sizeof err);
+        sf_reader_end(r);
+    }
+    sf_pack_close(p);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (fd < 0) {
+        fd = memfd_create("fuzz-pack-readers", MFD_CLOEXEC);
+        if (fd < 0)
+            abort();
+        snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    }
+    if (ftruncate(fd, 0) != 0 || pwrite(fd, data, size, 0) != (ssize_t)size)
+        abort();
+
+    int verified = pk_cmd_verify(path, 1);
+    expect_status("verify", verified);
+    int ls = pk_cmd_ls(path, 0), ls_json = pk_cmd_ls(path, 1);
+    int diff = pk_cmd_diff(path, path, 1, 0), diff_content = pk_cmd_diff(path, path, 0, 1);
+    expect_status("ls", ls);
+    expect_status("ls --json", ls_json);
+    expect_status("diff --json", diff);
+    expect_status("diff --content", diff_content);
+
+    struct keys k;
+    keys_of(&k);
+    int cats = PK_EXIT_OK;
+    for (size_t i = 0; i < k.n; i++) {
+        if (!k.v[i])
+            continue;
+        for (int enc = 0; enc < SF_ENC_COUNT; enc++) {
+            int rc = pk_cmd_cat(path, k.v[i], enc, 0);
+            expect_status("cat", rc);
+            if (enc == SF_ENC_IDENTITY && rc != PK_EXIT_OK)
+                cats = rc;
+        }
+        expect_status("cat --headers", pk_cmd_cat(path, k.v[i], SF_ENC_IDENTITY, 1));
+        free(k.v[i]);
+    }
+
+    char profile[PK_PROFILE_SIZE], err[1024];
+    pk_profile(profile);
+    pk_base *base = NULL;
+    int usable = 0;
+    int based = pk_base_open(path, profile, &base, &usable, err, sizeof err);
+    if (based == 0)
+        pk_base_close(base);
+
+    if (verified == PK_EXIT_OK &&
+        (ls != PK_EXIT_OK || ls_json != PK_EXIT_OK || diff != PK_EXIT_OK ||
+         diff_content != PK_EXIT_OK || cats != PK_EXIT_OK || based != 0)) {
+        fprintf(stderr,
+                "fuzz_pack_readers: verify passed a pack another reader refused: ls %d, "
+                "ls --json %d, diff %d, diff --content %d, cat %d, --base %d (%s)\n",
+                ls, ls_json, diff, diff_content, cats, based, based ? err : "");
+        abort();
+    }
+    return 0;
+}
