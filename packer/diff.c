@@ -65,27 +65,34 @@ static void fp_view(pk_sha *s, sf_view v)
     pk_sha_update(s, v.ptr, v.len);
 }
 
+/* The start of the line after the one at q in a header block ending at end. */
+static const char *line_after(const char *q, const char *end)
+{
+    const char *eol = memchr(q, '\n', (size_t)(end - q));
+    return eol ? eol + 1 : end;
+}
+
+/* Whether the line [q, next) starts with prefix, in any case. */
+#define LINE_IS(q, next, prefix)                                                                   \
+    ((size_t)((next) - (q)) >= sizeof(prefix) - 1 &&                                               \
+     strncasecmp(q, prefix, sizeof(prefix) - 1) == 0)
+
 /* Adds a header block to the content fingerprint without its Last-Modified
  * line: what --content compares. */
 static void fp_block_content(pk_sha *s, sf_view v)
 {
-    static const char lm[] = "Last-Modified:";
-    const char *p = v.ptr, *end = v.ptr + v.len;
+    const char *end = v.ptr + v.len, *next;
     uint64_t n = 0;
-    for (const char *q = p; q < end;) {
-        const char *eol = memchr(q, '\n', (size_t)(end - q));
-        const char *next = eol ? eol + 1 : end;
-        if (!((size_t)(next - q) >= sizeof lm - 1 && strncasecmp(q, lm, sizeof lm - 1) == 0))
+    for (const char *q = v.ptr; q < end; q = next) {
+        next = line_after(q, end);
+        if (!LINE_IS(q, next, "Last-Modified:"))
             n += (uint64_t)(next - q);
-        q = next;
     }
     pk_sha_update(s, &n, sizeof n); /* length-prefixed: no ambiguity */
-    for (const char *q = p; q < end;) {
-        const char *eol = memchr(q, '\n', (size_t)(end - q));
-        const char *next = eol ? eol + 1 : end;
-        if (!((size_t)(next - q) >= sizeof lm - 1 && strncasecmp(q, lm, sizeof lm - 1) == 0))
+    for (const char *q = v.ptr; q < end; q = next) {
+        next = line_after(q, end);
+        if (!LINE_IS(q, next, "Last-Modified:"))
             pk_sha_update(s, q, (size_t)(next - q));
-        q = next;
     }
 }
 
@@ -93,16 +100,11 @@ static void fp_block_content(pk_sha *s, sf_view v)
  * (servd/redirect.c): Cache-Control and the Access-Control-* lines. */
 static void fp_redirect(pk_sha *s, sf_view v)
 {
-    static const char cc[] = "Cache-Control:", ac[] = "Access-Control-";
-    const char *end = v.ptr + v.len;
-    for (const char *q = v.ptr; q < end;) {
-        const char *eol = memchr(q, '\n', (size_t)(end - q));
-        const char *next = eol ? eol + 1 : end;
-        size_t n = (size_t)(next - q);
-        if ((n >= sizeof cc - 1 && strncasecmp(q, cc, sizeof cc - 1) == 0) ||
-            (n >= sizeof ac - 1 && strncasecmp(q, ac, sizeof ac - 1) == 0))
-            fp_view(s, (sf_view){q, n});
-        q = next;
+    const char *end = v.ptr + v.len, *next;
+    for (const char *q = v.ptr; q < end; q = next) {
+        next = line_after(q, end);
+        if (LINE_IS(q, next, "Cache-Control:") || LINE_IS(q, next, "Access-Control-"))
+            fp_view(s, (sf_view){q, (size_t)(next - q)});
     }
 }
 
