@@ -367,7 +367,7 @@ static void set_up_signals(void)
      * other); every thread servd starts inherits this mask. */
     sigset_t used;
     sigemptyset(&used);
-    static const int used_signals[] = {SIGHUP, SIGUSR1, SIGTERM, SIGINT, SIGQUIT, SIGBUS};
+    static const int used_signals[] = {SIGHUP, SIGUSR1, SIGUSR2, SIGTERM, SIGINT, SIGQUIT, SIGBUS};
     for (size_t i = 0; i < sizeof used_signals / sizeof used_signals[0]; i++)
         sigaddset(&used, used_signals[i]);
     pthread_sigmask(SIG_UNBLOCK, &used, NULL);

@@ -641,7 +641,7 @@ def t_an_inherited_blocked_signal_mask_is_undone():
 
     def block():
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGHUP, signal.SIGTERM,
-                                                  signal.SIGUSR1, signal.SIGINT})
+                                                  signal.SIGUSR1, signal.SIGINT, signal.SIGUSR2})
     with open(log, "wb") as logf:
         proc = subprocess.Popen([st.SERVD, "--pack", pack(), "--listen", "127.0.0.1:%d" % port,
                                  "--workers", "2"], stdout=logf, stderr=subprocess.STDOUT,
@@ -656,6 +656,13 @@ def t_an_inherited_blocked_signal_mask_is_undone():
         while time.time() < deadline and b"SIGHUP" not in open(log, "rb").read():
             time.sleep(0.02)
         ok(b"SIGHUP" in open(log, "rb").read(), "SIGHUP was taken: %r" % open(log, "rb").read())
+        # SIGUSR2 too: it says it is ignored, rather than staying pending unseen
+        proc.send_signal(signal.SIGUSR2)
+        deadline = time.time() + 10
+        while time.time() < deadline and b"SIGUSR2 ignored" not in open(log, "rb").read():
+            time.sleep(0.02)
+        ok(b"SIGUSR2 ignored" in open(log, "rb").read(),
+           "SIGUSR2 was taken: %r" % open(log, "rb").read())
         proc.send_signal(signal.SIGTERM)
         eq(proc.wait(timeout=st.STOP_TIMEOUT), 0, "exit status after SIGTERM")
     finally:
