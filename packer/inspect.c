@@ -273,6 +273,18 @@ int pk_cmd_cat(const char *site, const char *path, int encoding, int headers)
         rc = sf_lookup(r, key, klen, &e);
     }
     int status = PK_EXIT_FAIL;
+    if (rc == SF_ENOTFOUND && !special && klen + sizeof "/index.html" <= sizeof key) {
+        /* a directory named without its '/': servd answers a 301 to it */
+        memcpy(key + klen, "/index.html", sizeof "/index.html");
+        int dir = sf_lookup(r, key, klen + strlen("/index.html"), &e) == 0;
+        key[klen] = '\0';
+        if (dir) {
+            pk_err("%s: %s: no such path in the pack; servd answers it with a 301 to %s/ "
+                   "(cat %s/ for the page)",
+                   site, key, key, key);
+            goto out_close_pack;
+        }
+    }
     if (rc != 0) {
         pk_err("%s: %s: %s", site, special ? path : key,
                rc == SF_ENOTFOUND ? "no such path in the pack" : sf_strerror(rc));

@@ -694,6 +694,10 @@ def main():
         T.eq(T.cat(sc_out, "/data.csv.br"), T.encode("br", data), "so is an exact X.br")
         T.eq(T.decode("br", T.cat(sc_out, "/data.csv", "br")), data, "X's own br variant")
         expect_failure(["cat", out, "/nope.html"], 1, ["/nope.html", "no such path"], "cat of a missing path")
+        # a directory named without its '/' is no path, but servd answers it (a 301): say so
+        expect_failure(["cat", out, "/docs"], 1,
+                       ["/docs: no such path in the pack; servd answers it with a 301 to /docs/ "
+                        "(cat /docs/ for the page)"], "cat of a directory without its slash")
         expect_failure(["cat", out, "/img/photo.png", "--encoding", "br"], 1,
                        ["/img/photo.png", "no br variant"], "cat of a missing variant")
         expect_failure(["cat", out, "/../etc/passwd"], 2, ['"/../etc/passwd" is not a URL path'],
