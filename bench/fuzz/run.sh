@@ -15,12 +15,15 @@ bin=$build/tests/fuzz/$target
 dir=$work/$target
 mkdir -p "$dir/corpus"
 extra=""
+seeds=$target
 # the request parser's limits (32 KiB head) lie beyond libFuzzer's default 4 KiB
 # inputs (the same -max_len as tests/fuzz/CMakeLists.txt gives the ctest runs)
 case $target in
 fuzz_http1) extra="-max_len=36000" ;;
 fuzz_conn) extra="-max_len=40000" ;;
 fuzz_pack) extra="-max_len=65536" ;;
+# whole packs, fuzz_pack's seeds; the commands print listings and refusals
+fuzz_pack_readers) extra="-max_len=65536 -close_fd_mask=3" seeds=fuzz_pack ;;
 esac
 cd "$dir"
 # -timeout: an input taking > 10 s is a hang; -rss_limit_mb: the default 2 GiB.
@@ -28,6 +31,6 @@ cd "$dir"
 rc=0
 nice -n 10 "$bin" -max_total_time="$secs" -timeout=10 -print_final_stats=1 $extra \
     -artifact_prefix="$dir/" -dict="$src/tests/fuzz/$target.dict" \
-    "$dir/corpus" "$src/tests/fuzz/corpus/$target" >"$dir/fuzz.log" 2>&1 || rc=$?
+    "$dir/corpus" "$src/tests/fuzz/corpus/$seeds" >"$dir/fuzz.log" 2>&1 || rc=$?
 echo "$target: exit $rc, corpus $(ls "$dir/corpus" | wc -l) files, log $dir/fuzz.log"
 exit $rc

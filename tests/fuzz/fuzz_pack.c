@@ -17,12 +17,10 @@
  * from its node unchecked, so a view could run past the end; its first and
  * last bytes are read here, which faults (or ASan reports) if it does.
  */
+#include "fuzz_child.h"
 #include "sf/isolate.h"
 #include "sf/store.h"
 
-#include <fcntl.h>
-#include <sanitizer/common_interface_defs.h>
-#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,20 +29,6 @@
 
 /* A walk of a fuzzed file that takes longer than this is a hang. */
 #define FUZZ_CHECK_TIMEOUT_MS 5000
-
-/* The child is expected to crash on damaged structure: there, the crash is
- * the refusal. Keep libFuzzer and the sanitizers from reporting it (and from
- * writing a crash-* file for an input that the parent handles correctly). */
-static void quiet_child(void)
-{
-    static const int sigs[] = {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL};
-    __sanitizer_set_death_callback(NULL);
-    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
-        signal(sigs[i], SIG_DFL);
-    int null = open("/dev/null", O_WRONLY);
-    if (null >= 0)
-        dup2(null, 2);
-}
 
 static int fd = -1;
 static char path[64];
@@ -101,7 +85,7 @@ static void touch_views(void)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (fd < 0) {
-        sf__isolate_child_hook = quiet_child;
+        sf__isolate_child_hook = fuzz_quiet_child;
         fd = memfd_create("fuzz-pack", MFD_CLOEXEC);
         if (fd < 0)
             abort();

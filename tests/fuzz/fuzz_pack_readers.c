@@ -23,6 +23,8 @@
 #include "base.h"
 #include "commands.h"
 #include "compress.h"
+#include "fuzz_child.h"
+#include "sf/isolate.h"
 #include "sf/path.h"
 #include "sf/store.h"
 
@@ -85,6 +87,7 @@ static void keys_of(struct keys *k)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (fd < 0) {
+        sf__isolate_child_hook = fuzz_quiet_child;
         fd = memfd_create("fuzz-pack-readers", MFD_CLOEXEC);
         if (fd < 0)
             abort();
