@@ -126,9 +126,11 @@ size_t sv__conn_kernel_unacked(sv_conn *c);
  * (see there); a graceful stop answers it before closing. */
 int sv__conn_request_coming(sv_conn *c);
 
-/* sweep.c: at --max-conns, closes up to max keep-alive connections idle for
- * SV_RECLAIM_IDLE_MS or longer, oldest first; they leave nconns at the end
- * of the loop turn. @return how many it closed. */
+/* sweep.c: at --max-conns, finds up to max slots that free at the end of
+ * this loop turn, oldest first: connections already closed in it, and ones
+ * it closes: a client that has closed (its FIN not yet read), and a
+ * keep-alive connection, or one that has sent nothing since its accept,
+ * idle for SV_RECLAIM_IDLE_MS or longer. @return how many it found. */
 unsigned sv__conn_reclaim_idle(sv_worker *w, unsigned max);
 
 /* sweep.c: closes connections whose timeout passed (called every sweep). */

@@ -86,6 +86,18 @@ void sv__conn_sweep(sv_worker *w)
     }
 }
 
+/* What the kernel holds from the client that the loop has not read: 1
+ * bytes, 0 its FIN (the client has closed), -1 nothing. */
+static int peek_input(sv_conn *c)
+{
+    uv_os_fd_t fd;
+    char b;
+    if (uv_fileno((uv_handle_t *)&c->tcp, &fd) != 0)
+        return -1;
+    ssize_t r = recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    return r > 0 ? 1 : r == 0 ? 0 : -1;
+}
+
 unsigned sv__conn_reclaim_idle(sv_worker *w, unsigned max)
 {
     uint64_t now = uv_now(&w->loop);
@@ -93,8 +105,27 @@ unsigned sv__conn_reclaim_idle(sv_worker *w, unsigned max)
     /* w->conns is in accept order: the oldest connections come first */
     for (sv_link *l = w->conns.next; l != &w->conns && closed < max; l = l->next) {
         sv_conn *c = SV__CONTAINER(l, sv_conn, link);
-        if (c->state != SV_CS_OPEN || c->paused || now - c->t_active < SV_RECLAIM_IDLE_MS ||
-            sv__conn_queued(c) || sv__conn_request_coming(c) || sv__conn_kernel_unacked(c))
+        if (c->state == SV_CS_CLOSED) {
+            /* closed earlier in this turn (a client that connected and
+             * went, its FIN read in the same poll batch as the newcomer):
+             * its slot frees at the end of the turn like one closed here */
+            closed++;
+            continue;
+        }
+        if (c->state != SV_CS_OPEN || c->paused || sv__conn_queued(c) || sv__conn_kernel_unacked(c))
+            continue;
+        int in = peek_input(c);
+        /* A client that has closed, its FIN not yet read (a probe that
+         * connects and goes, in the same poll batch as the newcomer), is
+         * closed at once. A connection that has sent nothing since it was
+         * accepted (t_head is set at accept, and nothing has arrived) is as
+         * idle as a keep-alive one: closing it loses no request. Without
+         * this, a few silent sockets (preconnects, or someone holding
+         * slots) kept new clients at 503 until the header timeout. */
+        int gone = in == 0 && c->inlen == 0;
+        int silent = c->produced == 0 && c->inlen == 0 && !c->drain && in < 0;
+        if (!gone &&
+            (now - c->t_active < SV_RECLAIM_IDLE_MS || (!silent && sv__conn_request_coming(c))))
             continue;
         sv__count(&w->ctr->timeouts[SV_TO_IDLE], 1);
         sv__conn_close(c);
@@ -113,12 +144,7 @@ unsigned sv__conn_reclaim_idle(sv_worker *w, unsigned max)
  * draining); the header timeout and --shutdown-timeout still bound them. */
 int sv__conn_request_coming(sv_conn *c)
 {
-    uv_os_fd_t fd;
-    char b;
-    if (c->t_head || c->inlen || c->drain || c->paused)
-        return 1;
-    return uv_fileno((uv_handle_t *)&c->tcp, &fd) == 0 &&
-           recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) > 0;
+    return c->t_head || c->inlen || c->drain || c->paused || peek_input(c) > 0;
 }
 
 void sv__conn_stop_all(sv_worker *w, int force)

@@ -115,6 +115,48 @@ def t_max_conns_makes_room_by_closing_an_idle_keepalive():
             c.close()
 
 
+def t_max_conns_makes_room_by_closing_a_silent_connection():
+    """A connection that has sent nothing since it was accepted for 3 s or more is as
+    idle as a keep-alive one: at --max-conns it is closed to make room, the oldest
+    first. Before, two silent sockets (browser preconnects, or anyone holding slots)
+    kept every new client at 503 until the header timeout. One that has started a
+    request is kept."""
+    with st.Servd(pack(), extra=["--max-conns", "3"]) as s:
+        silent = [st.Conn(s.port) for _ in range(2)]
+        started = st.Conn(s.port)
+        started.send(b"GET / HTTP/1.1\r\nHost: x\r\n")  # a head on its way
+        time.sleep(3.5)
+        newcomers = []
+        for i in range(2):  # each takes a silent one's slot (they stay open)
+            c = st.Conn(s.port)
+            c.send(st.req("GET", "/"))
+            eq(c.read_response().status, 200, "new client %d while silent sockets sat" % i)
+            ok(silent[i].closed_after(2.0), "silent connection %d closed to make room" % i)
+            newcomers.append(c)
+        started.send(b"\r\n")
+        eq(started.read_response().status, 200, "the connection with a head on its way kept")
+        for c in newcomers + [started]:
+            c.close()
+
+
+def t_a_client_that_connected_and_left_frees_its_slot_at_once():
+    """A client that connects and goes at once (a health check, a port probe) right
+    before others arrive: its FIN and the newcomers reach servd in one poll batch, and
+    the last newcomer got a 503 about one time in two although the slot was free by
+    the end of that turn."""
+    with st.Servd(pack(), extra=["--max-conns", "3"]) as s:
+        statuses = []
+        for _ in range(10):
+            socket.create_connection(("127.0.0.1", s.port), timeout=5).close()
+            cs = [st.Conn(s.port) for _ in range(3)]
+            cs[2].send(st.req("GET", "/"))
+            statuses.append(cs[2].read_response().status)
+            for c in cs:
+                c.close()
+            time.sleep(0.05)  # the closes leave before the next round
+        eq(statuses, [200] * 10, "the third connection after a probe, 10 rounds")
+
+
 def t_slot_freed_and_reused_at_once():
     """A client at the limit that closes a connection and opens another at once (a
     browser or a CDN's pool rotating its connections) must be served, not refused:
