@@ -98,40 +98,47 @@ static int peek_input(sv_conn *c)
     return r > 0 ? 1 : r == 0 ? 0 : -1;
 }
 
+/* Whether c may be closed to make room. Pass 0: a client that has gone (its
+ * FIN, with nothing before it, not yet read: a probe that connects and
+ * leaves, in the same poll batch as the newcomer); only a connection that
+ * has been sent nothing is looked at, so that the scan of a full worker
+ * costs few system calls. Pass 1: a connection idle for SV_RECLAIM_IDLE_MS
+ * or longer with nothing queued, in the kernel or on its way: a keep-alive
+ * one, or one that has sent nothing since its accept (t_head is set at
+ * accept), as idle as a keep-alive one: closing it loses no request.
+ * Without the latter, a few silent sockets (preconnects, or a client
+ * holding slots) kept new clients at 503 until the header timeout. */
+static int reclaimable(sv_conn *c, int pass, uint64_t now)
+{
+    if (c->state != SV_CS_OPEN || c->paused || c->inlen || c->drain || sv__conn_queued(c))
+        return 0;
+    if (pass == 0)
+        return c->produced == 0 && peek_input(c) == 0;
+    if (now - c->t_active < SV_RECLAIM_IDLE_MS || sv__conn_kernel_unacked(c))
+        return 0;
+    return peek_input(c) <= 0 && (!c->t_head || c->produced == 0);
+}
+
 unsigned sv__conn_reclaim_idle(sv_worker *w, unsigned max)
 {
     uint64_t now = uv_now(&w->loop);
-    unsigned closed = 0;
+    unsigned found = 0;
+    /* Closed earlier in this turn (its client's FIN read in the same poll
+     * batch as the newcomer): its slot frees at the end of the turn, as
+     * one closed here would. */
+    for (sv_link *l = w->conns.next; l != &w->conns && found < max; l = l->next)
+        found += SV__CONTAINER(l, sv_conn, link)->state == SV_CS_CLOSED;
     /* w->conns is in accept order: the oldest connections come first */
-    for (sv_link *l = w->conns.next; l != &w->conns && closed < max; l = l->next) {
-        sv_conn *c = SV__CONTAINER(l, sv_conn, link);
-        if (c->state == SV_CS_CLOSED) {
-            /* closed earlier in this turn (a client that connected and
-             * went, its FIN read in the same poll batch as the newcomer):
-             * its slot frees at the end of the turn like one closed here */
-            closed++;
-            continue;
+    for (int pass = 0; pass < 2 && found < max; pass++)
+        for (sv_link *l = w->conns.next; l != &w->conns && found < max; l = l->next) {
+            sv_conn *c = SV__CONTAINER(l, sv_conn, link);
+            if (!reclaimable(c, pass, now))
+                continue;
+            sv__count(&w->ctr->timeouts[SV_TO_IDLE], 1);
+            sv__conn_close(c);
+            found++;
         }
-        if (c->state != SV_CS_OPEN || c->paused || sv__conn_queued(c) || sv__conn_kernel_unacked(c))
-            continue;
-        int in = peek_input(c);
-        /* A client that has closed, its FIN not yet read (a probe that
-         * connects and goes, in the same poll batch as the newcomer), is
-         * closed at once. A connection that has sent nothing since it was
-         * accepted (t_head is set at accept, and nothing has arrived) is as
-         * idle as a keep-alive one: closing it loses no request. Without
-         * this, a few silent sockets (preconnects, or someone holding
-         * slots) kept new clients at 503 until the header timeout. */
-        int gone = in == 0 && c->inlen == 0;
-        int silent = c->produced == 0 && c->inlen == 0 && !c->drain && in < 0;
-        if (!gone &&
-            (now - c->t_active < SV_RECLAIM_IDLE_MS || (!silent && sv__conn_request_coming(c))))
-            continue;
-        sv__count(&w->ctr->timeouts[SV_TO_IDLE], 1);
-        sv__conn_close(c);
-        closed++;
-    }
-    return closed;
+    return found;
 }
 
 /* During a graceful stop: is a request on its way on this connection,

@@ -120,20 +120,25 @@ static void on_listen(uv_poll_t *p, int status, int events)
     int lfd = w->lfd[p - w->lpoll];
     if (status < 0)
         return;
-    int settled = w->settled_turn == w->turn + 1;
+    int settled = w->settled_turn == w->turn + 1, may_reclaim = 1;
     for (int i = 0; i < SV_ACCEPT_BATCH; i++) {
         /* At the limit, wait one loop turn before refusing: a client that
          * closes a connection and opens another at once puts both in the
          * same epoll batch, and the closed one leaves nconns only when its
          * handle closes, at the end of this turn. The new connection waits
          * in the backlog meanwhile. Still at the limit after that turn, a
-         * keep-alive connection idle for SV_RECLAIM_IDLE_MS is closed to
-         * make room, with another turn's wait; only without one is the new
-         * connection refused. */
-        if (w->nconns >= w->cfg->max_conns && (!settled || sv__conn_reclaim_idle(w, 1))) {
-            set_accepting(w, 0);
-            uv_timer_start(&w->accept_pause, on_accept_pause_end, 0, 0);
-            return;
+         * slot that frees by the end of the next is looked for (a
+         * connection closed in this turn, a client that has gone, one idle
+         * for SV_RECLAIM_IDLE_MS: sv__conn_reclaim_idle), with another
+         * turn's wait; only without one is the new connection refused, and
+         * the rest of this batch with it, without another scan. */
+        if (w->nconns >= w->cfg->max_conns && may_reclaim) {
+            if (!settled || sv__conn_reclaim_idle(w, 1)) {
+                set_accepting(w, 0);
+                uv_timer_start(&w->accept_pause, on_accept_pause_end, 0, 0);
+                return;
+            }
+            may_reclaim = 0;
         }
         int fd = sv__accept_one(lfd);
         if (fd == SV_ACCEPT_NONE)

@@ -122,9 +122,9 @@ def t_max_conns_makes_room_by_closing_a_silent_connection():
     kept every new client at 503 until the header timeout. One that has started a
     request is kept."""
     with st.Servd(pack(), extra=["--max-conns", "3"]) as s:
-        silent = [st.Conn(s.port) for _ in range(2)]
-        started = st.Conn(s.port)
+        started = st.Conn(s.port)  # the oldest: passed over although older
         started.send(b"GET / HTTP/1.1\r\nHost: x\r\n")  # a head on its way
+        silent = [st.Conn(s.port) for _ in range(2)]
         time.sleep(3.5)
         newcomers = []
         for i in range(2):  # each takes a silent one's slot (they stay open)
