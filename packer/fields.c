@@ -349,7 +349,7 @@ const char *pk_mime_type_problem(const char *s, char *why, size_t cap)
             }
         } else if ((p = token_end(p)) == v) {
             snprintf(why, cap, "has a parameter without a value (%s after '=')",
-                     show_byte(*p, b, sizeof b));
+                     *p ? show_byte(*p, b, sizeof b) : "nothing");
             return why;
         }
     }

@@ -266,14 +266,15 @@ int pk_cmd_cat(const char *site, const char *path, int encoding, int headers)
         return PK_EXIT_FAIL;
     sf_entry e;
     int rc = special ? sf_lookup_special(r, path, &e) : sf_lookup(r, key, klen, &e);
-    if (rc == SF_ENOTFOUND && !special && key[klen - 1] == '/') {
+    int slash = !special && key[klen - 1] == '/'; /* a directory's URL */
+    if (rc == SF_ENOTFOUND && slash) {
         /* The directory index, as servd would serve it. */
         memcpy(key + klen, "index.html", sizeof "index.html");
         klen += strlen("index.html");
         rc = sf_lookup(r, key, klen, &e);
     }
     int status = PK_EXIT_FAIL;
-    if (rc == SF_ENOTFOUND && !special && klen + sizeof "/index.html" <= sizeof key) {
+    if (rc == SF_ENOTFOUND && !special && !slash && klen + sizeof "/index.html" <= sizeof key) {
         /* a directory named without its '/': servd answers a 301 to it */
         memcpy(key + klen, "/index.html", sizeof "/index.html");
         int dir = sf_lookup(r, key, klen + strlen("/index.html"), &e) == 0;

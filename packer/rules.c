@@ -12,7 +12,6 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <stdatomic.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,7 +30,7 @@ typedef struct rule {
  * set by the queries (the reads ask for mime rules on any thread). */
 enum {
     SEEN_USED = 1,     /* it applied to a file (an exclude: skipped one) */
-    SEEN_MATCHED = 2,  /* its glob matched a file (first-match lists only) */
+    SEEN_MATCHED = 2,  /* its glob matched a file (the lists asked through first()) */
     SEEN_NAMES_DIR = 4 /* an exclude that skipped nothing but names a
                         * directory the walk saw ("/drafts" for "/drafts/ **") */
 };
@@ -476,6 +475,18 @@ static const char *anchored_hint(const char *glob)
     return glob[0] == '/' ? " (a glob starting with / is anchored at the root of the site)" : "";
 }
 
+/* Whether a glob names a path under a segment starting with '.' (but
+ * .well-known): one the walk skips before it asks the excludes. */
+static int names_hidden(const char *g)
+{
+    for (const char *p = g; p; p = strchr(p, '/')) {
+        p += *p == '/';
+        if (*p == '.' && strncmp(p, ".well-known", 11) != 0)
+            return 1;
+    }
+    return 0;
+}
+
 /* The exclude warnings: see pk_rules_warn. */
 static void warn_exclude(const pk_rules *r)
 {
@@ -483,7 +494,8 @@ static void warn_exclude(const pk_rules *r)
         unsigned seen = atomic_load_explicit(&r->exclude.seen[i], memory_order_relaxed);
         const char *g = r->exclude.v[i].pattern;
         size_t n = strlen(g);
-        if (seen & SEEN_USED)
+        /* one that matched only what an earlier exclude took is harmless */
+        if (seen & (SEEN_USED | SEEN_MATCHED))
             continue;
         if (seen & SEEN_NAMES_DIR) {
             if (n > 0 && g[n - 1] == '/')
@@ -491,9 +503,9 @@ static void warn_exclude(const pk_rules *r)
             pk_err("warning: %s: /exclude/%zu \"%s\" names a directory but skips nothing in it; "
                    "to exclude the directory and all it holds, write \"%.*s/**\"",
                    r->path, i, g, (int)n, g);
-        } else if (g[0] == '/') {
-            pk_err("warning: %s: /exclude/%zu \"%s\" matched no path the walk reached%s", r->path,
-                   i, g, anchored_hint(g));
+        } else if (g[0] == '/' && !names_hidden(g)) {
+            pk_err("warning: %s: /exclude/%zu \"%s\" matched no path the walk reached", r->path, i,
+                   g);
         }
     }
 }
@@ -504,22 +516,23 @@ void pk_rules_warn(const pk_rules *r, unsigned sections)
         return;
     if (sections & PK_RULES_EXCLUDE)
         warn_exclude(r);
-    static const struct {
+    const struct {
         unsigned bit;
         const char *name;
-        size_t off;
-    } lists[] = {{PK_RULES_ENCODED, "encoded", offsetof(pk_rules, encoded)},
-                 {PK_RULES_MIME, "mime", offsetof(pk_rules, mime)},
-                 {PK_RULES_CACHE_CONTROL, "cache_control", offsetof(pk_rules, cc)},
-                 {PK_RULES_HEADERS, "headers", offsetof(pk_rules, headers)}};
+        const rule_list *l;
+        int first_wins; /* a rule behind earlier ones changes nothing: say so */
+    } lists[] = {{PK_RULES_ENCODED, "encoded", &r->encoded, 0},
+                 {PK_RULES_MIME, "mime", &r->mime, 1},
+                 {PK_RULES_CACHE_CONTROL, "cache_control", &r->cc, 1},
+                 {PK_RULES_HEADERS, "headers", &r->headers, 0}};
     for (size_t k = 0; k < sizeof lists / sizeof lists[0]; k++) {
         if (!(sections & lists[k].bit))
             continue;
-        const rule_list *l = (const rule_list *)((const char *)r + lists[k].off);
+        const rule_list *l = lists[k].l;
         for (size_t i = 0; i < l->n; i++) {
             unsigned seen = atomic_load_explicit(&l->seen[i], memory_order_relaxed);
             const char *g = l->v[i].pattern;
-            if (seen & SEEN_USED)
+            if (seen & (lists[k].first_wins ? SEEN_USED : SEEN_USED | SEEN_MATCHED))
                 continue;
             if (seen & SEEN_MATCHED)
                 pk_err("warning: %s: /%s/%zu \"%s\" is used for no file: every file it matches "
@@ -527,7 +540,7 @@ void pk_rules_warn(const pk_rules *r, unsigned sections)
                        r->path, lists[k].name, i, g);
             else
                 pk_err("warning: %s: /%s/%zu \"%s\" matched no file%s", r->path, lists[k].name, i,
-                       g, anchored_hint(g));
+                       g, lists[k].bit == PK_RULES_ENCODED ? anchored_hint(g) : "");
         }
     }
 }

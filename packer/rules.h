@@ -112,14 +112,16 @@ int pk_hashed_name(const char *key, size_t len);
  *   - a cache_control, headers, mime or encoded rule whose glob matched no
  *     file ("/asset/ **" for "/assets/ **"; an encoded game in a
  *     subdirectory that a glob anchored at the root misses would be served
- *     as application/x-brotli);
+ *     as application/x-brotli: that warning says the glob is anchored);
  *   - a cache_control or mime rule that matched files but applies to none,
  *     each taken by an earlier rule (first match wins);
  *   - an exclude that skipped nothing but names a directory the walk saw
  *     ("/drafts" written for "/drafts/ **" publishes the drafts), or that
- *     is anchored at the root ('/') and matched no path the walk reached.
+ *     is anchored at the root ('/') and matched no path the walk reached
+ *     (but one naming a hidden path, which the walk skips before asking).
  *     An unanchored exclude that finds nothing ("*.map") is normal in a
- *     rules file shared by sites, and is not mentioned. */
+ *     rules file shared by sites, and is not mentioned; nor is an exclude
+ *     or encoded glob that matched only what earlier ones took. */
 void pk_rules_warn(const pk_rules *r, unsigned sections);
 
 #endif

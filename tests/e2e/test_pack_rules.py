@@ -82,7 +82,10 @@ def main():
                 "mime": [{"match": "*.txt", "type": "text/plain"},
                          {"match": "/tiny.txt", "type": "text/markdown"},
                          {"match": "/LICENSE.md", "type": "text/markdown"}],
-                "exclude": ["/dupe/**", "*.nothing-has-this"]}, f)
+                # "/app.wasm" only matches what "*.wasm" took, and the walk skips
+                # "/.git" before it asks: neither is worth a warning
+                "exclude": ["/dupe/**", "*.nothing-has-this", "*.wasm", "/app.wasm",
+                            "/.git/**"]}, f)
         p = T.run(["build", root, "-o", os.path.join(work, "idle.lmdb"), "--rules", idle_rules,
                    "-q"])
         T.eq(p.returncode, 0, "a build with idle rules still succeeds: " + p.stderr.decode())
@@ -90,8 +93,8 @@ def main():
         warned = sorted(re.findall(r"warning: .*?: (/\w+/\d+) ", err))
         T.eq(warned, ["/cache_control/0", "/cache_control/2", "/exclude/0", "/headers/0",
                       "/mime/1", "/mime/2"], "the idle rules are named, and only they: " + err)
-        T.check('/cache_control/0 "/j/**" matched no file (a glob starting with / is anchored at '
-                'the root of the site)' in err, "a glob that matched nothing: " + err)
+        T.check('/cache_control/0 "/j/**" matched no file\n' in err,
+                "a glob that matched nothing: " + err)
         T.check('/cache_control/2 "/js/app.js" is used for no file: every file it matches is taken '
                 'by an earlier rule' in err, "a rule behind an earlier one: " + err)
         T.check('/exclude/0 "/dupe/**" matched no path the walk reached' in err,
