@@ -28,6 +28,8 @@
 #include "sf/path.h"
 #include "sf/store.h"
 
+#include <sanitizer/common_interface_defs.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,12 +42,24 @@
 static int fd = -1;
 static char path[64];
 
+/* Reports a failed check and aborts. Under -close_fd_mask=3 standard error
+ * is /dev/null; the sanitizers' report descriptor is libFuzzer's own. */
+static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void fail(const char *fmt, ...)
+{
+    char msg[1536];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    __sanitizer_report_error_summary(msg);
+    abort();
+}
+
 static void expect_status(const char *what, int rc)
 {
-    if (rc != PK_EXIT_OK && rc != PK_EXIT_FAIL && rc != PK_EXIT_USAGE) {
-        fprintf(stderr, "fuzz_pack_readers: %s returned %d, not an exit status\n", what, rc);
-        abort();
-    }
+    if (rc != PK_EXIT_OK && rc != PK_EXIT_FAIL && rc != PK_EXIT_USAGE)
+        fail("fuzz_pack_readers: %s returned %d, not an exit status", what, rc);
 }
 
 struct keys {
@@ -132,11 +146,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (verified == PK_EXIT_OK &&
         (ls != PK_EXIT_OK || ls_json != PK_EXIT_OK || diff != PK_EXIT_OK ||
          diff_content != PK_EXIT_OK || cats != PK_EXIT_OK || based != 0)) {
-        fprintf(stderr,
-                "fuzz_pack_readers: verify passed a pack another reader refused: ls %d, "
-                "ls --json %d, diff %d, diff --content %d, cat %d, --base %d (%s)\n",
-                ls, ls_json, diff, diff_content, cats, based, based ? err : "");
-        abort();
+        fail("fuzz_pack_readers: verify passed a pack another reader refused: ls %d, "
+             "ls --json %d, diff %d, diff --content %d, cat %d, --base %d (%s)",
+             ls, ls_json, diff, diff_content, cats, based, based ? err : "");
     }
     return 0;
 }
