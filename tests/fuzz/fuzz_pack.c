@@ -24,14 +24,11 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 /* A walk of a fuzzed file that takes longer than this is a hang. */
 #define FUZZ_CHECK_TIMEOUT_MS 5000
 
-static int fd = -1;
-static char path[64];
+static const char *path; /* the input's memory file */
 static volatile uint8_t sink;
 
 static void touch(sf_view v)
@@ -84,15 +81,7 @@ static void touch_views(void)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    if (fd < 0) {
-        sf__isolate_child_hook = fuzz_quiet_child;
-        fd = memfd_create("fuzz-pack", MFD_CLOEXEC);
-        if (fd < 0)
-            abort();
-        snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-    }
-    if (ftruncate(fd, 0) != 0 || pwrite(fd, data, size, 0) != (ssize_t)size)
-        abort();
+    path = fuzz_pack_file(data, size);
     char err[1024];
     if (sf_check_isolated(sf_pack_check_structure, SF_CHECK_NO_HASH, path, FUZZ_CHECK_TIMEOUT_MS,
                           err, sizeof err) != 0)

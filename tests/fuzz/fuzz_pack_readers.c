@@ -33,14 +33,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 /* Paths cat is asked for, at most: a seed has a handful. */
 #define FUZZ_MAX_CATS 8
 
-static int fd = -1;
-static char path[64];
+static const char *path; /* the input's memory file */
 
 /* Reports a failed check and aborts. Under -close_fd_mask=3 standard error
  * is /dev/null; the sanitizers' report descriptor is libFuzzer's own. */
@@ -100,15 +97,7 @@ static void keys_of(struct keys *k)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    if (fd < 0) {
-        sf__isolate_child_hook = fuzz_quiet_child;
-        fd = memfd_create("fuzz-pack-readers", MFD_CLOEXEC);
-        if (fd < 0)
-            abort();
-        snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-    }
-    if (ftruncate(fd, 0) != 0 || pwrite(fd, data, size, 0) != (ssize_t)size)
-        abort();
+    path = fuzz_pack_file(data, size);
 
     int verified = pk_cmd_verify(path, 1);
     expect_status("verify", verified);
