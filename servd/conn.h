@@ -131,7 +131,7 @@ int sv__conn_request_coming(sv_conn *c);
  * it closes: a client that has closed (its FIN not yet read), and a
  * keep-alive connection, or one that has sent nothing since its accept,
  * idle for SV_RECLAIM_IDLE_MS or longer. @return how many it found. */
-unsigned sv__conn_reclaim_idle(sv_worker *w, unsigned max);
+unsigned sv__conn_make_room(sv_worker *w, unsigned max);
 
 /* sweep.c: closes connections whose timeout passed (called every sweep). */
 void sv__conn_sweep(sv_worker *w);

@@ -119,7 +119,7 @@ static int reclaimable(sv_conn *c, int pass, uint64_t now)
     return peek_input(c) <= 0 && (!c->t_head || c->produced == 0);
 }
 
-unsigned sv__conn_reclaim_idle(sv_worker *w, unsigned max)
+unsigned sv__conn_make_room(sv_worker *w, unsigned max)
 {
     uint64_t now = uv_now(&w->loop);
     unsigned found = 0;

@@ -129,11 +129,11 @@ static void on_listen(uv_poll_t *p, int status, int events)
          * in the backlog meanwhile. Still at the limit after that turn, a
          * slot that frees by the end of the next is looked for (a
          * connection closed in this turn, a client that has gone, one idle
-         * for SV_RECLAIM_IDLE_MS: sv__conn_reclaim_idle), with another
+         * for SV_RECLAIM_IDLE_MS: sv__conn_make_room), with another
          * turn's wait; only without one is the new connection refused, and
          * the rest of this batch with it, without another scan. */
         if (w->nconns >= w->cfg->max_conns && may_reclaim) {
-            if (!settled || sv__conn_reclaim_idle(w, 1)) {
+            if (!settled || sv__conn_make_room(w, 1)) {
                 set_accepting(w, 0);
                 uv_timer_start(&w->accept_pause, on_accept_pause_end, 0, 0);
                 return;
