@@ -134,7 +134,8 @@ unsigned sv__conn_make_room(sv_worker *w, unsigned max)
             sv_conn *c = SV__CONTAINER(l, sv_conn, link);
             if (!reclaimable(c, pass, now))
                 continue;
-            sv__count(&w->ctr->timeouts[SV_TO_IDLE], 1);
+            if (pass == 1) /* a client that has gone is no timeout */
+                sv__count(&w->ctr->timeouts[SV_TO_IDLE], 1);
             sv__conn_close(c);
             found++;
         }

@@ -7,6 +7,7 @@ of spinning (its CPU time stays low), serves the clients it holds, and serves th
 waiting ones once descriptors are free again."""
 import os
 import resource
+import signal
 import socket
 import subprocess
 import sys
@@ -144,7 +145,8 @@ def t_a_client_that_connected_and_left_frees_its_slot_at_once():
     before others arrive: its FIN and the newcomers reach servd in one poll batch, and
     the last newcomer got a 503 about one time in two although the slot was free by
     the end of that turn."""
-    with st.Servd(pack(), extra=["--max-conns", "3"]) as s:
+    adm = st.free_port()
+    with st.Servd(pack(), extra=["--max-conns", "3", "--admin", "127.0.0.1:%d" % adm]) as s:
         statuses = []
         for _ in range(10):
             socket.create_connection(("127.0.0.1", s.port), timeout=5).close()
@@ -155,6 +157,32 @@ def t_a_client_that_connected_and_left_frees_its_slot_at_once():
                 c.close()
             time.sleep(0.05)  # the closes leave before the next round
         eq(statuses, [200] * 10, "the third connection after a probe, 10 rounds")
+        # no connection was idle: a client that left is not an idle timeout
+        eq(st.metrics(adm)['servd_timeouts_total{kind="idle"}'], 0.0, "idle timeouts")
+
+
+def t_a_client_gone_before_its_accept_frees_its_slot():
+    """A probe that connected and left while servd was busy is accepted in the same
+    batch as the clients after it, its FIN unread: the client that finds the worker
+    full must be served once the probe's slot frees, and neither refused nor counted as
+    an idle timeout (the probe was never idle). servd is stopped while the clients
+    connect, so that all four reach it in one accept batch; the earlier servd refused
+    the third client every time."""
+    adm = st.free_port()
+    with st.Servd(pack(), extra=["--max-conns", "3", "--admin", "127.0.0.1:%d" % adm]) as s:
+        s.proc.send_signal(signal.SIGSTOP)
+        try:
+            socket.create_connection(("127.0.0.1", s.port), timeout=5).close()
+            cs = [st.Conn(s.port) for _ in range(3)]
+        finally:
+            s.proc.send_signal(signal.SIGCONT)
+        cs[2].send(st.req("GET", "/"))
+        eq(cs[2].read_response().status, 200, "the third client after a departed probe")
+        m = st.metrics(adm)
+        eq(m['servd_timeouts_total{kind="idle"}'], 0.0, "idle timeouts")
+        eq(m["servd_connections_rejected_total"], 0.0, "rejected connections")
+        for c in cs:
+            c.close()
 
 
 def t_slot_freed_and_reused_at_once():
