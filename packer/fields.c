@@ -362,11 +362,30 @@ int pk_mime_type_ok(const char *s)
     return pk_mime_type_problem(s, why, sizeof why) == NULL;
 }
 
+/* Whether the directive name [name, name + n) of the Cache-Control value s
+ * appears earlier in s, whose directives before it are well formed. */
+static int named_before(const char *s, const char *name, size_t n)
+{
+    for (const char *p = s; p < name;) {
+        while (*p == ' ' || *p == '\t' || *p == ',')
+            p++;
+        const char *d = p;
+        while (is_tchar((unsigned char)*p))
+            p++;
+        if (d < name && (size_t)(p - d) == n && strncasecmp(d, name, n) == 0)
+            return 1;
+        if (*p == '=')
+            p = p[1] == '"' ? quoted_end(p + 1) + 1 : token_end(p + 1);
+        else if (p == d)
+            break; /* not reached: the directives before name are well formed */
+    }
+    return 0;
+}
+
 const char *pk_cache_control_problem(const char *s, char *why, size_t cap)
 {
     char b[16];
-    const char *names[64]; /* the directives seen, for "twice"; a real value has a handful */
-    size_t lens[64], count = 0;
+    size_t count = 0;
     const char *p = s;
     for (;;) {
         while (*p == ' ' || *p == '\t' || *p == ',')
@@ -420,15 +439,11 @@ const char *pk_cache_control_problem(const char *s, char *why, size_t cap)
             snprintf(why, cap, "gives %.*s a value; it takes none", (int)n, name);
             return why;
         }
-        for (size_t i = 0; i < count; i++)
-            if (lens[i] == n && strncasecmp(names[i], name, n) == 0) {
-                snprintf(why, cap, "names %.*s twice", (int)n, name);
-                return why;
-            }
-        if (count < sizeof names / sizeof names[0]) {
-            names[count] = name;
-            lens[count++] = n;
+        if (named_before(s, name, n)) {
+            snprintf(why, cap, "names %.*s twice", (int)n, name);
+            return why;
         }
+        count++;
     }
     if (count == 0) {
         snprintf(why, cap, "has no directive");

@@ -164,10 +164,9 @@ static int once(const char **slot, const char *name)
                  "%s %s: a file name that starts with '=' (write %s FILE or %s=FILE)", name, optarg,
                  name, longopt ? name : "--output");
     else if (strcmp(optarg, "-") == 0 && strcmp(name, "--manifest") != 0)
-        snprintf(msg, sizeof msg,
-                 "%s -: only --manifest can be standard output (write ./- for a file of that "
-                 "name)",
-                 name);
+        snprintf(msg, sizeof msg, "%s -: %s (write ./- for a file of that name)", name,
+                 strcmp(name, "-o") == 0 ? "only --manifest can be standard output"
+                                         : "a file is read, not standard input");
     else if (optarg[0] == '-' && optarg[1])
         snprintf(msg, sizeof msg,
                  "%s %s: a file name that starts with '-' (write ./%s for a file of that name)",

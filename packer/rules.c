@@ -232,7 +232,7 @@ static int parse_section(const char *path, json_t *arr, const char *sname, enum 
         const char *why;
         char vptr[sizeof ptr + 8]; /* the JSON pointer of the value */
         snprintf(vptr, sizeof vptr, "%s/%s", ptr, s == S_MIME ? "type" : "value");
-        char ccwhy[160];
+        char ccwhy[1024]; /* the longest fixed text is 190 bytes; the rest quotes the value */
         if (s == S_CC && ((why = pk_header_value_problem(a)) != NULL ||
                           (why = pk_cache_control_problem(a, ccwhy, sizeof ccwhy)) != NULL)) {
             RULE_ERR(path, vptr, "the Cache-Control value \"%s\" %s", a, why);

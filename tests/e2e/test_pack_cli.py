@@ -256,8 +256,8 @@ def main():
                                  (["-o", "--base"], "-o --base: a file name that starts with '-'"),
                                  (["--output", "-q"], "-o -q: a file name that starts with '-'"),
                                  (["-o", "-"], "-o -: only --manifest can be standard output"),
-                                 (["-o", "x.lmdb", "--base", "-"], "--base -: only --manifest"),
-                                 (["-o", "x.lmdb", "--rules=-"], "--rules -: only --manifest")):
+                                 (["-o", "x.lmdb", "--base", "-"], "--base -: a file is read, not standard input"),
+                                 (["-o", "x.lmdb", "--rules=-"], "--rules -: a file is read, not standard input")):
                 expect_failure(["build", root] + args, 2, [needle], " ".join(args))
                 T.eq(os.listdir(outdir), [], "%s: nothing written" % " ".join(args))
         finally:

@@ -437,7 +437,9 @@ TEST(rules_header_values_recipients_check)
     rejects(ONE("Expires", "onT, 01 Jan 2037 00:00:00 GMT"), "/headers/0/value", "HTTP date");
     rejects(ONE("Access-Control-Allow-Credentials", "True"), "/headers/0/value", "true");
     /* RFC 5322 §3.3: the day name is the date's, and the day exists */
-    rejects(ONE("Expires", "Fri, 01 Jan 2037 00:00:00 GMT"), "/headers/0/value", "day's name");
+    /* the whole explanation, its advice at the end too */
+    rejects(ONE("Expires", "Fri, 01 Jan 2037 00:00:00 GMT"), "day's name",
+            "for \"already expired\" use cache_control \"no-cache\")");
     rejects(ONE("Expires", "Fri, 31 Apr 2037 00:00:00 GMT"), "/headers/0/value", "exists");
     rejects(ONE("Expires", "Sun, 29 Feb 2037 00:00:00 GMT"), "/headers/0/value", "HTTP date");
     rejects(ONE("Access-Control-Allow-Origin", "https://a:1:2"), "/headers/0/value", "second ':'");
@@ -492,6 +494,25 @@ TEST(rules_reject_bad_cache_control)
     rejects(CC("no-store=1"), "/cache_control/0/value", "takes none");
     rejects(CC("Immutable=yes, max-age=60"), "/cache_control/0/value", "takes none");
     rejects(CC("max-age=60, MAX-AGE=120"), "/cache_control/0/value", "twice");
+    /* found after any number of other directives, quoted values among them */
+    char many[2048], json[2400];
+    size_t o = 0;
+    for (int i = 0; i < 70; i++) {                   /* the check once remembered only 64 */
+        const char *v = i % 2 ? "1" : "\\\"a,b\\\""; /* JSON of the quoted string "a,b" */
+        o += (size_t)snprintf(many + o, sizeof many - o, "x%d=%s, ", i, v);
+    }
+    snprintf(many + o, sizeof many - o, "max-age=60, max-age=0");
+    snprintf(json, sizeof json, CC("%s"), many);
+    rejects(json, "/cache_control/0/value", "names max-age twice");
+    snprintf(many + o, sizeof many - o, "x69=2");
+    snprintf(json, sizeof json, CC("%s"), many);
+    rejects(json, "/cache_control/0/value", "names x69 twice");
+    /* a long directive name in the explanation, and the end of it */
+    rejects(
+        CC("max-age=5, "
+           "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+           "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx>=1 junk"),
+        "'>' after xxxx", "where ',' or the end should be");
     rejects(CC("max-age=60; public"), "/cache_control/0/value", "';' after max-age");
     rejects(CC("public max-age=60"), "/cache_control/0/value", "after public");
     rejects(CC("caf\\u00e9"), "/cache_control/0/value", "byte 0xC3 after caf");
