@@ -10,9 +10,10 @@
  * mapped. A fault inside one is answered by mapping a page of zeros over the
  * missing page, so the read that faulted completes (LMDB then finds a page
  * of zeros and reports the pack corrupt), and servd answers 503 from that
- * pack from then on. The main thread marks it the same way when a reload
- * finds the served file shorter than its map, or with a new size or mtime
- * and other first bytes, or refuses the changed file (the rewrite may not
+ * pack from then on. The main thread marks it the same way when the watch
+ * reports a write into the served file or a reload finds it changed, and it
+ * is shorter than its map or has other first bytes, or when a reload
+ * refuses the changed file (the rewrite may not
  * leave a gap to fault in, and a path in the path cache is sent by the
  * kernel from the map without a fault in servd). The watch loads whatever
  * the path holds once the copy is complete, and the old map goes away with

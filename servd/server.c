@@ -133,6 +133,42 @@ static void mark_written_in_place(sv_server *srv, const char *why)
     sv_mapguard_mark(srv->current->guard);
 }
 
+/* Whether the pack path still names the file served, and whether that
+ * file changed since it was mapped. Changed and shorter than its map, or
+ * with other first bytes (LMDB's meta pages), it was written in place:
+ * marked (no more answers from it). A touch changes the stamp alone,
+ * which must not cost a 503; two packs can share their first bytes, and
+ * then the load that follows swaps.
+ * @return 1 the file served, changed; 0 the file served, unchanged; -1
+ * another file, or none. */
+static int served_file_changed(sv_server *srv, const char *why)
+{
+    sv_file_seen now, served = {srv->current->file, srv->current->stamp, 0};
+    if (sv_file_state_get(srv->cfg->pack_path, &now.id, &now.stamp) != 0 ||
+        !sv_file_id_eq(&now.id, &served.id))
+        return -1;
+    if (sv_file_seen_same(&now, &served))
+        return 0;
+    /* Shorter than when it was mapped, pages of the map are gone: what the
+     * kernel sends from them (a cached path's body) is cut, and no fault in
+     * servd's own reads may ever tell. */
+    if (now.stamp.size < served.stamp.size ||
+        !sv_snapshot_head_same(srv->current, srv->cfg->pack_path))
+        mark_written_in_place(srv, why);
+    return 1;
+}
+
+/* The watch saw a write into the file the pack path names: when it is the
+ * file served, a cp over it shows its new bytes through the map from the
+ * first write, so it is no longer answered from at once, not when the
+ * reload after the writes finds it changed. */
+static void on_pack_written(void *arg)
+{
+    sv_server *srv = arg;
+    if (!srv->cfg->builtin && !atomic_load(srv->current->cut))
+        served_file_changed(srv, "pack written");
+}
+
 static void reload(sv_server *srv, const char *why);
 static void on_retry(uv_timer_t *t)
 {
@@ -164,28 +200,16 @@ static void reload(sv_server *srv, const char *why)
     /* The file being served, unchanged: a SIGHUP after a deploy whose
      * rename the watch has already loaded (systemctl reload comes well
      * after the watch's 75 ms) must not validate and swap it again. The
-     * same file changed in place shows its new bytes through the map: no
-     * more answers from it (mapguard.h), whatever the reload finds. */
-    sv_file_seen now, served = {srv->current->file, srv->current->stamp, 0};
-    if (sv_file_state_get(srv->cfg->pack_path, &now.id, &now.stamp) == 0 &&
-        sv_file_id_eq(&now.id, &served.id)) {
-        if (!sv_file_seen_same(&now, &served)) {
-            /* Loaded again in any case; the first bytes (LMDB's meta pages)
-             * tell a rewrite from a touch, which must not cost a 503. Two
-             * packs can share them: then the load itself swaps. */
-            /* Shorter than when it was mapped, pages of the map are gone:
-             * what the kernel sends from them (a cached path's body) is
-             * cut, and no fault in servd's own reads may ever tell. */
-            if (now.stamp.size < served.stamp.size ||
-                !sv_snapshot_head_same(srv->current, srv->cfg->pack_path))
-                mark_written_in_place(srv, why);
-        } else if (!atomic_load(srv->current->cut)) {
-            sv_say(SV_INFO, "%s: %s is still the file of pack %s; nothing to reload", why,
-                   srv->cfg->pack_path, srv->current->id_hex);
-            srv->retry_ms = 0; /* the path is back to the pack served: nothing to retry */
-            uv_timer_stop(&srv->retry_timer);
-            return;
-        }
+     * same file changed is loaded again in any case, and if it was written
+     * in place, no more answers come from the old map (mapguard.h),
+     * whatever the reload finds. */
+    sv_file_seen served = {srv->current->file, srv->current->stamp, 0};
+    if (served_file_changed(srv, why) == 0 && !atomic_load(srv->current->cut)) {
+        sv_say(SV_INFO, "%s: %s is still the file of pack %s; nothing to reload", why,
+               srv->cfg->pack_path, srv->current->id_hex);
+        srv->retry_ms = 0; /* the path is back to the pack served: nothing to retry */
+        uv_timer_stop(&srv->retry_timer);
+        return;
     }
     int rc = sv_snapshot_open(srv->cfg->pack_path, srv->nworkers, &s, &seen, err, sizeof err);
     if (srv->watch)
@@ -680,7 +704,7 @@ int sv_server_run(const sv_config *cfg, sv_snapshot *snap)
 
     sv_file_seen serving = {snap->file, snap->stamp, 0};
     if (cfg->watch && sv_watch_start(&srv->loop, cfg->pack_path, &serving, cfg->watch_poll_ms,
-                                     on_pack_changed, srv, &srv->watch) != 0)
+                                     on_pack_changed, on_pack_written, srv, &srv->watch) != 0)
         sv_say(SV_WARNING, "out of memory for the pack watch; only SIGHUP reloads");
 
     rc = start_workers(srv);

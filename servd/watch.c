@@ -48,7 +48,7 @@ struct sv_watch {
     sv_file_seen noted; /* the file last opened or refused by a reload */
     int missing;        /* the last look found no file: logged once */
     uint64_t poll_ms;
-    sv_watch_cb cb;
+    sv_watch_cb cb, written;
     void *arg;
     uv_timer_t settle;
     uv_timer_t poll;
@@ -107,13 +107,6 @@ static void on_dir_event(uv_fs_event_t *h, const char *filename, int events, int
     sv_watch *w = d->w;
     if (status < 0)
         return; /* the poll still looks */
-    /* Only a change of what a name refers to matters (UV_RENAME: moved to or
-     * from, created, deleted). UV_CHANGE is a write or an attribute change
-     * of the file itself - above all the atime update when a reload reads
-     * the new pack, which would arm a look right in the middle of the next
-     * deploy's rename and SIGHUP and load that pack twice. */
-    if (!(events & UV_RENAME))
-        return;
     if (filename) {
         int match = 0;
         for (int i = 0; i < SV_WATCH_NAMES; i++)
@@ -121,6 +114,20 @@ static void on_dir_event(uv_fs_event_t *h, const char *filename, int events, int
         if (!match)
             return;
     }
+    if (events & UV_RENAME) { /* what the name refers to: moved, created, deleted */
+        changed(w);
+        return;
+    }
+    /* UV_CHANGE: a write into the file under the name, or an attribute
+     * change. One that leaves the file as noted (an atime a reload's read
+     * updated) arms nothing: a look armed by it could fire between the
+     * next deploy's rename and SIGHUP and load that pack twice. One that
+     * changed it is told at once (a write into the served pack shows
+     * through the map), and looked at once the writes stop. */
+    sv_file_seen now = {0};
+    if (sv_file_state_get(w->path, &now.id, &now.stamp) != 0 || sv_file_seen_same(&now, &w->noted))
+        return;
+    w->written(w->arg);
     changed(w);
 }
 
@@ -231,7 +238,7 @@ static void on_poll(uv_timer_t *t)
 }
 
 int sv_watch_start(uv_loop_t *loop, const char *path, const sv_file_seen *current, uint64_t poll_ms,
-                   sv_watch_cb cb, void *arg, sv_watch **out)
+                   sv_watch_cb cb, sv_watch_cb written, void *arg, sv_watch **out)
 {
     sv_watch *w = calloc(1, sizeof *w);
     if (!w)
@@ -245,6 +252,7 @@ int sv_watch_start(uv_loop_t *loop, const char *path, const sv_file_seen *curren
     w->noted = *current;
     w->poll_ms = poll_ms;
     w->cb = cb;
+    w->written = written;
     w->arg = arg;
     uv_timer_init(loop, &w->settle);
     uv_timer_init(loop, &w->poll);

@@ -9,7 +9,9 @@
  * the last file a reload opened or refused. A change is seen
  *
  *   - by inotify (libuv uv_fs_event): the path's name, or the symlink
- *     target's name, moved, created or deleted in its directory;
+ *     target's name, moved, created or deleted in its directory, or the
+ *     file under it written (a cp over the served pack, not supported, but
+ *     told to the caller at once);
  *   - by a stat every poll interval (--watch-interval, default 2 s), for file
  *     systems where inotify sees nothing (NFS and other network file systems,
  *     FUSE) and for symlinks further up the path;
@@ -53,11 +55,15 @@ typedef void (*sv_watch_cb)(void *arg);
 
 /* Starts watching path on loop. current: the identity of the pack being
  * served (sv_snapshot.file). poll_ms: the fallback interval, 0 for none.
+ * cb: called as above. written: called at once, on the loop's thread, for
+ * every write or attribute change inotify reports of the file the path
+ * names, while it differs from the one last noted (a cp over the served
+ * pack, a touch); the look that calls cb follows once the writes settle.
  * Directories that cannot be watched with inotify are logged once and left
  * to the poll.
  * @return 0, or -1 when out of memory (nothing was started). */
 int sv_watch_start(uv_loop_t *loop, const char *path, const sv_file_seen *current, uint64_t poll_ms,
-                   sv_watch_cb cb, void *arg, sv_watch **out);
+                   sv_watch_cb cb, sv_watch_cb written, void *arg, sv_watch **out);
 
 /* Records what a reload (from the watch or from SIGHUP) just opened or
  * refused: the watch calls back only when the path changes again. A

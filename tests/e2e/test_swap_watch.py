@@ -48,13 +48,14 @@ def wait_body(port, want, what, each=None):
 
 
 def own_servd(name, pack, workers=1, interval="0.2"):
-    """A servd of its own on a fresh live path holding pack, polled every interval, with
-    an admin port: (live, admin port, the Servd to enter)."""
+    """A servd of its own on a fresh live path holding pack, polled every interval (None:
+    --no-watch), with an admin port: (live, admin port, the Servd to enter)."""
     live = sw.Live(name)
     live.rename_in(pack)
     adm = st.free_port()
-    return live, adm, st.Servd(live.path, workers=workers, extra=[
-        "--watch-interval", interval, "--admin", "127.0.0.1:%d" % adm])
+    watch = ["--no-watch"] if interval is None else ["--watch-interval", interval]
+    return live, adm, st.Servd(live.path, workers=workers, extra=watch + [
+        "--admin", "127.0.0.1:%d" % adm])
 
 
 class Site:
@@ -264,8 +265,9 @@ def t_a_pack_cut_short_in_place_does_not_kill_servd(s):
     # Writing into the live pack (cp onto the path) is not supported, but it must not take
     # the server down: cp truncates first, and reading a page past the new end of a map
     # raises SIGBUS (mapguard.h). servd answers those requests with errors, keeps running,
-    # and loads the file once it holds a whole pack again.
-    live, adm, servd = own_servd("cut-live", s.v.packs[0], workers=2, interval="0.3")
+    # and loads the file once it holds a whole pack again. Without the watch, which would
+    # see the cut and stop answering from the map before a read could fault.
+    live, adm, servd = own_servd("cut-live", s.v.packs[0], workers=2, interval=None)
     with servd as d:
         eq(st.get(d.port, "/").status, 200, "before")
         os.truncate(live.path, 0)
@@ -291,12 +293,47 @@ def t_a_pack_cut_short_in_place_does_not_kill_servd(s):
             c.expect_closed("after the 503 to HEAD")
         with open(s.v.packs[1], "rb") as f, open(live.path, "r+b") as g:
             g.write(f.read())
+        d.proc.send_signal(signal.SIGHUP)
         wait_body(d.port, s.v.index(2), "the rewritten file, complete again, loaded",
                   lambda r: ok(not r or r.status in (503, 200), "while waiting: %r"
                                % (r and r.status)))
         ok("cut from its file" in d.read_log(), "the cut is logged: %s" % d.read_log()[-800:])
         eq(st.get(adm, "/healthz").status, 200, "/healthz once a whole pack is loaded")
         eq(sw.metrics(adm)["servd_pack_cut"], 0, "servd_pack_cut once loaded")
+
+
+def t_a_cp_over_the_served_pack_is_answered_503_from_its_first_write(s):
+    # cp over the live file rewrites the pages servd has mapped, and a path in a worker's
+    # path cache was then answered with the old headers (its strong ETag, which a CDN
+    # keeps) and bytes of the other pack, until the stat fallback saw the new mtime; with
+    # --watch-interval 0, for ever. The inotify watch now reports the write itself: from
+    # it on, 503 until the file, whole again, is loaded. No poll here: inotify alone.
+    live, adm, servd = own_servd("cp-live", s.v.packs[0], workers=1, interval="0")
+    expect = s.v.expectations()
+    paths = ["/", "/js/app.js", "/img/big.bin"]
+    with servd as d:
+        for p in paths:  # into the path cache
+            eq(fetch(d.port, p).status, 200, "%s before" % p)
+        with open(s.v.packs[1], "rb") as f, open(live.path, "wb") as g:  # what cp does
+            g.write(f.read())
+        time.sleep(0.05)  # the watch's event, on the main thread, while workers serve
+        seen = set()
+        t0 = time.time()
+        while time.time() - t0 < QUIET:
+            for p in paths:
+                r = fetch(d.port, p)
+                if r is None or r.status == 503:
+                    seen.add(503)
+                    continue
+                eq(r.status, 200, "%s after the cp" % p)
+                got = expect[(p if p != "/" else "/index.html", "identity")].get(r.get("ETag"))
+                ok(got is not None and got[1] == r.body,
+                   "%s after the cp: ETag %s with a body of %d bytes that is not its own"
+                   % (p, r.get("ETag"), len(r.body)))
+                seen.add(got[0])
+        ok("was written in place" in d.read_log(), "logged: %s" % d.read_log()[-800:])
+        wait_body(d.port, s.v.index(2), "the copied pack, whole, loaded")
+        ok(seen <= {503, 1, 2}, "answers after the cp: %r" % seen)
 
 
 def t_a_touch_or_a_link_of_the_served_pack_costs_no_503(s):
