@@ -150,10 +150,15 @@ static void on_listen(uv_poll_t *p, int status, int events)
             uv_timer_start(&w->accept_pause, on_accept_pause_end, SV_ACCEPT_PAUSE_MS, 0);
             return;
         }
-        if (w->nconns >= w->cfg->max_conns)
+        if (w->nconns >= w->cfg->max_conns) {
             reject(w, fd);
-        else
+        } else {
             sv__conn_accept(w, fd);
+            /* If that took the last slot, room for a next client is made
+             * only once one waits after a turn: looked for now, it cost a
+             * connection for a client that may not exist. */
+            settled = 0;
+        }
     }
 }
 

@@ -116,6 +116,28 @@ def t_max_conns_makes_room_by_closing_an_idle_keepalive():
             c.close()
 
 
+def t_max_conns_closes_one_idle_connection_for_one_newcomer():
+    """With every connection idle long enough, a newcomer costs one of them, not two:
+    servd closed a second one right after accepting the newcomer, looking for room for
+    a next client before it knew there was one (a CDN's pool was cut twice as fast)."""
+    adm = st.free_port()
+    with st.Servd(pack(), extra=["--max-conns", "5", "--admin", "127.0.0.1:%d" % adm]) as s:
+        held = served_connections(s.port, 5)
+        time.sleep(3.5)
+        c = st.Conn(s.port)
+        c.send(st.req("GET", "/"))
+        eq(c.read_response().status, 200, "a newcomer while all sat idle")
+        ok(held[0].closed_after(2.0), "the oldest idle connection was closed to make room")
+        time.sleep(0.3)  # a second close would have come in the same turns
+        m = st.metrics(adm)
+        eq((m["servd_connections_open"], m['servd_timeouts_total{kind="idle"}']), (5.0, 1.0),
+           "open connections and idle closes after one newcomer")
+        for i, h in enumerate(held[1:] + [c]):
+            h.send(st.req("GET", "/"))
+            eq(h.read_response().status, 200, "connection %d still served" % i)
+            h.close()
+
+
 def t_max_conns_makes_room_by_closing_a_silent_connection():
     """A connection that has sent nothing since it was accepted for 3 s or more is as
     idle as a keep-alive one: at --max-conns it is closed to make room, the oldest
