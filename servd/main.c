@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include "activation.h"
@@ -401,6 +402,9 @@ int main(int argc, char **argv)
      * (snapshot.c, sf/isolate.h). Prints SF_CHECK_OK, or the reason for a
      * refusal. */
     if (check) {
+        /* Dies with the servd that started it (a stop while it runs, a
+         * kill): an orphan would go on reading the whole pack for nothing. */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
         char err[1024] = "";
         int rc = sf_pack_check_structure(NULL, argv[2], err, sizeof err);
         printf("%s\n", rc == 0 ? SF_CHECK_OK : err[0] ? err : sf_strerror(rc));
@@ -408,6 +412,7 @@ int main(int argc, char **argv)
             return SF_CHECK_EXIT_NO_VERDICT; /* out of memory or descriptors */
         return rc != 0;
     }
+    sv_server_end_on_early_stop();
     static sv_config cfg;
     static sv_user user;
     const char *user_name = NULL;

@@ -27,6 +27,11 @@ void sv_say_init(void)
               (unsigned long long)st.st_ino == ino;
 }
 
+int sv_say_journal(void)
+{
+    return journal;
+}
+
 void sv_say(int prio, const char *fmt, ...)
 {
     int saved = errno;

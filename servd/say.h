@@ -26,6 +26,9 @@ enum sv_prio {
 /* Decides once whether standard error is the journal (before threads). */
 void sv_say_init(void);
 
+/* Whether it is (after sv_say_init): a line then starts with "<N>". */
+int sv_say_journal(void);
+
 /* Writes "servd: " and the formatted message as one write(2): safe from
  * any thread, and lines of two threads never interleave. A message of
  * several lines has the priority on each. */

@@ -306,6 +306,35 @@ void sv_server_note_early_signals(void)
     signal(SIGUSR2, SIG_IGN); /* see on_signal */
 }
 
+static const int stop_signals[] = {SIGTERM, SIGINT, SIGQUIT};
+static char early_stop_line[3][80];
+static size_t early_stop_len[3];
+
+static void on_early_stop(int signum)
+{
+    for (int i = 0; i < 3; i++)
+        if (stop_signals[i] == signum &&
+            write(STDERR_FILENO, early_stop_line[i], early_stop_len[i]) < 0)
+            break; /* nowhere to say it */
+    _exit(0);
+}
+
+void sv_server_end_on_early_stop(void)
+{
+    static const char *const names[] = {"SIGTERM", "SIGINT", "SIGQUIT"};
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_early_stop;
+    sigfillset(&sa.sa_mask);
+    for (int i = 0; i < 3; i++) {
+        int n = snprintf(early_stop_line[i], sizeof early_stop_line[i],
+                         "%sservd: %s while starting: stopped before serving\n",
+                         sv_say_journal() ? "<5>" : "", names[i]);
+        early_stop_len[i] = (size_t)n;
+        sigaction(stop_signals[i], &sa, NULL);
+    }
+}
+
 static void on_signal(uv_signal_t *h, int signum)
 {
     sv_server *srv = h->data;

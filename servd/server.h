@@ -136,6 +136,12 @@ typedef struct sv_config {
  * acts on them once servd is listening. Called before the pack is opened. */
 void sv_server_note_early_signals(void);
 
+/* Until the main loop takes them, SIGTERM, SIGINT and SIGQUIT end servd at
+ * once with status 0 and a line that says so: nothing is served yet, and a
+ * check of a large pack can take seconds (the check child dies with servd:
+ * main.c). Called after sv_say_init, not in the check child. */
+void sv_server_end_on_early_stop(void);
+
 /* Runs servd until it is stopped. Takes over the caller's reference on
  * snap. @return the process exit code (0 after a graceful stop, 1 when
  * the sockets, the admin address or the access log cannot be set up). */

@@ -360,6 +360,70 @@ def t_a_worker_that_cannot_start_is_exit_1():
     ok({1, 2} <= seen, "worker 1 and worker 2 were each made to fail (saw %s)" % sorted(seen))
 
 
+def check_children(pid):
+    """The pids of the servd --check-pack children of pid."""
+    kids = []
+    for d in os.listdir("/proc"):
+        try:
+            with open("/proc/%s/stat" % d) as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            with open("/proc/%s/cmdline" % d, "rb") as f:
+                cmd = f.read()
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == pid and b"--check-pack" in cmd:
+            kids.append(int(d))
+    return kids
+
+
+def running(pid):
+    """Whether pid exists and has not exited (a zombie has)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def t_a_stop_while_the_pack_is_checked_ends_servd_and_the_check():
+    """A stop signal while servd checks the pack at startup (seconds, for a large pack):
+    servd died by the signal's default action (status 143, not the 0 of a stop, and
+    nothing said), and its check child went on reading the pack as an orphan. Now servd
+    says so and exits 0, and the check dies with it. The check is held back here by a
+    slow first read of the pack (swap_open.so)."""
+    for sig, name in ((signal.SIGTERM, "SIGTERM"), (signal.SIGINT, "SIGINT")):
+        env = st.preload_env(os.path.join(st.BUILD_DIR, "swap_open.so"),
+                             SLOW_READ="startup.lmdb", SLOW_READ_MS="20000")
+        p = subprocess.Popen([st.SERVD, "--pack", good_pack(), "--listen",
+                              "127.0.0.1:%d" % st.free_port()],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                             stdin=subprocess.DEVNULL, env=env)
+        try:
+            t0, kids = time.time(), []
+            while not kids and time.time() - t0 < 10:
+                time.sleep(0.05)
+                kids = check_children(p.pid)
+            ok(kids, "%s: no check child of servd found" % name)
+            time.sleep(0.2)
+            p.send_signal(sig)
+            try:
+                _, err = p.communicate(timeout=10)
+            except subprocess.TimeoutExpired:  # the check child holds the stderr pipe
+                raise st.Fail("%s: servd, or an orphaned check child, still runs 10 s after "
+                              "the signal" % name)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
+        err = err.decode(errors="replace")
+        eq(p.returncode, 0, "%s during the check: exit status (stderr %r)" % (name, err))
+        ok("%s while starting: stopped before serving" % name in err, "%s: said: %r" % (name, err))
+        t0 = time.time()
+        while any(running(k) for k in kids) and time.time() - t0 < 5:
+            time.sleep(0.05)
+        ok(not any(running(k) for k in kids), "%s: the check child outlived servd" % name)
+
+
 def t_no_proc_fd_is_named():
     """Without /proc (a bare chroot or container), the pack opened once cannot be checked
     through /proc/self/fd/N: servd must say so, not "No such file" about a pack that is
