@@ -131,6 +131,19 @@ void sv__conn_close(sv_conn *c)
     uv_close((uv_handle_t *)&c->tcp, on_close);
 }
 
+void sv__conn_abort(sv_conn *c)
+{
+    /* A reset (SO_LINGER 0): after a FIN, the kernel would keep what the
+     * client never took, up to a send buffer (megabytes, autotuned), in an
+     * orphaned socket in FIN-WAIT-1 that probes a closed window for minutes;
+     * a slow-read attack would pile them up. */
+    uv_os_fd_t fd;
+    struct linger now = {1, 0};
+    if (c->state != SV_CS_CLOSED && uv_fileno((uv_handle_t *)&c->tcp, &fd) == 0)
+        setsockopt(fd, SOL_SOCKET, SO_LINGER, &now, sizeof now);
+    sv__conn_close(c);
+}
+
 static void on_close(uv_handle_t *h)
 {
     sv_conn *c = (sv_conn *)h;

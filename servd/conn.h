@@ -81,6 +81,10 @@ size_t sv__conn_queued(sv_conn *c);
 /* Closes c now: queued writes are cancelled. Safe on a closed connection. */
 void sv__conn_close(sv_conn *c);
 
+/* Closes c with a reset, its unsent and unacknowledged bytes dropped: for a
+ * client that took nothing for --send-timeout. */
+void sv__conn_abort(sv_conn *c);
+
 /* conn_log.c, with an access log: a line (408, request "-") for c, closed
  * by the header timeout, when part of a request head had arrived on it. */
 void sv__conn_log_header_timeout(sv_conn *c);

@@ -59,7 +59,7 @@ void sv__conn_sweep(sv_worker *w)
                 c->t_progress = now;
             } else if (now - c->t_progress >= cfg->send_ms) {
                 sv__count(&w->ctr->timeouts[SV_TO_SEND], 1);
-                sv__conn_close(c);
+                sv__conn_abort(c);
             }
             continue;
         }

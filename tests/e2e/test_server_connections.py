@@ -315,6 +315,20 @@ def t_idle_timeout_serves_a_request_that_just_arrived():
             eq(r.status, 200, "the request that came at the idle timeout")
 
 
+def tcp_states(local_port, remote_port):
+    """The TCP states (hex, as /proc/net/tcp writes them: 04 is FIN-WAIT-1) of the
+    sockets from 127.0.0.1:local_port to remote_port."""
+    states = []
+    with open("/proc/net/tcp") as f:
+        for line in f.readlines()[1:]:
+            fields = line.split()
+            local, remote, state = fields[1], fields[2], fields[3]
+            if (int(local.split(":")[1], 16) == local_port and
+                    int(remote.split(":")[1], 16) == remote_port):
+                states.append(state)
+    return states
+
+
 def t_send_timeout_client_stops_reading():
     adm = st.free_port()
     with st.Servd(pack(), extra=["--send-timeout", "1", "--admin", "127.0.0.1:%d" % adm]) as s:
@@ -324,6 +338,11 @@ def t_send_timeout_client_stops_reading():
         c.connect(("127.0.0.1", s.port))
         c.sendall(st.req("GET", "/big.bin"))
         time.sleep(3.5)  # read nothing: servd's writes stall
+        # servd reset the connection: after a FIN the kernel kept the bytes the client
+        # never took in an orphaned socket in FIN-WAIT-1 (state 04), probing a closed
+        # window for minutes; a slow-read attack piles them up.
+        eq(tcp_states(s.port, c.getsockname()[1]), [],
+           "servd's end of the connection after the send timeout")
         got = 0
         reset = False
         c.settimeout(5)
