@@ -19,7 +19,8 @@
  *   3. lookup: "/dir/" serves "/dir/index.html"; "/dir" without its own key
  *      but with "/dir/index.html" -> 301 to "/dir/" keeping the query; SPA
  *      fallback (site->spa, unless the last segment's extension names a
- *      file other than a page: sf_ext_names_file) -> "/index.html"
+ *      file other than a page: sf_ext_names_file, or the path is under
+ *      /.well-known/) -> "/index.html"
  *      as a 200; otherwise the site's 404 page (negotiated like any file, sent with
  *      status 404, no conditionals, no ranges, identity when nothing else is
  *      acceptable) or a built-in text 404;
@@ -527,8 +528,14 @@ static enum resolved resolve(sv__resp *c, sf_entry *e, char *key, size_t *klenp)
          * names a file other than a page: a script, style sheet, image or
          * build output that is missing must not get HTML, but
          * /user/jane.doe and /docs/v1.2 are routes (klen: the key before
-         * any index.html) */
-        if (!sf_ext_names_file(key, klen)) {
+         * any index.html). Nor is anything under /.well-known/ (RFC 8615):
+         * those names are registered documents that clients read as such
+         * (apple-app-site-association, openid-configuration, ACME
+         * challenges), never the application's routes. */
+        static const char wk[] = "/.well-known";
+        size_t n = sizeof wk - 1;
+        int well_known = klen >= n && memcmp(key, wk, n) == 0 && (klen == n || key[n] == '/');
+        if (!well_known && !sf_ext_names_file(key, klen)) {
             rc = sf_lookup(c->rd, "/index.html", 11, e);
             if (rc == 0)
                 return R_SPA;

@@ -205,14 +205,18 @@ def t_relative_target_is_400(S):
 def t_spa_fallback(S):
     with st.Servd(S.fixture.pack, spa=True) as spa:
         for t in ("/app/route", "/some/deep/client/route", "/login", "/users/42?tab=1",
-                  "/user/jane.doe", "/blog/v1.2", "/about.html", "/u/a.b.c?x=1"):
+                  "/user/jane.doe", "/blog/v1.2", "/about.html", "/u/a.b.c?x=1",
+                  "/.well-knownish/route", "/app/.well-known/x"):
             r = raw_get(spa.port, t)
             eq(r.status, 200, "--spa GET %s: status" % t)
             eq(r.body, S.fixture.files["/index.html"], "--spa GET %s: body is /index.html" % t)
         for t in ("/x.css", "/missing.js", "/img/nope.png", "/data/gone.json", "/f/x.WOFF2",
-                  "/Build/game.data", "/wp-login.php"):
+                  "/Build/game.data", "/wp-login.php",
+                  # RFC 8615 names: documents, not routes, whatever their extension
+                  "/.well-known/apple-app-site-association", "/.well-known/acme-challenge/t0k3n",
+                  "/.well-known/openid-configuration", "/.well-known"):
             r = raw_get(spa.port, t)
-            eq(r.status, 404, "--spa GET %s (a known type, not a page): status" % t)
+            eq(r.status, 404, "--spa GET %s (not a route of the application): status" % t)
             eq(r.body, S.fixture.files["/404.html"], "--spa GET %s: 404 page" % t)
         expect_file_on = raw_get(spa.port, "/docs/guide.txt")
         eq(expect_file_on.body, S.fixture.files["/docs/guide.txt"], "--spa: real files still served")
