@@ -143,12 +143,14 @@ static uint64_t parse_seconds(const char *opt, const char *s)
     return parse_seconds_or_off(opt, s, 0);
 }
 
+/* A whole number: digits only (strtol alone would also take " 2" and
+ * "+2"). */
 static long parse_count(const char *opt, const char *s, long max)
 {
     char *end;
     errno = 0;
     long v = strtol(s, &end, 10);
-    if (!*s || *end || errno || v < 1 || v > max)
+    if (*s < '0' || *s > '9' || *end || errno || v < 1 || v > max)
         usage_error("%s '%s': expected a whole number from 1 to %ld", opt, s, max);
     return v;
 }

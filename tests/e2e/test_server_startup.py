@@ -227,6 +227,8 @@ def t_usage_errors():
         (["--pack", pack, "--workers", "0"], "--workers 0"),
         (["--pack", pack, "--workers", "many"], "--workers many"),
         (["--pack", pack, "--workers", "100000"], "--workers too many"),
+        (["--pack", pack, "--workers", " 2"], "--workers with a space (as --idle-timeout ' 5')"),
+        (["--pack", pack, "--max-conns", "+5"], "--max-conns with a sign"),
         (["--pack", pack, "--listen", "nonsense"], "--listen without a port"),
         (["--pack", pack, "--listen", "::1:80"], "--listen IPv6 without brackets"),
         (["--pack", pack, "--listen", "127.0.0.1:99999"], "--listen port out of range"),
