@@ -144,10 +144,17 @@ static void on_listen(uv_poll_t *p, int status, int events)
         if (fd == SV_ACCEPT_NONE)
             return;
         if (fd == SV_ACCEPT_PAUSE) {
-            int emfile = errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM;
+            int fds = errno == EMFILE || errno == ENFILE;
+            int emfile = fds || errno == ENOBUFS || errno == ENOMEM;
             sv__count(&w->ctr->errors[emfile ? SV_ERR_EMFILE : SV_ERR_ACCEPT], 1);
             set_accepting(w, 0);
-            uv_timer_start(&w->accept_pause, on_accept_pause_end, SV_ACCEPT_PAUSE_MS, 0);
+            /* Out of descriptors, a connection that frees one by the end
+             * of this turn is looked for as at --max-conns (an idle one, a
+             * silent one, one whose client has gone), and the accept is
+             * tried again after the turn: without it, silent sockets held
+             * every descriptor until the header timeout. */
+            int room = fds && may_reclaim && sv__conn_make_room(w, 1);
+            uv_timer_start(&w->accept_pause, on_accept_pause_end, room ? 0 : SV_ACCEPT_PAUSE_MS, 0);
             return;
         }
         if (w->nconns >= w->cfg->max_conns) {
