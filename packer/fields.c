@@ -385,7 +385,7 @@ static int named_before(const char *s, const char *name, size_t n)
 const char *pk_cache_control_problem(const char *s, char *why, size_t cap)
 {
     char b[16];
-    size_t count = 0;
+    int any = 0;
     const char *p = s;
     for (;;) {
         while (*p == ' ' || *p == '\t' || *p == ',')
@@ -443,9 +443,9 @@ const char *pk_cache_control_problem(const char *s, char *why, size_t cap)
             snprintf(why, cap, "names %.*s twice", (int)n, name);
             return why;
         }
-        count++;
+        any = 1;
     }
-    if (count == 0) {
+    if (!any) {
         snprintf(why, cap, "has no directive");
         return why;
     }

@@ -232,13 +232,13 @@ static int parse_section(const char *path, json_t *arr, const char *sname, enum 
         const char *why;
         char vptr[sizeof ptr + 8]; /* the JSON pointer of the value */
         snprintf(vptr, sizeof vptr, "%s/%s", ptr, s == S_MIME ? "type" : "value");
-        char ccwhy[1024]; /* the longest fixed text is 190 bytes; the rest quotes the value */
+        char why_buf[1024]; /* the explanation of a bad value; it may quote a part of it */
         if (s == S_CC && ((why = pk_header_value_problem(a)) != NULL ||
-                          (why = pk_cache_control_problem(a, ccwhy, sizeof ccwhy)) != NULL)) {
+                          (why = pk_cache_control_problem(a, why_buf, sizeof why_buf)) != NULL)) {
             RULE_ERR(path, vptr, "the Cache-Control value \"%s\" %s", a, why);
             return -1;
         }
-        if (s == S_MIME && (why = pk_mime_type_problem(a, ccwhy, sizeof ccwhy)) != NULL) {
+        if (s == S_MIME && (why = pk_mime_type_problem(a, why_buf, sizeof why_buf)) != NULL) {
             RULE_ERR(path, vptr,
                      "\"%s\" is not a media type (type/subtype[; name=value]...): it %s", a, why);
             return -1;
@@ -266,7 +266,7 @@ static int parse_section(const char *path, json_t *arr, const char *sname, enum 
                 return -1;
             }
             if ((why = pk_header_value_problem(b)) != NULL ||
-                (why = pk_header_syntax_problem(a, b, ccwhy, sizeof ccwhy)) != NULL) {
+                (why = pk_header_syntax_problem(a, b, why_buf, sizeof why_buf)) != NULL) {
                 RULE_ERR(path, vptr, "the value of %s %s", a, why);
                 return -1;
             }

@@ -391,7 +391,7 @@ int main(int argc, char **argv)
     if (sf_std_fds_open() != 0)
         return 1; /* nowhere to say why */
     sv_say_init();
-    int check = argc == 3 && strcmp(argv[1], "--check-pack") == 0;
+    int check = (argc == 3 || argc == 4) && strcmp(argv[1], "--check-pack") == 0;
     if (sf_sha256_ready() != 0) {
         if (check) {
             printf("out of memory setting up SHA-256\n");
@@ -405,8 +405,12 @@ int main(int argc, char **argv)
      * refusal. */
     if (check) {
         /* Dies with the servd that started it (a stop while it runs, a
-         * kill): an orphan would go on reading the whole pack for nothing. */
+         * kill): an orphan would go on reading the whole pack for nothing.
+         * servd may have ended before the request: its pid is the last
+         * argument. */
         prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (argc == 4 && (long)getppid() != atol(argv[3]))
+            return SF_CHECK_EXIT_NO_VERDICT;
         char err[1024] = "";
         int rc = sf_pack_check_structure(NULL, argv[2], err, sizeof err);
         printf("%s\n", rc == 0 ? SF_CHECK_OK : err[0] ? err : sf_strerror(rc));

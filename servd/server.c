@@ -144,18 +144,26 @@ static void mark_written_in_place(sv_server *srv, const char *why)
 static int served_file_changed(sv_server *srv, const char *why)
 {
     sv_file_seen now, served = {srv->current->file, srv->current->stamp, 0};
-    if (sv_file_state_get(srv->cfg->pack_path, &now.id, &now.stamp) != 0 ||
-        !sv_file_id_eq(&now.id, &served.id))
-        return -1;
-    if (sv_file_seen_same(&now, &served))
-        return 0;
-    /* Shorter than when it was mapped, pages of the map are gone: what the
-     * kernel sends from them (a cached path's body) is cut, and no fault in
-     * servd's own reads may ever tell. */
-    if (now.stamp.size < served.stamp.size ||
-        !sv_snapshot_head_same(srv->current, srv->cfg->pack_path))
-        mark_written_in_place(srv, why);
-    return 1;
+    /* Identity, stamp and first bytes from one open file: a rename between
+     * a stat and an open by name would compare another pack's bytes. */
+    int fd = open(srv->cfg->pack_path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    int rc = fd >= 0 ? sv_file_state_of(fd, &now.id, &now.stamp)
+                     : sv_file_state_get(srv->cfg->pack_path, &now.id, &now.stamp);
+    int changed = -1;
+    if (rc == 0 && sv_file_id_eq(&now.id, &served.id)) {
+        changed = !sv_file_seen_same(&now, &served);
+        /* Shorter than when it was mapped, pages of the map are gone: what
+         * the kernel sends from them (a cached path's body) is cut, and no
+         * fault in servd's own reads may ever tell. Without a descriptor,
+         * the first bytes cannot be compared: the load that follows
+         * decides. */
+        if (changed && (now.stamp.size < served.stamp.size ||
+                        (fd >= 0 && !sv_snapshot_head_same(srv->current, fd))))
+            mark_written_in_place(srv, why);
+    }
+    if (fd >= 0)
+        close(fd);
+    return changed;
 }
 
 /* The watch saw a write into the file the pack path names: when it is the
@@ -330,7 +338,7 @@ void sv_server_end_on_early_stop(void)
         int n = snprintf(early_stop_line[i], sizeof early_stop_line[i],
                          "%sservd: %s while starting: stopped before serving\n",
                          sv_say_journal() ? "<5>" : "", names[i]);
-        early_stop_len[i] = (size_t)n;
+        early_stop_len[i] = n < 0 ? 0 : strnlen(early_stop_line[i], sizeof early_stop_line[i]);
         sigaction(stop_signals[i], &sa, NULL);
     }
 }

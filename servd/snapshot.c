@@ -257,6 +257,18 @@ int sv_file_state_get(const char *path, sv_file_id *id, sv_file_stamp *stamp)
     return 0;
 }
 
+int sv_file_state_of(int fd, sv_file_id *id, sv_file_stamp *stamp)
+{
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        *id = (sv_file_id){0, 0};
+        return -errno;
+    }
+    *id = id_of(&st);
+    *stamp = stamp_of(&st);
+    return 0;
+}
+
 int sv_file_id_get(const char *path, sv_file_id *id)
 {
     sv_file_stamp unused;
@@ -356,8 +368,12 @@ int sv_snapshot_open(const char *path, int nreaders, sv_snapshot **out, sv_file_
      * running server. Walk it once in a child first (sf/isolate.h). */
     /* The check runs as a fresh program (servd --check-pack), not a bare
      * fork: a fork of this multi-threaded process could inherit a lock that
-     * another thread holds. The descriptor is inherited for the spawn only. */
-    char *argv[] = {self_exe(), "--check-pack", fdpath, NULL};
+     * another thread holds. The descriptor is inherited for the spawn only.
+     * The child is told servd's pid, to tell whether servd ended before it
+     * asked to end with it (main.c). */
+    char pid[24];
+    snprintf(pid, sizeof pid, "%ld", (long)getpid());
+    char *argv[] = {self_exe(), "--check-pack", fdpath, pid, NULL};
     fcntl(fd, F_SETFD, 0);
     rc = sf_check_spawn(argv, path, SF_CHECK_TIMEOUT_MS, err, errlen);
     if (rc == SF_EIO && strcmp(argv[0], "/proc/self/exe") != 0) {
@@ -444,15 +460,11 @@ void sv_snapshot_unref(sv_snapshot *s)
     atomic_fetch_sub(&live_snapshots, 1);
 }
 
-int sv_snapshot_head_same(const sv_snapshot *s, const char *path)
+int sv_snapshot_head_same(const sv_snapshot *s, int fd)
 {
     /* pread of a short file leaves the rest zero, as at open */
     unsigned char now[SV_SNAPSHOT_HEAD] = {0};
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0)
-        return 0;
     ssize_t n = pread(fd, now, sizeof now, 0);
-    close(fd);
     return n >= 0 && head_hash(now, sizeof now) == s->head_hash;
 }
 

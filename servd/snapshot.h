@@ -54,6 +54,8 @@ typedef struct sv_file_stamp {
 /* Fills id and stamp with what path resolves to now. @return 0, or -errno
  * (id zeroed). */
 int sv_file_state_get(const char *path, sv_file_id *id, sv_file_stamp *stamp);
+/* The same of an open file. */
+int sv_file_state_of(int fd, sv_file_id *id, sv_file_stamp *stamp);
 
 static inline int sv_file_stamp_eq(const sv_file_stamp *a, const sv_file_stamp *b)
 {
@@ -131,9 +133,9 @@ int sv_snapshot_open(const char *path, int nreaders, sv_snapshot **out, sv_file_
 int sv_snapshot_check_entry(sf_reader *rd, const sf_entry *e, int is404, const char *file,
                             const char *what, sf_view name, char *err, size_t errlen);
 
-/* Whether the file at path still starts as s's did: 1 yes, 0 no (or it
- * cannot be read). */
-int sv_snapshot_head_same(const sv_snapshot *s, const char *path);
+/* Whether the open file fd starts as s's did: 1 yes, 0 no (or it cannot be
+ * read). */
+int sv_snapshot_head_same(const sv_snapshot *s, int fd);
 
 /* Takes one more reference. The caller must already hold one (or own the
  * pointer through a published slot it is responsible for). */

@@ -101,6 +101,18 @@ static void changed(sv_watch *w)
     uv_timer_start(&w->settle, on_settled, delay, 0);
 }
 
+/* Writes into the file under the name: looked at once they have stopped
+ * for SV_WATCH_SETTLE_MS, however long they go on (a long cp would
+ * otherwise have its partial file checked, and refused, every
+ * SV_WATCH_SETTLE_MAX_MS), unless a burst of renames is already waiting. */
+static void writes_seen(sv_watch *w)
+{
+    if (w->burst_start)
+        changed(w);
+    else
+        uv_timer_start(&w->settle, on_settled, SV_WATCH_SETTLE_MS, 0);
+}
+
 static void on_dir_event(uv_fs_event_t *h, const char *filename, int events, int status)
 {
     struct dirwatch *d = h->data;
@@ -119,16 +131,16 @@ static void on_dir_event(uv_fs_event_t *h, const char *filename, int events, int
         return;
     }
     /* UV_CHANGE: a write into the file under the name, or an attribute
-     * change. One that leaves the file as noted (an atime a reload's read
-     * updated) arms nothing: a look armed by it could fire between the
-     * next deploy's rename and SIGHUP and load that pack twice. One that
-     * changed it is told at once (a write into the served pack shows
-     * through the map), and looked at once the writes stop. */
+     * change. One that leaves its size and mtime as noted (a chmod, a hard
+     * link kept for a rollback: only the ctime moves) is nothing new and
+     * arms nothing. One that changed them is told at once (a write into
+     * the served pack shows through the map), and looked at once the
+     * writes stop. */
     sv_file_seen now = {0};
     if (sv_file_state_get(w->path, &now.id, &now.stamp) != 0 || sv_file_seen_same(&now, &w->noted))
         return;
     w->written(w->arg);
-    changed(w);
+    writes_seen(w);
 }
 
 /* Points d at dir with the given names, restarting the inotify watch only

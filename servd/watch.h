@@ -58,7 +58,8 @@ typedef void (*sv_watch_cb)(void *arg);
  * cb: called as above. written: called at once, on the loop's thread, for
  * every write or attribute change inotify reports of the file the path
  * names, while it differs from the one last noted (a cp over the served
- * pack, a touch); the look that calls cb follows once the writes settle.
+ * pack, a touch); the look that calls cb follows once the writes have
+ * stopped for SV_WATCH_SETTLE_MS.
  * Directories that cannot be watched with inotify are logged once and left
  * to the poll.
  * @return 0, or -1 when out of memory (nothing was started). */

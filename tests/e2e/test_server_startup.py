@@ -362,22 +362,6 @@ def t_a_worker_that_cannot_start_is_exit_1():
     ok({1, 2} <= seen, "worker 1 and worker 2 were each made to fail (saw %s)" % sorted(seen))
 
 
-def check_children(pid):
-    """The pids of the servd --check-pack children of pid."""
-    kids = []
-    for d in os.listdir("/proc"):
-        try:
-            with open("/proc/%s/stat" % d) as f:
-                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-            with open("/proc/%s/cmdline" % d, "rb") as f:
-                cmd = f.read()
-        except (OSError, ValueError, IndexError):
-            continue
-        if ppid == pid and b"--check-pack" in cmd:
-            kids.append(int(d))
-    return kids
-
-
 def running(pid):
     """Whether pid exists and has not exited (a zombie has)."""
     try:
@@ -404,7 +388,7 @@ def t_a_stop_while_the_pack_is_checked_ends_servd_and_the_check():
             t0, kids = time.time(), []
             while not kids and time.time() - t0 < 10:
                 time.sleep(0.05)
-                kids = check_children(p.pid)
+                kids = st.check_children(p.pid)
             ok(kids, "%s: no check child of servd found" % name)
             time.sleep(0.2)
             p.send_signal(sig)
