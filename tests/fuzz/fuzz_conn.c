@@ -65,8 +65,9 @@ static sv_metrics metrics;
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     /* sv_snapshot_open() checks a pack in a fresh run of this program
-     * (snapshot.c: /proc/self/exe --check-pack FD): answer as servd does. */
-    if (*argc == 3 && strcmp((*argv)[1], "--check-pack") == 0) {
+     * (snapshot.c: /proc/self/exe --check-pack FD PID): answer as servd
+     * does. */
+    if ((*argc == 3 || *argc == 4) && strcmp((*argv)[1], "--check-pack") == 0) {
         char err[1024] = "";
         int rc = sf_sha256_ready() != 0
                      ? SF_ENOMEM
