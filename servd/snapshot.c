@@ -245,28 +245,28 @@ static sv_file_stamp stamp_of(const struct stat *st)
                            (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec};
 }
 
-int sv_file_state_get(const char *path, sv_file_id *id, sv_file_stamp *stamp)
+/* What stat or fstat returned (rc) put into id and stamp. */
+static int state_from(int rc, const struct stat *st, sv_file_id *id, sv_file_stamp *stamp)
 {
-    struct stat st;
-    if (stat(path, &st) != 0) {
+    if (rc != 0) {
         *id = (sv_file_id){0, 0};
         return -errno;
     }
-    *id = id_of(&st);
-    *stamp = stamp_of(&st);
+    *id = id_of(st);
+    *stamp = stamp_of(st);
     return 0;
+}
+
+int sv_file_state_get(const char *path, sv_file_id *id, sv_file_stamp *stamp)
+{
+    struct stat st;
+    return state_from(stat(path, &st), &st, id, stamp);
 }
 
 int sv_file_state_of(int fd, sv_file_id *id, sv_file_stamp *stamp)
 {
     struct stat st;
-    if (fstat(fd, &st) != 0) {
-        *id = (sv_file_id){0, 0};
-        return -errno;
-    }
-    *id = id_of(&st);
-    *stamp = stamp_of(&st);
-    return 0;
+    return state_from(fstat(fd, &st), &st, id, stamp);
 }
 
 int sv_file_id_get(const char *path, sv_file_id *id)
