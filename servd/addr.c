@@ -53,14 +53,21 @@ int sv_addr_parse(const char *s, sv_addr *out, char *err, size_t errlen)
     if (strcmp(host, "*") == 0 || host[0] == '\0')
         snprintf(host, sizeof host, "0.0.0.0");
 
+    /* digits and dots are an IPv4 address, never a name to look up */
+    int numeric = bracket || strspn(host, "0123456789.") == strlen(host);
     struct addrinfo hints = {0}, *res;
     hints.ai_family = bracket ? AF_INET6 : AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_PASSIVE | (bracket ? AI_NUMERICHOST : 0);
+    hints.ai_flags = AI_PASSIVE | (numeric ? AI_NUMERICHOST : 0);
     int rc = getaddrinfo(host, NULL, &hints, &res);
-    if (rc != 0) {
-        snprintf(err, errlen, "'%s': %s", s, gai_strerror(rc));
+    if (rc != 0 && numeric) {
+        snprintf(err, errlen, "'%s': '%s' is not an IP%s address", s, host, bracket ? "v6" : "v4");
         return -1;
+    }
+    if (rc != 0) {
+        snprintf(err, errlen, "cannot resolve '%s': %s", s,
+                 rc == EAI_SYSTEM ? strerror(errno) : gai_strerror(rc));
+        return -2;
     }
     memcpy(&out->ss, res->ai_addr, res->ai_addrlen);
     out->len = res->ai_addrlen;

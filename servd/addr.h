@@ -20,7 +20,10 @@ typedef struct sv_addr {
 } sv_addr;
 
 /* Parses "HOST:PORT", "[V6]:PORT" or "*:PORT" (all addresses).
- * @return 0, or -1 with a sentence in err. */
+ * A host that is not an IP address is looked up (getaddrinfo).
+ * @return 0; -1 with a sentence in err if s is malformed; -2 if its host
+ *         name cannot be resolved (a fault of the moment or of the
+ *         resolver, not of the command line). */
 int sv_addr_parse(const char *s, sv_addr *out, char *err, size_t errlen);
 
 /* a's port, in host byte order (0: the kernel picks one at bind). */

@@ -155,6 +155,21 @@ static long parse_count(const char *opt, const char *s, long max)
     return v;
 }
 
+/* --listen or --admin HOST:PORT. A malformed one is a usage error; a
+ * name that does not resolve fails the start (1), like an address that
+ * cannot be bound: the command line may be right and the resolver down. */
+static void parse_addr(const char *opt, const char *s, sv_addr *out)
+{
+    char err[256];
+    int rc = sv_addr_parse(s, out, err, sizeof err);
+    if (rc == -1)
+        usage_error("%s %s", opt, err);
+    if (rc != 0) {
+        sv_say(SV_ERR, "%s %s", opt, err);
+        exit(EXIT_FAILURE);
+    }
+}
+
 enum {
     OPT_ACCESS_LOG = 256,
     OPT_SPA,
@@ -216,8 +231,7 @@ static int parse_args(int argc, char **argv, sv_config *cfg, const char **user_n
         case 'l':
             if (cfg->nlisten == SV_MAX_LISTEN)
                 usage_error("too many --listen addresses (at most " XSTR(SV_MAX_LISTEN) ")");
-            if (sv_addr_parse(optarg, &cfg->listen[cfg->nlisten], err, sizeof err) != 0)
-                usage_error("--listen %s", err);
+            parse_addr("--listen", optarg, &cfg->listen[cfg->nlisten]);
             for (int i = 0; i < cfg->nlisten; i++)
                 if (sv_addr_same(&cfg->listen[i], &cfg->listen[cfg->nlisten])) {
                     snprintf(err, sizeof err, "%s: the same address as --listen %s", optarg,
@@ -232,8 +246,7 @@ static int parse_args(int argc, char **argv, sv_config *cfg, const char **user_n
         case 'a':
             if (cfg->has_admin)
                 usage_error("%s is given twice", "--admin");
-            if (sv_addr_parse(optarg, &cfg->admin, err, sizeof err) != 0)
-                usage_error("--admin %s", err);
+            parse_addr("--admin", optarg, &cfg->admin);
             cfg->has_admin = 1;
             break;
         case OPT_ACCESS_LOG:

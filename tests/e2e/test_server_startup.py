@@ -233,6 +233,8 @@ def t_usage_errors():
         (["--pack", pack, "--listen", "::1:80"], "--listen IPv6 without brackets"),
         (["--pack", pack, "--listen", "127.0.0.1:99999"], "--listen port out of range"),
         (["--pack", pack, "--listen", "[::1]80"], "--listen bad brackets"),
+        (["--pack", pack, "--listen", "300.1.2.3:80"], "--listen IPv4 out of range"),
+        (["--pack", pack, "--listen", "[localhost]:80"], "--listen a name in brackets"),
         (["--pack", pack, "--admin", "127.0.0.1"], "--admin without a port"),
         (["--pack", pack, "--idle-timeout", "-1"], "negative timeout"),
         (["--pack", pack, "--header-timeout", "0"], "zero timeout"),
@@ -331,6 +333,21 @@ def t_address_in_use():
            "listen address taken: message %r" % err)
     finally:
         holder.close()
+
+
+def t_a_listen_name_that_does_not_resolve_is_exit_1():
+    """A host name the resolver cannot find is a start that fails (1, like an address
+    that cannot be bound), not a usage error (2): the command line may be right and the
+    resolver down, and a service manager restarts on 1. The .invalid TLD never resolves
+    (RFC 6761 section 6.4)."""
+    for opt in ("--listen", "--admin"):
+        rc, out, err = run_servd(["--pack", good_pack(), opt, "servd-test.invalid:8089"],
+                                 timeout=60)
+        eq(rc, 1, "%s an unknown name: exit status (stderr %r)" % (opt, err))
+        ok(err.startswith("servd: ") and "servd-test.invalid:8089" in err
+           and "resolve" in err, "%s an unknown name: message %r" % (opt, err))
+        ok("--help" not in err, "%s an unknown name: called a usage error: %r" % (opt, err))
+        eq(err.count("\n"), 1, "%s an unknown name: one line: %r" % (opt, err))
 
 
 def t_a_worker_that_cannot_start_is_exit_1():
