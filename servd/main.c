@@ -94,7 +94,7 @@ static void usage_error(const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    sv_say(SV_ERR, "%s\nTry 'servd --help'.", msg);
+    sv_say_then(SV_ERR, "Try 'servd --help'.", "%s", msg);
     exit(EXIT_USAGE);
 }
 

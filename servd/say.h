@@ -29,9 +29,16 @@ void sv_say_init(void);
 /* Whether it is (after sv_say_init): a line then starts with "<N>". */
 int sv_say_journal(void);
 
-/* Writes "servd: " and the formatted message as one write(2): safe from
- * any thread, and lines of two threads never interleave. A message of
- * several lines has the priority on each. */
+/* Writes "servd: " and the formatted message as one line in one write(2):
+ * safe from any thread, and lines of two threads never interleave. The
+ * message is escaped as sf_escape() does (a newline in a file name is
+ * "\x0a"): it names files and addresses from outside, and must stay one
+ * line that cannot drive a terminal. */
 __attribute__((format(printf, 2, 3))) void sv_say(int prio, const char *fmt, ...);
+
+/* sv_say, then line2 as a second line of the same write: servd's own text,
+ * not escaped ("Try 'servd --help'."). */
+__attribute__((format(printf, 3, 4))) void sv_say_then(int prio, const char *line2, const char *fmt,
+                                                       ...);
 
 #endif

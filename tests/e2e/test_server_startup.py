@@ -350,6 +350,32 @@ def t_a_listen_name_that_does_not_resolve_is_exit_1():
         eq(err.count("\n"), 1, "%s an unknown name: one line: %r" % (opt, err))
 
 
+def t_a_newline_in_the_pack_path_stays_in_one_line():
+    """Each message is one line (servd(1) DIAGNOSTICS), whatever bytes the file names it
+    quotes hold: a newline could forge a second message, an escape drive the terminal."""
+    d = st.tmpdir()
+    bad = os.path.join(d, "not\na pack\x1b[31m.lmdb")
+    with open(bad, "wb") as f:
+        f.write(b"x" * 100)
+    rc, out, err = run_servd(["--pack", bad, "--listen", "127.0.0.1:0"])
+    eq(rc, 1, "a refused pack: exit status (stderr %r)" % err)
+    eq(err.count("\n"), 1, "a refused pack with a newline in its name: one line: %r" % err)
+    ok("not\\x0aa pack\\x1b[31m.lmdb" in err, "the name is not escaped: %r" % err)
+    good = os.path.join(d, "a\nserved pack.lmdb")
+    shutil.copyfile(good_pack(), good)
+    p = subprocess.Popen([st.SERVD, "--pack", good, "--listen", "127.0.0.1:0"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        line = p.stderr.readline().decode(errors="replace")
+        ok("a\\x0aserved pack.lmdb" in line and line.endswith("\n"),
+           "a served pack's first message: %r" % line)
+    finally:
+        p.send_signal(signal.SIGTERM)
+        rest = p.communicate(timeout=20)[1].decode(errors="replace")
+    for l in rest.splitlines():
+        ok(l.startswith("servd: "), "a line that is not servd's: %r in %r" % (l, rest))
+
+
 def t_a_worker_that_cannot_start_is_exit_1():
     """A thread limit that lets worker 0 start but not a later one: the started workers
     stop, and servd exits 1 ("could not be set up"), so Restart=on-failure restarts it."""
