@@ -731,11 +731,13 @@ out_abort:
 }
 
 /* A build killed outright (SIGKILL, the OOM killer) leaves its temporary
- * file, "<path>.tmp-<pid>" (sf_tmp_name), beside path. A later build cannot
- * tell it from the file of a build still running elsewhere (a shared
- * directory), so none removes it; each names those whose process is not
+ * file, "<path>.tmp-<pid>" (sf_tmp_name), beside path, and, if killed
+ * between the manifest's rename and the pack's, the previous manifest at
+ * "<manifest>.old-<pid>" (pk_manifest_commit). A later build cannot tell
+ * them from the files of a build still running elsewhere (a shared
+ * directory), so none removes them; each names those whose process is not
  * running here, with their size, as they may be what fills the disk. */
-static void warn_leftovers(const char *path)
+static void warn_leftovers_tagged(const char *path, const char *tag, const char *what)
 {
     char d[PATH_MAX];
     dir_of(path, d, sizeof d);
@@ -749,7 +751,7 @@ static void warn_leftovers(const char *path)
     while ((e = readdir(dir)) != NULL) {
         const char *n = e->d_name;
         size_t fl;
-        long pid = sf_tmp_name_pid(n, &fl);
+        long pid = sf_name_pid(n, tag, &fl);
         struct stat st;
         if (pid <= 0 || fl != bl || memcmp(n, base, bl) != 0 || pid == (long)getpid() ||
             kill((pid_t)pid, 0) == 0 || errno != ESRCH ||
@@ -758,10 +760,15 @@ static void warn_leftovers(const char *path)
         char h[32];
         pk_human_bytes((uint64_t)st.st_size, h, sizeof h);
         pk_err("warning: %s%s%s (%s) is left from a build that did not finish (no process %ld "
-               "runs here); remove it unless a build on another machine is writing it",
-               slash ? d : "", slash && strcmp(d, "/") != 0 ? "/" : "", n, h, pid);
+               "runs here)%s; remove it unless a build on another machine is writing it",
+               slash ? d : "", slash && strcmp(d, "/") != 0 ? "/" : "", n, h, pid, what);
     }
     closedir(dir);
+}
+
+static void warn_leftovers(const char *path)
+{
+    warn_leftovers_tagged(path, ".tmp-", "");
 }
 
 /* Before compressing: the identity bodies alone must fit (they are all
@@ -770,8 +777,11 @@ static void warn_leftovers(const char *path)
 int pk__check_identity_space(build *b)
 {
     warn_leftovers(b->o->output);
-    if (b->o->manifest && !b->manifest_stream)
+    if (b->o->manifest && !b->manifest_stream) {
         warn_leftovers(b->o->manifest);
+        warn_leftovers_tagged(b->o->manifest, ".old-",
+                              ": the manifest it replaced, kept until its pack was in place");
+    }
     body_ref *refs = malloc((b->site.n ? b->site.n : 1) * sizeof *refs);
     if (!refs)
         return 0; /* the precise check before writing still runs */

@@ -76,13 +76,17 @@ int sf_tmp_name(const char *final_path, char *out, size_t cap)
 
 long sf_tmp_name_pid(const char *name, size_t *final_len)
 {
-    static const char tag[] = ".tmp-";
+    return sf_name_pid(name, ".tmp-", final_len);
+}
+
+long sf_name_pid(const char *name, const char *tag, size_t *final_len)
+{
     const char *t = NULL;
     for (const char *q = name; (q = strstr(q, tag)) != NULL; q++)
         t = q; /* the last one */
     if (!t || t == name || t[-1] == '/')
         return 0;
-    const char *digits = t + sizeof tag - 1;
+    const char *digits = t + strlen(tag);
     char *end;
     errno = 0;
     long pid = digits[0] >= '1' && digits[0] <= '9' ? strtol(digits, &end, 10) : 0;

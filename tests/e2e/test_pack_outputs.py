@@ -330,13 +330,23 @@ def killed_build_leftovers(work, root):
     for name in killed:  # the build may have been killed before it made the second
         if not os.path.exists(os.path.join(out, name)):
             write(os.path.join(out, name), b"x" * 3000)
+    # killed between the manifest's rename and the pack's: the previous manifest
+    old_manifest = "site.json.old-%d" % pid
+    write(os.path.join(out, old_manifest), b"{}" * 300)
     live = "site.lmdb.tmp-%d" % os.getpid()
     write(os.path.join(out, live), b"busy")
+    write(os.path.join(out, "site.json.old-%d" % os.getpid()), b"{}")
     p = T.run(["build", root, "-o", pack, "--manifest", manifest, "-q"])
     err = p.stderr.decode()
     T.eq(p.returncode, 0, "a build after a killed one: succeeds (%s)" % err)
     for name in killed:
         T.check("warning: %s/%s (" % (out, name) in err, "the leftover %s is named: %r" % (name, err))
+    T.check("warning: %s/%s (600 B) is left from a build that did not finish (no process %d "
+            "runs here): the manifest it replaced, kept until its pack was in place; remove it"
+            % (out, old_manifest, pid) in err, "the leftover previous manifest: %r" % err)
+    T.check(os.path.exists(os.path.join(out, old_manifest)), "the previous manifest is kept")
+    T.check("site.json.old-%d" % os.getpid() not in err,
+            "a previous manifest whose build runs is not named: %r" % err)
     T.check("did not finish (no process %d runs here); remove it" % pid in err,
             "the leftovers' message: %r" % err)
     T.check(live not in err, "a build's file whose process runs is not named: %r" % err)

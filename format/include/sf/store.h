@@ -363,6 +363,10 @@ int sf_tmp_name(const char *final_path, char *out, size_t cap);
  * (may be NULL); else 0. */
 long sf_tmp_name_pid(const char *name, size_t *final_len);
 
+/* sf_tmp_name_pid for "<final><tag><pid>" with any tag: servd-pack's
+ * ".old-" copy of the previous manifest. */
+long sf_name_pid(const char *name, const char *tag, size_t *final_len);
+
 /* Gives tmp, about to be renamed over final_path, the owner, group and
  * permission bits of the file there (as an editor saving a file does), so
  * that a rebuilt pack stays readable by whoever could read the last one.
