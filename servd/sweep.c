@@ -24,6 +24,20 @@ size_t sv__conn_kernel_unacked(sv_conn *c)
     return (size_t)n;
 }
 
+/* How long a keep-alive connection may stay idle: --idle-timeout, and
+ * during a graceful stop at most SV_STOP_IDLE_MS, or half of
+ * --shutdown-timeout if that is shorter (idle ones are then all closed
+ * before the stop's forced close). */
+static uint64_t idle_limit(const sv_worker *w)
+{
+    uint64_t ms = w->cfg->idle_ms;
+    if (!w->draining)
+        return ms;
+    if (ms > SV_STOP_IDLE_MS)
+        ms = SV_STOP_IDLE_MS;
+    return ms > w->cfg->shutdown_ms / 2 ? w->cfg->shutdown_ms / 2 : ms;
+}
+
 /* The timeouts, checked every sweep. A connection with response bytes in
  * flight - in its write queue or in the kernel's send queue - is judged by
  * the send timeout alone: it is closed when the client acknowledged none of
@@ -76,10 +90,11 @@ void sv__conn_sweep(sv_worker *w)
                     sv__conn_log_header_timeout(c);
                     sv__conn_close(c);
                 }
-            } else if (now - c->t_active >= cfg->idle_ms && !sv__conn_request_coming(c)) {
+            } else if (now - c->t_active >= idle_limit(w) && !sv__conn_request_coming(c)) {
                 /* A request that came since the loop last read (timers
                  * run before the poll) is served, not met with a RST. */
-                sv__count(&w->ctr->timeouts[SV_TO_IDLE], 1);
+                if (!w->draining)
+                    sv__count(&w->ctr->timeouts[SV_TO_IDLE], 1);
                 sv__conn_close(c);
             }
         }
@@ -157,6 +172,7 @@ int sv__conn_request_coming(sv_conn *c)
 
 void sv__conn_stop_all(sv_worker *w, int force)
 {
+    uint64_t now = uv_now(&w->loop);
     if (force && w->nconns) {
         /* Say what the graceful stop was still waiting for: the forced
          * close is the exception, and the reason is gone once it is done. */
@@ -190,12 +206,16 @@ void sv__conn_stop_all(sv_worker *w, int force)
             continue;
         if (force) {
             sv__conn_close(c);
-        } else if (c->state == SV_CS_OPEN) {
-            /* A request on its way is answered (with Connection: close)
-             * even behind queued responses: a pipelined client's held
-             * requests were sent, and dropping them would fail them. */
-            if (!sv__conn_request_coming(c))
-                sv__conn_close_when_written(c); /* responses in flight first; idle: at once */
+        } else if (c->state == SV_CS_OPEN && !sv__conn_request_coming(c) && !sv__conn_queued(c) &&
+                   now - c->t_active >= idle_limit(w) && !sv__conn_kernel_unacked(c)) {
+            /* Idle for long already: closed now. A request on its way is
+             * answered (with Connection: close) even behind queued
+             * responses: a pipelined client's held requests were sent, and
+             * dropping them would fail them. A connection with responses
+             * in flight, or idle only since a moment ago, is closed by the
+             * sweep once idle SV_STOP_IDLE_MS (idle_limit), so that the
+             * request its client sends after reading them is answered. */
+            sv__conn_close(c);
         }
     }
 }

@@ -290,6 +290,8 @@ int sv__worker_init(sv_worker *w, sv_snapshot *snap)
     uint64_t shortest = cfg->idle_ms < cfg->header_ms ? cfg->idle_ms : cfg->header_ms;
     if (cfg->send_ms < shortest)
         shortest = cfg->send_ms;
+    if (cfg->shutdown_ms < shortest) /* a stop closes idle ones at half of it */
+        shortest = cfg->shutdown_ms;
     if (shortest / 4 < sweep)
         sweep = shortest / 4 < SV_SWEEP_MIN_MS ? SV_SWEEP_MIN_MS : shortest / 4;
     uv_timer_start(&w->sweep, on_sweep, sweep, sweep);
