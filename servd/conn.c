@@ -446,12 +446,7 @@ static void after_input(sv_conn *c)
         if (!c->t_head)
             c->t_head = uv_now(&c->w->loop); /* a head (or body) is now pending */
     } else {
-        c->t_head = 0;
-        /* Stopping: the stop kept this connection for a request on its
-         * way (sv__conn_stop_all); answered, with nothing more coming, it
-         * would otherwise idle until --shutdown-timeout. */
-        if (c->w->draining && !sv__conn_request_coming(c))
-            sv__conn_close_when_written(c);
+        c->t_head = 0; /* during a stop, the sweep closes it once idle (idle_limit) */
     }
 }
 

@@ -65,12 +65,15 @@
  * of a client's burst. */
 #define SV_RECLAIM_IDLE_MS 3000
 /* During a graceful stop, a keep-alive connection is closed once it has
- * been idle this long, not the moment the stop finds it idle: a client
- * sends its next request as soon as it has read the last response, and a
- * close in that gap meets the request (a RST: a failed request, in 3 to 20
- * of 20 busy connections in a test). A request that comes meanwhile is
- * answered with Connection: close. A connection idle longer already is
- * closed at once. */
+ * been idle this long (at the first sweep after), not the moment the stop
+ * finds it idle: a client sends its next request as soon as it has read
+ * the last response, and a close in that gap meets the request (a RST: a
+ * failed request, in 3 to 20 of 20 busy connections in a test). A request
+ * that comes meanwhile is answered with Connection: close. A connection
+ * idle longer already is closed at once. Half a second is far more than
+ * the gap of a busy client or pool (microseconds to milliseconds), and
+ * short enough that a stop or a restart by a service manager, which waits
+ * for it, is held by at most this plus one sweep (SV_SWEEP_MS). */
 #define SV_STOP_IDLE_MS 500
 /* Connections accepted per readiness event before returning to the loop, so
  * a connection storm cannot delay reads on established connections. */
@@ -110,8 +113,9 @@
  * response before the client reads it (nginx: lingering_timeout). */
 #define SV_LINGER_MS 5000
 /* Longest sweep interval: timeouts are checked this often, or every quarter
- * of the shortest timeout option (--shutdown-timeout included) when that is
- * shorter, but at most every SV_SWEEP_MIN_MS. */
+ * of the shortest timeout option when that is shorter (of
+ * --shutdown-timeout too, from the start of a stop), but at most every
+ * SV_SWEEP_MIN_MS. */
 #define SV_SWEEP_MS     1000
 #define SV_SWEEP_MIN_MS 50
 

@@ -47,7 +47,8 @@ static uint64_t idle_limit(const sv_worker *w)
  * paused it). The acknowledged count is what servd produced minus what is
  * in flight. Only when
  * the client has taken everything do the idle, header and linger timers
- * apply, counting from the last sweep that saw bytes in flight. The kernel
+ * apply, counting from the last sweep that saw bytes in flight (during a
+ * stop, from the first that saw none). The kernel
  * is asked only about connections that wrote since it was last seen empty
  * (in_kernel), so idle connections cost no system call. */
 void sv__conn_sweep(sv_worker *w)
@@ -61,6 +62,12 @@ void sv__conn_sweep(sv_worker *w)
         size_t flight = sv__conn_queued(c);
         if (flight || c->in_kernel) {
             size_t k = sv__conn_kernel_unacked(c);
+            /* During a stop: the client took the last bytes since the
+             * last sweep, so it is idle from now, not from servd's last
+             * write (a large response to a slow reader drains long after
+             * it), and the request it sends next is answered. */
+            if (!flight && !k && w->draining)
+                c->t_active = now;
             c->in_kernel = k > 0;
             flight += k;
         }
@@ -177,28 +184,33 @@ void sv__conn_stop_all(sv_worker *w, int force)
         /* Say what the graceful stop was still waiting for: the forced
          * close is the exception, and the reason is gone once it is done. */
         unsigned queued_n = 0, unacked = 0, head = 0, held = 0, paused = 0, body = 0, open = 0,
-                 linger = 0;
+                 linger = 0, idle = 0;
         for (sv_link *l = w->conns.next; l != &w->conns; l = l->next) {
             sv_conn *c = SV__CONTAINER(l, sv_conn, link);
             if (c->state == SV_CS_CLOSED)
                 continue;
             open++;
-            queued_n += sv__conn_queued(c) != 0;
+            size_t q = sv__conn_queued(c), k = sv__conn_kernel_unacked(c);
+            queued_n += q != 0;
             /* all handed to the kernel, not all acknowledged (a slow reader) */
-            unacked += sv__conn_queued(c) == 0 && sv__conn_kernel_unacked(c) > 0;
+            unacked += q == 0 && k > 0;
             head += c->t_head != 0;
             held += c->inlen != 0;
             paused += c->paused != 0;
             body += c->drain != 0;
-            linger += c->state == SV_CS_LINGER && sv__conn_kernel_unacked(c) == 0;
+            linger += c->state == SV_CS_LINGER && k == 0;
+            /* kept for a request after its last response (idle_limit) */
+            idle += c->state == SV_CS_OPEN && !q && !k && !c->t_head && !c->inlen && !c->paused &&
+                    !c->drain;
         }
-        sv_say(SV_WARNING,
-               "worker %d: closing %u connection%s (%u with responses queued, %u with "
-               "responses sent but not yet acknowledged, %u with a head pending, %u with input "
-               "held, %u paused, %u with a body to drain, %u with all sent, waiting for the "
-               "client to close)",
-               w->id, open, open == 1 ? "" : "s", queued_n, unacked, head, held, paused, body,
-               linger);
+        if (open) /* those closed in this turn are not counted */
+            sv_say(SV_WARNING,
+                   "worker %d: closing %u connection%s (%u with responses queued, %u with "
+                   "responses sent but not yet acknowledged, %u with a head pending, %u with "
+                   "input held, %u paused, %u with a body to drain, %u with all sent, waiting "
+                   "for the client to close, %u idle after a response)",
+                   w->id, open, open == 1 ? "" : "s", queued_n, unacked, head, held, paused, body,
+                   linger, idle);
     }
     for (sv_link *l = w->conns.next; l != &w->conns; l = l->next) {
         sv_conn *c = SV__CONTAINER(l, sv_conn, link);
@@ -207,14 +219,15 @@ void sv__conn_stop_all(sv_worker *w, int force)
         if (force) {
             sv__conn_close(c);
         } else if (c->state == SV_CS_OPEN && !sv__conn_request_coming(c) && !sv__conn_queued(c) &&
-                   now - c->t_active >= idle_limit(w) && !sv__conn_kernel_unacked(c)) {
+                   !c->in_kernel && now - c->t_active >= idle_limit(w)) {
             /* Idle for long already: closed now. A request on its way is
-             * answered (with Connection: close) even behind queued
-             * responses: a pipelined client's held requests were sent, and
-             * dropping them would fail them. A connection with responses
-             * in flight, or idle only since a moment ago, is closed by the
-             * sweep once idle SV_STOP_IDLE_MS (idle_limit), so that the
-             * request its client sends after reading them is answered. */
+             * answered, even behind queued responses: the first one read,
+             * with Connection: close, which tells a pipelining client that
+             * those after it were not processed (it sends them again, RFC
+             * 9112 section 9.3.2). A connection with responses in flight,
+             * or idle only since a moment ago, is closed by the sweep once
+             * idle SV_STOP_IDLE_MS (idle_limit), so that the request its
+             * client sends after reading them is answered. */
             sv__conn_close(c);
         }
     }

@@ -212,6 +212,14 @@ static void begin_drain(sv_worker *w)
     set_accepting(w, 0);
     w->draining = 1;
     uv_timer_stop(&w->accept_pause);
+    /* A short --shutdown-timeout: sweep often enough that the connections
+     * kept for a request after their last response are closed (at half of
+     * it, sweep.c's idle_limit) before the forced close. */
+    uint64_t every = w->cfg->shutdown_ms / 4;
+    if (every < SV_SWEEP_MIN_MS)
+        every = SV_SWEEP_MIN_MS;
+    if (every < uv_timer_get_repeat(&w->sweep))
+        uv_timer_start(&w->sweep, on_sweep, every, every);
     for (int i = 0; i < w->nlisten; i++)
         uv_close((uv_handle_t *)&w->lpoll[i], on_listen_closed);
     sv__conn_stop_all(w, 0);
@@ -290,8 +298,6 @@ int sv__worker_init(sv_worker *w, sv_snapshot *snap)
     uint64_t shortest = cfg->idle_ms < cfg->header_ms ? cfg->idle_ms : cfg->header_ms;
     if (cfg->send_ms < shortest)
         shortest = cfg->send_ms;
-    if (cfg->shutdown_ms < shortest) /* a stop closes idle ones at half of it */
-        shortest = cfg->shutdown_ms;
     if (shortest / 4 < sweep)
         sweep = shortest / 4 < SV_SWEEP_MIN_MS ? SV_SWEEP_MIN_MS : shortest / 4;
     uv_timer_start(&w->sweep, on_sweep, sweep, sweep);

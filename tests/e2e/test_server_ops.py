@@ -585,31 +585,64 @@ def t_a_stop_answers_the_next_request_of_busy_keepalive_clients():
     Connection: close, and then closed: no request they sent meets the close. servd used
     to close every connection it found idle at the stop, which on a busy connection is
     the moment between a response and the request already on its way: 3 to 20 of these
-    20 clients failed a request (EOF or RST right after sending it) at each stop."""
+    20 clients failed a request (EOF or RST right after sending it) at each stop. Five
+    of them read each response slowly through a small receive buffer (0.6 s for 110 KB):
+    servd's last write is long past when they have it all, and they too must be answered
+    once more."""
     import threading
     s = st.Servd(pack(), workers=1).start()
     results, lock = [], threading.Lock()
 
-    def client():
+    def slow_response(sock):
+        """Reads one response in 16 KiB steps with a pause after each (~0.6 s)."""
+        buf = b""
+        while b"\r\n\r\n" not in buf:
+            chunk = sock.recv(16384)
+            if not chunk:
+                raise st.Closed("connection closed by the server")
+            buf += chunk
+        head, _, body = buf.partition(b"\r\n\r\n")
+        n = int(re.search(rb"\r\nContent-Length: (\d+)", head).group(1))
+        while len(body) < n:
+            chunk = sock.recv(16384)
+            if not chunk:
+                raise st.Closed("connection closed by the server")
+            body += chunk
+            time.sleep(0.08)
+        eq(len(body), n, "one response at a time")
+        return head, body
+
+    def client(slow):
         done, outcome = 0, None
+        path = "/app.js" if slow else "/index.html"
         try:
-            c = st.Conn(s.port)
+            c = st.Conn.__new__(st.Conn)
+            c.sock, c.buf, c.eof = socket.socket(socket.AF_INET, socket.SOCK_STREAM), b"", False
+            if slow:  # before connecting, so that the window is small from the start
+                c.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16384)
+            c.sock.settimeout(st.IO_TIMEOUT)
+            c.sock.connect(("127.0.0.1", s.port))
             while outcome is None:
-                c.send(st.req("GET", "/index.html"))
-                r = c.read_response()
-                eq(r.body, FILES["/index.html"], "a body during the stop")
+                c.send(st.req("GET", path))
+                if slow:
+                    head, body = slow_response(c.sock)
+                    close = b"\r\nConnection: close" in head
+                else:
+                    r = c.read_response()
+                    body, close = r.body, r.get("Connection") == "close"
+                eq(body, FILES[path], "a body during the stop")
                 done += 1
-                if r.get("Connection") == "close":
+                if close:
                     outcome = "told" if c.closed_after(3.0) else "open after close"
         except (st.Closed, OSError) as e:
-            outcome = "failed after %d responses: %r" % (done, e)
+            outcome = "%s failed after %d responses: %r" % (path, done, e)
         with lock:
             results.append((outcome, done))
 
-    threads = [threading.Thread(target=client) for _ in range(20)]
+    threads = [threading.Thread(target=client, args=(i < 5,)) for i in range(20)]
     for t in threads:
         t.start()
-    time.sleep(1.0)
+    time.sleep(1.5)
     t0 = time.monotonic()
     s.proc.send_signal(signal.SIGTERM)
     for t in threads:
