@@ -65,7 +65,7 @@ int sv_addr_parse(const char *s, sv_addr *out, char *err, size_t errlen)
         return -1;
     }
     if (rc != 0) {
-        snprintf(err, errlen, "cannot resolve '%s': %s", s,
+        snprintf(err, errlen, "'%s': cannot resolve the host: %s", s,
                  rc == EAI_SYSTEM ? strerror(errno) : gai_strerror(rc));
         return -2;
     }

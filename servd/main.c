@@ -211,6 +211,7 @@ static int parse_args(int argc, char **argv, sv_config *cfg, const char **user_n
     };
     char err[1024];
     int c;
+    const char *listen_arg[SV_MAX_LISTEN], *admin_arg = NULL;
 
     cfg->workers = 0;
     cfg->idle_ms = SV_DEFAULT_IDLE_MS;
@@ -231,14 +232,7 @@ static int parse_args(int argc, char **argv, sv_config *cfg, const char **user_n
         case 'l':
             if (cfg->nlisten == SV_MAX_LISTEN)
                 usage_error("too many --listen addresses (at most " XSTR(SV_MAX_LISTEN) ")");
-            parse_addr("--listen", optarg, &cfg->listen[cfg->nlisten]);
-            for (int i = 0; i < cfg->nlisten; i++)
-                if (sv_addr_same(&cfg->listen[i], &cfg->listen[cfg->nlisten])) {
-                    snprintf(err, sizeof err, "%s: the same address as --listen %s", optarg,
-                             cfg->listen[i].text);
-                    usage_error("--listen %s", err);
-                }
-            cfg->nlisten++;
+            listen_arg[cfg->nlisten++] = optarg; /* resolved last */
             break;
         case 'w':
             cfg->workers = (int)parse_count("--workers", optarg, SV_MAX_WORKERS);
@@ -246,7 +240,7 @@ static int parse_args(int argc, char **argv, sv_config *cfg, const char **user_n
         case 'a':
             if (cfg->has_admin)
                 usage_error("%s is given twice", "--admin");
-            parse_addr("--admin", optarg, &cfg->admin);
+            admin_arg = optarg;
             cfg->has_admin = 1;
             break;
         case OPT_ACCESS_LOG:
@@ -323,6 +317,19 @@ static int parse_args(int argc, char **argv, sv_config *cfg, const char **user_n
                "warning: --real-ip-from includes every address (a /0): the "
                "client logged is then whatever any client puts in %s",
                cfg->realip.header);
+    /* Addresses last: a host name is looked up only once the rest of the
+     * command line is known to be right (a usage error stays one). */
+    for (int n = 0; n < cfg->nlisten; n++) {
+        parse_addr("--listen", listen_arg[n], &cfg->listen[n]);
+        for (int i = 0; i < n; i++)
+            if (sv_addr_same(&cfg->listen[i], &cfg->listen[n])) {
+                snprintf(err, sizeof err, "%s: the same address as --listen %s", listen_arg[n],
+                         cfg->listen[i].text);
+                usage_error("--listen %s", err);
+            }
+    }
+    if (admin_arg)
+        parse_addr("--admin", admin_arg, &cfg->admin);
     return -1;
 }
 

@@ -235,6 +235,8 @@ def t_usage_errors():
         (["--pack", pack, "--listen", "[::1]80"], "--listen bad brackets"),
         (["--pack", pack, "--listen", "300.1.2.3:80"], "--listen IPv4 out of range"),
         (["--pack", pack, "--listen", "[localhost]:80"], "--listen a name in brackets"),
+        (["--pack", pack, "--listen", "servd-test.invalid:80", "--bogus"],
+         "an unknown option after a name that does not resolve (looked up last)"),
         (["--pack", pack, "--admin", "127.0.0.1"], "--admin without a port"),
         (["--pack", pack, "--idle-timeout", "-1"], "negative timeout"),
         (["--pack", pack, "--header-timeout", "0"], "zero timeout"),
