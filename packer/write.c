@@ -760,7 +760,7 @@ static void warn_leftovers_tagged(const char *path, const char *tag, const char 
         char h[32];
         pk_human_bytes((uint64_t)st.st_size, h, sizeof h);
         pk_err("warning: %s%s%s (%s) is left from a build that did not finish (no process %ld "
-               "runs here)%s; remove it unless a build on another machine is writing it",
+               "runs here)%s",
                slash ? d : "", slash && strcmp(d, "/") != 0 ? "/" : "", n, h, pid, what);
     }
     closedir(dir);
@@ -768,7 +768,8 @@ static void warn_leftovers_tagged(const char *path, const char *tag, const char 
 
 static void warn_leftovers(const char *path)
 {
-    warn_leftovers_tagged(path, ".tmp-", "");
+    warn_leftovers_tagged(path, ".tmp-",
+                          "; remove it unless a build on another machine is writing it");
 }
 
 /* Before compressing: the identity bodies alone must fit (they are all
@@ -780,7 +781,8 @@ int pk__check_identity_space(build *b)
     if (b->o->manifest && !b->manifest_stream) {
         warn_leftovers(b->o->manifest);
         warn_leftovers_tagged(b->o->manifest, ".old-",
-                              ": the manifest it replaced, kept until its pack was in place");
+                              ": the manifest it replaced, kept until its pack was in place; "
+                              "remove it unless a build on another machine is still running");
     }
     body_ref *refs = malloc((b->site.n ? b->site.n : 1) * sizeof *refs);
     if (!refs)

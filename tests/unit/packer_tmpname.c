@@ -40,4 +40,9 @@ TEST(tmp_names_read_back)
     for (size_t i = 0; i < sizeof not_tmp / sizeof not_tmp[0]; i++)
         if (sf_tmp_name_pid(not_tmp[i], NULL) != 0)
             t__fail(__FILE__, __LINE__, "%s taken for a temporary name", not_tmp[i]);
+    /* the previous manifest a build keeps (pk_manifest_commit), by the same rules */
+    ASSERT_EQ(sf_name_pid("site.json.old-4242", ".old-", &fl), 4242);
+    ASSERT_EQ(fl, 9);
+    ASSERT_EQ(sf_name_pid("site.json.tmp-4242", ".old-", NULL), 0);
+    ASSERT_EQ(sf_name_pid("site.json.old-0", ".old-", NULL), 0);
 }

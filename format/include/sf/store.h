@@ -363,8 +363,8 @@ int sf_tmp_name(const char *final_path, char *out, size_t cap);
  * (may be NULL); else 0. */
 long sf_tmp_name_pid(const char *name, size_t *final_len);
 
-/* sf_tmp_name_pid for "<final><tag><pid>" with any tag: servd-pack's
- * ".old-" copy of the previous manifest. */
+/* sf_tmp_name_pid for "<final><tag><pid>" with any tag (not empty):
+ * servd-pack's ".old-" copy of the previous manifest. */
 long sf_name_pid(const char *name, const char *tag, size_t *final_len);
 
 /* Gives tmp, about to be renamed over final_path, the owner, group and
