@@ -509,6 +509,43 @@ static void warn_index_htm(const pk_site *site)
                n, first->src);
 }
 
+/* Whether key holds a combining diacritical mark (U+0300-U+036F, UTF-8
+ * CC 80 to CD AF): an accent written apart from its letter, as in NFD. */
+static int has_combining_mark(const char *key, size_t len)
+{
+    for (size_t i = 0; i + 1 < len; i++) {
+        unsigned char a = (unsigned char)key[i], b = (unsigned char)key[i + 1];
+        if ((a == 0xcc && b >= 0x80 && b <= 0xbf) || (a == 0xcd && b >= 0x80 && b <= 0xaf))
+            return 1;
+    }
+    return 0;
+}
+
+/* File names copied from macOS (HFS+), or unpacked by some zip tools, are
+ * decomposed (NFD: "e" then U+0301), while editors, browsers and link
+ * checkers write the composed form (NFC: U+00E9). servd matches paths byte
+ * for byte, as every origin does, so such a page is a 404 to every link
+ * typed or generated in the usual form. Says so once, with the first such
+ * path; the files are packed all the same. */
+static void warn_decomposed(const pk_site *site)
+{
+    size_t n = 0;
+    const pk_file *first = NULL;
+    for (size_t i = 0; i < site->n; i++)
+        if (has_combining_mark(site->files[i].key, site->files[i].key_len) && n++ == 0)
+            first = &site->files[i];
+    if (n == 1)
+        pk_err("warning: %s holds a combining accent (decomposed, NFD, as macOS writes "
+               "names): a link in the usual composed form (NFC) does not reach it; rename it "
+               "to NFC (convmv -f utf8 -t utf8 --nfc -r --notest DIR)",
+               first->src);
+    else if (n > 1)
+        pk_err("warning: %zu paths hold a combining accent (decomposed, NFD, as macOS writes "
+               "names), the first %s: links in the usual composed form (NFC) do not reach "
+               "them; rename them to NFC (convmv -f utf8 -t utf8 --nfc -r --notest DIR)",
+               n, first->src);
+}
+
 /* A site moved from Netlify or Cloudflare Pages may still hold their
  * configuration at its root: _headers (which can carry Basic-Auth
  * credentials) and _redirects, and Cloudflare Pages' _worker.js (server
@@ -625,6 +662,7 @@ int pk_walk(const char *root, const pk_rules *rules, pk_site *site, char *err, s
     if (site->n) {
         qsort(site->files, site->n, sizeof *site->files, cmp_file);
         warn_index_htm(site);
+        warn_decomposed(site);
         warn_host_config(site);
     }
     return 0;

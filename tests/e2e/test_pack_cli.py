@@ -313,6 +313,24 @@ def main():
              % htm_root, "index.htm warning, for the one directory without index.html")
         T.check("/old/index.htm" in [e["path"] for e in T.ls_json(out)], "index.htm still packed")
         os.unlink(out)
+        # A name in the decomposed form (NFD: "e" + U+0301, as macOS writes names): links
+        # in the composed form (NFC) miss it, so a warning names it; packed all the same.
+        nfd_root = os.path.join(work, "nfd-site")
+        T.make_site(nfd_root)
+        nfd, nfc = "cafe\u0301.html", "caf\u00e9.txt"
+        os.makedirs(os.path.join(nfd_root, "u\u0308ber"))
+        for name in (nfd, nfc, "u\u0308ber/index.html"):
+            with open(os.path.join(nfd_root, name), "w") as f:
+                f.write("<p>accent</p>\n")
+        p = T.run(["build", nfd_root, "-o", out, "-q"])
+        T.eq(p.returncode, 0, "NFD site: " + p.stderr.decode())
+        T.eq(p.stderr.decode(), "servd-pack: warning: 2 paths hold a combining accent "
+             "(decomposed, NFD, as macOS writes names), the first %s/%s: links in the usual "
+             "composed form (NFC) do not reach them; rename them to NFC (convmv -f utf8 -t utf8 "
+             "--nfc -r --notest DIR)\n" % (nfd_root, nfd), "the NFD warning")
+        paths = [e["path"] for e in T.ls_json(out)]
+        T.check("/" + nfd in paths and "/" + nfc in paths, "NFD and NFC names packed: %r" % paths)
+        os.unlink(out)
         # Netlify's and Cloudflare Pages' configuration at the root (_headers, _redirects;
         # Cloudflare's _worker.js, a file or a directory, and _routes.json): read by those
         # hosts and never served; servd-pack packs them (with a warning each), and not below
