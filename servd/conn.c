@@ -230,16 +230,6 @@ void sv__conn_start_shutdown(sv_conn *c)
     c->shut = 1;
 }
 
-void sv__conn_close_when_written(sv_conn *c)
-{
-    if (sv__conn_queued(c) || sv__conn_kernel_unacked(c)) {
-        close_after_write(c);
-        sv__conn_start_shutdown(c);
-    } else {
-        sv__conn_close(c);
-    }
-}
-
 /* Puts a paused connection with nothing queued on the ready list: it goes on
  * in the next loop turn, after every other connection had its turn. */
 static void on_ready(uv_idle_t *idle);

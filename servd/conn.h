@@ -104,12 +104,6 @@ void sv__log_sent(sv_conn *c);
 /* conn_log.c: c is closing: logs every queued line with the bytes out. */
 void sv__log_close(sv_conn *c);
 
-/* Closes c now when the client has everything; else after its queued
- * responses, with a lingering close (write side shut, input read until the
- * client's FIN): also when only the kernel still holds response bytes, which
- * a RST from a close with unread input would destroy. */
-void sv__conn_close_when_written(sv_conn *c);
-
 /* Shuts c's write side down once its write queue is empty (libuv waits);
  * closes c when the shutdown cannot be issued. */
 void sv__conn_start_shutdown(sv_conn *c);
