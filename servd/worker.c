@@ -169,6 +169,14 @@ static void on_listen(uv_poll_t *p, int status, int events)
     }
 }
 
+/* The sweep period for a timeout of timeout_ms: a quarter of it, but not
+ * under SV_SWEEP_MIN_MS, and never longer than period, the one so far. */
+static uint64_t sweep_period(uint64_t timeout_ms, uint64_t period)
+{
+    uint64_t quarter = timeout_ms / 4 < SV_SWEEP_MIN_MS ? SV_SWEEP_MIN_MS : timeout_ms / 4;
+    return quarter < period ? quarter : period;
+}
+
 static void on_sweep(uv_timer_t *t)
 {
     sv_worker *w = t->data;
@@ -215,9 +223,7 @@ static void begin_drain(sv_worker *w)
     /* A short --shutdown-timeout: sweep often enough that the connections
      * kept for a request after their last response are closed (at half of
      * it, sweep.c's idle_limit) before the forced close. */
-    uint64_t every = w->cfg->shutdown_ms / 4;
-    if (every < SV_SWEEP_MIN_MS)
-        every = SV_SWEEP_MIN_MS;
+    uint64_t every = sweep_period(w->cfg->shutdown_ms, uv_timer_get_repeat(&w->sweep));
     if (every < uv_timer_get_repeat(&w->sweep))
         uv_timer_start(&w->sweep, on_sweep, every, every);
     for (int i = 0; i < w->nlisten; i++)
@@ -294,12 +300,9 @@ int sv__worker_init(sv_worker *w, sv_snapshot *snap)
     uv_check_start(&w->turn_check, on_turn);
     uv_unref((uv_handle_t *)&w->turn_check);
 
-    uint64_t sweep = SV_SWEEP_MS;
-    uint64_t shortest = cfg->idle_ms < cfg->header_ms ? cfg->idle_ms : cfg->header_ms;
-    if (cfg->send_ms < shortest)
-        shortest = cfg->send_ms;
-    if (shortest / 4 < sweep)
-        sweep = shortest / 4 < SV_SWEEP_MIN_MS ? SV_SWEEP_MIN_MS : shortest / 4;
+    uint64_t sweep = sweep_period(cfg->idle_ms, SV_SWEEP_MS);
+    sweep = sweep_period(cfg->header_ms, sweep);
+    sweep = sweep_period(cfg->send_ms, sweep);
     uv_timer_start(&w->sweep, on_sweep, sweep, sweep);
 
     for (int i = 0; i < w->nlisten; i++) {
