@@ -6,6 +6,7 @@
  * needed, and a read transaction is only a snapshot of the meta page.
  * Every view handed out points into LMDB's read-only map.
  */
+#include "lmdb_layout.h"
 #include "sf/path.h"
 #include "sf/store.h"
 
@@ -51,7 +52,6 @@ struct sf_reader {
  * fails with ENOMEM, which reads as a lack of memory rather than damage.
  */
 #define LMDB_META_MAGIC 0xBEEFC0DEu
-#define LMDB_HEAD_LEN   152
 
 static uint32_t ld32(const unsigned char *p)
 {
@@ -68,63 +68,66 @@ int sf_lmdb_magic(const void *page, size_t len)
     return len >= 20 && ld32((const unsigned char *)page + 16) == LMDB_META_MAGIC;
 }
 
-/* Reads the two LMDB meta pages before LMDB does (it would trust them).
- * @return SF_OK; or SF_EMAGIC or SF_ECORRUPT with *why saying what is
- * wrong with the file; or SF_EIO with *why the read's error, which says
+/* Reads the two LMDB meta pages before LMDB does (it would trust them),
+ * then walks every page it can reach from the newer (sf__lmdb_walk).
+ * @return SF_OK; or SF_EMAGIC or SF_ECORRUPT with why saying what is wrong
+ * with the file; or SF_EIO or SF_ENOMEM with why the error, which says
  * nothing about the file. */
-static int lmdb_header_problem(const char *path, const char **why)
+static int lmdb_header_problem(const char *path, char *why, size_t whylen)
 {
-    unsigned char h[LMDB_HEAD_LEN], h1[LMDB_HEAD_LEN];
+    unsigned char h[LMDB_META_LEN], h1[LMDB_META_LEN];
     struct stat st;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return SF_OK; /* mdb_env_open reports the errno */
     ssize_t n = pread(fd, h, sizeof h, 0);
-    int e = errno;
+    int e = errno, rc = SF_OK;
+    const char *what = NULL;
     if (n < 0 || fstat(fd, &st) != 0) { /* the disk's problem, not the file's */
-        *why = strerror(n < 0 ? e : errno);
+        snprintf(why, whylen, "%s", strerror(n < 0 ? e : errno));
         close(fd);
         return SF_EIO;
     }
     if (n != (ssize_t)sizeof h) {
-        close(fd);
-        *why = "not a servd pack (too short for an LMDB header)";
-        return SF_EMAGIC;
+        rc = SF_EMAGIC, what = "not a servd pack (too short for an LMDB header)";
+        goto out;
     }
     if (!sf_lmdb_magic(h, sizeof h)) {
-        close(fd);
-        *why = "not a servd pack (no LMDB magic)";
-        return SF_EMAGIC;
+        rc = SF_EMAGIC, what = "not a servd pack (no LMDB magic)";
+        goto out;
     }
     uint32_t psize = ld32(h + 40);
     if (psize < 512 || psize > 65536 || (psize & (psize - 1)) != 0) {
-        close(fd);
-        *why = "corrupt pack (invalid LMDB page size)";
-        return SF_ECORRUPT;
+        rc = SF_ECORRUPT, what = "corrupt pack (invalid LMDB page size)";
+        goto out;
     }
     /* LMDB reads the second meta page (at offset psize) too, and uses the
      * newer of the two: both must be there and agree on the page size. */
     n = (uint64_t)st.st_size >= 2 * (uint64_t)psize ? pread(fd, h1, sizeof h1, psize) : 0;
-    e = errno;
-    close(fd);
     if (n < 0) {
-        *why = strerror(e);
-        return SF_EIO;
+        snprintf(why, whylen, "%s", strerror(errno));
+        rc = SF_EIO;
+        goto out;
     }
     if (n != (ssize_t)sizeof h1) {
-        *why = "corrupt pack (truncated: the second LMDB meta page is missing)";
-        return SF_ECORRUPT;
+        rc = SF_ECORRUPT, what = "corrupt pack (truncated: the second LMDB meta page is missing)";
+        goto out;
     }
     if (!sf_lmdb_magic(h1, sizeof h1) || ld32(h1 + 40) != psize) {
-        *why = "corrupt pack (the second LMDB meta page is damaged)";
-        return SF_ECORRUPT;
+        rc = SF_ECORRUPT, what = "corrupt pack (the second LMDB meta page is damaged)";
+        goto out;
     }
     const unsigned char *newer = ld64(h1 + 144) > ld64(h + 144) ? h1 : h;
     if (ld64(newer + 136) >= (uint64_t)st.st_size / psize) {
-        *why = "truncated pack (pages missing at the end)";
-        return SF_ECORRUPT;
+        rc = SF_ECORRUPT, what = "truncated pack (pages missing at the end)";
+        goto out;
     }
-    return SF_OK;
+    rc = sf__lmdb_walk(fd, newer, psize, why, whylen);
+out:
+    if (what)
+        snprintf(why, whylen, "%s", what);
+    close(fd);
+    return rc;
 }
 
 /*
@@ -195,8 +198,8 @@ int sf_pack_open(const char *path, sf_pack **out, char *err, size_t errlen)
     if (!S_ISREG(st.st_mode))
         return fail(err, errlen, SF_EIO, "%s: %s", path, "not a regular file");
 
-    const char *problem = NULL;
-    if ((rc = lmdb_header_problem(path, &problem)) == SF_EIO)
+    char problem[160];
+    if ((rc = lmdb_header_problem(path, problem, sizeof problem)) == SF_EIO || rc == SF_ENOMEM)
         return fail(err, errlen, rc, "%s: cannot read it: %s", path, problem);
     if (rc != SF_OK)
         return fail(err, errlen, rc, "%s: %s", path, problem);

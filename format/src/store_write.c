@@ -18,6 +18,7 @@
  * cost almost no space (a review found 9 free pages in a pack written in
  * several).
  */
+#include "lmdb_layout.h"
 #include "sf/store.h"
 
 #include <errno.h>
@@ -250,12 +251,8 @@ static int next_batch(sf_writer *w)
     return SF_OK;
 }
 
-/* LMDB's page layout (liblmdb 0.9.24, mdb.c: PAGEHDRSZ, NODESIZE,
- * sizeof(indx_t), sizeof(pgno_t), MAX_PAGESIZE), which its file format
- * fixes. The one place servd knows it: the writer's batch (page_bytes) and
+/* LMDB's page layout (lmdb_layout.h): the writer's batch (page_bytes) and
  * the packer's map size (sf_store_cost) both count with it. */
-enum { LMDB_PAGE_HDR = 16, LMDB_NODE_HDR = 8, LMDB_SLOT = 2, LMDB_PGNO = 8 };
-enum { LMDB_MAX_PAGE = 32768 };
 
 /* The largest node a leaf page of psize bytes holds (me_nodemax: 2,038
  * bytes with 4 KiB pages); a larger one puts its value in overflow pages. */

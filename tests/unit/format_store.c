@@ -871,3 +871,153 @@ TEST(pack_open_refuses_wrong_version_and_magic)
     ASSERT_EQ(sf_pack_open(path, &p, err, sizeof err), SF_EMAGIC);
     ASSERT(strstr(err, "lacks the SERVDPK1 magic") != NULL);
 }
+
+/* A pack whose trees have branch pages (400 paths) and a value in
+ * overflow pages (a 10 KiB body), for the page tests below. */
+static void write_tree_pack(const char *path)
+{
+    char err[512];
+    sf_writer *w;
+    if (sf_writer_open(path, 16 << 20, &w, err, sizeof err) != SF_OK)
+        t__fail(__FILE__, __LINE__, "writer: %s", err);
+    static char big[10240];
+    memset(big, 'b', sizeof big);
+    sf_entry_spec s = file_spec(1);
+    s.variants[0].body_len = sizeof big;
+    ASSERT_EQ(sf_writer_put_body(w, s.variants[0].body_key, big, sizeof big), SF_OK);
+    size_t n;
+    uint8_t *rec = enc(&s, &n);
+    for (int i = 0; i < 400; i++) {
+        char p[32];
+        int len = snprintf(p, sizeof p, "/page-%03d.html", i);
+        ASSERT_EQ(sf_writer_put_path(w, p, (size_t)len, rec, n), SF_OK);
+    }
+    free(rec);
+    sf_meta m = sample_meta();
+    m.n_paths = 400;
+    if (sf_writer_commit(w, &m, err, sizeof err) != SF_OK)
+        t__fail(__FILE__, __LINE__, "commit: %s", err);
+}
+
+static uint64_t ld(const uint8_t *p, int bytes)
+{
+    uint64_t v = 0;
+    for (int i = bytes - 1; i >= 0; i--)
+        v = v << 8 | p[i];
+    return v;
+}
+
+static void st(uint8_t *p, uint64_t v, int bytes)
+{
+    for (int i = 0; i < bytes; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+/* The pages LMDB reaches, found the way it finds them (lmdb_walk.c has the
+ * layout): from the newer meta page's main root through the named
+ * databases' roots, branch children and overflow values. */
+struct reached {
+    uint64_t pg[4096];
+    size_t n;
+};
+
+static void reach(const uint8_t *f, size_t psize, uint64_t pgno, struct reached *r)
+{
+    ASSERT(r->n < sizeof r->pg / sizeof r->pg[0]);
+    r->pg[r->n++] = pgno;
+    const uint8_t *q = f + pgno * psize;
+    unsigned type = q[10] & 0x6f;
+    if (type == 0x04)
+        return; /* overflow */
+    size_t nodes = (ld(q + 12, 2) - 16) / 2;
+    for (size_t i = 0; i < nodes; i++) {
+        const uint8_t *node = q + ld(q + 16 + 2 * i, 2);
+        size_t ksize = ld(node + 6, 2);
+        unsigned flags = (unsigned)ld(node + 4, 2);
+        if (type == 0x01)
+            reach(f, psize, ld(node, 6), r);
+        else if (flags & 0x01)
+            reach(f, psize, ld(node + 8 + ksize, 8), r);
+        else if (flags & 0x02 && ld(node + 8 + ksize + 40, 8) != UINT64_MAX)
+            reach(f, psize, ld(node + 8 + ksize + 40, 8), r);
+    }
+}
+
+/* Opens a copy of the pack with one change: refused as a corrupt pack,
+ * with the LMDB page named, by the page walk (sf_pack_open, no child).
+ * Before it, liblmdb looped for ever on the first of these (fuzz_pack_
+ * readers), crashed on others, and read outside its map. */
+static void damaged(const uint8_t *f, size_t n, size_t off, uint64_t v, int bytes, const char *what)
+{
+    uint8_t *c = malloc(n);
+    ASSERT(c != NULL);
+    memcpy(c, f, n);
+    st(c + off, v, bytes);
+    char *path = tmp("damaged.lmdb");
+    write_file(path, c, n);
+    free(c);
+    sf_pack *p = NULL;
+    char err[512] = "";
+    int rc = sf_pack_open(path, &p, err, sizeof err);
+    if (rc != SF_ECORRUPT || !strstr(err, path) || !strstr(err, "corrupt pack (LMDB"))
+        t__fail(__FILE__, __LINE__, "%s: %d (%s), want SF_ECORRUPT naming an LMDB page", what, rc,
+                err);
+    if (p)
+        sf_pack_close(p);
+}
+
+TEST(pack_open_refuses_damaged_lmdb_pages)
+{
+    char *path = tmp("tree.lmdb");
+    write_tree_pack(path);
+    sf_pack *p;
+    char err[512];
+    ASSERT_EQ(sf_pack_open(path, &p, err, sizeof err), SF_OK);
+    sf_pack_close(p);
+
+    size_t n;
+    uint8_t *f = slurp(path, &n);
+    size_t psize = ld(f + 40, 4);
+    size_t meta = ld(f + psize + 144, 8) > ld(f + 144, 8) ? psize : 0;
+    static struct reached r;
+    r.n = 0;
+    reach(f, psize, ld(f + meta + 128, 8), &r);
+    int branches = 0, leaves = 0, overflows = 0;
+    for (size_t i = 0; i < r.n; i++) {
+        size_t pg = r.pg[i] * psize;
+        unsigned type = f[pg + 10] & 0x6f;
+        size_t node0 = pg + ld(f + pg + 16, 2);
+        damaged(f, n, pg, r.pg[i] + 1, 8, "a page that holds another number");
+        if (type == 0x04) {
+            overflows++;
+            damaged(f, n, pg + 10, 0x02, 2, "an overflow page marked as a leaf");
+            damaged(f, n, pg + 12, 0, 4, "an overflow value of no pages");
+            damaged(f, n, pg + 12, n / psize, 4, "an overflow value past the file");
+            continue;
+        }
+        type == 0x01 ? branches++ : leaves++;
+        damaged(f, n, pg + 12, 0, 2, "lower bound 0 (2^31 keys)");
+        damaged(f, n, pg + 12, 15, 2, "lower bound inside the header");
+        damaged(f, n, pg + 12, 17, 2, "lower bound between slots");
+        damaged(f, n, pg + 14, psize + 2, 2, "upper bound past the page");
+        damaged(f, n, pg + 10, 0x08, 2, "a tree page marked as meta");
+        damaged(f, n, pg + 16, psize - 4, 2, "a node offset at the page's end");
+        damaged(f, n, node0 + 6, 600, 2, "a key longer than LMDB's keys");
+        if (type == 0x01) {
+            size_t node1 = pg + ld(f + pg + 18, 2);
+            damaged(f, n, node1, r.pg[i], 6, "a branch that points to itself");
+            damaged(f, n, node1, r.pg[0], 6, "a branch that points to the root");
+            damaged(f, n, node1, 0xffffffffu, 6, "a branch that points past the file");
+            damaged(f, n, node1, 1, 6, "a branch that points to a meta page");
+        } else {
+            damaged(f, n, node0 + 4, 0x04, 2, "a node of duplicate values");
+            if (ld(f + node0 + 4, 2) == 0x02) /* the main database's */
+                damaged(f, n, node0, 47, 4, "a database record of 47 bytes");
+        }
+    }
+    ASSERT(branches > 0 && leaves > 0 && overflows > 0);
+    damaged(f, n, meta + 128, 1, 8, "a main root on a meta page");
+    damaged(f, n, meta + 128, n / psize + 5, 8, "a main root past the file");
+    damaged(f, n, meta + 92, MDB_DUPSORT, 2, "a main database with duplicates");
+    free(f);
+}
