@@ -52,6 +52,8 @@ typedef struct sv_conn {
     uint64_t t_active;   /* uv_now() of the last read, response or write completion,
                             or of the last sweep that saw bytes in flight */
     uint64_t t_progress; /* uv_now() when the bytes in flight last changed */
+    uint64_t t_taken;    /* uv_now() of the first sweep that saw all of the last
+                            response acknowledged after one in flight (stops) */
     uint64_t produced;   /* response bytes ever written to the socket or queued for it */
     uint64_t wr_queued;  /* bytes of the queued writes whose callback has not run; the
                             rest of produced is counted as written */

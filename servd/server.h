@@ -73,7 +73,8 @@
  * idle longer already is closed at once. Half a second is far more than
  * the gap of a busy client or pool (microseconds to milliseconds), and
  * short enough that a stop or a restart by a service manager, which waits
- * for it, is held by at most this plus one sweep (SV_SWEEP_MS). */
+ * for it, is held by at most about a second: during a stop the sweep runs
+ * every quarter of this (worker.c, begin_drain). */
 #define SV_STOP_IDLE_MS 500
 /* Connections accepted per readiness event before returning to the loop, so
  * a connection storm cannot delay reads on established connections. */

@@ -38,6 +38,43 @@ static uint64_t idle_limit(const sv_worker *w)
     return ms > w->cfg->shutdown_ms / 2 ? w->cfg->shutdown_ms / 2 : ms;
 }
 
+/* What the kernel holds from the client that the loop has not read: 1
+ * bytes, 0 its FIN (the client has closed), -1 nothing. */
+static int peek_input(sv_conn *c)
+{
+    uv_os_fd_t fd;
+    char b;
+    if (uv_fileno((uv_handle_t *)&c->tcp, &fd) != 0)
+        return -1;
+    ssize_t r = recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    return r > 0 ? 1 : r == 0 ? 0 : -1;
+}
+
+/* Whether c has sent nothing since its accept (t_head is set at accept and
+ * cleared when a head is answered; the bytes of one arriving are held). */
+static int silent_since_accept(const sv_conn *c)
+{
+    return c->t_head && c->produced == 0 && !c->inlen && !c->drain && !c->paused;
+}
+
+/* Whether a graceful stop closes c now: open, nothing queued, in the kernel
+ * or on its way in, and idle for idle_limit - counted from its last
+ * activity or, when a sweep saw its last response still in flight, from the
+ * first sweep that saw it all acknowledged (t_taken): the client took the
+ * last byte somewhere in between and sends its next request right after.
+ * A connection that has sent nothing since its accept (a preconnect, a
+ * pool's spare) is as idle as a keep-alive one: closing it loses no
+ * request, where waiting held the stop until the header timeout. */
+static int stop_closes(sv_worker *w, sv_conn *c, uint64_t now)
+{
+    if (c->state != SV_CS_OPEN || c->in_kernel || sv__conn_queued(c))
+        return 0;
+    uint64_t since = c->t_active > c->t_taken ? c->t_active : c->t_taken;
+    if (now - since < idle_limit(w))
+        return 0;
+    return silent_since_accept(c) ? peek_input(c) <= 0 : !sv__conn_request_coming(c);
+}
+
 /* The timeouts, checked every sweep. A connection with response bytes in
  * flight - in its write queue or in the kernel's send queue - is judged by
  * the send timeout alone: it is closed when the client acknowledged none of
@@ -48,7 +85,7 @@ static uint64_t idle_limit(const sv_worker *w)
  * in flight. Only when
  * the client has taken everything do the idle, header and linger timers
  * apply, counting from the last sweep that saw bytes in flight (during a
- * stop, from the first that saw none). The kernel
+ * stop, from the first that saw none: stop_closes). The kernel
  * is asked only about connections that wrote since it was last seen empty
  * (in_kernel), so idle connections cost no system call. */
 void sv__conn_sweep(sv_worker *w)
@@ -62,12 +99,12 @@ void sv__conn_sweep(sv_worker *w)
         size_t flight = sv__conn_queued(c);
         if (flight || c->in_kernel) {
             size_t k = sv__conn_kernel_unacked(c);
-            /* During a stop: the client took the last bytes since the
-             * last sweep, so it is idle from now, not from servd's last
-             * write (a large response to a slow reader drains long after
-             * it), and the request it sends next is answered. */
-            if (!flight && !k && w->draining)
-                c->t_active = now;
+            /* The client took the last bytes since the last sweep; a stop
+             * counts its idle time from now (stop_closes), not from servd's
+             * last write (a large response to a slow reader drains long
+             * after it), so the request it sends next is answered. */
+            if (!flight && !k)
+                c->t_taken = now;
             c->in_kernel = k > 0;
             flight += k;
         }
@@ -87,37 +124,34 @@ void sv__conn_sweep(sv_worker *w)
         c->flight_seen = 0;
         if (c->state == SV_CS_LINGER) {
             /* During a stop, a client that has acknowledged everything,
-             * the FIN too, is not waited for: it has the whole response */
-            if (w->draining || now - c->t_active >= SV_LINGER_MS)
+             * the FIN too, is not waited for SV_LINGER_MS: it has the
+             * whole response. It is given idle_limit, as an idle
+             * connection is, for the rest of a request body on its way,
+             * and is not closed with input unread: that close is a RST,
+             * on which some stacks (Windows) drop what the client has not
+             * read yet (RFC 9112 section 9.6); the next read discards the
+             * input, a later sweep closes. */
+            if ((w->draining && now - c->t_active >= idle_limit(w) && peek_input(c) <= 0) ||
+                now - c->t_active >= SV_LINGER_MS)
                 sv__conn_close(c);
         } else if (c->state == SV_CS_OPEN && !c->paused) {
-            if (c->t_head) {
+            if (w->draining && stop_closes(w, c, now)) {
+                sv__conn_close(c); /* not counted as a timeout */
+            } else if (c->t_head) {
                 if (now - c->t_head >= cfg->header_ms) {
                     sv__count(&w->ctr->timeouts[SV_TO_HEADER], 1);
                     sv__conn_log_header_timeout(c);
                     sv__conn_close(c);
                 }
-            } else if (now - c->t_active >= idle_limit(w) && !sv__conn_request_coming(c)) {
+            } else if (!w->draining && now - c->t_active >= idle_limit(w) &&
+                       !sv__conn_request_coming(c)) {
                 /* A request that came since the loop last read (timers
                  * run before the poll) is served, not met with a RST. */
-                if (!w->draining)
-                    sv__count(&w->ctr->timeouts[SV_TO_IDLE], 1);
+                sv__count(&w->ctr->timeouts[SV_TO_IDLE], 1);
                 sv__conn_close(c);
             }
         }
     }
-}
-
-/* What the kernel holds from the client that the loop has not read: 1
- * bytes, 0 its FIN (the client has closed), -1 nothing. */
-static int peek_input(sv_conn *c)
-{
-    uv_os_fd_t fd;
-    char b;
-    if (uv_fileno((uv_handle_t *)&c->tcp, &fd) != 0)
-        return -1;
-    ssize_t r = recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
-    return r > 0 ? 1 : r == 0 ? 0 : -1;
 }
 
 /* Whether c may be closed to make room. Pass 0: a client that has gone (its
@@ -194,21 +228,23 @@ void sv__conn_stop_all(sv_worker *w, int force)
             queued_n += q != 0;
             /* all handed to the kernel, not all acknowledged (a slow reader) */
             unacked += q == 0 && k > 0;
-            head += c->t_head != 0;
+            head += c->t_head != 0 && !silent_since_accept(c);
             held += c->inlen != 0;
             paused += c->paused != 0;
             body += c->drain != 0;
             linger += c->state == SV_CS_LINGER && k == 0;
-            /* kept for a request after its last response (idle_limit) */
-            idle += c->state == SV_CS_OPEN && !q && !k && !c->t_head && !c->inlen && !c->paused &&
-                    !c->drain;
+            /* kept for a request after its last response or since the
+             * accept (stop_closes) */
+            idle +=
+                c->state == SV_CS_OPEN && !q && !k &&
+                (silent_since_accept(c) || (!c->t_head && !c->inlen && !c->paused && !c->drain));
         }
         if (open) /* those closed in this turn are not counted */
             sv_say(SV_WARNING,
                    "worker %d: closing %u connection%s (%u with responses queued, %u with "
                    "responses sent but not yet acknowledged, %u with a head pending, %u with "
                    "input held, %u paused, %u with a body to drain, %u with all sent, waiting "
-                   "for the client to close, %u idle after a response)",
+                   "for the client to close, %u idle after a response or since their accept)",
                    w->id, open, open == 1 ? "" : "s", queued_n, unacked, head, held, paused, body,
                    linger, idle);
     }
@@ -218,8 +254,7 @@ void sv__conn_stop_all(sv_worker *w, int force)
             continue;
         if (force) {
             sv__conn_close(c);
-        } else if (c->state == SV_CS_OPEN && !sv__conn_request_coming(c) && !sv__conn_queued(c) &&
-                   !c->in_kernel && now - c->t_active >= idle_limit(w)) {
+        } else if (stop_closes(w, c, now)) {
             /* Idle for long already: closed now. A request on its way is
              * answered, even behind queued responses: the first one read,
              * with Connection: close, which tells a pipelining client that

@@ -220,10 +220,13 @@ static void begin_drain(sv_worker *w)
     set_accepting(w, 0);
     w->draining = 1;
     uv_timer_stop(&w->accept_pause);
-    /* A short --shutdown-timeout: sweep often enough that the connections
-     * kept for a request after their last response are closed (at half of
-     * it, sweep.c's idle_limit) before the forced close. */
-    uint64_t every = sweep_period(w->cfg->shutdown_ms, uv_timer_get_repeat(&w->sweep));
+    /* Sweep often enough that the connections kept for a request after
+     * their last response are closed soon after SV_STOP_IDLE_MS (a sweep
+     * a second would hold the stop by up to another second), and, for a
+     * short --shutdown-timeout, before the forced close (at half of it,
+     * sweep.c's idle_limit). */
+    uint64_t every = sweep_period(SV_STOP_IDLE_MS, uv_timer_get_repeat(&w->sweep));
+    every = sweep_period(w->cfg->shutdown_ms, every);
     if (every < uv_timer_get_repeat(&w->sweep))
         uv_timer_start(&w->sweep, on_sweep, every, every);
     for (int i = 0; i < w->nlisten; i++)
