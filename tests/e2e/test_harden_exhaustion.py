@@ -442,9 +442,8 @@ def t_out_of_fds_recovers_by_itself():
         socks = [socket.create_connection(("127.0.0.1", s.port), timeout=10)
                  for _ in range(n)]
         try:
-            time.sleep(0.3)
-            ok(ht.open_fds(s.proc.pid) >= limit - 2, "servd holds only %d descriptors of %d"
-               % (ht.open_fds(s.proc.pid), limit))
+            ok(ht.wait_until(lambda: ht.open_fds(s.proc.pid) >= limit - 2, 5),
+               "servd holds only %d descriptors of %d" % (ht.open_fds(s.proc.pid), limit))
             cpu0 = ht.cpu_seconds(s.proc.pid)
             threads0 = ht.thread_cpu(s.proc.pid)
             t0 = time.time()
