@@ -22,6 +22,7 @@ case $target in
 fuzz_http1) extra="-max_len=36000" ;;
 fuzz_conn) extra="-max_len=40000" ;;
 fuzz_pack) extra="-max_len=65536" ;;
+fuzz_lmdb_walk) extra="-max_len=65536" seeds=fuzz_pack ;;
 # whole packs, fuzz_pack's seeds; the commands print listings and refusals
 fuzz_pack_readers) extra="-max_len=65536 -close_fd_mask=3" seeds=fuzz_pack ;;
 esac

@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 
 enum {
     P_BRANCH = 0x01,
@@ -193,8 +194,20 @@ static int tree(struct walk *w, uint64_t pgno, int depth, int main_db)
 
 int sf__lmdb_walk(int fd, const unsigned char *meta, uint32_t psize, char *why, size_t whylen)
 {
-    struct walk w = {
-        .npages = ld64(meta + META_LAST_PG) + 1, .psize = psize, .why = why, .whylen = whylen};
+    /* sf_pack_open has checked these; checked again, the walk stands alone
+     * (fuzz_lmdb_walk calls it on any bytes) */
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        snprintf(why, whylen, "%s", strerror(errno));
+        return SF_EIO;
+    }
+    uint64_t last = ld64(meta + META_LAST_PG);
+    if (psize < 512 || psize > 65536 || (psize & (psize - 1)) != 0 ||
+        last >= (uint64_t)st.st_size / psize) {
+        snprintf(why, whylen, "corrupt pack (LMDB's meta page does not fit the file)");
+        return SF_ECORRUPT;
+    }
+    struct walk w = {.npages = last + 1, .psize = psize, .why = why, .whylen = whylen};
     const unsigned char *db = meta + META_MAIN;
     if (ld16(db + 4) & DB_FLAGS) {
         snprintf(why, whylen, "corrupt pack (LMDB's main database has flags a pack does not use)");
