@@ -21,14 +21,18 @@ enum { LMDB_MAX_PAGE = 32768 };
  * LMDB itself never does: the page holds its own number and a branch or leaf
  * header whose bounds fit the page; every node and key lies inside its
  * page; every page number lies in the file; overflow pages are marked so;
- * no page is reached twice and no tree is deeper than LMDB's cursor stack.
- * A value's length is not checked: the readers bound every view by the map
- * and name the path whose record or body runs past it. A damaged page can make liblmdb read
- * outside the map or loop for ever (a page whose lower bound lies inside
- * its header gives it 2^31 keys to search); after this walk it can do
- * neither.
- * @return 0; SF_ECORRUPT with "corrupt pack (...)" in why; SF_EIO (the file
- *         could not be mapped: why holds strerror) or SF_ENOMEM. */
+ * no page is reached twice, every leaf of a tree lies at one depth, and no
+ * tree is deeper than LMDB's cursor stack. A value's length is not
+ * checked: the readers bound every view by the map and name the path whose
+ * record or body runs past it. A damaged page can make liblmdb read outside
+ * the map, loop for ever (a page whose lower bound lies inside its header
+ * gives it 2^31 keys to search) or fail an assertion (a cursor stepping to
+ * a branch where a leaf should be); after this walk it can do none of it.
+ * Pages are read with pread: a file cut short meanwhile is refused, where
+ * a map would raise SIGBUS.
+ * @return 0; SF_ECORRUPT with "corrupt pack (...)" or "truncated pack
+ *         (...)" in why; SF_EIO (a read failed: why holds strerror) or
+ *         SF_ENOMEM. */
 int sf__lmdb_walk(int fd, const unsigned char *meta, uint32_t psize, char *why, size_t whylen);
 
 /* The bytes of a meta page sf__lmdb_walk reads (through mm_txnid). */

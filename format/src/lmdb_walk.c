@@ -4,10 +4,12 @@
  * liblmdb trusts the pages of its file. Found by fuzz_pack_readers: a leaf
  * whose lower bound (mp_lower) lies inside its page header gives
  * NUMKEYS() 2^31 keys, and mdb_node_search's binary search over them
- * overflows and never ends. Other damage makes it read outside the map or
- * walk a cycle of branch pages. Such a pack was refused only when its
- * check in a child timed out (60 s, a core spinning); this walk refuses it
- * at once, with the page, and makes the map safe for LMDB to read.
+ * overflows and never ends. Other damage makes it read outside the map,
+ * walk a cycle of branch pages, or fail an assertion (leaves at different
+ * depths: a cursor stepping to the next page takes a branch for a leaf).
+ * Such a pack was refused only by its check in a child: when it timed out
+ * (60 s of a core spinning) or crashed. This walk refuses it at once and
+ * names the page.
  *
  * The layout (liblmdb 0.9.24, 64-bit, little-endian):
  *   page:  0 pgno (8) | 8 pad (2) | 10 flags (2) | 12 lower (2), 14 upper (2)
@@ -27,8 +29,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 enum {
     P_BRANCH = 0x01,
@@ -51,8 +53,17 @@ enum {
 
 #define NO_PAGE UINT64_MAX /* P_INVALID: an empty database's root */
 
+/* Pages are read with pread, not mapped: a file cut short during the walk
+ * is then a short read, not a SIGBUS in a running servd (whose guard only
+ * knows LMDB's own map). One buffer per level of recursion, made when the
+ * walk first goes that deep: a named database's tree is walked while the
+ * main database's leaf that names it is still in use. */
+#define MAX_LEVELS (2 * MAX_DEPTH)
+
 struct walk {
-    const unsigned char *map;
+    int fd;
+    unsigned char *buf[MAX_LEVELS];
+    int level;       /* of the page being read */
     uint64_t npages; /* mm_last_pg + 1 */
     size_t psize;
     unsigned char *seen; /* a bit per page */
@@ -81,6 +92,33 @@ static int bad(struct walk *w, uint64_t pgno, const char *what)
     return SF_ECORRUPT;
 }
 
+/* Reads len bytes of page pgno into the buffer of the current level. */
+static int read_page(struct walk *w, uint64_t pgno, size_t len, const unsigned char **out)
+{
+    unsigned char **b = &w->buf[w->level];
+    if (!*b && !(*b = malloc(w->psize))) {
+        snprintf(w->why, w->whylen, "out of memory");
+        return SF_ENOMEM;
+    }
+    size_t got = 0;
+    while (got < len) {
+        ssize_t n = pread(w->fd, *b + got, len - got, (off_t)(pgno * w->psize + got));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            snprintf(w->why, w->whylen, "%s", strerror(errno));
+            return SF_EIO;
+        }
+        if (n == 0) {
+            snprintf(w->why, w->whylen, "truncated pack (page %" PRIu64 " is missing)", pgno);
+            return SF_ECORRUPT;
+        }
+        got += (size_t)n;
+    }
+    *out = *b;
+    return 0;
+}
+
 /* Pages first .. first + n - 1, which page from points to: inside the file
  * (after the two meta pages), and not reached before. */
 static int claim(struct walk *w, uint64_t from, uint64_t first, uint64_t n)
@@ -105,14 +143,18 @@ static int overflow(struct walk *w, uint64_t from, uint64_t ov)
     int rc = claim(w, from, ov, 1);
     if (rc)
         return rc;
-    const unsigned char *pg = w->map + ov * w->psize;
+    const unsigned char *pg;
+    if ((rc = read_page(w, ov, LMDB_PAGE_HDR, &pg)) != 0)
+        return rc;
     uint32_t pages = ld32(pg + 12);
     if (ld64(pg) != ov || (ld16(pg + 10) & P_TYPES) != P_OVERFLOW || pages == 0)
         return bad(w, ov, "is not the overflow page a value points to");
     return claim(w, ov, ov + 1, pages - 1);
 }
 
-static int tree(struct walk *w, uint64_t pgno, int depth, int main_db);
+static int tree(struct walk *w, uint64_t pgno, int depth, int main_db, int *leaves);
+static int tree_nodes(struct walk *w, uint64_t pgno, const unsigned char *pg, int depth,
+                      int main_db, int *leaves);
 
 /* A named database's MDB_db record, in a node of the main database. */
 static int named(struct walk *w, uint64_t pgno, const unsigned char *db)
@@ -122,8 +164,8 @@ static int named(struct walk *w, uint64_t pgno, const unsigned char *db)
     uint64_t root = ld64(db + 40);
     if (root == NO_PAGE)
         return 0;
-    int rc = claim(w, pgno, root, 1);
-    return rc ? rc : tree(w, root, 0, 0); /* a cursor of its own */
+    int rc = claim(w, pgno, root, 1), leaves = -1;
+    return rc ? rc : tree(w, root, 0, 0, &leaves); /* a cursor of its own */
 }
 
 /* One node of a leaf page: a large value's first overflow page and, in
@@ -151,9 +193,24 @@ static int leaf_node(struct walk *w, uint64_t pgno, const unsigned char *node, s
 }
 
 /* A branch or leaf page and, depth first, every page under it. */
-static int tree(struct walk *w, uint64_t pgno, int depth, int main_db)
+static int tree(struct walk *w, uint64_t pgno, int depth, int main_db, int *leaves)
 {
-    const unsigned char *pg = w->map + pgno * w->psize;
+    const unsigned char *pg;
+    if (w->level + 1 >= MAX_LEVELS)
+        return bad(w, pgno, "is in a tree deeper than LMDB reads");
+    int rc = read_page(w, pgno, w->psize, &pg);
+    if (rc)
+        return rc;
+    w->level++; /* pg stays this level's while the pages under it are read */
+    rc = tree_nodes(w, pgno, pg, depth, main_db, leaves);
+    w->level--;
+    return rc;
+}
+
+/* The nodes of page pgno (its bytes at pg) and the pages under them. */
+static int tree_nodes(struct walk *w, uint64_t pgno, const unsigned char *pg, int depth,
+                      int main_db, int *leaves)
+{
     unsigned type = ld16(pg + 10) & P_TYPES;
     size_t lower = ld16(pg + 12), upper = ld16(pg + 14);
     if (ld64(pg) != pgno)
@@ -166,6 +223,15 @@ static int tree(struct walk *w, uint64_t pgno, int depth, int main_db)
     size_t n = (lower - LMDB_PAGE_HDR) / LMDB_SLOT;
     if (n < (type == P_BRANCH ? 2u : 1u))
         return bad(w, pgno, "has too few nodes");
+    /* mdb_cursor_sibling steps to the next page at the same height: all
+     * leaves of a tree must be at one depth, or MDB_NEXT takes a branch for
+     * a leaf (or a leaf for a branch) */
+    if (type == P_LEAF) {
+        if (*leaves < 0)
+            *leaves = depth;
+        else if (*leaves != depth)
+            return bad(w, pgno, "is a leaf at another depth than its tree's other leaves");
+    }
     for (size_t i = 0; i < n; i++) {
         size_t off = ld16(pg + LMDB_PAGE_HDR + i * LMDB_SLOT);
         if (off < upper || off % 2 || off > w->psize - LMDB_NODE_HDR)
@@ -184,7 +250,7 @@ static int tree(struct walk *w, uint64_t pgno, int depth, int main_db)
                 return bad(w, pgno, "is in a tree deeper than LMDB reads");
             rc = claim(w, pgno, child, 1);
             if (rc == 0)
-                rc = tree(w, child, depth + 1, main_db);
+                rc = tree(w, child, depth + 1, main_db, leaves);
         }
         if (rc)
             return rc;
@@ -207,7 +273,7 @@ int sf__lmdb_walk(int fd, const unsigned char *meta, uint32_t psize, char *why, 
         snprintf(why, whylen, "corrupt pack (LMDB's meta page does not fit the file)");
         return SF_ECORRUPT;
     }
-    struct walk w = {.npages = last + 1, .psize = psize, .why = why, .whylen = whylen};
+    struct walk w = {.fd = fd, .npages = last + 1, .psize = psize, .why = why, .whylen = whylen};
     const unsigned char *db = meta + META_MAIN;
     if (ld16(db + 4) & DB_FLAGS) {
         snprintf(why, whylen, "corrupt pack (LMDB's main database has flags a pack does not use)");
@@ -220,22 +286,17 @@ int sf__lmdb_walk(int fd, const unsigned char *meta, uint32_t psize, char *why, 
         snprintf(why, whylen, "corrupt pack (LMDB's main database has its root outside the file)");
         return SF_ECORRUPT;
     }
-    size_t len = (size_t)(w.npages * psize);
-    void *map = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
-    if (map == MAP_FAILED) {
-        snprintf(why, whylen, "%s", strerror(errno));
-        return errno == ENOMEM ? SF_ENOMEM : SF_EIO;
-    }
-    w.map = map;
     w.seen = calloc((size_t)(w.npages / 8 + 1), 1);
     int rc;
     if (!w.seen) {
         snprintf(why, whylen, "out of memory");
         rc = SF_ENOMEM;
     } else if ((rc = claim(&w, 0, root, 1)) == 0) {
-        rc = tree(&w, root, 0, 1);
+        int leaves = -1;
+        rc = tree(&w, root, 0, 1, &leaves);
     }
     free(w.seen);
-    munmap(map, len);
+    for (int i = 0; i < MAX_LEVELS; i++)
+        free(w.buf[i]);
     return rc;
 }

@@ -10,7 +10,12 @@
  * its page size (LMDB uses the newer; either must be safe). Whatever the
  * bytes: no read outside the map or the input (ASan), no leak, no hang
  * (every page is reached at most once), and a refusal says
- * "corrupt pack (...)". The seeds are fuzz_pack's (real small packs).
+ * "corrupt pack (...)". Then the walk's promise: a file sf_pack_open()
+ * accepts (the walk, then liblmdb's open) is read in-process, with no
+ * child to contain a crash, by every reader a command or servd uses: each
+ * path and body with a cursor, and lookups by key, which liblmdb must
+ * answer without crashing, failing an assertion or looping. The seeds are
+ * fuzz_pack's (real small packs).
  */
 #include "../../format/src/lmdb_layout.h"
 #include "fuzz_child.h"
@@ -36,6 +41,42 @@ static void walk(int fd, const uint8_t *meta, uint32_t psize)
         fail("not a documented result", rc, why);
 }
 
+static int each_path(void *arg, sf_view key, const sf_entry *e)
+{
+    (void)arg, (void)key, (void)e;
+    return 0;
+}
+
+static int each_body(void *arg, const uint8_t key[SF_KEY_LEN], sf_view bytes)
+{
+    (void)arg, (void)key, (void)bytes;
+    return 0;
+}
+
+/* Every reader of a pack, on one that opened. */
+static void read_all(const char *path)
+{
+    sf_pack *p;
+    sf_reader *r;
+    char err[1024];
+    if (sf_pack_open(path, &p, err, sizeof err) != 0)
+        return;
+    if (sf_reader_begin(p, &r) == 0) {
+        (void)sf_foreach_path(r, each_path, NULL, err, sizeof err);
+        (void)sf_foreach_body(r, each_body, NULL);
+        static const char *const keys[] = {"/", "/index.html", "/zzzz", "/a"};
+        sf_entry e;
+        for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+            (void)sf_lookup(r, keys[i], strlen(keys[i]), &e);
+        (void)sf_lookup_special(r, "status:404", &e);
+        uint8_t k[SF_KEY_LEN] = {0};
+        sf_view v;
+        (void)sf_body_by_key(r, k, &v);
+        sf_reader_end(r);
+    }
+    sf_pack_close(p);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < LMDB_META_LEN)
@@ -50,5 +91,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (psize >= LMDB_META_LEN && size >= (size_t)psize + LMDB_META_LEN)
         walk(fd, data + psize, psize);
     close(fd);
+    read_all(path);
     return 0;
 }

@@ -872,8 +872,9 @@ TEST(pack_open_refuses_wrong_version_and_magic)
     ASSERT(strstr(err, "lacks the SERVDPK1 magic") != NULL);
 }
 
-/* A pack whose trees have branch pages (400 paths) and a value in
- * overflow pages (a 10 KiB body), for the page tests below. */
+/* A pack whose trees have branch pages (400 paths of 200 bytes: three
+ * levels) and a value in overflow pages (a 10 KiB body), for the page
+ * tests below. */
 static void write_tree_pack(const char *path)
 {
     char err[512];
@@ -888,8 +889,8 @@ static void write_tree_pack(const char *path)
     size_t n;
     uint8_t *rec = enc(&s, &n);
     for (int i = 0; i < 400; i++) {
-        char p[32];
-        int len = snprintf(p, sizeof p, "/page-%03d.html", i);
+        char p[256];
+        int len = snprintf(p, sizeof p, "/page-%03d-%0180d.html", i, 0);
         ASSERT_EQ(sf_writer_put_path(w, p, (size_t)len, rec, n), SF_OK);
     }
     free(rec);
@@ -966,6 +967,42 @@ static void damaged(const uint8_t *f, size_t n, size_t off, uint64_t v, int byte
         sf_pack_close(p);
 }
 
+/* A tree whose leaves are not all at one depth: the last leaf of a branch
+ * under the root is hung from the root itself, in place of the root's
+ * second child. Every page is sound and reached once; liblmdb 0.9.24's
+ * cursor, stepping to the next page at the same height, took a branch for
+ * a leaf and aborted on its assertion (a damaged pack in a review). */
+static void unbalanced(const uint8_t *f, size_t n, size_t psize, const struct reached *r)
+{
+    for (size_t i = 0; i < r->n; i++) {
+        const uint8_t *root = f + r->pg[i] * psize;
+        if ((root[10] & 0x6f) != 0x01)
+            continue;
+        const uint8_t *b0 = f + ld(root + ld(root + 16, 2), 6) * psize;
+        size_t b0n = (ld(b0 + 12, 2) - 16) / 2;
+        if ((b0[10] & 0x6f) != 0x01 || b0n < 3)
+            continue; /* not a root of three levels whose first branch can lose a node */
+        uint8_t *c = malloc(n);
+        ASSERT(c != NULL);
+        memcpy(c, f, n);
+        size_t b0off = (size_t)(b0 - f), rootoff = (size_t)(root - f);
+        const uint8_t *last = b0 + ld(b0 + 16 + 2 * (b0n - 1), 2);
+        uint64_t leaf = ld(last, 6);
+        st(c + b0off + 12, ld(b0 + 12, 2) - 2, 2);   /* the branch drops its last node */
+        st(c + rootoff + ld(root + 18, 2), leaf, 6); /* the root's node 1 takes its leaf */
+        char *path = tmp("unbalanced.lmdb");
+        write_file(path, c, n);
+        free(c);
+        sf_pack *p = NULL;
+        char err[512] = "";
+        int rc = sf_pack_open(path, &p, err, sizeof err);
+        if (rc != SF_ECORRUPT || !strstr(err, "a leaf at another depth"))
+            t__fail(__FILE__, __LINE__, "an unbalanced tree: %d (%s)", rc, err);
+        return;
+    }
+    t__fail(__FILE__, __LINE__, "no tree of three levels in the pack");
+}
+
 TEST(pack_open_refuses_damaged_lmdb_pages)
 {
     char *path = tmp("tree.lmdb");
@@ -1016,6 +1053,7 @@ TEST(pack_open_refuses_damaged_lmdb_pages)
         }
     }
     ASSERT(branches > 0 && leaves > 0 && overflows > 0);
+    unbalanced(f, n, psize, &r);
     damaged(f, n, meta + 128, 1, 8, "a main root on a meta page");
     damaged(f, n, meta + 128, n / psize + 5, 8, "a main root past the file");
     damaged(f, n, meta + 92, MDB_DUPSORT, 2, "a main database with duplicates");
