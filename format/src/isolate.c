@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -27,8 +28,15 @@ struct report {
 
 void (*sf__isolate_child_hook)(void);
 
-static void child(sf_check_fn check, void *arg, const char *path, int fd)
+static void child(sf_check_fn check, void *arg, const char *path, int fd, pid_t parent)
 {
+    /* Dies with the program that started it (a kill, a CI job's timeout):
+     * an orphan would go on reading the whole pack, or spinning where a
+     * damaged one makes liblmdb loop, for nothing. The parent may have
+     * ended before the request. */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent)
+        _exit(0);
     if (sf__isolate_child_hook)
         sf__isolate_child_hook();
     struct report r;
@@ -146,7 +154,7 @@ int sf_check_isolated(sf_check_fn check, void *arg, const char *path, int timeou
         snprintf(err, errlen, "%s: cannot check the pack: pipe: %s", path, strerror(errno));
         return SF_EIO;
     }
-    pid_t pid = fork();
+    pid_t parent = getpid(), pid = fork();
     if (pid < 0) {
         snprintf(err, errlen, "%s: cannot check the pack: fork: %s", path, strerror(errno));
         close(fds[0]);
@@ -155,7 +163,7 @@ int sf_check_isolated(sf_check_fn check, void *arg, const char *path, int timeou
     }
     if (pid == 0) {
         close(fds[0]);
-        child(check, arg, path, fds[1]);
+        child(check, arg, path, fds[1], parent);
     }
     close(fds[1]);
 

@@ -91,6 +91,52 @@ def progress_bar(work):
         T.check(b"paths" in got or b"path" in got, "%s: the summary follows: %r" % (what, got[-300:]))
 
 
+def children_of(pid):
+    """The pids of pid's children (each thread's list: the check child is forked by the
+    main thread)."""
+    kids = []
+    try:
+        for t in os.listdir("/proc/%d/task" % pid):
+            with open("/proc/%d/task/%s/children" % (pid, t)) as f:
+                kids += [int(k) for k in f.read().split()]
+    except OSError:
+        pass
+    return kids
+
+
+def killed_during_its_check(work):
+    """Every command that reads a pack walks it in a forked child first. When servd-pack
+    is killed meanwhile (a CI job's timeout, kill -9), the child must die with it: an
+    orphan went on reading the whole pack, or spinning for good where a damaged one made
+    liblmdb loop (one ran 76 minutes after its fuzzer had gone). Here the child's first
+    read of the pack waits 20 s (the test shim), servd-pack is killed, and its child must
+    be gone at once."""
+    root = os.path.join(work, "orphan-site")
+    T.make_site(root)
+    pack = os.path.join(work, "orphan.lmdb")
+    T.eq(T.run(["build", root, "-o", pack, "-q"]).returncode, 0, "build")
+    p = subprocess.Popen([T.PACK, "verify", pack], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL,
+                         env=T.shim_env(SLOW_READ="orphan.lmdb", SLOW_READ_MS="20000"))
+    kids = []
+    deadline = time.monotonic() + 10
+    while not kids and time.monotonic() < deadline and p.poll() is None:
+        kids = children_of(p.pid)
+        time.sleep(0.01)
+    T.check(kids != [], "verify's check child was not seen")
+    p.kill()
+    p.wait()
+    deadline = time.monotonic() + 3
+    alive = kids
+    while alive and time.monotonic() < deadline:
+        alive = [k for k in kids if os.path.exists("/proc/%d" % k) and
+                 open("/proc/%d/stat" % k).read().rsplit(")", 1)[1].split()[0] != "Z"]
+        time.sleep(0.05)
+    for k in alive:
+        os.kill(k, signal.SIGKILL)
+    T.eq(alive, [], "the check child of a killed servd-pack is still running")
+
+
 def progress_lines(work):
     """Where no bar can be drawn (a CI log), a long build is not silent: a line every 10 s
     says the phase and how far it is. A short build prints none."""
@@ -842,6 +888,7 @@ def main():
         progress_bar(work)
         progress_lines(work)
         io_errors(work)
+        killed_during_its_check(work)
     T.finish("test_pack_cli")
 
 

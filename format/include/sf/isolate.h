@@ -26,7 +26,9 @@ typedef int (*sf_check_fn)(void *arg, const char *path, char *err, size_t errlen
 
 /* Runs check(arg, path, ...) in a forked child and waits at most
  * timeout_ms for it. The child only reads: it must not touch state the
- * parent shares (sockets, files being written).
+ * parent shares (sockets, files being written). It dies with the thread
+ * that forked it (PR_SET_PDEATHSIG): a caller killed meanwhile leaves no
+ * orphan reading the pack.
  * @return 0 when the check passed; the check's own code and message when it
  *         failed; SF_ECORRUPT with "PATH: corrupt pack: reading it crashed
  *         (...)" when the child died by a signal; SF_ETIMEDOUT ("corrupt
