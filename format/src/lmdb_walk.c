@@ -27,8 +27,8 @@
 #include <inttypes.h>
 #include <lmdb.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -55,16 +55,18 @@ enum {
 
 /* Pages are read with pread, not mapped: a file cut short during the walk
  * is then a short read, not a SIGBUS in a running servd (whose guard only
- * knows LMDB's own map). One buffer per level of recursion, made when the
- * walk first goes that deep: a named database's tree is walked while the
- * main database's leaf that names it is still in use. */
+ * knows LMDB's own map). One buffer per level of recursion (a named
+ * database's tree is walked while the main database's leaf that names it
+ * is still in use), in one anonymous map, as the bitmap of pages seen: the
+ * kernel touches only the levels used and takes all of it back at the
+ * end, where the heap would keep it, or a checker's quarantine hold it. */
 #define MAX_LEVELS (2 * MAX_DEPTH)
 
 struct walk {
     int fd;
-    unsigned char *buf[MAX_LEVELS];
-    int level;       /* of the page being read */
-    uint64_t npages; /* mm_last_pg + 1 */
+    unsigned char *bufs; /* MAX_LEVELS pages */
+    int level;           /* of the page being read */
+    uint64_t npages;     /* mm_last_pg + 1 */
     size_t psize;
     unsigned char *seen; /* a bit per page */
     char *why;
@@ -95,14 +97,10 @@ static int bad(struct walk *w, uint64_t pgno, const char *what)
 /* Reads len bytes of page pgno into the buffer of the current level. */
 static int read_page(struct walk *w, uint64_t pgno, size_t len, const unsigned char **out)
 {
-    unsigned char **b = &w->buf[w->level];
-    if (!*b && !(*b = malloc(w->psize))) {
-        snprintf(w->why, w->whylen, "out of memory");
-        return SF_ENOMEM;
-    }
+    unsigned char *b = w->bufs + (size_t)w->level * w->psize;
     size_t got = 0;
     while (got < len) {
-        ssize_t n = pread(w->fd, *b + got, len - got, (off_t)(pgno * w->psize + got));
+        ssize_t n = pread(w->fd, b + got, len - got, (off_t)(pgno * w->psize + got));
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0) {
@@ -115,7 +113,7 @@ static int read_page(struct walk *w, uint64_t pgno, size_t len, const unsigned c
         }
         got += (size_t)n;
     }
-    *out = *b;
+    *out = b;
     return 0;
 }
 
@@ -286,17 +284,22 @@ int sf__lmdb_walk(int fd, const unsigned char *meta, uint32_t psize, char *why, 
         snprintf(why, whylen, "corrupt pack (LMDB's main database has its root outside the file)");
         return SF_ECORRUPT;
     }
-    w.seen = calloc((size_t)(w.npages / 8 + 1), 1);
+    size_t seen_len = (size_t)(w.npages / 8 + 1), bufs_len = (size_t)MAX_LEVELS * psize;
+    void *seen = mmap(NULL, seen_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void *bufs = mmap(NULL, bufs_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    w.seen = seen == MAP_FAILED ? NULL : seen;
+    w.bufs = bufs == MAP_FAILED ? NULL : bufs;
     int rc;
-    if (!w.seen) {
+    if (!w.seen || !w.bufs) {
         snprintf(why, whylen, "out of memory");
         rc = SF_ENOMEM;
     } else if ((rc = claim(&w, 0, root, 1)) == 0) {
         int leaves = -1;
         rc = tree(&w, root, 0, 1, &leaves);
     }
-    free(w.seen);
-    for (int i = 0; i < MAX_LEVELS; i++)
-        free(w.buf[i]);
+    if (w.seen)
+        munmap(w.seen, seen_len);
+    if (w.bufs)
+        munmap(w.bufs, bufs_len);
     return rc;
 }
