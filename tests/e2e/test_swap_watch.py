@@ -434,7 +434,14 @@ def t_forty_swaps_leave_one_pack_mapped_and_memory_flat(s):
              rss[1][1]))
     eq(s.m("servd_pack_swap_failures_total"), fails0, "refusals during 40 good swaps")
     # Each swap maps a fresh ~3.5 MB pack and validates it; neither the maps nor the heap
-    # may keep anything of the 35 swaps between the two samples.
+    # may keep anything of the 35 swaps between the two samples. Not in an ASan build:
+    # its allocator keeps freed blocks in a quarantine (256 MB) that grows by design,
+    # about 900 KiB over these swaps, near the bound (t_swaps_memory_flat does the same).
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import hardtest as ht
+    if ht.sanitized():
+        print("  (an AddressSanitizer build: the RSS bounds are checked in the normal build)")
+        return
     ok(rss[1][1] - rss[0][1] < 1024, "RssAnon grew %d KiB over 35 swaps" % (rss[1][1] - rss[0][1]))
     ok(rss[1][0] - rss[0][0] < 2048, "VmRSS grew %d KiB over 35 swaps" % (rss[1][0] - rss[0][0]))
 
