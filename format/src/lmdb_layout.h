@@ -35,6 +35,23 @@ enum { LMDB_MAX_PAGE = 32768 };
  *         SF_ENOMEM. */
 int sf__lmdb_walk(int fd, const unsigned char *meta, uint32_t psize, char *why, size_t whylen);
 
+/* LMDB's integers, little-endian on the machines servd runs on, read from
+ * bytes of any alignment. */
+static inline uint16_t lmdb_ld16(const unsigned char *p)
+{
+    return (uint16_t)(p[0] | p[1] << 8);
+}
+
+static inline uint32_t lmdb_ld32(const unsigned char *p)
+{
+    return (uint32_t)lmdb_ld16(p) | (uint32_t)lmdb_ld16(p + 2) << 16;
+}
+
+static inline uint64_t lmdb_ld64(const unsigned char *p)
+{
+    return (uint64_t)lmdb_ld32(p) | (uint64_t)lmdb_ld32(p + 4) << 32;
+}
+
 /* The bytes of a meta page sf__lmdb_walk reads (through mm_txnid). */
 #define LMDB_META_LEN 152
 

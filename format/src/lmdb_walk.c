@@ -73,21 +73,6 @@ struct walk {
     size_t whylen;
 };
 
-static uint16_t ld16(const unsigned char *p)
-{
-    return (uint16_t)(p[0] | p[1] << 8);
-}
-
-static uint32_t ld32(const unsigned char *p)
-{
-    return (uint32_t)ld16(p) | (uint32_t)ld16(p + 2) << 16;
-}
-
-static uint64_t ld64(const unsigned char *p)
-{
-    return (uint64_t)ld32(p) | (uint64_t)ld32(p + 4) << 32;
-}
-
 static int bad(struct walk *w, uint64_t pgno, const char *what)
 {
     snprintf(w->why, w->whylen, "corrupt pack (LMDB page %" PRIu64 " %s)", pgno, what);
@@ -144,8 +129,8 @@ static int overflow(struct walk *w, uint64_t from, uint64_t ov)
     const unsigned char *pg;
     if ((rc = read_page(w, ov, LMDB_PAGE_HDR, &pg)) != 0)
         return rc;
-    uint32_t pages = ld32(pg + 12);
-    if (ld64(pg) != ov || (ld16(pg + 10) & P_TYPES) != P_OVERFLOW || pages == 0)
+    uint32_t pages = lmdb_ld32(pg + 12);
+    if (lmdb_ld64(pg) != ov || (lmdb_ld16(pg + 10) & P_TYPES) != P_OVERFLOW || pages == 0)
         return bad(w, ov, "is not the overflow page a value points to");
     return claim(w, ov, ov + 1, pages - 1);
 }
@@ -157,9 +142,9 @@ static int tree_nodes(struct walk *w, uint64_t pgno, const unsigned char *pg, in
 /* A named database's MDB_db record, in a node of the main database. */
 static int named(struct walk *w, uint64_t pgno, const unsigned char *db)
 {
-    if (ld16(db + 4) & DB_FLAGS)
+    if (lmdb_ld16(db + 4) & DB_FLAGS)
         return bad(w, pgno, "names a database with flags a pack does not use");
-    uint64_t root = ld64(db + 40);
+    uint64_t root = lmdb_ld64(db + 40);
     if (root == NO_PAGE)
         return 0;
     int rc = claim(w, pgno, root, 1), leaves = -1;
@@ -172,15 +157,15 @@ static int named(struct walk *w, uint64_t pgno, const unsigned char *db)
 static int leaf_node(struct walk *w, uint64_t pgno, const unsigned char *node, size_t room,
                      int main_db)
 {
-    uint64_t size = ld16(node) | (uint64_t)ld16(node + 2) << 16;
-    unsigned flags = ld16(node + 4);
-    size_t key = ld16(node + 6), at = LMDB_NODE_HDR + key;
+    uint64_t size = lmdb_ld16(node) | (uint64_t)lmdb_ld16(node + 2) << 16;
+    unsigned flags = lmdb_ld16(node + 4);
+    size_t key = lmdb_ld16(node + 6), at = LMDB_NODE_HDR + key;
     if (flags & ~(unsigned)(F_BIGDATA | F_SUBDATA))
         return bad(w, pgno, "has a node with flags a pack does not use");
     if (flags & F_BIGDATA) {
         if (flags & F_SUBDATA || at + LMDB_PGNO > room)
             return bad(w, pgno, "has a node that does not fit in it");
-        return overflow(w, pgno, ld64(node + at));
+        return overflow(w, pgno, lmdb_ld64(node + at));
     }
     if (flags & F_SUBDATA) {
         if (!main_db || size != DB_LEN || at + DB_LEN > room)
@@ -209,9 +194,9 @@ static int tree(struct walk *w, uint64_t pgno, int depth, int main_db, int *leav
 static int tree_nodes(struct walk *w, uint64_t pgno, const unsigned char *pg, int depth,
                       int main_db, int *leaves)
 {
-    unsigned type = ld16(pg + 10) & P_TYPES;
-    size_t lower = ld16(pg + 12), upper = ld16(pg + 14);
-    if (ld64(pg) != pgno)
+    unsigned type = lmdb_ld16(pg + 10) & P_TYPES;
+    size_t lower = lmdb_ld16(pg + 12), upper = lmdb_ld16(pg + 14);
+    if (lmdb_ld64(pg) != pgno)
         return bad(w, pgno, "does not hold its own number");
     if (type != P_BRANCH && type != P_LEAF)
         return bad(w, pgno, "is neither a branch nor a leaf page");
@@ -231,19 +216,19 @@ static int tree_nodes(struct walk *w, uint64_t pgno, const unsigned char *pg, in
             return bad(w, pgno, "is a leaf at another depth than its tree's other leaves");
     }
     for (size_t i = 0; i < n; i++) {
-        size_t off = ld16(pg + LMDB_PAGE_HDR + i * LMDB_SLOT);
+        size_t off = lmdb_ld16(pg + LMDB_PAGE_HDR + i * LMDB_SLOT);
         if (off < upper || off % 2 || off > w->psize - LMDB_NODE_HDR)
             return bad(w, pgno, "has a node outside its page");
         const unsigned char *node = pg + off;
-        size_t room = w->psize - off, key = ld16(node + 6);
+        size_t room = w->psize - off, key = lmdb_ld16(node + 6);
         if (key > MAX_KEY || key > room - LMDB_NODE_HDR)
             return bad(w, pgno, "has a key that does not fit in it");
         int rc;
         if (type == P_LEAF) {
             rc = leaf_node(w, pgno, node, room, main_db);
         } else {
-            uint64_t child =
-                ld16(node) | (uint64_t)ld16(node + 2) << 16 | (uint64_t)ld16(node + 4) << 32;
+            uint64_t child = lmdb_ld16(node) | (uint64_t)lmdb_ld16(node + 2) << 16 |
+                             (uint64_t)lmdb_ld16(node + 4) << 32;
             if (depth + 1 >= MAX_DEPTH)
                 return bad(w, pgno, "is in a tree deeper than LMDB reads");
             rc = claim(w, pgno, child, 1);
@@ -265,7 +250,7 @@ int sf__lmdb_walk(int fd, const unsigned char *meta, uint32_t psize, char *why, 
         snprintf(why, whylen, "%s", strerror(errno));
         return SF_EIO;
     }
-    uint64_t last = ld64(meta + META_LAST_PG);
+    uint64_t last = lmdb_ld64(meta + META_LAST_PG);
     if (psize < 512 || psize > 65536 || (psize & (psize - 1)) != 0 ||
         last >= (uint64_t)st.st_size / psize) {
         snprintf(why, whylen, "corrupt pack (LMDB's meta page does not fit the file)");
@@ -273,11 +258,11 @@ int sf__lmdb_walk(int fd, const unsigned char *meta, uint32_t psize, char *why, 
     }
     struct walk w = {.fd = fd, .npages = last + 1, .psize = psize, .why = why, .whylen = whylen};
     const unsigned char *db = meta + META_MAIN;
-    if (ld16(db + 4) & DB_FLAGS) {
+    if (lmdb_ld16(db + 4) & DB_FLAGS) {
         snprintf(why, whylen, "corrupt pack (LMDB's main database has flags a pack does not use)");
         return SF_ECORRUPT;
     }
-    uint64_t root = ld64(db + 40);
+    uint64_t root = lmdb_ld64(db + 40);
     if (root == NO_PAGE)
         return 0; /* empty: LMDB finds nothing, and says so */
     if (root < 2 || root >= w.npages) {

@@ -53,19 +53,9 @@ struct sf_reader {
  */
 #define LMDB_META_MAGIC 0xBEEFC0DEu
 
-static uint32_t ld32(const unsigned char *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static uint64_t ld64(const unsigned char *p)
-{
-    return (uint64_t)ld32(p) | (uint64_t)ld32(p + 4) << 32;
-}
-
 int sf_lmdb_magic(const void *page, size_t len)
 {
-    return len >= 20 && ld32((const unsigned char *)page + 16) == LMDB_META_MAGIC;
+    return len >= 20 && lmdb_ld32((const unsigned char *)page + 16) == LMDB_META_MAGIC;
 }
 
 /* Reads the two LMDB meta pages before LMDB does (it would trust them),
@@ -96,7 +86,7 @@ static int lmdb_header_problem(const char *path, char *why, size_t whylen)
         rc = SF_EMAGIC, what = "not a servd pack (no LMDB magic)";
         goto out;
     }
-    uint32_t psize = ld32(h + 40);
+    uint32_t psize = lmdb_ld32(h + 40);
     if (psize < 512 || psize > 65536 || (psize & (psize - 1)) != 0) {
         rc = SF_ECORRUPT, what = "corrupt pack (invalid LMDB page size)";
         goto out;
@@ -113,12 +103,12 @@ static int lmdb_header_problem(const char *path, char *why, size_t whylen)
         rc = SF_ECORRUPT, what = "corrupt pack (truncated: the second LMDB meta page is missing)";
         goto out;
     }
-    if (!sf_lmdb_magic(h1, sizeof h1) || ld32(h1 + 40) != psize) {
+    if (!sf_lmdb_magic(h1, sizeof h1) || lmdb_ld32(h1 + 40) != psize) {
         rc = SF_ECORRUPT, what = "corrupt pack (the second LMDB meta page is damaged)";
         goto out;
     }
-    const unsigned char *newer = ld64(h1 + 144) > ld64(h + 144) ? h1 : h;
-    if (ld64(newer + 136) >= (uint64_t)st.st_size / psize) {
+    const unsigned char *newer = lmdb_ld64(h1 + 144) > lmdb_ld64(h + 144) ? h1 : h;
+    if (lmdb_ld64(newer + 136) >= (uint64_t)st.st_size / psize) {
         rc = SF_ECORRUPT, what = "truncated pack (pages missing at the end)";
         goto out;
     }
