@@ -104,6 +104,15 @@ def children_of(pid):
     return kids
 
 
+def running(pid):
+    """Whether pid is a process that has not ended (a zombie has)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:  # gone, even between a look and the read
+        return False
+
+
 def killed_during_its_check(work):
     """Every command that reads a pack walks it in a forked child first. When servd-pack
     is killed meanwhile (a CI job's timeout, kill -9), the child must die with it: an
@@ -129,8 +138,7 @@ def killed_during_its_check(work):
     deadline = time.monotonic() + 3
     alive = kids
     while alive and time.monotonic() < deadline:
-        alive = [k for k in kids if os.path.exists("/proc/%d" % k) and
-                 open("/proc/%d/stat" % k).read().rsplit(")", 1)[1].split()[0] != "Z"]
+        alive = [k for k in kids if running(k)]
         time.sleep(0.05)
     for k in alive:
         os.kill(k, signal.SIGKILL)
