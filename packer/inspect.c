@@ -49,8 +49,8 @@ int pk_pack_open_checked(const char *path, sf_pack **pack, char *err, size_t err
         close(fd);
         return rc;
     }
-    rc = sf_check_isolated(sf_pack_check_structure, SF_CHECK_NO_HASH, fdpath, SF_CHECK_TIMEOUT_MS,
-                           err, errlen);
+    rc = sf_check_isolated(sf_pack_check_structure, SF_CHECK_NO_HASH, fdpath,
+                           sf_check_timeout_ms((uint64_t)st.st_size), err, errlen);
     if (rc == 0)
         rc = sf_pack_open(fdpath, pack, err, errlen);
     close(fd); /* LMDB holds its own descriptor */

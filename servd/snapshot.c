@@ -375,10 +375,11 @@ int sv_snapshot_open(const char *path, int nreaders, sv_snapshot **out, sv_file_
     snprintf(pid, sizeof pid, "%ld", (long)getpid());
     char *argv[] = {self_exe(), "--check-pack", fdpath, pid, NULL};
     fcntl(fd, F_SETFD, 0);
-    rc = sf_check_spawn(argv, path, SF_CHECK_TIMEOUT_MS, err, errlen);
+    int timeout_ms = sf_check_timeout_ms((uint64_t)st.st_size);
+    rc = sf_check_spawn(argv, path, timeout_ms, err, errlen);
     if (rc == SF_EIO && strcmp(argv[0], "/proc/self/exe") != 0) {
         argv[0] = "/proc/self/exe"; /* the binary was replaced on disk */
-        rc = sf_check_spawn(argv, path, SF_CHECK_TIMEOUT_MS, err, errlen);
+        rc = sf_check_spawn(argv, path, timeout_ms, err, errlen);
     }
     fcntl(fd, F_SETFD, FD_CLOEXEC);
     unsigned char head[SV_SNAPSHOT_HEAD] = {0};

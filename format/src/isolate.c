@@ -7,6 +7,7 @@
 #include <spawn.h>
 #include <openssl/evp.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stddef.h>
 #include <poll.h>
 #include <signal.h>
@@ -54,6 +55,24 @@ static void child(sf_check_fn check, void *arg, const char *path, int fd, pid_t 
         n -= (size_t)w;
     }
     _exit(0); /* no atexit handlers, no stdio flush of the parent's buffers */
+}
+
+int sf_check_timeout_ms(uint64_t bytes)
+{
+    uint64_t ms = SF_CHECK_TIMEOUT_MS + bytes / SF_CHECK_RATE * 1000 +
+                  bytes % SF_CHECK_RATE * 1000 / SF_CHECK_RATE;
+    return ms > INT_MAX ? INT_MAX : (int)ms;
+}
+
+/* "reading it did not finish in 200 ms", or "in 61 s" from 10 s on. */
+static void timed_out_msg(const char *path, int timeout_ms, char *err, size_t errlen)
+{
+    if (timeout_ms < 10000)
+        snprintf(err, errlen, "%s: corrupt pack: reading it did not finish in %d ms", path,
+                 timeout_ms);
+    else
+        snprintf(err, errlen, "%s: corrupt pack: reading it did not finish in %d s", path,
+                 timeout_ms / 1000);
 }
 
 static int64_t now_ms(void)
@@ -175,8 +194,7 @@ int sf_check_isolated(sf_check_fn check, void *arg, const char *path, int timeou
         return report_lost(path, read_errno, err, errlen);
 
     if (timed_out) {
-        snprintf(err, errlen, "%s: corrupt pack: reading it did not finish in %d ms", path,
-                 timeout_ms);
+        timed_out_msg(path, timeout_ms, err, errlen);
         return SF_ETIMEDOUT;
     }
     if (st == -1)
@@ -254,8 +272,7 @@ int sf_check_spawn(char *const argv[], const char *path, int timeout_ms, char *e
     while (got > 0 && (msg[got - 1] == '\n' || msg[got - 1] == '\r'))
         msg[--got] = '\0';
     if (timed_out) {
-        snprintf(err, errlen, "%s: corrupt pack: reading it did not finish in %d ms", path,
-                 timeout_ms);
+        timed_out_msg(path, timeout_ms, err, errlen);
         return SF_ETIMEDOUT;
     }
     if (st == -1)

@@ -5,6 +5,7 @@
 #include "sf/store.h"
 
 #include <fcntl.h>
+#include <limits.h>
 #include <openssl/evp.h>
 #include <signal.h>
 #include <stdint.h>
@@ -70,6 +71,19 @@ TEST(isolated_check_hang_is_a_refusal)
     /* a refusal of its own kind: it says nothing of which bytes changed */
     ASSERT_EQ(rc, SF_ETIMEDOUT);
     ASSERT(strstr(err, "did not finish in 200 ms") != NULL);
+}
+
+/* A large pack on a slow disk is not refused for the time its whole read
+ * takes: the limit grows by a second for every 8 MiB of the file. */
+TEST(check_limit_grows_with_the_pack)
+{
+    ASSERT_EQ(sf_check_timeout_ms(0), 60000);
+    ASSERT_EQ(sf_check_timeout_ms(8u << 20), 61000);
+    ASSERT_EQ(sf_check_timeout_ms(12u << 20), 61500);
+    /* 16 GiB, 2048 s of reading allowed at 8 MiB/s: a minute was 7.5 GB
+     * at 125 MB/s */
+    ASSERT_EQ(sf_check_timeout_ms((uint64_t)16 << 30), 60000 + 2048000);
+    ASSERT_EQ(sf_check_timeout_ms(UINT64_MAX), INT_MAX);
 }
 
 /* Bodies are content addressed: a body whose bytes do not hash to its key

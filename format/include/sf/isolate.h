@@ -15,6 +15,7 @@
 #define SF_ISOLATE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -96,8 +97,18 @@ void sf_name_file(char *err, size_t errlen, const char *fdpath, const char *path
  * @return 0, or SF_EIO with "PATH: cannot reach ... (is /proc mounted?)". */
 int sf_fd_path(int fd, const char *path, char *out, size_t outlen, char *err, size_t errlen);
 
-/* How long a structure walk in a child may take before the pack is refused. */
+/* How long a structure walk in a child may take before the pack is refused:
+ * SF_CHECK_TIMEOUT_MS, plus a second for every SF_CHECK_RATE bytes of the
+ * file. The walk reads and hashes the whole pack, so a fixed limit refused
+ * a large pack on a slow disk as corrupt (a 7.5 GB pack read cold at
+ * 125 MB/s takes the whole minute); the rate is about a fifteenth of such a
+ * disk's. A check that loops (a damaged page) is still stopped, in a time
+ * that grows with the file as an honest check's does. */
 #define SF_CHECK_TIMEOUT_MS 60000
+#define SF_CHECK_RATE       (8u << 20)
+
+/* The limit above for a pack of the given size, in ms (at most INT_MAX). */
+int sf_check_timeout_ms(uint64_t bytes);
 
 #ifdef __cplusplus
 }
