@@ -277,8 +277,11 @@ int pk_build(const pk_build_opts *o)
         goto out_free;
     pk_rules_warn(b.rules, PK_RULES_CACHE_CONTROL | PK_RULES_HEADERS);
 
-    if (pk__plan_compression(&b, &st.reused) != 0 || start_compressors(&b) != 0 ||
-        pk__run_jobs(&b, "compressing") != 0 || name_variants(&b) != 0)
+    if (pk__plan_compression(&b, &st) != 0 || start_compressors(&b) != 0 ||
+        pk__run_jobs(&b, "compressing") != 0)
+        goto out_free;
+    pk__share_twins(&b);
+    if (name_variants(&b) != 0)
         goto out_free;
     free_compressors(&b);
     if (pk__write_pack(&b, &st) != 0)

@@ -21,14 +21,12 @@
 /* Room for a message naming a file and a cause. */
 #define PK_ERR_LEN 2048
 
-/* One unit of parallel work: read and hash a file, compress it into one
- * encoding, or take its variants from --base. */
+/* One unit of parallel work: read and hash a file (and take its variants
+ * from --base when it has them there), or compress it into one encoding. */
 typedef struct job {
     size_t file;
-    int enc; /* SF_ENC_IDENTITY: read + hash; -1: reuse from base */
+    int enc; /* SF_ENC_IDENTITY: read + hash */
 } job;
-
-#define JOB_REUSE (-1)
 
 typedef struct build {
     const pk_build_opts *o;
@@ -78,9 +76,15 @@ int pk__reread(const pk_file *f, const char *root, uint8_t **out, char *err, siz
 
 /* ---- jobs.c ---- */
 
-/* Queues the compression (or reuse from --base) of every file worth it in
- * b->jobs, counting the reused in *reused. @return 0, or -1 with b->err. */
-int pk__plan_compression(build *b, uint64_t *reused);
+/* Queues the compression of every file worth it in b->jobs, counting those
+ * whose variants came from --base in st->reused. A file with the same bytes
+ * and class as an earlier one is not queued: it shares that file's variants
+ * (pk__share_twins), counted in st->twins. @return 0, or -1 with b->err. */
+int pk__plan_compression(build *b, pk_stats *st);
+
+/* After the compression: gives each file planned as a twin the variants
+ * of the file it is the twin of. */
+void pk__share_twins(build *b);
 
 /* Runs b->jobs (reads or compressions, phase names them on the progress
  * line) on the pool, heaviest first. @return 0, or -1 with b->err. */

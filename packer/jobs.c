@@ -76,15 +76,29 @@ static int compress_one(build *b, pk_file *f, int enc, unsigned thread, char *er
     return 0;
 }
 
+/* Whether a compressed variant of f could be worth keeping: files smaller
+ * than the keep rule's byte minimum never give one. */
+static int compressible(const pk_file *f)
+{
+    return f->cls != PK_CLASS_NONE && f->size > PK_KEEP_MIN_BYTES;
+}
+
 static int run_job(void *arg, size_t j, unsigned thread, char *err, size_t errlen)
 {
     build *b = arg;
     const job *jb = &b->jobs[j];
     pk_file *f = &b->site.files[jb->file];
-    if (jb->enc == SF_ENC_IDENTITY)
-        return pk__read_file(b, f, &b->magic[thread], err, errlen);
-    if (jb->enc == JOB_REUSE)
+    if (jb->enc == SF_ENC_IDENTITY) {
+        if (pk__read_file(b, f, &b->magic[thread], err, errlen) != 0)
+            return -1;
+        /* Taken from --base at once, which drops the file's bytes: a
+         * re-pack of an unchanged site does not hold it whole in memory
+         * until a reuse phase. */
+        if (!compressible(f) || !pk_base_find(b->base, f->var[SF_ENC_IDENTITY].digest, f->cls))
+            return 0;
+        f->reused = 1;
         return reuse(b, f, err, errlen);
+    }
     if (compress_one(b, f, jb->enc, thread, err, errlen) != 0)
         return -1;
     /* the last of the file's jobs: the others are done with its bytes */
@@ -96,7 +110,7 @@ static int run_job(void *arg, size_t j, unsigned thread, char *err, size_t errle
 static uint64_t job_weight(const build *b, const job *jb)
 {
     uint64_t size = b->site.files[jb->file].size + 1;
-    if (jb->enc == SF_ENC_IDENTITY || jb->enc == JOB_REUSE)
+    if (jb->enc == SF_ENC_IDENTITY)
         return size;
     return size * pk_compress_cost(jb->enc);
 }
@@ -182,33 +196,95 @@ int pk__run_jobs(build *b, const char *phase)
     return rc;
 }
 
-/* Queues the compression (or reuse) work. Files smaller than the keep rule's
- * byte minimum cannot produce a variant worth keeping and are skipped. */
-int pk__plan_compression(build *b, uint64_t *reused)
+/* A file's identity digest and class, and its index, in sort order. */
+typedef struct twin_key {
+    uint8_t digest[PK_DIGEST_LEN];
+    int cls;
+    size_t idx;
+} twin_key;
+
+static int cmp_twin(const void *a, const void *c)
+{
+    const twin_key *x = a, *y = c;
+    int d = memcmp(x->digest, y->digest, PK_DIGEST_LEN);
+    if (d)
+        return d;
+    if (x->cls != y->cls)
+        return x->cls < y->cls ? -1 : 1;
+    return (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+/* Marks each file to be compressed that has the bytes and class of an
+ * earlier one as its twin, and drops its bytes: identical files (copies of
+ * the same page under several versions of a documentation site) are
+ * compressed once, not once a copy, and the same output is stored once
+ * anyway. @return the number marked, or -1 out of memory. */
+static long mark_twins(build *b)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < b->site.n; i++)
+        n += compressible(&b->site.files[i]) && !b->site.files[i].reused;
+    twin_key *k = malloc((n ? n : 1) * sizeof *k);
+    if (!k)
+        return -1;
+    n = 0;
+    for (size_t i = 0; i < b->site.n; i++) {
+        const pk_file *f = &b->site.files[i];
+        if (compressible(f) && !f->reused) {
+            memcpy(k[n].digest, f->var[SF_ENC_IDENTITY].digest, PK_DIGEST_LEN);
+            k[n].cls = f->cls;
+            k[n++].idx = i;
+        }
+    }
+    qsort(k, n, sizeof *k, cmp_twin);
+    long marked = 0;
+    for (size_t i = 1, first = 0; i < n; i++) {
+        if (memcmp(k[i].digest, k[first].digest, PK_DIGEST_LEN) != 0 || k[i].cls != k[first].cls) {
+            first = i;
+            continue;
+        }
+        pk_file *f = &b->site.files[k[i].idx];
+        f->twin = k[first].idx + 1;
+        pk__drop_identity(f);
+        marked++;
+    }
+    free(k);
+    return marked;
+}
+
+void pk__share_twins(build *b)
+{
+    for (size_t i = 0; i < b->site.n; i++) {
+        pk_file *f = &b->site.files[i];
+        if (!f->twin)
+            continue;
+        const pk_file *of = &b->site.files[f->twin - 1];
+        for (int e = SF_ENC_GZIP; e < SF_ENC_COUNT; e++) {
+            f->var[e] = of->var[e];
+            f->var[e].owned = 0; /* a view of of's, written once as the same body */
+        }
+    }
+}
+
+/* Queues the compression work. */
+int pk__plan_compression(build *b, pk_stats *st)
 {
     size_t cap = b->site.n * (SF_ENC_COUNT - 1);
     free(b->jobs);
     b->jobs = malloc((cap ? cap : 1) * sizeof *b->jobs);
     b->njobs = 0;
-    if (!b->jobs) {
-        snprintf(b->err, sizeof b->err, "out of memory planning compression");
-        return -1;
-    }
     b->pending = calloc(b->site.n ? b->site.n : 1, sizeof *b->pending);
-    if (!b->pending) {
+    long twins = b->jobs && b->pending ? mark_twins(b) : -1;
+    if (twins < 0) {
         snprintf(b->err, sizeof b->err, "out of memory planning compression");
         return -1;
     }
+    st->twins = (uint64_t)twins;
     for (size_t i = 0; i < b->site.n; i++) {
         pk_file *f = &b->site.files[i];
-        if (f->cls == PK_CLASS_NONE || f->size <= PK_KEEP_MIN_BYTES)
+        st->reused += (uint64_t)f->reused;
+        if (!compressible(f) || f->reused || f->twin)
             continue;
-        if (pk_base_find(b->base, f->var[SF_ENC_IDENTITY].digest, f->cls)) {
-            f->reused = 1;
-            (*reused)++;
-            b->jobs[b->njobs++] = (job){i, JOB_REUSE}; /* which drops its bytes */
-            continue;
-        }
         for (int e = SF_ENC_GZIP; e < SF_ENC_COUNT; e++)
             b->jobs[b->njobs++] = (job){i, e};
         atomic_init(&b->pending[i], SF_ENC_COUNT - 1);

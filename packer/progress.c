@@ -146,9 +146,9 @@ void pk_summary_print(FILE *out, const pk_stats *s, const char *output)
             (unsigned long long)s->stored_bytes, h2);
     fprintf(out,
             "  skipped: %llu dotfiles, %llu excluded; compression reused from --base: %llu "
-            "files\n",
+            "files, from an identical file: %llu\n",
             (unsigned long long)s->skipped_dot, (unsigned long long)s->skipped_excluded,
-            (unsigned long long)s->reused);
+            (unsigned long long)s->reused, (unsigned long long)s->twins);
     if (s->decoded)
         fprintf(out,
                 "  stored as what they contain (an encoded rule, .svgz): %llu files; the identity "

@@ -47,6 +47,7 @@ typedef struct pk_stats {
     const char *const *sidecar_names; /* the first of them (not owned) */
     size_t nsidecar_names;
     uint64_t reused;  /* paths whose variants came from --base */
+    uint64_t twins;   /* paths whose variants are an identical earlier file's */
     uint64_t decoded; /* files stored as what they contain (an encoded rule, .svgz) */
     double seconds;
 } pk_stats;

@@ -41,6 +41,8 @@ typedef struct pk_file {
     size_t nextra;
     int cls;       /* enum pk_class */
     int reused;    /* compressed variants came from --base */
+    size_t twin;   /* 1 + the index of an earlier file with the same bytes and class, whose
+                    * compressed variants this one shares (compressed once); 0: none */
     int encoded;   /* stored as what the file contains (an .svgz, an encoded rule's) */
     int date_weak; /* last_modified is not known to be when it changed (SF_ENTRY_DATE_WEAK) */
     int reread;    /* identity bytes dropped once only the write needed them (after the

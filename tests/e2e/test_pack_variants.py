@@ -8,6 +8,7 @@ import base64
 import hashlib
 import os
 import random
+import re
 import struct
 import sys
 
@@ -106,6 +107,33 @@ def check_site(name, root, work):
     return pack, listing
 
 
+def check_copies(work):
+    """Copies (the same page under several versions of a documentation site): a file
+    with the bytes and class of an earlier one takes that file's variants instead of
+    being compressed again, and the summary counts it. A copy named .txt is text too, so
+    it is one; a font with the same bytes is compressed as a font (brotli's FONT mode),
+    so it is not. Every copy still has every encoding, each decoding to its bytes."""
+    root = os.path.join(work, "copies")
+    script = T._text(random.Random(3), 40000, T.WORDS).encode()
+    other = T._text(random.Random(4), 40000, T.WORDS).encode()
+    for rel, data in (("app.js", script), ("v1/app.js", script), ("v2/app.js", script),
+                      ("v2/app.txt", script), ("fonts/app.ttf", script), ("other.js", other)):
+        os.makedirs(os.path.dirname(os.path.join(root, rel)), exist_ok=True)
+        with open(os.path.join(root, rel), "wb") as f:
+            f.write(data)
+    out = os.path.join(work, "copies-summary.lmdb")
+    p = T.run(["build", root, "-o", out, "--jobs", "2"])
+    T.eq(p.returncode, 0, "build of the copies: " + p.stderr.decode(errors="replace"))
+    m = re.search(rb"from an identical file: (\d+)", p.stderr)
+    T.check(m is not None, "the summary counts the copies: " + p.stderr.decode(errors="replace"))
+    T.eq(int(m.group(1)) if m else None, 3, "files that took an identical file's variants")
+    _, listing = check_site("copies", root, work)
+    sizes = {e["path"]: [(v["encoding"], v["size"]) for v in e["variants"]] for e in listing}
+    T.eq(len(sizes["/app.js"]), len(T.ENCODINGS), "the first copy has every encoding")
+    for path in ("/v1/app.js", "/v2/app.js", "/v2/app.txt"):
+        T.eq(sizes[path], sizes["/app.js"], "%s: the variants of /app.js" % path)
+
+
 def main():
     with T.TempDir() as work:
         root = os.path.join(work, "site")
@@ -152,6 +180,8 @@ def main():
              "a compressible file of no known type gets every encoding")
         T.eq([v["encoding"] for v in bp["/noise.bin"]["variants"]], ["identity"],
              "random bytes of no known type: identity only")
+
+        check_copies(work)
 
         if os.path.isdir(T.WWW) and T.source_files(T.WWW):
             check_site("www", T.WWW, work)
