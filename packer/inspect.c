@@ -9,6 +9,7 @@
  * same tree gives the same listing.
  */
 #include "commands.h"
+#include "jsonw.h"
 #include "msg.h"
 
 #include "headers.h"
@@ -89,7 +90,8 @@ void pk_close_pack(sf_pack *pack, sf_reader *reader)
 }
 
 typedef struct ls_ctx {
-    json_t *arr; /* --json */
+    int json;     /* --json: */
+    pk_jsonw out; /* written one path at a time */
     int failed;
     unsigned long bad_keys; /* listed, but no request reaches them */
 } ls_ctx;
@@ -154,8 +156,10 @@ static json_t *ls_object(sf_view path, const sf_entry *e)
 static int ls_json(ls_ctx *c, sf_view path, const sf_entry *e)
 {
     json_t *o = ls_object(path, e);
-    /* the array takes o over, also when it cannot grow */
-    return o && json_array_append_new(c->arr, o) == 0 ? 0 : SF_ENOMEM;
+    if (!o)
+        return SF_ENOMEM;
+    pk_jsonw_put(&c->out, NULL, o);
+    return 0;
 }
 
 static int ls_one(void *arg, sf_view path, const sf_entry *e)
@@ -165,7 +169,7 @@ static int ls_one(void *arg, sf_view path, const sf_entry *e)
      * normalised path ("/../etc/passwd") is damaged or hand-made */
     if (sf_path_check(path.ptr, path.len) != 0)
         c->bad_keys++;
-    if (c->arr)
+    if (c->json)
         return ls_json(c, path, e);
     /* keys escaped (msg.h): one line each, shown in their own order */
     pk_esc_fwrite(path.ptr, path.len, stdout);
@@ -192,25 +196,23 @@ int pk_cmd_ls(const char *site, int json)
     sf_reader *r;
     if (pk_open_pack(site, &pack, &r) != 0)
         return PK_EXIT_FAIL;
-    ls_ctx c = {0};
-    if (json && !(c.arr = json_array())) {
-        pk_err("out of memory");
-        pk_close_pack(pack, r);
-        return PK_EXIT_FAIL;
+    ls_ctx c = {.json = json};
+    errno = 0;
+    if (json) {
+        pk_jsonw_init(&c.out, stdout, JSON_ENSURE_ASCII);
+        pk_jsonw_open(&c.out, NULL, '[');
     }
     char err[MSG_LEN] = "";
     int rc = sf_foreach_path(r, ls_one, &c, err, sizeof err);
     int written = 1, werr = 0; /* a failed write is the output's problem, not the pack's */
-    if (rc == 0 && c.arr) {
-        errno = 0;
-        if (json_dumpf(c.arr, stdout, JSON_INDENT(2) | JSON_ENSURE_ASCII) != 0) {
+    if (rc == 0 && json) {
+        pk_jsonw_close(&c.out);
+        putchar('\n');
+        if (pk_jsonw_status(&c.out) != 0) {
             written = 0;
             werr = errno;
-        } else {
-            putchar('\n');
         }
     }
-    json_decref(c.arr);
     pk_close_pack(pack, r);
     if (rc != 0) {
         pk_err("%s: %s", site, err[0] ? err : sf_strerror(rc));

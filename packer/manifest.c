@@ -1,7 +1,9 @@
 /*
- * manifest.c - writing the JSON manifest (manifest.h) with jansson.
+ * manifest.c - writing the JSON manifest (manifest.h) with jansson, one path
+ * at a time (jsonw.h).
  */
 #include "manifest.h"
+#include "jsonw.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -18,56 +20,60 @@ void pk_manifest_tmp_name(const char *path, char *out, size_t cap)
     sf_tmp_name(path, out, cap); /* the pack's formula: one name for temporaries */
 }
 
-/* Builds the document; NULL when out of memory. */
-static json_t *build_doc(const pk_site *site, const sf_meta *meta, int has_404)
+/* One path's member of "paths"; NULL when out of memory. */
+static json_t *path_object(const pk_file *f)
 {
-    char hex[2 * sizeof meta->pack_id + 1];
-    sf_hex(meta->pack_id, sizeof meta->pack_id, hex);
-    json_t *paths = json_object();
-    json_t *doc =
-        json_pack("{s:i, s:s, s:s, s:s, s:o, s:{s:I, s:I, s:I, s:I}}", "servd_manifest", 1,
-                  "pack_id", hex, "packer", meta->packer, "profile", meta->profile, "not_found",
-                  has_404 ? json_string("/404.html") : json_null(), "totals", "paths",
-                  (json_int_t)meta->n_paths, "bodies", (json_int_t)meta->n_bodies, "identity_bytes",
-                  (json_int_t)meta->identity_bytes, "stored_bytes", (json_int_t)meta->stored_bytes);
-    if (!doc || !paths || json_object_set_new(doc, "paths", paths) != 0) {
-        json_decref(doc);
+    json_t *headers = json_array(), *variants = json_array();
+    json_t *p = json_pack("{s:s, s:s, s:I, s:o, s:o}", "mime", f->mime, "cache_control",
+                          f->cache_control, "last_modified", (json_int_t)f->last_modified,
+                          "headers", headers, "variants", variants);
+    if (!p)
         return NULL;
-    }
-    for (size_t i = 0; i < site->n; i++) {
-        const pk_file *f = &site->files[i];
-        json_t *headers = json_array(), *variants = json_array();
-        json_t *p = json_pack("{s:s, s:s, s:I, s:o, s:o}", "mime", f->mime, "cache_control",
-                              f->cache_control, "last_modified", (json_int_t)f->last_modified,
-                              "headers", headers, "variants", variants);
-        if (!p || json_object_set_new(paths, f->key, p) != 0)
+    for (size_t h = 0; h < f->nextra; h++)
+        if (json_array_append_new(headers, json_pack("{s:s, s:s}", "name", f->extra[h].name,
+                                                     "value", f->extra[h].value)) != 0)
             goto out_nomem;
-        for (size_t h = 0; h < f->nextra; h++)
-            if (json_array_append_new(headers, json_pack("{s:s, s:s}", "name", f->extra[h].name,
-                                                         "value", f->extra[h].value)) != 0)
-                goto out_nomem;
-        for (int e = 0; e < SF_ENC_COUNT; e++) {
-            const pk_variant *v = &f->var[e];
-            if (!v->present)
-                continue;
-            if (json_array_append_new(variants,
-                                      json_pack("{s:s, s:I, s:s}", "encoding", sf_encoding_name(e),
-                                                "size", (json_int_t)v->len, "etag", v->etag)) != 0)
-                goto out_nomem;
-        }
+    for (int e = 0; e < SF_ENC_COUNT; e++) {
+        const pk_variant *v = &f->var[e];
+        if (!v->present)
+            continue;
+        if (json_array_append_new(variants,
+                                  json_pack("{s:s, s:I, s:s}", "encoding", sf_encoding_name(e),
+                                            "size", (json_int_t)v->len, "etag", v->etag)) != 0)
+            goto out_nomem;
     }
-    return doc;
+    return p;
 out_nomem:
-    json_decref(doc);
+    json_decref(p);
     return NULL;
 }
 
-/* Writes doc and a newline to fp and flushes it. @return 0, or -1 with errno. */
-static int dump(json_t *doc, FILE *fp)
+/* Writes the document and a newline to fp, one path at a time (jsonw.h),
+ * and flushes it. @return 0, or -1 with errno (ENOMEM: out of memory). */
+static int write_doc(FILE *fp, const pk_site *site, const sf_meta *meta, int has_404)
 {
-    /* ferror too: jansson does not check every write (an object's keys) */
-    if (json_dumpf(doc, fp, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII) != 0 ||
-        fputc('\n', fp) == EOF || fflush(fp) != 0 || ferror(fp)) {
+    char hex[2 * sizeof meta->pack_id + 1];
+    sf_hex(meta->pack_id, sizeof meta->pack_id, hex);
+    pk_jsonw w;
+    pk_jsonw_init(&w, fp, JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII);
+    pk_jsonw_open(&w, NULL, '{');
+    pk_jsonw_put(&w, "servd_manifest", json_integer(1));
+    pk_jsonw_put(&w, "pack_id", json_string(hex));
+    pk_jsonw_put(&w, "packer", json_string(meta->packer));
+    pk_jsonw_put(&w, "profile", json_string(meta->profile));
+    pk_jsonw_put(&w, "not_found", has_404 ? json_string("/404.html") : json_null());
+    pk_jsonw_put(&w, "totals",
+                 json_pack("{s:I, s:I, s:I, s:I}", "paths", (json_int_t)meta->n_paths, "bodies",
+                           (json_int_t)meta->n_bodies, "identity_bytes",
+                           (json_int_t)meta->identity_bytes, "stored_bytes",
+                           (json_int_t)meta->stored_bytes));
+    pk_jsonw_open(&w, "paths", '{');
+    for (size_t i = 0; i < site->n && !w.failed; i++)
+        pk_jsonw_put(&w, site->files[i].key, path_object(&site->files[i]));
+    pk_jsonw_close(&w);
+    pk_jsonw_close(&w);
+    /* ferror too (pk_jsonw_status): jansson's writes are not checked one by one */
+    if (fputc('\n', fp) == EOF || fflush(fp) != 0 || pk_jsonw_status(&w) != 0) {
         if (errno == 0)
             errno = EIO;
         return -1;
@@ -80,20 +86,13 @@ int pk_manifest_write_tmp(const char *path, const pk_site *site, const sf_meta *
 {
     char tmp[PATH_MAX];
     pk_manifest_tmp_name(path, tmp, sizeof tmp);
-    json_t *doc = build_doc(site, meta, has_404);
-    if (!doc) {
-        snprintf(err, errlen, "%s: out of memory building the manifest", path);
-        return -1;
-    }
     FILE *fp = fopen(tmp, "w");
     if (!fp) {
         snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
-        json_decref(doc);
         return -1;
     }
     errno = 0;
-    int rc = dump(doc, fp);
-    json_decref(doc);
+    int rc = write_doc(fp, site, meta, has_404);
     if (rc == 0 && fsync(fileno(fp)) != 0)
         rc = -1;
     int saved = errno;
@@ -112,11 +111,6 @@ int pk_manifest_write_tmp(const char *path, const pk_site *site, const sf_meta *
 int pk_manifest_stream(const char *path, int fd, const pk_site *site, const sf_meta *meta,
                        int has_404, char *err, size_t errlen)
 {
-    json_t *doc = build_doc(site, meta, has_404);
-    if (!doc) {
-        snprintf(err, errlen, "%s: out of memory building the manifest", path);
-        return -1;
-    }
     /* a reader that went away is an error to report, not a reason to die */
     struct sigaction ign = {.sa_handler = SIG_IGN}, old;
     sigaction(SIGPIPE, &ign, &old);
@@ -125,7 +119,7 @@ int pk_manifest_stream(const char *path, int fd, const pk_site *site, const sf_m
     int rc = -1, saved = errno;
     if (fp) {
         errno = 0;
-        rc = dump(doc, fp);
+        rc = write_doc(fp, site, meta, has_404);
         saved = errno;
         if (fclose(fp) != 0 && rc == 0) {
             rc = -1;
@@ -135,7 +129,6 @@ int pk_manifest_stream(const char *path, int fd, const pk_site *site, const sf_m
         close(fd);
     }
     sigaction(SIGPIPE, &old, NULL);
-    json_decref(doc);
     if (rc != 0)
         snprintf(err, errlen, "%s: cannot write the manifest: %s", path, strerror(saved));
     return rc;

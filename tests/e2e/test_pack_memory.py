@@ -13,10 +13,14 @@ polled from /proc, because the peak RSS also counts the pages of the base that t
 kernel maps around each variant read from it (whole large folios of the page cache:
 80 MB of this base here), which are the file's cache, not the build's memory.
 
+`servd-pack ls --json` writes one path at a time: on a pack of 20,000 paths its peak of
+anonymous memory is a few MB; it built the whole array first (87 MB, 4 KB a path).
+
 The image build's peak is read from the kernel (wait4's ru_maxrss). Neither peak is
 checked under the sanitizers, whose allocator keeps freed memory in quarantine."""
 import gzip
 import hashlib
+import json
 import os
 import random
 import subprocess
@@ -84,11 +88,11 @@ TEXT_BYTES = 2 * 1000 * 1000
 MAX_BASE_SHARE = 0.5
 
 
-def anon_peak(args):
-    """Runs servd-pack with args; returns (exit status, stderr, the highest RssAnon seen
-    in bytes, polled every 10 ms)."""
+def anon_peak(args, stdout=None):
+    """Runs servd-pack with args (its output into the file stdout, if given); returns
+    (exit status, stderr, the highest RssAnon seen in bytes, polled every 10 ms)."""
     with tempfile.TemporaryFile() as err:
-        p = subprocess.Popen([T.PACK] + args, stderr=err)
+        p = subprocess.Popen([T.PACK] + args, stdout=stdout, stderr=err)
         peak = 0
         while p.poll() is None:
             try:
@@ -139,6 +143,40 @@ def check_base_repack(work):
                     "%s: the %s variant taken from the base decodes to the file" % (key, enc))
 
 
+# Paths of the site listed by ls --json, and the most anonymous memory the listing may
+# take: a few MB of libraries and buffers, where the whole array took 4 KB a path.
+NLIST = 20000
+MAX_LIST_ANON = 30 * 1000 * 1000
+
+
+def check_listing(work):
+    root = os.path.join(work, "many")
+    for d in range(NLIST // 200):
+        os.makedirs(os.path.join(root, "d%03d" % d))
+        for i in range(200):
+            with open(os.path.join(root, "d%03d" % d, "p%03d.html" % i), "w") as f:
+                f.write("<!doctype html><title>x</title><p>" + ("word %d " % (i % 7)) * 300)
+    pack = os.path.join(work, "many.lmdb")
+    rc, err, _ = build_peak(root, pack)
+    T.eq(rc, 0, "build of %d pages: %s" % (NLIST, err.decode(errors="replace")))
+    out = os.path.join(work, "many.json")
+    with open(out, "wb") as f:
+        rc, err, peak = anon_peak(["ls", pack, "--json"], stdout=f)
+    T.eq(rc, 0, "ls --json: %s" % err.decode(errors="replace"))
+    print("  MEASURE ls --json of %d paths: peak anonymous memory %.1f MB"
+          % (NLIST, peak / 1e6), flush=True)
+    if not T.sanitized():
+        T.check(peak < MAX_LIST_ANON, "ls --json of %d paths took %.1f MB of anonymous memory "
+                "(at most %.0f): it held the whole listing" % (NLIST, peak / 1e6,
+                                                                MAX_LIST_ANON / 1e6))
+    with open(out) as f:
+        listing = json.load(f)
+    T.eq(len(listing), NLIST, "paths listed")
+    T.eq(listing[0]["path"], "/d000/p000.html", "the first path")
+    T.eq([v["encoding"] for v in listing[-1]["variants"]], list(T.ENCODINGS),
+         "the last path's encodings")
+
+
 def main():
     with T.TempDir() as work:
         root = os.path.join(work, "site")
@@ -168,6 +206,7 @@ def main():
         v = T.run(["verify", out])
         T.eq(v.returncode, 0, "verify: %s" % v.stderr.decode(errors="replace"))
         check_base_repack(work)
+        check_listing(work)
     T.finish("test_pack_memory")
 
 
