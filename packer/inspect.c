@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,15 +91,29 @@ void pk_close_pack(sf_pack *pack, sf_reader *reader)
 }
 
 typedef struct ls_ctx {
-    int json;     /* --json: */
-    pk_jsonw out; /* written one path at a time */
+    int json;     /* --json, written through out */
+    pk_jsonw out; /* one path at a time */
     int failed;
     unsigned long bad_keys; /* listed, but no request reaches them */
 } ls_ctx;
 
+/* A string of the pack as JSON. One that is not UTF-8 (a damaged or
+ * hand-made pack's key, which the listing then reports) is listed as
+ * sf_escape writes it, \xNN for each stray byte: JSON cannot hold it, and
+ * jansson would fail the whole listing on it. */
 static json_t *view_str(sf_view v)
 {
-    return json_stringn_nocheck(v.ptr, v.len);
+    json_t *s = json_stringn(v.ptr, v.len);
+    if (s || v.len > SIZE_MAX / SF_ESCAPE_CHAR_MAX - 1)
+        return s;
+    size_t cap = v.len * SF_ESCAPE_CHAR_MAX + 1;
+    char *esc = malloc(cap);
+    if (!esc)
+        return NULL;
+    sf_escape(v.ptr, v.len, esc, cap);
+    s = json_string(esc);
+    free(esc);
+    return s;
 }
 
 /* Sets o[key] to v, which it takes over (jansson frees it on failure too).
@@ -153,13 +168,18 @@ static json_t *ls_object(sf_view path, const sf_entry *e)
     return o;
 }
 
+/* What ls_one returns to stop the walk when the listing cannot be written
+ * (a full disk, a reader gone): positive, never an SF_E* code of the
+ * pack's. */
+#define LS_UNWRITTEN 1
+
 static int ls_json(ls_ctx *c, sf_view path, const sf_entry *e)
 {
     json_t *o = ls_object(path, e);
     if (!o)
         return SF_ENOMEM;
     pk_jsonw_put(&c->out, NULL, o);
-    return 0;
+    return c->out.failed ? LS_UNWRITTEN : 0;
 }
 
 static int ls_one(void *arg, sf_view path, const sf_entry *e)
@@ -205,7 +225,8 @@ int pk_cmd_ls(const char *site, int json)
     char err[MSG_LEN] = "";
     int rc = sf_foreach_path(r, ls_one, &c, err, sizeof err);
     int written = 1, werr = 0; /* a failed write is the output's problem, not the pack's */
-    if (rc == 0 && json) {
+    if ((rc == 0 || rc == LS_UNWRITTEN) && json) {
+        rc = 0;
         pk_jsonw_close(&c.out);
         putchar('\n');
         if (pk_jsonw_status(&c.out) != 0) {

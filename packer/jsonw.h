@@ -5,8 +5,8 @@
  * manifest of 200,000 paths took 1.3 GB that way (3-4 KB a path). Here
  * each member is built as a small jansson value, written, and freed, in
  * the layout json_dumpf gives the whole document with JSON_INDENT(2) and
- * the caller's other flags (the bytes are the same), so that the memory
- * needed is one member's.
+ * the flags pk_jsonw_init allows (the bytes are the same), so that the
+ * memory needed is one member's.
  */
 #ifndef PK_JSONW_H
 #define PK_JSONW_H
@@ -27,8 +27,10 @@ typedef struct pk_jsonw {
     int failed;                   /* errno of the first failure (ENOMEM, EINVAL), or 0 */
 } pk_jsonw;
 
-/* Starts a document on fp; flags are json_dumps flags (JSON_ENSURE_ASCII,
- * JSON_PRESERVE_ORDER), to which JSON_INDENT(2) is added. */
+/* Starts a document on fp; flags are json_dumps flags among
+ * JSON_ENSURE_ASCII, JSON_PRESERVE_ORDER and JSON_ESCAPE_SLASH, to which
+ * JSON_INDENT(2) is added (the levels written here are never sorted, nor
+ * compact). */
 void pk_jsonw_init(pk_jsonw *w, FILE *fp, size_t flags);
 
 /* Opens an object (kind '{') or array ('[') as the next member of the

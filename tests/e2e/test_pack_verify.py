@@ -2,6 +2,7 @@
 byte in a stored body (identity or compressed), on a truncated file, and on a file that
 is not a pack. Each damaged pack is a copy: the original keeps verifying."""
 import hashlib
+import json
 import os
 import random
 import shutil
@@ -78,6 +79,20 @@ def keys_no_request_reaches(work, good):
             T.check(key.encode() in p.stdout, "%s lists the key %r" % (args, key))
             T.check("corrupt pack: 1 path key is not a normalised URL path" in err,
                     "%s with the key %r: message %r" % (args, key, err))
+    # A key that is not UTF-8: listed as its escaped text (JSON cannot hold the byte), and
+    # the listing ends with the report on the key, not with a failure to write it.
+    bad = os.path.join(work, "bad-utf8.lmdb")
+    subprocess.run([os.path.join(T.BUILD_DIR, "craft_pack"), bad, b"/caf\xe9.html"], check=True)
+    for args, shown in ((["ls", bad], b"/caf\\xe9.html\t"),
+                        (["ls", bad, "--json"], b'"path": "/caf\\\\xe9.html"')):
+        p = T.run(args)
+        err = p.stderr.decode()
+        T.eq(p.returncode, 1, "%s with a key that is not UTF-8: exit status (%s)" % (args, err))
+        T.check(shown in p.stdout, "%s lists the key escaped: %r" % (args, p.stdout[:200]))
+        T.check("corrupt pack: 1 path key is not a normalised URL path" in err,
+                "%s with a key that is not UTF-8: message %r" % (args, err))
+    listing = json.loads(T.run(["ls", bad, "--json"]).stdout)
+    T.eq([e["path"] for e in listing], ["/caf\\xe9.html"], "the JSON listing's paths")
     for args in (["ls", good], ["diff", good, good]):
         T.eq(T.run(args).returncode, 0, "%s of a good pack" % args)
 
