@@ -68,11 +68,12 @@ void pk__drop_identity(pk_file *f);
  * @return 0, or -1 with err naming the file. */
 int pk__tree_unchanged(const pk_site *s, char *err, size_t errlen);
 
-/* Reads a file whose identity bytes were dropped (reread) again, into a
- * new buffer of f->read_size bytes, for the write: it must
- * still be the file that was read, the same size, times and SHA-256 (else
- * "changed while the site was being packed"). @return 0, or -1 with err. */
-int pk__reread(const pk_file *f, const char *root, uint8_t **out, char *err, size_t errlen);
+/* Reads a file whose identity bytes were dropped (reread) again, into out
+ * (f->read_size bytes: the room the writer reserved for its body), for the
+ * write: it must still be the file that was read, the same size, times and
+ * SHA-256 (else "changed while the site was being packed", and what out
+ * holds must not be committed). @return 0, or -1 with err. */
+int pk__reread(const pk_file *f, const char *root, uint8_t *out, char *err, size_t errlen);
 
 /* ---- jobs.c ---- */
 

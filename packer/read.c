@@ -112,10 +112,28 @@ out_close:
     return -1;
 }
 
-/* Reads the whole of fd, opened as st, into a new buffer; it must not be
- * written while it is read, or the pack would hold bytes that never
- * existed together. @return the bytes (st->st_size of them), with *after,
- * or NULL with err filled. */
+/* Reads the whole of fd, opened as st, into p (st->st_size bytes), and
+ * stats it again into *after; it must not be written while it is read, or
+ * the pack would hold bytes that never existed together. @return 0, or -1
+ * with err naming the file. */
+static int read_into(const pk_file *f, int fd, const struct stat *st, struct stat *after,
+                     uint8_t *p, char *err, size_t errlen)
+{
+    int rc = read_all(fd, p, (size_t)st->st_size);
+    if (rc == 0 && fstat(fd, after) != 0) {
+        rc = -1;
+    } else if (rc == 0 && (!same_time(&after->st_mtim, &st->st_mtim) ||
+                           !same_time(&after->st_ctim, &st->st_ctim))) {
+        errno = EAGAIN; /* written in place, same size */
+        rc = -1;
+    }
+    if (rc != 0)
+        snprintf(err, errlen, "%s: cannot read: %s", f->src,
+                 errno == EAGAIN ? "the file changed while being read" : strerror(errno));
+    return rc;
+}
+
+/* read_into a new buffer. @return the bytes, or NULL with err filled. */
 static uint8_t *read_whole(const pk_file *f, int fd, const struct stat *st, struct stat *after,
                            char *err, size_t errlen)
 {
@@ -125,17 +143,7 @@ static uint8_t *read_whole(const pk_file *f, int fd, const struct stat *st, stru
         snprintf(err, errlen, "%s: out of memory (%zu bytes)", f->src, n);
         return NULL;
     }
-    int rc = read_all(fd, p, n);
-    if (rc == 0 && fstat(fd, after) != 0) {
-        rc = -1;
-    } else if (rc == 0 && (!same_time(&after->st_mtim, &st->st_mtim) ||
-                           !same_time(&after->st_ctim, &st->st_ctim))) {
-        errno = EAGAIN; /* written in place, same size */
-        rc = -1;
-    }
-    if (rc != 0) {
-        snprintf(err, errlen, "%s: cannot read: %s", f->src,
-                 errno == EAGAIN ? "the file changed while being read" : strerror(errno));
+    if (read_into(f, fd, st, after, p, err, errlen) != 0) {
         free(p);
         return NULL;
     }
@@ -290,7 +298,7 @@ int pk__read_file(build *b, pk_file *f, pk_magic **magic, char *err, size_t errl
     return 0;
 }
 
-int pk__reread(const pk_file *f, const char *root, uint8_t **out, char *err, size_t errlen)
+int pk__reread(const pk_file *f, const char *root, uint8_t *out, char *err, size_t errlen)
 {
     /* first by its path, in the words of the final check (pk__tree_unchanged)
      * that a file still in memory would meet; then the file opened */
@@ -305,23 +313,20 @@ int pk__reread(const pk_file *f, const char *root, uint8_t **out, char *err, siz
         changed_after_read(f, err, errlen);
         return -1;
     }
-    uint8_t *p = read_whole(f, fd, &st, &after, err, errlen);
+    int rc = read_into(f, fd, &st, &after, out, err, errlen);
     close(fd);
-    if (!p)
+    if (rc != 0)
         return -1;
     uint8_t digest[PK_DIGEST_LEN];
-    if (pk_sha256(p, f->read_size, digest) != 0) {
-        free(p);
+    if (pk_sha256(out, f->read_size, digest) != 0) {
         snprintf(err, errlen, "%s: SHA-256 failed", f->src);
         return -1;
     }
     /* the same size and times, other bytes: written with its times put back */
     if (memcmp(digest, f->var[SF_ENC_IDENTITY].digest, PK_DIGEST_LEN) != 0) {
-        free(p);
         changed_after_read(f, err, errlen);
         return -1;
     }
-    *out = p;
     return 0;
 }
 

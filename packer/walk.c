@@ -621,7 +621,7 @@ int pk_walk(const char *root, const pk_rules *rules, pk_site *site, char *err, s
     if (rc == 0 && w.oversize) {
         int n = snprintf(err, errlen,
                          "%.400s: %lld bytes is larger than the limit of %llu bytes (1 GiB: "
-                         "servd-pack holds a file whole in memory, twice while writing it)",
+                         "servd-pack holds a file whole in memory)",
                          w.oversize_names[0], w.oversize_first, (unsigned long long)PK_FILE_MAX);
         for (uint64_t i = 1; i < w.oversize && i < OVERSIZE_NAMES && n >= 0 && (size_t)n < errlen;
              i++)

@@ -53,8 +53,9 @@
 #define PK_WALK_MAX_LINKED  (1u << 20)
 
 /* Largest file packed: a file is held whole in memory while it is read,
- * compressed (the encoders take one contiguous buffer) and written, twice
- * while written (LMDB's copy of the value). */
+ * compressed (the encoders take one contiguous buffer) and written (in the
+ * pages LMDB reserves for it); its compressed variants are held too, and
+ * twice while written (LMDB's copy of each). */
 #define PK_FILE_MAX ((uint64_t)1 << 30)
 
 /* Walks root into site (zeroed by the caller). @return 0, or -1 with

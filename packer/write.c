@@ -473,14 +473,16 @@ static body_ref *body_refs(const pk_site *s, size_t nrefs, size_t *n)
 static int put_body(build *b, sf_writer *w, pk_file *f, int enc)
 {
     pk_variant *v = &f->var[enc];
-    if (!v->bytes && f->reread) {
-        uint8_t *p;
-        if (pk__reread(f, b->site.root, &p, b->err, sizeof b->err) != 0)
-            return -1;
-        v->bytes = p;
-        v->owned = 1;
-    }
-    int rc = sf_writer_put_body(w, v->digest, v->bytes, v->len);
+    int reread = !v->bytes && f->reread;
+    void *room = NULL;
+    /* a file read again goes straight into the room LMDB reserves for its
+     * body, not into a buffer of its own that LMDB then copies: the
+     * largest file is held once, not twice; on a failure the build ends
+     * and the unfilled body is never committed */
+    int rc = reread ? sf_writer_reserve_body(w, v->digest, v->len, &room)
+                    : sf_writer_put_body(w, v->digest, v->bytes, v->len);
+    if (rc == 0 && room && pk__reread(f, b->site.root, room, b->err, sizeof b->err) != 0)
+        return -1;
     if (rc != 0) {
         char what[SF_KEY_MAX + 32];
         snprintf(what, sizeof what, "the %s body of %s", sf_encoding_name(enc), f->key);

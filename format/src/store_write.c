@@ -54,6 +54,8 @@ struct sf_writer {
     uint64_t batch; /* bytes of pages put since the last commit (page_bytes) */
     size_t psize;   /* LMDB's page size */
     int failed;     /* LMDB's code for a batch commit that failed: every later call fails */
+    int commit_due; /* the batch is full, but a reserved body is being filled: the next
+                     * put commits first */
     char *tmp;
     char *final;
     uint8_t id_404[SF_PACK_ID_LEN]; /* of the status:404 record stored; zeros without one */
@@ -312,18 +314,30 @@ static uint64_t page_bytes(const sf_writer *w, last_key *last, int append, size_
     return bytes;
 }
 
+/* Puts a value, or with room non-NULL reserves vl bytes for it there
+ * (NULL when the key is stored already), which the caller fills before
+ * the next call. */
 static int put(sf_writer *w, MDB_dbi db, last_key *last, const void *k, size_t kl, const void *v,
-               size_t vl, int dup_ok)
+               size_t vl, int dup_ok, void **room)
 {
+    if (room)
+        *room = NULL;
     if (w->failed)
         return lmdb_error(w->failed);
     if (!w->txn || w->sealed)
         return SF_EINVAL; /* after the seal */
+    if (w->commit_due) {
+        w->commit_due = 0;
+        int rc = next_batch(w);
+        if (rc != SF_OK)
+            return rc;
+    }
     MDB_val key = {kl, (void *)k}, val = {vl, (void *)v};
     int append = last && key_after(last, k, kl);
     if (append && reserve(last, kl) != SF_OK)
         return SF_ENOMEM;
-    int rc = mdb_put(w->txn, db, &key, &val, append ? MDB_APPEND : MDB_NOOVERWRITE);
+    unsigned flags = (append ? MDB_APPEND : MDB_NOOVERWRITE) | (room ? MDB_RESERVE : 0);
+    int rc = mdb_put(w->txn, db, &key, &val, flags);
     if (rc == MDB_KEYEXIST) /* an append never meets an equal key: that would be our bug */
         return append ? SF_ELMDB : dup_ok ? SF_OK : SF_EINVAL;
     if (rc == MDB_BAD_VALSIZE)
@@ -332,23 +346,36 @@ static int put(sf_writer *w, MDB_dbi db, last_key *last, const void *k, size_t k
         return lmdb_error(rc);
     if (append)
         remember(last, k, kl);
+    if (room)
+        *room = val.mv_data;
     w->batch += page_bytes(w, last, append, kl, vl);
-    return w->batch >= SF_WRITER_BATCH ? next_batch(w) : SF_OK;
+    if (w->batch < SF_WRITER_BATCH)
+        return SF_OK;
+    if (room) {
+        w->commit_due = 1; /* not before the room is filled */
+        return SF_OK;
+    }
+    return next_batch(w);
 }
 
 int sf_writer_put_body(sf_writer *w, const uint8_t key[SF_KEY_LEN], const void *p, size_t n)
 {
-    return put(w, w->bodies_db, &w->last_body, key, SF_KEY_LEN, p, n, 1);
+    return put(w, w->bodies_db, &w->last_body, key, SF_KEY_LEN, p, n, 1, NULL);
+}
+
+int sf_writer_reserve_body(sf_writer *w, const uint8_t key[SF_KEY_LEN], size_t n, void **room)
+{
+    return put(w, w->bodies_db, &w->last_body, key, SF_KEY_LEN, NULL, n, 1, room);
 }
 
 int sf_writer_put_path(sf_writer *w, const char *path, size_t len, const void *rec, size_t n)
 {
-    return put(w, w->paths_db, &w->last_path, path, len, rec, n, 0);
+    return put(w, w->paths_db, &w->last_path, path, len, rec, n, 0, NULL);
 }
 
 int sf_writer_put_special(sf_writer *w, const char *name, const void *rec, size_t n)
 {
-    int rc = put(w, w->meta_db, NULL, name, strlen(name), rec, n, 0);
+    int rc = put(w, w->meta_db, NULL, name, strlen(name), rec, n, 0, NULL);
     if (rc == 0 && strcmp(name, SF_SPECIAL_404) == 0)
         rc = sf_record_id(rec, n, w->id_404);
     return rc;
@@ -391,7 +418,7 @@ int sf_writer_seal(sf_writer *w, const sf_meta *meta, char *err, size_t errlen)
     sf_meta m = *meta;
     memcpy(m.id_404, w->id_404, sizeof m.id_404); /* the writer's, whatever the caller says */
     sf_meta_encode(&m, rec);
-    int rc = put(w, w->meta_db, NULL, "meta", 4, rec, sizeof rec, 0);
+    int rc = put(w, w->meta_db, NULL, "meta", 4, rec, sizeof rec, 0, NULL);
     if (rc != SF_OK) { /* a batch commit that failed says why */
         say(err, errlen, w->tmp,
             w->failed ? mdb_strerror(w->failed) : "cannot store the meta record");

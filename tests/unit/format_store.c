@@ -569,6 +569,51 @@ TEST(pack_writer_batches)
     free(body);
 }
 
+/* Bodies written into reserved room: each is filled after its reserve, and
+ * the batch that a reserve fills is committed only at the next call, once
+ * the room holds the body (36 bodies of 1 MiB cross the 32 MiB batch); a
+ * key stored already gives no room; small bodies (in a leaf page) too. */
+TEST(pack_writer_reserved_bodies)
+{
+    enum { BODY = 1 << 20, N = 48 };
+    char *path = tmp("reserved.lmdb");
+    char err[512];
+    sf_writer *w;
+    ASSERT_EQ(sf_writer_open(path, (uint64_t)(N + 8) * (BODY + 8192), &w, err, sizeof err), SF_OK);
+    uint8_t k[SF_KEY_LEN];
+    void *room;
+    for (int i = 0; i < N; i++) {
+        memset(k, 0, sizeof k);
+        k[0] = (uint8_t)i;
+        size_t len = i % 4 != 3 ? BODY - (size_t)i : 100 + (size_t)i;
+        ASSERT_EQ(sf_writer_reserve_body(w, k, len, &room), SF_OK);
+        ASSERT(room != NULL);
+        memset(room, 'a' + i % 26, len);
+        ASSERT_EQ(sf_writer_reserve_body(w, k, 7, &room), SF_OK); /* stored already */
+        ASSERT(room == NULL);
+    }
+    sf_meta m = sample_meta();
+    if (sf_writer_commit(w, &m, err, sizeof err) != SF_OK)
+        t__fail(__FILE__, __LINE__, "commit: %s", err);
+
+    sf_pack *p;
+    ASSERT_EQ(sf_pack_open(path, &p, err, sizeof err), SF_OK);
+    sf_reader *r;
+    ASSERT_EQ(sf_reader_begin(p, &r), SF_OK);
+    for (int i = 0; i < N; i++) {
+        sf_view v;
+        memset(k, 0, sizeof k);
+        k[0] = (uint8_t)i;
+        ASSERT_EQ(sf_body_by_key(r, k, &v), SF_OK);
+        ASSERT_EQ(v.len, i % 4 != 3 ? (size_t)(BODY - i) : (size_t)(100 + i));
+        for (size_t j = 0; j < v.len; j += 4093)
+            ASSERT(((const uint8_t *)v.ptr)[j] == 'a' + i % 26);
+        ASSERT(((const uint8_t *)v.ptr)[v.len - 1] == 'a' + i % 26);
+    }
+    sf_reader_end(r);
+    sf_pack_close(p);
+}
+
 /* sf_store_cost bounds what a pack takes, for every kind of value: small
  * ones that share leaf pages, ones just under and just over LMDB's node
  * limit (2,038 bytes with 4 KiB pages, a 1,998-byte value with a 32-byte

@@ -412,6 +412,16 @@ int sf_writer_open(const char *final_path, uint64_t capacity, sf_writer **out, c
  *         SF_ENOMEM, SF_ETOOLONG or SF_ELMDB. */
 int sf_writer_put_body(sf_writer *w, const uint8_t key[SF_KEY_LEN], const void *p, size_t n);
 
+/* Like sf_writer_put_body, but the caller writes the n bytes: *room is
+ * where they go (LMDB's MDB_RESERVE), to be filled before any other call
+ * on w, or NULL when the key is stored already (nothing to write). A body
+ * read from a file then needs no buffer of its own for LMDB to copy: the
+ * largest file of a site is held once while it is written, not twice.
+ * Bytes that do not hash to key must never be committed: on a failure to
+ * fill the room, sf_writer_abort.
+ * @return as sf_writer_put_body. */
+int sf_writer_reserve_body(sf_writer *w, const uint8_t key[SF_KEY_LEN], size_t n, void **room);
+
 /* Stores an encoded entry record under a normalised path, as
  * sf_writer_put_body does. A path may be stored once (SF_EINVAL). */
 int sf_writer_put_path(sf_writer *w, const char *path, size_t len, const void *rec, size_t n);
