@@ -504,6 +504,19 @@ static size_t heap_in_use(void)
     return mi.uordblks + mi.hblkhd;
 }
 
+/* Commits w, written to path, and opens the pack for reading. */
+static sf_reader *commit_and_read(sf_writer *w, const char *path, sf_pack **p)
+{
+    char err[512];
+    sf_meta m = sample_meta();
+    if (sf_writer_commit(w, &m, err, sizeof err) != SF_OK)
+        t__fail(__FILE__, __LINE__, "commit: %s", err);
+    ASSERT_EQ(sf_pack_open(path, p, err, sizeof err), SF_OK);
+    sf_reader *r;
+    ASSERT_EQ(sf_reader_begin(*p, &r), SF_OK);
+    return r;
+}
+
 /* Many bodies in more than one transaction: ascending keys (appended),
  * keys below the last one (inserted), the same key again, paths out of
  * order and a path twice all read back or fail as with one transaction,
@@ -543,14 +556,8 @@ TEST(pack_writer_batches)
     ASSERT_NE(sf_writer_put_path(w, "/zz", 3, rec, n), SF_OK); /* the last one again */
     ASSERT_NE(sf_writer_put_path(w, "/m", 2, rec, n), SF_OK);  /* an earlier one again */
     free(rec);
-    sf_meta m = sample_meta();
-    if (sf_writer_commit(w, &m, err, sizeof err) != SF_OK)
-        t__fail(__FILE__, __LINE__, "commit: %s", err);
-
     sf_pack *p;
-    ASSERT_EQ(sf_pack_open(path, &p, err, sizeof err), SF_OK);
-    sf_reader *r;
-    ASSERT_EQ(sf_reader_begin(p, &r), SF_OK);
+    sf_reader *r = commit_and_read(w, path, &p);
     for (int i = 0; i < N; i++) {
         sf_view v;
         memset(k, 0, sizeof k);
@@ -592,14 +599,8 @@ TEST(pack_writer_reserved_bodies)
         ASSERT_EQ(sf_writer_reserve_body(w, k, 7, &room), SF_OK); /* stored already */
         ASSERT(room == NULL);
     }
-    sf_meta m = sample_meta();
-    if (sf_writer_commit(w, &m, err, sizeof err) != SF_OK)
-        t__fail(__FILE__, __LINE__, "commit: %s", err);
-
     sf_pack *p;
-    ASSERT_EQ(sf_pack_open(path, &p, err, sizeof err), SF_OK);
-    sf_reader *r;
-    ASSERT_EQ(sf_reader_begin(p, &r), SF_OK);
+    sf_reader *r = commit_and_read(w, path, &p);
     for (int i = 0; i < N; i++) {
         sf_view v;
         memset(k, 0, sizeof k);
