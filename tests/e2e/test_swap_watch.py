@@ -14,6 +14,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hardtest as ht  # noqa: E402
 import servdtest as st  # noqa: E402
 import swaptest as sw  # noqa: E402
 from servdtest import eq, ok  # noqa: E402
@@ -251,8 +252,6 @@ def t_a_check_without_memory_is_no_verdict(s):
     # stacks). Not under AddressSanitizer, whose shadow memory needs an unlimited
     # address space.
     import resource
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import hardtest as ht
     if ht.sanitized():
         raise st.Skip("under AddressSanitizer, whose shadow memory needs RLIMIT_AS unlimited")
     big = st.big_pack(BIG_INDEX)
@@ -437,8 +436,6 @@ def t_forty_swaps_leave_one_pack_mapped_and_memory_flat(s):
     # may keep anything of the 35 swaps between the two samples. Not in an ASan build:
     # its allocator keeps freed blocks in a quarantine (256 MB) that grows by design,
     # about 900 KiB over these swaps, near the bound (t_swaps_memory_flat does the same).
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import hardtest as ht
     if ht.sanitized():
         print("  (an AddressSanitizer build: the RSS bounds are checked in the normal build)")
         return

@@ -504,6 +504,13 @@ static size_t heap_in_use(void)
     return mi.uordblks + mi.hblkhd;
 }
 
+/* The key of body n in the batch tests: n, then zeros. */
+static void batch_key(uint8_t k[SF_KEY_LEN], int n)
+{
+    memset(k, 0, SF_KEY_LEN);
+    k[0] = (uint8_t)n;
+}
+
 /* Commits w, written to path, and opens the pack for reading. */
 static sf_reader *commit_and_read(sf_writer *w, const char *path, sf_pack **p)
 {
@@ -535,8 +542,7 @@ TEST(pack_writer_batches)
     for (int i = 0; i < N; i++) {
         int n = i < N / 2 ? i : N + N / 2 - 1 - i; /* 0..79, then 159 down to 80 */
         memset(body, n, BODY);
-        memset(k, 0, sizeof k);
-        k[0] = (uint8_t)n;
+        batch_key(k, n);
         ASSERT_EQ(sf_writer_put_body(w, k, body, BODY - (size_t)n), SF_OK);
         if (i == N / 2 || i == N - 1) /* the same key: the last one, an earlier one */
             ASSERT_EQ(sf_writer_put_body(w, k, "x", 1), SF_OK);
@@ -560,8 +566,7 @@ TEST(pack_writer_batches)
     sf_reader *r = commit_and_read(w, path, &p);
     for (int i = 0; i < N; i++) {
         sf_view v;
-        memset(k, 0, sizeof k);
-        k[0] = (uint8_t)i;
+        batch_key(k, i);
         ASSERT_EQ(sf_body_by_key(r, k, &v), SF_OK);
         ASSERT_EQ(v.len, (size_t)(BODY - i)); /* the first copy is kept */
         const uint8_t *b = (const uint8_t *)v.ptr;
@@ -590,8 +595,7 @@ TEST(pack_writer_reserved_bodies)
     uint8_t k[SF_KEY_LEN];
     void *room;
     for (int i = 0; i < N; i++) {
-        memset(k, 0, sizeof k);
-        k[0] = (uint8_t)i;
+        batch_key(k, i);
         size_t len = i % 4 != 3 ? BODY - (size_t)i : 100 + (size_t)i;
         ASSERT_EQ(sf_writer_reserve_body(w, k, len, &room), SF_OK);
         ASSERT(room != NULL);
@@ -603,8 +607,7 @@ TEST(pack_writer_reserved_bodies)
     sf_reader *r = commit_and_read(w, path, &p);
     for (int i = 0; i < N; i++) {
         sf_view v;
-        memset(k, 0, sizeof k);
-        k[0] = (uint8_t)i;
+        batch_key(k, i);
         ASSERT_EQ(sf_body_by_key(r, k, &v), SF_OK);
         ASSERT_EQ(v.len, i % 4 != 3 ? (size_t)(BODY - i) : (size_t)(100 + i));
         for (size_t j = 0; j < v.len; j += 4093)
