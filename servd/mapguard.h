@@ -49,7 +49,7 @@ int sv_mapguard_install(void);
 int sv_mapguard_add(const void *start, size_t len);
 
 /* 1 when a slot is free for sv_mapguard_add, else 0. Slots are taken only
- * by the thread that opens snapshots, so the answer holds for it. */
+ * by the load of a snapshot, one at a time, so the answer holds for it. */
 int sv_mapguard_room(void);
 
 /* Stops guarding the range of slot (-1: nothing). */

@@ -10,7 +10,9 @@
  *
  * The main thread only handles signals: the workers take no lock per
  * request (the access log's hand-over is the one they share, see log.c). A
- * swap is one atomic pointer exchange per worker plus a uv_async_send; see
+ * reload's read of the whole pack runs on libuv's thread pool (struct
+ * sv_load), so a stop signal is never held behind it. A swap is one atomic
+ * pointer exchange per worker plus a uv_async_send; see
  * docs/architecture.md for the lifetimes.
  */
 #include "server.h"
@@ -24,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
@@ -39,6 +42,21 @@
 /* The signals the main loop handles: SIGHUP, SIGUSR1, SIGTERM, SIGINT,
  * SIGQUIT, SIGUSR2. */
 #define SV_NSIGNALS 6
+
+/* A reload in progress: the pack's read (sv_snapshot_load: the check in a
+ * child, then servd's own walk) runs on libuv's thread pool, so that the
+ * main thread goes on handling signals; a stop abandons it. At most one at
+ * a time. */
+struct sv_load {
+    uv_work_t work;
+    const char *why;     /* what asked for it, for the log ("SIGHUP") */
+    int fd;              /* the pack opened by sv_snapshot_open_file */
+    sv_file_seen seen;   /* that file, as the watch noted it */
+    sv_file_seen served; /* the file served when it began */
+    sv_snapshot *s;      /* the result, when rc is 0 */
+    int rc;
+    char err[1024];
+};
 
 struct sv_server {
     const sv_config *cfg;
@@ -58,6 +76,10 @@ struct sv_server {
     uv_timer_t retry_timer; /* a reload again after a refusal that was no verdict */
     uint64_t retry_ms;      /* its last wait: 0, or doubling up to SV_RETRY_MAX_MS */
     uv_async_t done;
+    struct sv_load load;
+    int loading;       /* load is in progress */
+    const char *again; /* a reload asked for during it, for another file: its why */
+    int stop_fd;       /* eventfd, readable once a stop began: abandons a load */
     atomic_int nfinished;
     atomic_int stopping;        /* read by the admin thread (/healthz) */
     unsigned long guard_faults; /* sv_mapguard_faults() at the last reload */
@@ -183,14 +205,82 @@ static void on_retry(uv_timer_t *t)
     reload(t->data, "retry");
 }
 
+/* What a load found (srv->load), on the main thread: the new pack served,
+ * or the refusal said (and retried, when it was no verdict on the file). */
+static void load_result(sv_server *srv)
+{
+    struct sv_load *ld = &srv->load;
+    if (srv->watch)
+        sv_watch_note(srv->watch, &ld->seen);
+    if (ld->rc != 0 && ld->seen.retry) {
+        atomic_fetch_add(&srv->metrics.swap_failures, 1);
+        srv->retry_ms = !srv->retry_ms                         ? SV_RETRY_FIRST_MS
+                        : srv->retry_ms >= SV_RETRY_MAX_MS / 2 ? SV_RETRY_MAX_MS
+                                                               : 2 * srv->retry_ms;
+        uv_timer_start(&srv->retry_timer, on_retry, srv->retry_ms, 0);
+        sv_say(SV_ERR, "%s: refused %s; still serving pack %s; trying again in %llu s", ld->why,
+               ld->err, srv->current->id_hex, (unsigned long long)(srv->retry_ms / 1000));
+        return;
+    }
+    srv->retry_ms = 0; /* a verdict: the file was judged */
+    uv_timer_stop(&srv->retry_timer);
+    if (ld->rc != 0) {
+        atomic_fetch_add(&srv->metrics.swap_failures, 1);
+        sv_say(SV_ERR, "%s: refused %s; still serving pack %s", ld->why, ld->err,
+               srv->current->id_hex);
+        /* The file refused is the one served, changed since: its map shows
+         * the same damage (a cut with the first pages kept, a body written
+         * over), which paths served from the path cache would never read
+         * through servd's own code. Not a check that only ran out of time
+         * (a touched pack on a machine too busy): that says nothing of
+         * the bytes served. */
+        if (ld->rc != SF_ETIMEDOUT && sv_file_id_eq(&ld->seen.id, &ld->served.id) &&
+            !sv_file_stamp_eq(&ld->seen.stamp, &ld->served.stamp))
+            mark_written_in_place(srv, ld->why);
+        return;
+    }
+    publish(srv, ld->s);
+    sv_say(SV_NOTICE, "%s: now serving pack %s (%llu paths) from %s", ld->why, ld->s->id_hex,
+           (unsigned long long)ld->s->n_paths, srv->cfg->pack_path);
+}
+
+/* On a thread of libuv's pool: the whole read of the pack. */
+static void load_work(uv_work_t *req)
+{
+    sv_server *srv = req->data;
+    struct sv_load *ld = &srv->load;
+    ld->rc = sv_snapshot_load(ld->fd, srv->cfg->pack_path, srv->nworkers, srv->stop_fd, &ld->s,
+                              &ld->seen, ld->err, sizeof ld->err);
+}
+
+/* Back on the main thread once the load ended. */
+static void load_done(uv_work_t *req, int status)
+{
+    sv_server *srv = req->data;
+    struct sv_load *ld = &srv->load;
+    (void)status; /* never cancelled (uv_cancel): the stop ends it through stop_fd */
+    srv->loading = 0;
+    if (atomic_load(&srv->stopping)) {
+        if (ld->rc == 0)
+            sv_snapshot_unref(ld->s);
+        sv_say(SV_INFO, "%s: the load of %s was abandoned by the stop", ld->why,
+               srv->cfg->pack_path);
+        return;
+    }
+    load_result(srv);
+    const char *again = srv->again;
+    srv->again = NULL;
+    if (again)
+        reload(srv, again);
+}
+
 /* Loads the pack path again; why ("SIGHUP", "pack changed") starts the log
  * line. Whatever file was opened or refused is noted by the watch, so a
- * SIGHUP and the watch never load the same file twice. */
+ * SIGHUP and the watch never load the same file twice. The read of the
+ * pack runs off the main thread (load_work); a reload asked for meanwhile
+ * follows it, unless the path still names the file being loaded. */
 static void reload(sv_server *srv, const char *why)
 {
-    char err[1024];
-    sv_snapshot *s;
-    sv_file_seen seen = {0};
     if (atomic_load(&srv->stopping))
         return;
     unsigned long faults = sv_mapguard_faults();
@@ -205,12 +295,26 @@ static void reload(sv_server *srv, const char *why)
         sv_say(SV_INFO, "%s: serving the built-in site; there is no pack file to load", why);
         return;
     }
+    if (srv->loading) {
+        sv_file_seen now = {0};
+        if (sv_file_state_get(srv->cfg->pack_path, &now.id, &now.stamp) == 0 &&
+            sv_file_seen_same(&now, &srv->load.seen)) {
+            sv_say(SV_INFO, "%s: %s is being loaded already (%s)", why, srv->cfg->pack_path,
+                   srv->load.why);
+        } else {
+            sv_say(SV_INFO, "%s: %s is loaded again once the load under way ends", why,
+                   srv->cfg->pack_path);
+            srv->again = why;
+        }
+        return;
+    }
     /* The file being served, unchanged: a SIGHUP after a deploy whose
      * rename the watch has already loaded (systemctl reload comes well
      * after the watch's 75 ms) must not validate and swap it again. The
      * same file changed is loaded again in any case, and if it was written
      * in place, no more answers come from the old map (mapguard.h),
      * whatever the reload finds. */
+    struct sv_load *ld = &srv->load;
     sv_file_seen served = {srv->current->file, srv->current->stamp, 0};
     if (served_file_changed(srv, why) == 0 && !atomic_load(srv->current->cut)) {
         sv_say(SV_INFO, "%s: %s is still the file of pack %s; nothing to reload", why,
@@ -219,38 +323,26 @@ static void reload(sv_server *srv, const char *why)
         uv_timer_stop(&srv->retry_timer);
         return;
     }
-    int rc = sv_snapshot_open(srv->cfg->pack_path, srv->nworkers, &s, &seen, err, sizeof err);
+    *ld = (struct sv_load){.why = why, .served = served, .fd = -1};
+    ld->work.data = srv;
+    ld->rc =
+        sv_snapshot_open_file(srv->cfg->pack_path, &ld->fd, &ld->seen, ld->err, sizeof ld->err);
+    /* Noted now, not when the load ends: the watch's look at the path
+     * during the load must not ask for the same file again. */
     if (srv->watch)
-        sv_watch_note(srv->watch, &seen);
-    if (rc != 0 && seen.retry) {
-        atomic_fetch_add(&srv->metrics.swap_failures, 1);
-        srv->retry_ms = !srv->retry_ms                         ? SV_RETRY_FIRST_MS
-                        : srv->retry_ms >= SV_RETRY_MAX_MS / 2 ? SV_RETRY_MAX_MS
-                                                               : 2 * srv->retry_ms;
-        uv_timer_start(&srv->retry_timer, on_retry, srv->retry_ms, 0);
-        sv_say(SV_ERR, "%s: refused %s; still serving pack %s; trying again in %llu s", why, err,
-               srv->current->id_hex, (unsigned long long)(srv->retry_ms / 1000));
+        sv_watch_note(srv->watch, &ld->seen);
+    if (ld->rc == 0 && (ld->rc = uv_queue_work(&srv->loop, &ld->work, load_work, load_done)) == 0) {
+        srv->loading = 1;
         return;
     }
-    srv->retry_ms = 0; /* a verdict: the file was judged */
-    uv_timer_stop(&srv->retry_timer);
-    if (rc != 0) {
-        atomic_fetch_add(&srv->metrics.swap_failures, 1);
-        sv_say(SV_ERR, "%s: refused %s; still serving pack %s", why, err, srv->current->id_hex);
-        /* The file refused is the one served, changed since: its map shows
-         * the same damage (a cut with the first pages kept, a body written
-         * over), which paths served from the path cache would never read
-         * through servd's own code. Not a check that only ran out of time
-         * (a touched pack on a machine too busy): that says nothing of
-         * the bytes served. */
-        if (rc != SF_ETIMEDOUT && sv_file_id_eq(&seen.id, &served.id) &&
-            !sv_file_stamp_eq(&seen.stamp, &served.stamp))
-            mark_written_in_place(srv, why);
-        return;
+    if (ld->fd >= 0) { /* uv_queue_work fails only for a missing callback */
+        close(ld->fd);
+        snprintf(ld->err, sizeof ld->err, "%s: cannot start its load: %s", srv->cfg->pack_path,
+                 uv_strerror(ld->rc));
+        ld->rc = SF_EIO;
+        ld->seen.retry = 1;
     }
-    publish(srv, s);
-    sv_say(SV_NOTICE, "%s: now serving pack %s (%llu paths) from %s", why, s->id_hex,
-           (unsigned long long)s->n_paths, srv->cfg->pack_path);
+    load_result(srv);
 }
 
 static void on_pack_changed(void *arg)
@@ -287,6 +379,10 @@ static void begin_stop(sv_server *srv, const char *why)
     atomic_store(&srv->stopping, 1);
     sv_say(SV_NOTICE, "%s: stopping; finishing responses in flight (at most %.1f s)", why,
            (double)srv->cfg->shutdown_ms / 1000);
+    /* a pack being loaded is abandoned (load_done): its check is killed */
+    uint64_t one = 1;
+    if (write(srv->stop_fd, &one, sizeof one) < 0)
+        sv_say(SV_WARNING, "stop: cannot abandon the load of the pack: %s", strerror(errno));
     stop_workers(srv, 1);
     uv_timer_start(&srv->stop_timer, on_stop_timeout, srv->cfg->shutdown_ms, 0);
 }
@@ -399,8 +495,9 @@ static void on_worker_done(uv_async_t *a)
 }
 
 /* The main loop: signals, the stop and retry timers, workers reporting
- * back. @return 0, or a libuv error (out of descriptors: the loop's epoll,
- * signal pipe and eventfd), with nothing left open. */
+ * back; and the stop_fd that abandons a load. @return 0, or a libuv error
+ * (out of descriptors: the loop's epoll, signal pipe and eventfd, and
+ * stop_fd), with nothing left open. */
 static int main_loop_init(sv_server *srv)
 {
     static const int signums[SV_NSIGNALS] = {SIGHUP, SIGUSR1, SIGTERM, SIGINT, SIGQUIT, SIGUSR2};
@@ -427,6 +524,8 @@ static int main_loop_init(sv_server *srv)
     }
     if (rc == 0 && (rc = uv_async_init(&srv->loop, &srv->done, on_worker_done)) == 0)
         srv->done.data = srv;
+    if (rc == 0 && (srv->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0)
+        rc = -errno;
     if (rc != 0) {
         sv__loop_discard(&srv->loop);
         return rc;
@@ -478,6 +577,8 @@ static void server_free(sv_server *srv, int abandoned_log)
 {
     if (srv->loop_open)
         sv__loop_discard(&srv->loop); /* startup failed after it was set up */
+    if (srv->stop_fd >= 0)
+        close(srv->stop_fd);
     if (srv->admin_fd >= 0)
         close(srv->admin_fd);
     /* workers and their slot locks were set up together, in order */
@@ -508,7 +609,7 @@ static sv_server *server_new(const sv_config *cfg, sv_snapshot *snap)
     srv->cfg = cfg;
     srv->current = snap;
     srv->nworkers = cfg->workers;
-    srv->admin_fd = -1;
+    srv->admin_fd = srv->stop_fd = -1;
     raise_fd_limit(cfg);
     if (sv_metrics_init(&srv->metrics, cfg->workers) != 0)
         goto nomem;

@@ -2,8 +2,11 @@
  * server.h - servd's runtime: the configuration, the worker loops and the
  * process-wide server that starts, swaps and stops them.
  *
- *   main thread    options, pack validation, signals (SIGHUP reload,
- *                  SIGUSR1 log reopen, SIGTERM/SIGINT/SIGQUIT graceful stop)
+ *   main thread    options, the first pack's validation, signals (SIGHUP
+ *                  reload, SIGUSR1 log reopen, SIGTERM/SIGINT/SIGQUIT
+ *                  graceful stop)
+ *   libuv's pool   a reload's validation of the new pack (server.c, sv_load),
+ *                  one at a time
  *   worker i       one libuv loop, its own SO_REUSEPORT listening sockets,
  *                  its connections (conn.c); shares nothing writable with
  *                  other workers on the request path

@@ -2,10 +2,11 @@
  * snapshot.c - opening and validating a pack, and the reference count that
  * keeps its map alive while any response still points into it.
  *
- * Validation happens once, at load (startup or SIGHUP), on the main thread:
- * the request path afterwards trusts that every path decodes and every body
- * a variant names exists with its recorded length, so a corrupt pack is
- * refused before it can serve a single byte. The walk runs in a child
+ * Validation happens once, at load (at startup on the main thread, at a
+ * reload on libuv's thread pool, see server.c): the request path afterwards
+ * trusts that every path decodes and every body a variant names exists
+ * with its recorded length, so a corrupt pack is refused before it can
+ * serve a single byte. The walk runs in a child
  * (servd --check-pack, sf/isolate.h), which decodes every entry record and
  * reads and hashes every body, so a damaged page crashes the child, not
  * servd; the server then checks the records again in-process.
@@ -18,6 +19,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,7 +49,19 @@ struct check_ctx {
     char *err;
     size_t errlen;
     const char *file;
+    int cancel_fd; /* see sv_snapshot_load */
 };
+
+/* Paths walked between two looks at the load's cancel_fd: a poll(2) per
+ * 4096 paths costs nothing, and a stop waits for at most that many. */
+#define SV_CANCEL_EVERY 4096
+
+/* Whether fd (-1: none) says to abandon the load: it is readable. */
+static int cancelled(int fd)
+{
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    return fd >= 0 && poll(&p, 1, 0) > 0;
+}
 
 /* Fields servd writes itself or that concern one connection: a stored
  * copy would frame a response wrongly or say two things (the names
@@ -181,15 +195,19 @@ static int check_path(void *arg, sf_view path, const sf_entry *e)
                  shown(path, show));
         return SF_ECORRUPT;
     }
-    c->n++;
+    if (++c->n % SV_CANCEL_EVERY == 0 && cancelled(c->cancel_fd)) {
+        snprintf(c->err, c->errlen, "%s: the load of the pack was abandoned; not a verdict",
+                 c->file);
+        return SF_ECANCELED;
+    }
     return check_entry(c, "path", path, e, 0);
 }
 
 /* Walks the whole pack with reader rd (see sv_snapshot_open). */
-static int validate(const char *file, sf_pack *pack, sf_reader *rd, uint64_t *n_paths, char *err,
-                    size_t errlen)
+static int validate(const char *file, sf_pack *pack, sf_reader *rd, int cancel_fd,
+                    uint64_t *n_paths, char *err, size_t errlen)
 {
-    struct check_ctx c = {rd, 0, err, errlen, file};
+    struct check_ctx c = {rd, 0, err, errlen, file, cancel_fd};
     char why[256] = "";
     int rc = sf_foreach_path(rd, check_path, &c, why, sizeof why);
     if (rc != 0) {
@@ -291,14 +309,12 @@ static char *self_exe(void)
     return exe;
 }
 
-int sv_snapshot_open(const char *path, int nreaders, sv_snapshot **out, sv_file_seen *seen,
-                     char *err, size_t errlen)
+int sv_snapshot_open_file(const char *path, int *fdp, sv_file_seen *seen, char *err, size_t errlen)
 {
     sv_file_id file;
-    sf_pack *pack;
     int rc;
 
-    if (errlen == 0 || nreaders < 1)
+    if (errlen == 0)
         return SF_EINVAL;
     err[0] = '\0';
     /* Open the path once: the file checked, the file opened and the file
@@ -316,17 +332,14 @@ int sv_snapshot_open(const char *path, int nreaders, sv_snapshot **out, sv_file_
         /* a file that exists but cannot be opened (EACCES) is noted as
          * itself, so that the watch does not retry it every poll; one that
          * servd had no descriptor or memory for is worth trying again */
-        if (seen && sv_file_state_get(path, &seen->id, &seen->stamp) != 0)
+        if (sv_file_state_get(path, &seen->id, &seen->stamp) != 0)
             *seen = (sv_file_seen){file, {0, 0}, 0};
-        if (seen)
-            seen->retry = rc == -EMFILE || rc == -ENFILE || rc == -ENOMEM;
+        seen->retry = rc == -EMFILE || rc == -ENFILE || rc == -ENOMEM;
         snprintf(err, errlen, "%s: %s", path, strerror(-rc));
         return SF_EIO;
     }
     file = id_of(&st);
-    sv_file_stamp stamp = stamp_of(&st);
-    if (seen)
-        *seen = (sv_file_seen){file, stamp, 0};
+    *seen = (sv_file_seen){file, stamp_of(&st), 0};
     if (!S_ISREG(st.st_mode)) {
         close(fd);
         /* a web root given for its pack: say how a pack is made */
@@ -341,6 +354,21 @@ int sv_snapshot_open(const char *path, int nreaders, sv_snapshot **out, sv_file_
                                      : "");
         return SF_EIO;
     }
+    *fdp = fd;
+    return 0;
+}
+
+int sv_snapshot_load(int fd, const char *path, int nreaders, int cancel_fd, sv_snapshot **out,
+                     sv_file_seen *seen, char *err, size_t errlen)
+{
+    sf_pack *pack;
+    int rc;
+
+    if (errlen == 0 || nreaders < 1) {
+        close(fd);
+        return SF_EINVAL;
+    }
+    err[0] = '\0';
     /* Every pack mapped is guarded against writes in place (mapguard.h).
      * With no slot left, old packs are still held by connections sending
      * from them: the pack served goes on, and a retry loads this one once
@@ -353,15 +381,13 @@ int sv_snapshot_open(const char *path, int nreaders, sv_snapshot **out, sv_file_
                  "held by connections sending from them (slow readers; servd_packs_mapped), "
                  "and servd guards no more",
                  path, sv_snapshot_live());
-        if (seen)
-            seen->retry = 1; /* no verdict on the file */
+        seen->retry = 1; /* no verdict on the file */
         return SF_ENOMEM;
     }
     char fdpath[32];
     if ((rc = sf_fd_path(fd, path, fdpath, sizeof fdpath, err, errlen)) != 0) {
         close(fd);
-        if (seen)
-            seen->retry = 1; /* says nothing about the file */
+        seen->retry = 1; /* says nothing about the file */
         return rc;
     }
     /* LMDB trusts its page structure; a damaged pack must not crash a
@@ -375,11 +401,11 @@ int sv_snapshot_open(const char *path, int nreaders, sv_snapshot **out, sv_file_
     snprintf(pid, sizeof pid, "%ld", (long)getpid());
     char *argv[] = {self_exe(), "--check-pack", fdpath, pid, NULL};
     fcntl(fd, F_SETFD, 0);
-    int timeout_ms = sf_check_timeout_ms((uint64_t)st.st_size);
-    rc = sf_check_spawn(argv, path, timeout_ms, err, errlen);
+    int timeout_ms = sf_check_timeout_ms((uint64_t)seen->stamp.size);
+    rc = sf_check_spawn(argv, path, timeout_ms, cancel_fd, err, errlen);
     if (rc == SF_EIO && strcmp(argv[0], "/proc/self/exe") != 0) {
         argv[0] = "/proc/self/exe"; /* the binary was replaced on disk */
-        rc = sf_check_spawn(argv, path, timeout_ms, err, errlen);
+        rc = sf_check_spawn(argv, path, timeout_ms, cancel_fd, err, errlen);
     }
     fcntl(fd, F_SETFD, FD_CLOEXEC);
     unsigned char head[SV_SNAPSHOT_HEAD] = {0};
@@ -391,25 +417,24 @@ int sv_snapshot_open(const char *path, int nreaders, sv_snapshot **out, sv_file_
     if (rc != 0) {
         sf_name_file(err, errlen, fdpath, path);
         /* No verdict on the file: the check could not start (SF_EIO), or
-         * ran out of something or was stopped (SF_ENOMEM), or it passed
-         * and servd could not then open the pack (SF_EIO, SF_ENOMEM from
-         * the system). Only a start that failed tries /proc/self/exe. */
-        if (seen)
-            seen->retry = rc == SF_EIO || rc == SF_ENOMEM;
+         * ran out of something or was stopped (SF_ENOMEM) or abandoned
+         * (SF_ECANCELED), or it passed and servd could not then open the
+         * pack (SF_EIO, SF_ENOMEM from the system). Only a start that
+         * failed tries /proc/self/exe. */
+        seen->retry = rc == SF_EIO || rc == SF_ENOMEM || rc == SF_ECANCELED;
         return rc;
     }
 
     sv_snapshot *s = calloc(1, sizeof *s + (size_t)nreaders * sizeof s->readers[0]);
     if (!s) {
         snprintf(err, errlen, "%s: out of memory", path);
-        if (seen)
-            seen->retry = 1; /* no verdict, as above */
+        seen->retry = 1; /* no verdict, as above */
         rc = SF_ENOMEM;
         goto out_close_pack;
     }
     s->pack = pack;
-    s->file = file;
-    s->stamp = stamp;
+    s->file = seen->id;
+    s->stamp = seen->stamp;
     s->head_hash = head_hash(head, sizeof head);
     /* Guarded before the validation walk reads every page. */
     int map_fd;
@@ -425,7 +450,7 @@ int sv_snapshot_open(const char *path, int nreaders, sv_snapshot **out, sv_file_
         }
         s->nreaders = i + 1;
     }
-    if ((rc = validate(path, pack, s->readers[0], &s->n_paths, err, errlen)) != 0)
+    if ((rc = validate(path, pack, s->readers[0], cancel_fd, &s->n_paths, err, errlen)) != 0)
         goto out_end_readers;
 
     sf_pack_id_hex(sf_pack_meta(pack)->pack_id, s->id_hex);
@@ -436,8 +461,8 @@ int sv_snapshot_open(const char *path, int nreaders, sv_snapshot **out, sv_file_
     return 0;
 
 out_end_readers:
-    if (seen) /* out of memory for a reader or the walk: no verdict, as above */
-        seen->retry = rc == SF_EIO || rc == SF_ENOMEM;
+    /* out of memory for a reader or the walk, or abandoned: no verdict, as above */
+    seen->retry = rc == SF_EIO || rc == SF_ENOMEM || rc == SF_ECANCELED;
     for (int i = 0; i < s->nreaders; i++)
         sf_reader_end(s->readers[i]);
     sv_mapguard_remove(s->guard);
@@ -445,6 +470,17 @@ out_end_readers:
 out_close_pack:
     sf_pack_close(pack);
     return rc;
+}
+
+int sv_snapshot_open(const char *path, int nreaders, sv_snapshot **out, sv_file_seen *seen,
+                     char *err, size_t errlen)
+{
+    sv_file_seen unused;
+    int fd;
+    if (!seen)
+        seen = &unused;
+    int rc = sv_snapshot_open_file(path, &fd, seen, err, errlen);
+    return rc != 0 ? rc : sv_snapshot_load(fd, path, nreaders, -1, out, seen, err, errlen);
 }
 
 void sv_snapshot_unref(sv_snapshot *s)

@@ -121,6 +121,24 @@ typedef struct sv_snapshot {
 int sv_snapshot_open(const char *path, int nreaders, sv_snapshot **out, sv_file_seen *seen,
                      char *err, size_t errlen);
 
+/* sv_snapshot_open in two halves, for a caller that must not wait for a
+ * whole pack's read (servd's main thread, which handles the stop signals):
+ *
+ * sv_snapshot_open_file, quick (an open and an fstat), sets *seen as above
+ * and, for a regular file, *fd to a descriptor of it. @return 0 or a
+ * negative SF_E* code (nothing left open).
+ *
+ * sv_snapshot_load does the rest, which reads the whole pack (the check in
+ * a child, then the walk here), on any thread, one load at a time (the
+ * guard slots, mapguard.h). It takes fd (closes it) and seen as the first
+ * half left it, and sets seen->retry on failure. cancel_fd: -1, or a
+ * descriptor that becomes readable when the load is to be abandoned: the
+ * check child is killed, the walk stops within 4096 paths (snapshot.c), and
+ * SF_ECANCELED is returned (no verdict: seen->retry). */
+int sv_snapshot_open_file(const char *path, int *fd, sv_file_seen *seen, char *err, size_t errlen);
+int sv_snapshot_load(int fd, const char *path, int nreaders, int cancel_fd, sv_snapshot **out,
+                     sv_file_seen *seen, char *err, size_t errlen);
+
 /* The load check of one decoded entry (sv_snapshot_open runs it on every
  * path and on the status:404 entry, is404 = 1): a redirect's target is a
  * normalised path; a file has 1 to 4 variants, the first identity, each

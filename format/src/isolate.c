@@ -83,31 +83,38 @@ static int64_t now_ms(void)
 }
 
 /* Reads the child's report from fd into buf[0, cap) until the child closes
- * its end, cap bytes came, or timeout_ms passed; then closes fd, kills the
- * child if it timed out, and reaps it into *status. @return the bytes read;
- * *timed_out says whether the deadline ended it, *read_errno is the error
- * of a poll or read that failed (0: none), after which the report is lost
- * whatever the child said. */
-static size_t collect(int fd, pid_t pid, void *buf, size_t cap, int timeout_ms, int *timed_out,
-                      int *read_errno, int *status)
+ * its end, cap bytes came, timeout_ms passed, or cancel_fd (-1: none) became
+ * readable; then closes fd, kills the child if it timed out or was
+ * cancelled, and reaps it into *status. @return the bytes read; *ended
+ * says why it stopped early (0: the report is whole; COLLECT_TIMED_OUT,
+ * COLLECT_CANCELLED), *read_errno is the error of a poll or read that
+ * failed (0: none), after which the report is lost whatever the child
+ * said. */
+enum { COLLECT_TIMED_OUT = 1, COLLECT_CANCELLED };
+static size_t collect(int fd, pid_t pid, int cancel_fd, void *buf, size_t cap, int timeout_ms,
+                      int *ended, int *read_errno, int *status)
 {
     size_t got = 0;
     int64_t deadline = now_ms() + timeout_ms;
-    *timed_out = 0;
+    *ended = 0;
     *read_errno = 0;
     while (got < cap) {
         int64_t left = deadline - now_ms();
         if (left <= 0) {
-            *timed_out = 1;
+            *ended = COLLECT_TIMED_OUT;
             break;
         }
-        struct pollfd p = {.fd = fd, .events = POLLIN};
-        int n = poll(&p, 1, (int)left);
+        struct pollfd p[2] = {{.fd = fd, .events = POLLIN}, {.fd = cancel_fd, .events = POLLIN}};
+        int n = poll(p, cancel_fd >= 0 ? 2 : 1, (int)left);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0) {
-            *timed_out = n == 0;
+            *ended = n == 0 ? COLLECT_TIMED_OUT : 0;
             *read_errno = n < 0 ? errno : 0;
+            break;
+        }
+        if (p[1].revents) {
+            *ended = COLLECT_CANCELLED;
             break;
         }
         ssize_t rd = read(fd, (char *)buf + got, cap - got);
@@ -120,7 +127,7 @@ static size_t collect(int fd, pid_t pid, void *buf, size_t cap, int timeout_ms, 
         got += (size_t)rd;
     }
     close(fd);
-    if (*timed_out || *read_errno)
+    if (*ended || *read_errno)
         kill(pid, SIGKILL);
     /* -1: not reaped (SIGCHLD ignored reaps children itself): no status,
      * which the callers must not read as "exited 0" */
@@ -188,12 +195,12 @@ int sf_check_isolated(sf_check_fn check, void *arg, const char *path, int timeou
 
     /* Read the report until the child closes its end (exit or death). */
     struct report r;
-    int timed_out, read_errno, st;
-    size_t got = collect(fds[0], pid, &r, sizeof r, timeout_ms, &timed_out, &read_errno, &st);
+    int ended, read_errno, st;
+    size_t got = collect(fds[0], pid, -1, &r, sizeof r, timeout_ms, &ended, &read_errno, &st);
     if (read_errno)
         return report_lost(path, read_errno, err, errlen);
 
-    if (timed_out) {
+    if (ended) {
         timed_out_msg(path, timeout_ms, err, errlen);
         return SF_ETIMEDOUT;
     }
@@ -240,7 +247,8 @@ int sf_fd_path(int fd, const char *path, char *out, size_t outlen, char *err, si
 
 extern char **environ;
 
-int sf_check_spawn(char *const argv[], const char *path, int timeout_ms, char *err, size_t errlen)
+int sf_check_spawn(char *const argv[], const char *path, int timeout_ms, int cancel_fd, char *err,
+                   size_t errlen)
 {
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) != 0) {
@@ -248,12 +256,23 @@ int sf_check_spawn(char *const argv[], const char *path, int timeout_ms, char *e
         return SF_EIO;
     }
     posix_spawn_file_actions_t fa;
+    posix_spawnattr_t attr;
     pid_t pid;
     int rc = posix_spawn_file_actions_init(&fa);
+    if (rc == 0 && (rc = posix_spawnattr_init(&attr)) != 0)
+        posix_spawn_file_actions_destroy(&fa);
     if (rc == 0) {
+        /* The child starts with no signal blocked, whatever the calling
+         * thread blocks (a thread pool's may block them all): a kill of
+         * the check from outside must not wait in its queue. */
+        sigset_t none;
+        sigemptyset(&none);
         /* without the dup2 the child's report would go to our stdout */
-        if ((rc = posix_spawn_file_actions_adddup2(&fa, fds[1], 1)) == 0)
-            rc = posix_spawn(&pid, argv[0], &fa, NULL, argv, environ);
+        if ((rc = posix_spawn_file_actions_adddup2(&fa, fds[1], 1)) == 0 &&
+            (rc = posix_spawnattr_setsigmask(&attr, &none)) == 0 &&
+            (rc = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK)) == 0)
+            rc = posix_spawn(&pid, argv[0], &fa, &attr, argv, environ);
+        posix_spawnattr_destroy(&attr);
         posix_spawn_file_actions_destroy(&fa);
     }
     close(fds[1]);
@@ -263,15 +282,19 @@ int sf_check_spawn(char *const argv[], const char *path, int timeout_ms, char *e
         return SF_EIO;
     }
     char msg[1024];
-    int timed_out, read_errno, st;
+    int ended, read_errno, st;
     size_t got =
-        collect(fds[0], pid, msg, sizeof msg - 1, timeout_ms, &timed_out, &read_errno, &st);
+        collect(fds[0], pid, cancel_fd, msg, sizeof msg - 1, timeout_ms, &ended, &read_errno, &st);
     if (read_errno)
         return report_lost(path, read_errno, err, errlen);
     msg[got] = '\0';
     while (got > 0 && (msg[got - 1] == '\n' || msg[got - 1] == '\r'))
         msg[--got] = '\0';
-    if (timed_out) {
+    if (ended == COLLECT_CANCELLED) {
+        snprintf(err, errlen, "%s: the check of the pack was abandoned; not a verdict", path);
+        return SF_ECANCELED;
+    }
+    if (ended) {
         timed_out_msg(path, timeout_ms, err, errlen);
         return SF_ETIMEDOUT;
     }

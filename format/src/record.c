@@ -316,6 +316,8 @@ const char *sf_strerror(int err)
         return "pack map full";
     case SF_ETIMEDOUT:
         return "the check did not finish in time";
+    case SF_ECANCELED:
+        return "abandoned";
     }
     return "unknown error";
 }

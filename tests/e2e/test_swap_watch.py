@@ -242,6 +242,103 @@ def t_a_check_stopped_from_outside_is_tried_again(s):
         ok("corrupt" not in log, "no pack called corrupt: %s" % log[-800:])
 
 
+def freeze_check(pid):
+    """Freezes servd's load check (SIGSTOP) the moment it appears, as a pack on a slow
+    disk or a check that loops would hold it: the child's pid (checked stopped), or a
+    failure."""
+    t0 = time.time()
+    while time.time() - t0 < RELOAD_LIMIT:
+        for c in st.check_children(pid):
+            try:
+                os.kill(c, signal.SIGSTOP)
+                for _ in range(500):
+                    with open("/proc/%d/stat" % c) as f:
+                        if f.read().rsplit(")", 1)[1].split()[0] == "T":
+                            return c
+                    time.sleep(0.002)
+            except OSError:
+                pass  # it ended first: the next one
+        time.sleep(0.001)
+    raise st.Fail("no load check of the new pack to freeze")
+
+
+def gone(pid):
+    """Whether pid has ended and been reaped (no zombie of it left either)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            f.read()
+        return False
+    except OSError:
+        return True
+
+
+def t_a_stop_during_a_pack_check_does_not_wait_for_it(s):
+    # A reload's check of the new pack (a child reading and hashing all of it) ran on
+    # servd's main thread, the one that handles signals: a stop during it waited for the
+    # check - the read of a pack of many GB on a slow disk, or the check's whole time
+    # limit for one that loops - and a service manager's stop timeout then killed servd
+    # mid-response. A frozen check stands in for the slow disk. The check now runs off the
+    # main thread: signals are handled meanwhile, and a stop kills the check.
+    big = st.big_pack(BIG_INDEX)
+    live, adm, servd = own_servd("stop-during-check", s.v.packs[0], interval=None)
+    alog = os.path.join(live.dir, "access.log")
+    servd.extra += ["--access-log", alog]
+    with servd as d:
+        live.rename_in(big)
+        d.proc.send_signal(signal.SIGHUP)
+        child = freeze_check(d.proc.pid)
+        eq(fetch(d.port).body, s.v.index(1), "the old pack served during the check")
+        # a log rotation during the check is done at once
+        os.rename(alog, alog + ".1")
+        d.proc.send_signal(signal.SIGUSR1)
+        t0 = time.time()
+        while not os.path.exists(alog) and time.time() - t0 < RELOAD_LIMIT:
+            time.sleep(0.01)
+        ok(os.path.exists(alog), "SIGUSR1 during the check reopened the access log")
+        t0 = time.time()
+        d.proc.send_signal(signal.SIGTERM)
+        try:
+            rc = d.proc.wait(timeout=RELOAD_LIMIT)
+        except subprocess.TimeoutExpired:
+            rc = None
+        took = time.time() - t0
+        if rc is None:
+            os.kill(child, signal.SIGCONT)
+        eq(rc, 0, "servd's exit after SIGTERM during the check (%.1f s)" % took)
+        ok(took < 2.0, "the stop waited %.1f s for the frozen check" % took)
+        ok(gone(child), "the check child is left: %d" % child)
+        log = d.read_log()
+        ok("SIGHUP: the load of %s was abandoned by the stop" % live.path in log,
+           "the log says the load was abandoned: %s" % log[-800:])
+        ok("refused" not in log and "corrupt" not in log, "no refusal logged: %s" % log[-800:])
+
+
+def t_reloads_during_a_pack_check_load_the_newest_file_once(s):
+    # While a new pack's check runs, a SIGHUP for the same file starts no second check,
+    # and a deploy of another file (a SIGHUP, the watch) is loaded once the check ends.
+    big = st.big_pack(BIG_INDEX)
+    live, adm, servd = own_servd("reload-during-check", s.v.packs[0], interval="0.2")
+    with servd as d:
+        live.rename_in(big)
+        child = freeze_check(d.proc.pid)  # the watch's load
+        d.proc.send_signal(signal.SIGHUP)  # the same file: nothing more
+        time.sleep(0.5)
+        eq(st.check_children(d.proc.pid), [child], "checks running")
+        live.rename_in(s.v.packs[2])
+        d.proc.send_signal(signal.SIGHUP)
+        time.sleep(0.5)  # the watch sees it too
+        eq(fetch(d.port).body, s.v.index(1), "the old pack served during the check")
+        os.kill(child, signal.SIGCONT)
+        wait_body(d.port, s.v.index(3), "the file renamed in during the check, loaded after it")
+        time.sleep(QUIET)
+        log = d.read_log()
+        eq(log.count("now serving pack"), 2, "loads: the big pack, then the newest: %s"
+           % log[-1500:])
+        ok("is being loaded already" in log, "the SIGHUP for the file being loaded: %s"
+           % log[-1500:])
+        eq(sw.metrics(adm).get("servd_pack_swap_failures_total", 0), 0, "refusals")
+
+
 def t_a_check_without_memory_is_no_verdict(s):
     # The load check (servd --check-pack) that cannot map the pack for want of memory
     # (a cgroup or RLIMIT_AS) used to exit 1 like a corrupt pack's, and servd remembered

@@ -4,6 +4,7 @@
 #include "sf/isolate.h"
 #include "sf/store.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <openssl/evp.h>
@@ -11,6 +12,8 @@
 #include <stdint.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static int passes(void *arg, const char *path, char *err, size_t errlen)
@@ -92,7 +95,7 @@ TEST(check_limit_grows_with_the_pack)
 static int spawned(const char *script, char *err, size_t errlen)
 {
     char *argv[] = {"/bin/sh", "-c", (char *)script, NULL};
-    return sf_check_spawn(argv, "site.lmdb", 10000, err, errlen);
+    return sf_check_spawn(argv, "site.lmdb", 10000, -1, err, errlen);
 }
 
 TEST(spawned_check_passes_only_on_its_ok)
@@ -109,6 +112,28 @@ TEST(spawned_check_passes_only_on_its_ok)
     ASSERT_EQ(spawned("exit 3", err, sizeof err), SF_ENOMEM);
     ASSERT_EQ(spawned("kill -SEGV $$", err, sizeof err), SF_ECORRUPT);
     ASSERT(strstr(err, "crashed (signal") != NULL);
+}
+
+/* A check the caller abandons (servd stopping during a load) ends at once:
+ * the child is killed, not waited for, and the answer is no verdict. */
+TEST(spawned_check_is_abandoned_when_cancel_fd_is_readable)
+{
+    int fds[2];
+    ASSERT_EQ(pipe(fds), 0);
+    ASSERT_EQ(write(fds[1], "x", 1), 1);
+    char *argv[] = {"/bin/sh", "-c", "sleep 30; echo " SF_CHECK_OK, NULL};
+    char err[512] = "";
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int rc = sf_check_spawn(argv, "site.lmdb", 60000, fds[0], err, sizeof err);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    ASSERT_EQ(rc, SF_ECANCELED);
+    ASSERT_STR_EQ(err, "site.lmdb: the check of the pack was abandoned; not a verdict");
+    ASSERT(t1.tv_sec - t0.tv_sec < 20); /* not the child's 30 s */
+    /* reaped: no child of this process is left */
+    ASSERT(waitpid(-1, NULL, WNOHANG) < 0 && errno == ECHILD);
+    close(fds[0]);
+    close(fds[1]);
 }
 
 TEST(structure_check_refuses_damaged_body)

@@ -49,8 +49,14 @@ int sf_check_isolated(sf_check_fn check, void *arg, const char *path, int timeou
  * crashed process with status 0 must not pass a pack). For a
  * multi-threaded caller, where a forked child could inherit a lock held by
  * another thread (an allocator's, for one), this is the safe form. path is
- * only used in messages. Same return values as sf_check_isolated. */
-int sf_check_spawn(char *const argv[], const char *path, int timeout_ms, char *err, size_t errlen);
+ * only used in messages. The child starts with no signal blocked.
+ * cancel_fd: -1, or a descriptor that becomes readable when the caller
+ * wants the check abandoned (servd stopping while it loads a pack): the
+ * child is killed at once and SF_ECANCELED returned, with "PATH: the check
+ * of the pack was abandoned; not a verdict". Otherwise the same return
+ * values as sf_check_isolated. */
+int sf_check_spawn(char *const argv[], const char *path, int timeout_ms, int cancel_fd, char *err,
+                   size_t errlen);
 
 /* What an sf_check_spawn child prints (one line) when the pack is good. */
 #define SF_CHECK_OK "ok"

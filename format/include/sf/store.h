@@ -45,6 +45,7 @@ enum {
     SF_EFULL = -11,     /* the pack's map is full: the writer's capacity was too small */
     SF_ETIMEDOUT = -12, /* a pack's check did not finish in time: refused as corrupt (a loop
                            or a bomb), but no sign that bytes changed (sf/isolate.h) */
+    SF_ECANCELED = -13, /* the caller abandoned the operation (servd stopping during a load) */
 };
 
 /* Returns a static, human-readable name for an SF_E* code. */
