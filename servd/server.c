@@ -56,6 +56,7 @@ struct sv_load {
     sv_snapshot *s;      /* the result, when rc is 0 */
     int rc;
     char err[1024];
+    int told; /* the main thread's: a reload asked for during it was logged */
 };
 
 struct sv_server {
@@ -260,11 +261,11 @@ static void load_done(uv_work_t *req, int status)
     struct sv_load *ld = &srv->load;
     (void)status; /* never cancelled (uv_cancel): the stop ends it through stop_fd */
     srv->loading = 0;
-    if (atomic_load(&srv->stopping)) {
+    if (atomic_load(&srv->stopping)) { /* whatever the load found, nothing is swapped */
         if (ld->rc == 0)
             sv_snapshot_unref(ld->s);
-        sv_say(SV_INFO, "%s: the load of %s was abandoned by the stop", ld->why,
-               srv->cfg->pack_path);
+        sv_say(SV_INFO, "%s: stopping: the load of %s is dropped%s", ld->why, srv->cfg->pack_path,
+               ld->rc == SF_ECANCELED ? " (abandoned)" : "");
         return;
     }
     load_result(srv);
@@ -295,17 +296,19 @@ static void reload(sv_server *srv, const char *why)
         sv_say(SV_INFO, "%s: serving the built-in site; there is no pack file to load", why);
         return;
     }
-    if (srv->loading) {
+    if (srv->loading) { /* said once a load: a storm of SIGHUPs is one line */
         sv_file_seen now = {0};
-        if (sv_file_state_get(srv->cfg->pack_path, &now.id, &now.stamp) == 0 &&
-            sv_file_seen_same(&now, &srv->load.seen)) {
-            sv_say(SV_INFO, "%s: %s is being loaded already (%s)", why, srv->cfg->pack_path,
-                   srv->load.why);
-        } else {
-            sv_say(SV_INFO, "%s: %s is loaded again once the load under way ends", why,
-                   srv->cfg->pack_path);
+        int same = sv_file_state_get(srv->cfg->pack_path, &now.id, &now.stamp) == 0 &&
+                   sv_file_seen_same(&now, &srv->load.seen);
+        int bit = same ? 1 : 2;
+        if (!(srv->load.told & bit))
+            sv_say(SV_INFO,
+                   same ? "%s: %s is being loaded already (%s)"
+                        : "%s: %s is loaded again once the load under way (%s) ends",
+                   why, srv->cfg->pack_path, srv->load.why);
+        srv->load.told |= bit;
+        if (!same)
             srv->again = why;
-        }
         return;
     }
     /* The file being served, unchanged: a SIGHUP after a deploy whose
@@ -331,14 +334,17 @@ static void reload(sv_server *srv, const char *why)
      * during the load must not ask for the same file again. */
     if (srv->watch)
         sv_watch_note(srv->watch, &ld->seen);
-    if (ld->rc == 0 && (ld->rc = uv_queue_work(&srv->loop, &ld->work, load_work, load_done)) == 0) {
+    /* Once the work is queued, its fields are the pool thread's until
+     * load_done (all but told): it may be filling them in already. */
+    int qrc = 0;
+    if (ld->rc == 0 && (qrc = uv_queue_work(&srv->loop, &ld->work, load_work, load_done)) == 0) {
         srv->loading = 1;
         return;
     }
-    if (ld->fd >= 0) { /* uv_queue_work fails only for a missing callback */
+    if (ld->rc == 0) { /* uv_queue_work fails only for a missing callback */
         close(ld->fd);
         snprintf(ld->err, sizeof ld->err, "%s: cannot start its load: %s", srv->cfg->pack_path,
-                 uv_strerror(ld->rc));
+                 uv_strerror(qrc));
         ld->rc = SF_EIO;
         ld->seen.retry = 1;
     }

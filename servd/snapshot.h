@@ -66,9 +66,10 @@ static inline int sv_file_stamp_eq(const sv_file_stamp *a, const sv_file_stamp *
 typedef struct sv_file_seen {
     sv_file_id id;
     sv_file_stamp stamp;
-    /* set by sv_snapshot_open when a refusal was no verdict on the file
-     * (servd had no descriptor or memory for it, or its check could not
-     * run or was stopped): worth trying the same file again later */
+    /* set by sv_snapshot_open (or its halves) when a refusal was no
+     * verdict on the file (servd had no descriptor or memory for it, or
+     * its check could not run or was stopped, or the load was abandoned):
+     * worth trying the same file again later */
     int retry;
 } sv_file_seen;
 

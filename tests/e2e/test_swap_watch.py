@@ -308,7 +308,7 @@ def t_a_stop_during_a_pack_check_does_not_wait_for_it(s):
         ok(took < 2.0, "the stop waited %.1f s for the frozen check" % took)
         ok(gone(child), "the check child is left: %d" % child)
         log = d.read_log()
-        ok("SIGHUP: the load of %s was abandoned by the stop" % live.path in log,
+        ok("SIGHUP: stopping: the load of %s is dropped (abandoned)" % live.path in log,
            "the log says the load was abandoned: %s" % log[-800:])
         ok("refused" not in log and "corrupt" not in log, "no refusal logged: %s" % log[-800:])
 
@@ -337,6 +337,30 @@ def t_reloads_during_a_pack_check_load_the_newest_file_once(s):
         ok("is being loaded already" in log, "the SIGHUP for the file being loaded: %s"
            % log[-1500:])
         eq(sw.metrics(adm).get("servd_pack_swap_failures_total", 0), 0, "refusals")
+
+
+def t_a_load_that_ends_before_its_start_returns_is_not_taken_for_a_pass(s):
+    # The main thread queued the load and then stored the queueing's result (0) in the
+    # field the load writes its own verdict into: when the load ended first (a refusal
+    # takes milliseconds; here the main thread is held right after queueing it), its
+    # refusal was overwritten with 0, and servd swapped in a NULL snapshot (SIGSEGV).
+    live, adm, servd = own_servd("load-race", s.v.packs[0], interval=None)
+    servd.env = st.preload_env(os.path.join(st.BUILD_DIR, "swap_open.so"), SLOW_QUEUE_MS="1500")
+    with servd as d:
+        garbage = os.path.join(live.dir, "garbage.lmdb")
+        with open(garbage, "wb") as f:
+            f.write(b"not a pack at all" * 1000)
+        live.rename_in(garbage)
+        d.proc.send_signal(signal.SIGHUP)
+        t0 = time.time()
+        while "refused" not in d.read_log() and d.alive() and time.time() - t0 < RELOAD_LIMIT:
+            time.sleep(0.05)
+        ok(d.alive(), "servd died: %s" % d.read_log()[-800:])
+        ok("refused" in d.read_log(), "the garbage refused: %s" % d.read_log()[-800:])
+        eq(fetch(d.port).body, s.v.index(1), "the old pack still served")
+        live.rename_in(s.v.packs[1])
+        d.proc.send_signal(signal.SIGHUP)
+        wait_body(d.port, s.v.index(2), "a good pack loaded after it")
 
 
 def t_a_check_without_memory_is_no_verdict(s):

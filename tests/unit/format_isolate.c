@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <openssl/evp.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <sys/mman.h>
@@ -114,26 +115,46 @@ TEST(spawned_check_passes_only_on_its_ok)
     ASSERT(strstr(err, "crashed (signal") != NULL);
 }
 
-/* A check the caller abandons (servd stopping during a load) ends at once:
- * the child is killed, not waited for, and the answer is no verdict. */
+/* Writes a byte to the descriptor *arg after 200 ms: a stop that comes
+ * while the check runs. */
+static void *cancel_later(void *arg)
+{
+    struct timespec d = {0, 200 * 1000 * 1000};
+    nanosleep(&d, NULL);
+    ssize_t n = write(*(int *)arg, "x", 1);
+    (void)n;
+    return NULL;
+}
+
+/* A check the caller abandons (servd stopping during a load) ends at once,
+ * whether the stop came before the check or while it runs: the child is
+ * killed, not waited for, and the answer is no verdict. */
 TEST(spawned_check_is_abandoned_when_cancel_fd_is_readable)
 {
-    int fds[2];
-    ASSERT_EQ(pipe(fds), 0);
-    ASSERT_EQ(write(fds[1], "x", 1), 1);
     char *argv[] = {"/bin/sh", "-c", "sleep 30; echo " SF_CHECK_OK, NULL};
-    char err[512] = "";
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    int rc = sf_check_spawn(argv, "site.lmdb", 60000, fds[0], err, sizeof err);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    ASSERT_EQ(rc, SF_ECANCELED);
-    ASSERT_STR_EQ(err, "site.lmdb: the check of the pack was abandoned; not a verdict");
-    ASSERT(t1.tv_sec - t0.tv_sec < 20); /* not the child's 30 s */
-    /* reaped: no child of this process is left */
-    ASSERT(waitpid(-1, NULL, WNOHANG) < 0 && errno == ECHILD);
-    close(fds[0]);
-    close(fds[1]);
+    for (int during = 0; during < 2; during++) {
+        int fds[2];
+        pthread_t t;
+        ASSERT_EQ(pipe(fds), 0);
+        if (during)
+            ASSERT_EQ(pthread_create(&t, NULL, cancel_later, &fds[1]), 0);
+        else
+            ASSERT_EQ(write(fds[1], "x", 1), 1);
+        char err[512] = "";
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        int rc = sf_check_spawn(argv, "site.lmdb", 60000, fds[0], err, sizeof err);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        if (during)
+            pthread_join(t, NULL);
+        ASSERT_EQ(rc, SF_ECANCELED);
+        ASSERT_STR_EQ(err, "site.lmdb: the check of the pack was abandoned; not a verdict");
+        ASSERT(t1.tv_sec - t0.tv_sec < 20); /* not the child's 30 s */
+        /* reaped: no child of this process is left */
+        ASSERT(waitpid(-1, NULL, WNOHANG) < 0 && errno == ECHILD);
+        close(fds[0]);
+        close(fds[1]);
+    }
 }
 
 TEST(structure_check_refuses_damaged_body)
