@@ -241,7 +241,10 @@ int pk_build(const pk_build_opts *o)
     if (o->base) {
         char profile[PK_PROFILE_SIZE];
         int usable = 0;
-        pk_profile(profile);
+        if (pk_profile(profile) != 0) {
+            snprintf(b.err, sizeof b.err, "out of memory");
+            goto out_free;
+        }
         if (pk_base_open(o->base, profile, &b.base, &usable, b.err, sizeof b.err) != 0) {
             name_option(&b, "--base");
             goto out_free;

@@ -50,16 +50,18 @@ int pk_keep(uint64_t identity, uint64_t comp)
     return saved >= PK_KEEP_MIN_BYTES && saved * 100 >= identity * PK_KEEP_MIN_PERCENT;
 }
 
-void pk_profile(char out[PK_PROFILE_SIZE])
+int pk_profile(char out[PK_PROFILE_SIZE])
 {
     uint32_t bv = BrotliEncoderVersion();
     char cls[PK_CLASS_DIGEST_SIZE];
-    pk_mime_class_digest(cls);
+    if (pk_mime_class_digest(cls) != 0)
+        return -1;
     snprintf(out, PK_PROFILE_SIZE,
              "r%d cls=%s gzip=libdeflate-%s/%d br=%u.%u.%u/%d/w%d zstd=%s/%d/w%d keep=%d%%/%dB",
              PK_PROFILE_REV, cls, LIBDEFLATE_VERSION_STRING, PK_GZIP_LEVEL, bv >> 24,
              bv >> 12 & 0xfff, bv & 0xfff, PK_BR_QUALITY, PK_BR_LGWIN, ZSTD_versionString(),
              PK_ZSTD_LEVEL, PK_ZSTD_WINDOW_LOG, PK_KEEP_MIN_PERCENT, PK_KEEP_MIN_BYTES);
+    return 0;
 }
 
 pk_compressor *pk_compressor_new(void)

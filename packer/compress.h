@@ -49,8 +49,9 @@ int pk_keep(uint64_t identity, uint64_t comp);
  * br=1.0.9/11/w24 zstd=1.5.4/19/w23 keep=5%/64B": everything that determines
  * the compressed bytes - the class tables (pk_mime_class_digest), library
  * versions and settings - so that --base reuses bodies only when a fresh
- * pack would have produced the very same bytes. */
-void pk_profile(char out[PK_PROFILE_SIZE]);
+ * pack would have produced the very same bytes. @return 0, or -1 when out
+ * of memory (for the class digest's hash). */
+int pk_profile(char out[PK_PROFILE_SIZE]);
 
 /* Per-thread compression state (libdeflate compressor, zstd context). */
 typedef struct pk_compressor pk_compressor;

@@ -113,7 +113,10 @@ static int print_help(void)
 static int print_version(void)
 {
     char profile[PK_PROFILE_SIZE];
-    pk_profile(profile);
+    if (pk_profile(profile) != 0) {
+        pk_err("out of memory");
+        return PK_EXIT_FAIL;
+    }
     printf("servd-pack %s\npack format %d.%d\nprofile %s\n", SERVD_VERSION, SF_FORMAT_MAJOR,
            SF_FORMAT_MINOR, profile);
     return stdout_done();

@@ -121,7 +121,7 @@ int pk_probe_compressible(const void *p, size_t n)
     return ok;
 }
 
-void pk_mime_class_digest(char out[PK_CLASS_DIGEST_SIZE])
+int pk_mime_class_digest(char out[PK_CLASS_DIGEST_SIZE])
 {
     /* Each list hashed as a tag byte and its NUL-terminated entries, so that
      * moving a type from one list to another changes the digest. */
@@ -146,9 +146,10 @@ void pk_mime_class_digest(char out[PK_CLASS_DIGEST_SIZE])
     if (!ok || pk_sha_final(sha, d) != 0) {
         if (!ok)
             pk_sha_free(sha);
-        memset(d, 0, sizeof d); /* "00000000": never matches a real digest's profile */
+        return -1;
     }
     sf_hex(d, (PK_CLASS_DIGEST_SIZE - 1) / 2, out);
+    return 0;
 }
 
 int pk_mime_class(const char *type)

@@ -49,9 +49,9 @@ int pk_probe_compressible(const void *p, size_t n);
 /* The first 8 hex digits of a SHA-256 over the class tables (which types
  * are text, fonts, compressible binaries): part of the profile, so that
  * --base never reuses the variants (or their absence) of a type whose class
- * changed. */
+ * changed. @return 0, or -1 when out of memory for the hash. */
 #define PK_CLASS_DIGEST_SIZE 9
-void pk_mime_class_digest(char out[PK_CLASS_DIGEST_SIZE]);
+int pk_mime_class_digest(char out[PK_CLASS_DIGEST_SIZE]);
 
 /* 1 if the key names an .svgz file (case-insensitive). An .svgz is a gzip
  * file of an SVG; browsers can only use it with Content-Encoding: gzip, so

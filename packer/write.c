@@ -690,7 +690,10 @@ int pk__write_pack(build *b, pk_stats *st)
     meta.n_paths = s->n;
     memcpy(meta.pack_id, id, sizeof meta.pack_id);
     snprintf(meta.packer, sizeof meta.packer, "servd-pack %s", SERVD_VERSION);
-    pk_profile(meta.profile);
+    if (pk_profile(meta.profile) != 0) {
+        snprintf(b->err, sizeof b->err, "out of memory");
+        goto out_abort;
+    }
 
     if (pk__tree_unchanged(s, b->err, sizeof b->err) != 0)
         goto out_abort;

@@ -122,7 +122,7 @@ static void write_pack_etags(const char *path, const char *gz_src, int body_only
     ASSERT_EQ(pk_sha_final(id, d), 0);
     memcpy(m.pack_id, d, sizeof m.pack_id);
     snprintf(m.packer, sizeof m.packer, "test");
-    pk_profile(m.profile);
+    ASSERT_EQ(pk_profile(m.profile), 0);
     ASSERT_EQ(sf_writer_commit(w, &m, err, sizeof err), 0);
     free(recv[0]);
     free(recv[1]);
