@@ -1,7 +1,9 @@
 #!/bin/sh
 # The whole test suite, as the README and CI run it: installs what is
 # missing, then builds and runs every test twice - a normal optimised build
-# and an AddressSanitizer + UndefinedBehaviorSanitizer build.
+# and an AddressSanitizer + UndefinedBehaviorSanitizer build - and the tests
+# of servd's threads around a pack swap (the load on libuv's pool, the
+# workers, the stop) once more under ThreadSanitizer.
 set -eu
 cd "$(dirname "$0")/.."
 tests/deps.sh test
@@ -16,3 +18,9 @@ CC=clang cmake -S . -B build-san -DCMAKE_BUILD_TYPE=Debug -DSERVD_ASAN=ON -DSERV
 cmake --build build-san -j "$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
     ctest --test-dir build-san --output-on-failure -j "$jobs"
+
+CC=clang cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSERVD_TSAN=ON >/dev/null
+cmake --build build-tsan -j "$jobs" --target servd servd-pack swap_open fail_alloc clock_ahead \
+    craft_pack
+ctest --test-dir build-tsan --output-on-failure -j "$jobs" \
+    -R '^e2e\.test_(server_swap|swap_watch|swap_under_load)$'
