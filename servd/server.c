@@ -56,8 +56,11 @@ struct sv_load {
     sv_snapshot *s;      /* the result, when rc is 0 */
     int rc;
     char err[1024];
-    int told; /* the main thread's: a reload asked for during it was logged */
+    int told; /* the main thread's: which TOLD_ lines a reload during it logged */
 };
+
+/* The lines a reload asked for during a load logs, once a load each. */
+enum { TOLD_SAME = 1, TOLD_AGAIN = 2 };
 
 struct sv_server {
     const sv_config *cfg;
@@ -300,7 +303,7 @@ static void reload(sv_server *srv, const char *why)
         sv_file_seen now = {0};
         int same = sv_file_state_get(srv->cfg->pack_path, &now.id, &now.stamp) == 0 &&
                    sv_file_seen_same(&now, &srv->load.seen);
-        int bit = same ? 1 : 2;
+        int bit = same ? TOLD_SAME : TOLD_AGAIN;
         if (!(srv->load.told & bit))
             sv_say(SV_INFO,
                    same ? "%s: %s is being loaded already (%s)"

@@ -6,10 +6,10 @@
  * reload on libuv's thread pool, see server.c): the request path afterwards
  * trusts that every path decodes and every body a variant names exists
  * with its recorded length, so a corrupt pack is refused before it can
- * serve a single byte. The walk runs in a child
- * (servd --check-pack, sf/isolate.h), which decodes every entry record and
- * reads and hashes every body, so a damaged page crashes the child, not
- * servd; the server then checks the records again in-process.
+ * serve a single byte. The walk runs in a child (servd --check-pack,
+ * sf/isolate.h), which decodes every entry record and reads and hashes
+ * every body, so a damaged page crashes the child, not servd; the server
+ * then checks the records again in-process.
  */
 #include "snapshot.h"
 

@@ -20,7 +20,15 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
     ctest --test-dir build-san --output-on-failure -j "$jobs"
 
 CC=clang cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSERVD_TSAN=ON >/dev/null
-cmake --build build-tsan -j "$jobs" --target servd servd-pack swap_open fail_alloc clock_ahead \
-    craft_pack
-ctest --test-dir build-tsan --output-on-failure -j "$jobs" \
+cmake --build build-tsan -j "$jobs" --target servd servd-pack swap_open
+# Without address randomisation where the system allows it (a container's
+# seccomp profile may not): clang 14's ThreadSanitizer aborts at random on
+# kernels that randomise more bits than its memory layout expects (above
+# Debian 12's 28, as newer hosts of a Debian 12 container do).
+norand=""
+if setarch "$(uname -m)" -R true 2>/dev/null; then
+    norand="setarch $(uname -m) -R"
+fi
+TSAN_OPTIONS=halt_on_error=1:abort_on_error=1 $norand \
+    ctest --test-dir build-tsan --output-on-failure -j "$jobs" \
     -R '^e2e\.test_(server_swap|swap_watch|swap_under_load)$'

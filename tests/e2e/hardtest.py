@@ -11,7 +11,8 @@ What it adds:
                             (a lower RLIMIT_NOFILE); a servdtest.Servd otherwise
   try_start(pack, ...)      start servd on a pack that may be refused: ("refused", rc,
                             log) or ("serving", Proc); a hang is a failure
-  sanitized()               whether the servd under test is an AddressSanitizer build
+  sanitized()               whether the servd under test is an AddressSanitizer or
+                            ThreadSanitizer build
   wait_until(fn, limit)     poll fn() until true
   cpu_seconds/rss_kib/open_fds(pid)   from /proc
   raise_nofile(n)           raise this process's soft RLIMIT_NOFILE (to hold sockets)

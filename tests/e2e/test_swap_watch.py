@@ -345,6 +345,8 @@ def t_a_load_that_ends_before_its_start_returns_is_not_taken_for_a_pass(s):
     # takes milliseconds; here the main thread is held right after queueing it), its
     # refusal was overwritten with 0, and servd swapped in a NULL snapshot (SIGSEGV).
     live, adm, servd = own_servd("load-race", s.v.packs[0], interval=None)
+    # (the shim takes servd's calls into libuv because libuv is a shared library, as
+    # Debian ships it)
     servd.env = st.preload_env(os.path.join(st.BUILD_DIR, "swap_open.so"), SLOW_QUEUE_MS="1500")
     with servd as d:
         garbage = os.path.join(live.dir, "garbage.lmdb")
@@ -374,7 +376,7 @@ def t_a_check_without_memory_is_no_verdict(s):
     # address space.
     import resource
     if ht.sanitized():
-        raise st.Skip("under AddressSanitizer, whose shadow memory needs RLIMIT_AS unlimited")
+        raise st.Skip("under a sanitizer, whose shadow memory needs RLIMIT_AS unlimited")
     big = st.big_pack(BIG_INDEX)
 
     def limited():

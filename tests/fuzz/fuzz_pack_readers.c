@@ -166,7 +166,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
 
     char profile[PK_PROFILE_SIZE], err[1024];
-    pk_profile(profile);
+    if (pk_profile(profile) != 0)
+        abort(); /* out of memory in the fuzzer itself */
     pk_base *base = NULL;
     int usable = 0;
     int based = pk_base_open(path, profile, &base, &usable, err, sizeof err);
