@@ -2,8 +2,8 @@
 # The whole test suite, as the README and CI run it: installs what is
 # missing, then builds and runs every test twice - a normal optimised build
 # and an AddressSanitizer + UndefinedBehaviorSanitizer build - and the tests
-# of servd's threads around a pack swap (the load on libuv's pool, the
-# workers, the stop) once more under ThreadSanitizer.
+# of servd's threads (a pack swap's load on libuv's pool, the workers, the
+# stop, the access log's thread) once more under ThreadSanitizer.
 set -eu
 cd "$(dirname "$0")/.."
 tests/deps.sh test
@@ -31,4 +31,4 @@ if setarch "$(uname -m)" -R true 2>/dev/null; then
 fi
 TSAN_OPTIONS=halt_on_error=1:abort_on_error=1 $norand \
     ctest --test-dir build-tsan --output-on-failure -j "$jobs" \
-    -R '^e2e\.test_(server_swap|swap_watch|swap_under_load)$'
+    -R '^e2e\.test_(server_swap|swap_watch|swap_under_load|server_ops|server_connections)$'
