@@ -511,6 +511,29 @@ static void batch_key(uint8_t k[SF_KEY_LEN], int n)
     k[0] = (uint8_t)n;
 }
 
+/* Body n of a batch test, read back through r. */
+static sf_view batch_body(sf_reader *r, int n)
+{
+    uint8_t k[SF_KEY_LEN];
+    sf_view v;
+    batch_key(k, n);
+    if (sf_body_by_key(r, k, &v) != SF_OK)
+        t__fail(__FILE__, __LINE__, "body %d not found", n);
+    return v;
+}
+
+/* A writer to tmp(name) with room for n bodies of body bytes and some
+ * paths; *path gets the file's name. */
+static sf_writer *batch_writer(const char *name, int n, size_t body, char **path)
+{
+    char err[512];
+    sf_writer *w;
+    *path = tmp(name);
+    if (sf_writer_open(*path, (uint64_t)(n + 8) * (body + 8192), &w, err, sizeof err) != SF_OK)
+        t__fail(__FILE__, __LINE__, "open: %s", err);
+    return w;
+}
+
 /* Commits w, written to path, and opens the pack for reading. */
 static sf_reader *commit_and_read(sf_writer *w, const char *path, sf_pack **p)
 {
@@ -531,10 +554,8 @@ static sf_reader *commit_and_read(sf_writer *w, const char *path, sf_pack **p)
 TEST(pack_writer_batches)
 {
     enum { BODY = 1 << 20, N = 160 };
-    char *path = tmp("batches.lmdb");
-    char err[512];
-    sf_writer *w;
-    ASSERT_EQ(sf_writer_open(path, (uint64_t)(N + 8) * (BODY + 8192), &w, err, sizeof err), SF_OK);
+    char *path;
+    sf_writer *w = batch_writer("batches.lmdb", N, BODY, &path);
     uint8_t *body = malloc(BODY);
     ASSERT(body != NULL);
     size_t base = heap_in_use(), peak = 0;
@@ -565,9 +586,7 @@ TEST(pack_writer_batches)
     sf_pack *p;
     sf_reader *r = commit_and_read(w, path, &p);
     for (int i = 0; i < N; i++) {
-        sf_view v;
-        batch_key(k, i);
-        ASSERT_EQ(sf_body_by_key(r, k, &v), SF_OK);
+        sf_view v = batch_body(r, i);
         ASSERT_EQ(v.len, (size_t)(BODY - i)); /* the first copy is kept */
         const uint8_t *b = (const uint8_t *)v.ptr;
         ASSERT(b[0] == (uint8_t)i && b[v.len - 1] == (uint8_t)i);
@@ -588,10 +607,8 @@ TEST(pack_writer_batches)
 TEST(pack_writer_reserved_bodies)
 {
     enum { BODY = 1 << 20, N = 48 };
-    char *path = tmp("reserved.lmdb");
-    char err[512];
-    sf_writer *w;
-    ASSERT_EQ(sf_writer_open(path, (uint64_t)(N + 8) * (BODY + 8192), &w, err, sizeof err), SF_OK);
+    char *path;
+    sf_writer *w = batch_writer("reserved.lmdb", N, BODY, &path);
     uint8_t k[SF_KEY_LEN];
     void *room;
     for (int i = 0; i < N; i++) {
@@ -606,9 +623,7 @@ TEST(pack_writer_reserved_bodies)
     sf_pack *p;
     sf_reader *r = commit_and_read(w, path, &p);
     for (int i = 0; i < N; i++) {
-        sf_view v;
-        batch_key(k, i);
-        ASSERT_EQ(sf_body_by_key(r, k, &v), SF_OK);
+        sf_view v = batch_body(r, i);
         ASSERT_EQ(v.len, i % 4 != 3 ? (size_t)(BODY - i) : (size_t)(100 + i));
         for (size_t j = 0; j < v.len; j += 4093)
             ASSERT(((const uint8_t *)v.ptr)[j] == 'a' + i % 26);
