@@ -174,6 +174,8 @@ int pk_build(const pk_build_opts *o)
     memset(&b, 0, sizeof b);
     b.o = o;
     b.manifest_fd = -1;
+    b.load_mu = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
+    b.load_cv = (pthread_cond_t)PTHREAD_COND_INITIALIZER;
     b.lock_fd = -1;
     b.nthreads = o->jobs ? o->jobs : 1;
     pk_progress_init(&b.prog, o->quiet);
@@ -309,6 +311,7 @@ out_free:
     free_compressors(&b);
     close_magic(&b);
     free(b.pending);
+    free(b.load);
     free(b.jobs);
     pk_site_free(&b.site); /* before the base: it may point into it */
     pk_base_close(b.base);

@@ -16,6 +16,7 @@
 #include "walk.h"
 
 #include <limits.h>
+#include <pthread.h>
 #include <stdatomic.h>
 
 /* Room for a message naming a file and a cause. */
@@ -36,6 +37,14 @@ typedef struct build {
     pk_compressor **comp;
     pk_magic **magic;     /* one libmagic handle per thread, opened on first use */
     atomic_uint *pending; /* per file: its compression jobs not yet done */
+    /* The read phase drops a compressible file's bytes; its first
+     * compression job reads the file again (jobs.c, load_identity) while
+     * the others wait on load_cv: so only the files being compressed are
+     * held, never the whole site. */
+    unsigned char *load; /* per file: enum load_state, under load_mu */
+    pthread_mutex_t load_mu;
+    pthread_cond_t load_cv;
+    char load_err[PK_ERR_LEN]; /* why the first failed read of them failed */
     unsigned nthreads;
     job *jobs;
     size_t njobs;
@@ -58,9 +67,9 @@ typedef struct build {
  * reading phase (jobs.c). @return 0, or -1 with err naming the file. */
 int pk__read_file(build *b, pk_file *f, pk_magic **magic, char *err, size_t errlen);
 
-/* Drops the identity bytes of f once only the write needs them (which then
- * reads the file again, pk__reread); not those of a file stored as what it
- * contains. */
+/* Drops the identity bytes of f until its compression or the write, which
+ * then read the file again (pk__reread); not those of a file stored as
+ * what it contains. */
 void pk__drop_identity(pk_file *f);
 
 /* Whether every file is still what was read (a file written, replaced or

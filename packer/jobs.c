@@ -49,6 +49,61 @@ static int reuse(build *b, pk_file *f, char *err, size_t errlen)
     return 0;
 }
 
+/* A compressible file's bytes in the compression phase (build.load). */
+enum load_state {
+    LOAD_NONE, /* not read again yet */
+    LOAD_BUSY, /* being read again by one of its jobs */
+    LOAD_DONE, /* in memory until its last job ends */
+    LOAD_FAILED
+};
+
+/* Gives the compression job of file i its bytes: the first of the file's
+ * jobs to start reads it again (checking it is still the file that was
+ * read, pk__reread) and the others wait for that read. @return 0, or -1
+ * with err (the words of the job that read it, whichever job's failure
+ * the pool reports). */
+static int load_identity(build *b, size_t i, char *err, size_t errlen)
+{
+    pk_file *f = &b->site.files[i];
+    pk_variant *id = &f->var[SF_ENC_IDENTITY];
+    pthread_mutex_lock(&b->load_mu);
+    while (b->load[i] == LOAD_BUSY)
+        pthread_cond_wait(&b->load_cv, &b->load_mu);
+    int state = b->load[i];
+    if (state == LOAD_NONE && id->bytes)
+        state = b->load[i] = LOAD_DONE; /* kept: stored as what it contains */
+    if (state == LOAD_NONE)
+        b->load[i] = LOAD_BUSY;
+    pthread_mutex_unlock(&b->load_mu);
+    if (state == LOAD_DONE)
+        return 0;
+    if (state == LOAD_FAILED) { /* the same words as the job that read it */
+        pthread_mutex_lock(&b->load_mu);
+        snprintf(err, errlen, "%s", b->load_err);
+        pthread_mutex_unlock(&b->load_mu);
+        return -1;
+    }
+    uint8_t *p = malloc(f->read_size ? f->read_size : 1);
+    if (!p)
+        snprintf(err, errlen, "%s: out of memory (%llu bytes)", f->src,
+                 (unsigned long long)f->read_size);
+    else if (pk__reread(f, b->site.root, p, err, errlen) != 0) {
+        free(p);
+        p = NULL;
+    }
+    pthread_mutex_lock(&b->load_mu);
+    if (p) {
+        id->bytes = p;
+        id->owned = 1;
+    } else if (!b->load_err[0]) {
+        snprintf(b->load_err, sizeof b->load_err, "%s", err);
+    }
+    b->load[i] = p ? LOAD_DONE : LOAD_FAILED;
+    pthread_cond_broadcast(&b->load_cv);
+    pthread_mutex_unlock(&b->load_mu);
+    return p ? 0 : -1;
+}
+
 static int compress_one(build *b, pk_file *f, int enc, unsigned thread, char *err, size_t errlen)
 {
     const pk_variant *id = &f->var[SF_ENC_IDENTITY];
@@ -94,12 +149,17 @@ static int run_job(void *arg, size_t j, unsigned thread, char *err, size_t errle
         /* Taken from --base at once, which drops the file's bytes: a
          * re-pack of an unchanged site does not hold it whole in memory
          * until a reuse phase. */
-        if (!compressible(f) || !pk_base_find(b->base, f->var[SF_ENC_IDENTITY].digest, f->cls))
+        if (!compressible(f))
             return 0;
+        if (!pk_base_find(b->base, f->var[SF_ENC_IDENTITY].digest, f->cls)) {
+            pk__drop_identity(f); /* its compression reads it again */
+            return 0;
+        }
         f->reused = 1;
         return reuse(b, f, err, errlen);
     }
-    if (compress_one(b, f, jb->enc, thread, err, errlen) != 0)
+    if (load_identity(b, jb->file, err, errlen) != 0 ||
+        compress_one(b, f, jb->enc, thread, err, errlen) != 0)
         return -1;
     /* the last of the file's jobs: the others are done with its bytes */
     if (atomic_fetch_sub_explicit(&b->pending[jb->file], 1, memory_order_acq_rel) == 1)
@@ -274,7 +334,8 @@ int pk__plan_compression(build *b, pk_stats *st)
     b->jobs = malloc((cap ? cap : 1) * sizeof *b->jobs);
     b->njobs = 0;
     b->pending = calloc(b->site.n ? b->site.n : 1, sizeof *b->pending);
-    long twins = b->jobs && b->pending ? mark_twins(b) : -1;
+    b->load = calloc(b->site.n ? b->site.n : 1, sizeof *b->load);
+    long twins = b->jobs && b->pending && b->load ? mark_twins(b) : -1;
     if (twins < 0) {
         snprintf(b->err, sizeof b->err, "out of memory planning compression");
         return -1;

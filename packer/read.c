@@ -150,11 +150,10 @@ static uint8_t *read_whole(const pk_file *f, int fd, const struct stat *st, stru
     return p;
 }
 
-/* Drops the identity bytes of f once nothing but the write needs them,
- * which then reads the file again (pk__reread): so the compression phase
- * does not hold every file beside all of its variants. Not a file stored
- * as what it contains (an .svgz, an encoded rule's), whose bytes are not
- * the file's. */
+/* Drops the identity bytes of f once nothing needs them until its
+ * compression or the write, which then read the file again (pk__reread):
+ * so no phase holds the whole site. Not a file stored as what it contains
+ * (an .svgz, an encoded rule's), whose bytes are not the file's. */
 void pk__drop_identity(pk_file *f)
 {
     pk_variant *id = &f->var[SF_ENC_IDENTITY];
@@ -200,9 +199,9 @@ static int file_unchanged(const pk_file *f, char *err, size_t errlen)
 
 /* Reads and hashes a file the walk found, and decides its type (with the
  * thread's libmagic handle, *magic). A file nothing will compress keeps
- * only its digest: the write
- * reads it again (pk__reread), so a site of images or video is never held
- * in memory whole. */
+ * only its digest: the write reads it again (pk__reread), so a site of
+ * images or video is never held in memory whole (nor is a site of text:
+ * the read job drops a compressible file's bytes too, jobs.c). */
 int pk__read_file(build *b, pk_file *f, pk_magic **magic, char *err, size_t errlen)
 {
     struct stat st, after;

@@ -45,9 +45,9 @@ typedef struct pk_file {
                     * compressed variants this one shares (compressed once); 0: none */
     int encoded;   /* stored as what the file contains (an .svgz, an encoded rule's) */
     int date_weak; /* last_modified is not known to be when it changed (SF_ENTRY_DATE_WEAK) */
-    int reread;    /* identity bytes dropped once only the write needed them (after the
-                    * read, or after compression): the write reads the file again and
-                    * checks its SHA-256 (pk__reread, build_int.h) */
+    int reread;    /* identity bytes dropped after the read or the compression: the
+                    * compression and the write read the file again and check its
+                    * SHA-256 (pk__reread, build_int.h) */
     pk_variant var[SF_ENC_COUNT]; /* indexed by sf_encoding; var[0] = identity */
 
     /* What the file was when it was read: it must not move until the pack
