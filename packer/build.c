@@ -156,6 +156,10 @@ static void name_option(build *b, const char *opt)
 
 static int start_compressors(build *b)
 {
+    char dir[PATH_MAX];
+    pk__dir_of(b->o->output, dir, sizeof dir);
+    if (b->njobs && pk_spill_open(dir, &b->spill, b->err, sizeof b->err) != 0)
+        return -1;
     b->comp = calloc(b->nthreads, sizeof *b->comp);
     if (!b->comp)
         goto out_nomem;
@@ -282,9 +286,17 @@ int pk_build(const pk_build_opts *o)
         goto out_free;
     pk_rules_warn(b.rules, PK_RULES_CACHE_CONTROL | PK_RULES_HEADERS);
 
-    if (pk__plan_compression(&b, &st) != 0 || start_compressors(&b) != 0 ||
-        pk__run_jobs(&b, "compressing") != 0)
+    if (pk__plan_compression(&b, &st) != 0 || start_compressors(&b) != 0)
         goto out_free;
+    if (pk__run_jobs(&b, "compressing") != 0) {
+        /* a full disk, or a file size limit, for the spill file: said with
+         * the room there is without it */
+        uint64_t asked = pk_spill_size(b.spill);
+        pk_spill_close(b.spill);
+        b.spill = NULL;
+        pk__note_space(&b, 0, asked, "the temporary file");
+        goto out_free;
+    }
     pk__share_twins(&b);
     if (name_variants(&b) != 0)
         goto out_free;
@@ -313,6 +325,7 @@ out_free:
     free(b.pending);
     free(b.load);
     free(b.jobs);
+    pk_spill_close(b.spill);
     pk_site_free(&b.site); /* before the base: it may point into it */
     pk_base_close(b.base);
     pk_rules_free(b.rules);

@@ -13,6 +13,7 @@
 #include "mime.h"
 #include "progress.h"
 #include "rules.h"
+#include "spill.h"
 #include "walk.h"
 
 #include <limits.h>
@@ -35,6 +36,7 @@ typedef struct build {
     pk_site site;
     pk_base *base;
     pk_compressor **comp;
+    pk_spill *spill;      /* the compressed variants, from their compression to the write */
     pk_magic **magic;     /* one libmagic handle per thread, opened on first use */
     atomic_uint *pending; /* per file: its compression jobs not yet done */
     /* The read phase drops a compressible file's bytes; its first
@@ -121,6 +123,19 @@ int pk__check_identity_space(build *b);
  * manifest in place (the manifest first, in a turn with other builds).
  * @return 0, or -1 with b->err (no temporary file left behind). */
 int pk__write_pack(build *b, pk_stats *st);
+
+/* The directory path is (or will be) in, into d. */
+void pk__dir_of(const char *path, char *d, size_t cap);
+
+/* Appends the free space of the output's file system to b->err after a
+ * write failed for want of room: an I/O error from storing (io_error: LMDB
+ * reports a short write as EIO), or a message that names no space, a quota,
+ * an I/O error or a file too large. Any other cause (a rename refused, a
+ * read-only file) gets no hint: it would point the user the wrong way.
+ * capacity bounds the size of the file written: a file size limit above it
+ * is no cause. removed names that file ("the partial pack"), which the
+ * failed build removes. */
+void pk__note_space(build *b, int io_error, uint64_t capacity, const char *removed);
 
 /* ---- outputs.c ---- */
 

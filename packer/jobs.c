@@ -120,13 +120,19 @@ static int compress_one(build *b, pk_file *f, int enc, unsigned thread, char *er
         return 0;
     }
     pk_variant *v = &f->var[enc];
-    v->bytes = out;
-    v->owned = 1;
     v->len = outn;
     if (pk_sha256(out, outn, v->digest) != 0) {
+        free(out);
         snprintf(err, errlen, "%s: SHA-256 failed", f->src);
-        return -1; /* v->owned: freed with the site */
+        return -1;
     }
+    /* to the spill file until the write: the build does not hold the site's
+     * variants */
+    int rc = pk_spill_put(b->spill, out, outn, &v->spill_off, err, errlen);
+    free(out);
+    if (rc != 0)
+        return -1;
+    v->spilled = 1;
     v->present = 1;
     return 0;
 }

@@ -20,8 +20,11 @@
 
 typedef struct pk_variant {
     int present;          /* this encoding is stored */
-    const uint8_t *bytes; /* owned (owned == 1) or a view into the base pack */
+    const uint8_t *bytes; /* owned (owned == 1) or a view into the base pack; NULL when
+                           * dropped (identity) or spilled */
     int owned;
+    int spilled;        /* its bytes are in the build's spill file (spill.h) ... */
+    uint64_t spill_off; /* ... at this offset */
     size_t len;
     uint8_t digest[PK_DIGEST_LEN];
     char etag[PK_ETAG_SIZE];

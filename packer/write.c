@@ -328,8 +328,7 @@ static int map_capacity(build *b, uint64_t *capacity, size_t *nrefs, uint64_t *r
     return 0;
 }
 
-/* The directory a file is (or will be) in, into d. */
-static void dir_of(const char *path, char *d, size_t cap)
+void pk__dir_of(const char *path, char *d, size_t cap)
 {
     snprintf(d, cap, "%s", path);
     char *slash = strrchr(d, '/');
@@ -346,7 +345,7 @@ static int64_t free_bytes(const char *output)
 {
     char d[PATH_MAX];
     struct statvfs sv;
-    dir_of(output, d, sizeof d);
+    pk__dir_of(output, d, sizeof d);
     if (statvfs(d, &sv) != 0)
         return -1;
     return (int64_t)((uint64_t)sv.f_bavail * sv.f_frsize);
@@ -361,7 +360,7 @@ static int check_space(build *b, uint64_t need)
     if (have < 0 || need <= (uint64_t)have)
         return 0;
     char d[PATH_MAX], hn[32], hh[32];
-    dir_of(b->o->output, d, sizeof d);
+    pk__dir_of(b->o->output, d, sizeof d);
     pk_human_bytes(need, hn, sizeof hn);
     pk_human_bytes((uint64_t)have, hh, sizeof hh);
     if (strcmp(hn, hh) == 0) { /* rounded alike: "need 0.2 MiB, have 0.2 MiB" says nothing */
@@ -373,13 +372,7 @@ static int check_space(build *b, uint64_t need)
     return -1;
 }
 
-/* Appends the free space of the output's file system to b->err after a
- * write failed for want of room: an I/O error from storing (io_error: LMDB
- * reports a short write as EIO), or a commit message that names no space,
- * a quota or an I/O error. Any other cause (a rename refused, a read-only
- * file) gets no hint: it would point the user the wrong way. capacity
- * bounds the pack file's size: a file size limit above it is no cause. */
-static void note_space(build *b, int io_error, uint64_t capacity)
+void pk__note_space(build *b, int io_error, uint64_t capacity, const char *removed)
 {
     static const int space_errors[] = {ENOSPC, EDQUOT, EIO, EFBIG};
     int related = io_error;
@@ -398,13 +391,12 @@ static void note_space(build *b, int io_error, uint64_t capacity)
         pk_human_bytes((uint64_t)fs.rlim_cur, l, sizeof l);
         snprintf(b->err + n, sizeof b->err - n,
                  " (the file size limit is %s: ulimit -f, LimitFSIZE=; or the disk is full: %s "
-                 "free once the partial pack is removed)",
-                 l, h);
+                 "free once %s is removed)",
+                 l, h, removed);
     } else if (related && have >= 0 && n < sizeof b->err) {
         snprintf(b->err + n, sizeof b->err - n,
-                 " (disk full? %s free on the output's file system once the partial pack "
-                 "is removed)",
-                 h);
+                 " (disk full? %s free on the output's file system once %s is removed)", h,
+                 removed);
     }
 }
 
@@ -467,21 +459,46 @@ static body_ref *body_refs(const pk_site *s, size_t nrefs, size_t *n)
     return refs;
 }
 
+/* Reads the spilled variant v of f back into room, which must then hold
+ * the bytes its digest names. @return 0, or -1 with b->err. */
+static int unspill(build *b, const pk_file *f, int enc, const pk_variant *v, void *room)
+{
+    uint8_t digest[PK_DIGEST_LEN];
+    if (pk_spill_get(b->spill, v->spill_off, room, v->len, b->err, sizeof b->err) != 0)
+        return -1;
+    if (pk_sha256(room, v->len, digest) != 0) {
+        snprintf(b->err, sizeof b->err, "%s: SHA-256 failed", f->src);
+        return -1;
+    }
+    if (memcmp(digest, v->digest, PK_DIGEST_LEN) != 0) {
+        char d[PATH_MAX];
+        pk__dir_of(b->o->output, d, sizeof d);
+        snprintf(b->err, sizeof b->err,
+                 "%s: its %s variant, read back from the temporary file in %.1024s, is not "
+                 "what was written there (SHA-256 mismatch): is that disk failing?",
+                 f->src, sf_encoding_name(enc), d);
+        return -1;
+    }
+    return 0;
+}
+
 /* Writes one body, reading its file again if its bytes were dropped after
- * the reads (pk__reread). @return 0, or the writer's error or -1, with
- * b->err set. */
+ * the reads (pk__reread), or a compressed one from the spill file.
+ * @return 0, or the writer's error or -1, with b->err set. */
 static int put_body(build *b, sf_writer *w, pk_file *f, int enc)
 {
     pk_variant *v = &f->var[enc];
-    int reread = !v->bytes && f->reread;
+    int reread = enc == SF_ENC_IDENTITY && !v->bytes && f->reread;
     void *room = NULL;
-    /* a file read again goes straight into the room LMDB reserves for its
-     * body, not into a buffer of its own that LMDB then copies: the
-     * largest file is held once, not twice; on a failure the build ends
-     * and the unfilled body is never committed */
-    int rc = reread ? sf_writer_reserve_body(w, v->digest, v->len, &room)
-                    : sf_writer_put_body(w, v->digest, v->bytes, v->len);
-    if (rc == 0 && room && pk__reread(f, b->site.root, room, b->err, sizeof b->err) != 0)
+    /* a file read again, or a spilled variant, goes straight into the room
+     * LMDB reserves for its body, not into a buffer of its own that LMDB
+     * then copies: the largest file is held once, not twice; on a failure
+     * the build ends and the unfilled body is never committed */
+    int rc = reread || v->spilled ? sf_writer_reserve_body(w, v->digest, v->len, &room)
+                                  : sf_writer_put_body(w, v->digest, v->bytes, v->len);
+    if (rc == 0 && room && reread && pk__reread(f, b->site.root, room, b->err, sizeof b->err) != 0)
+        return -1;
+    if (rc == 0 && room && v->spilled && unspill(b, f, enc, v, room) != 0)
         return -1;
     if (rc != 0) {
         char what[SF_KEY_MAX + 32];
@@ -610,7 +627,7 @@ static int put_in_place(build *b, sf_writer *w, const sf_meta *meta, int has_404
         sigprocmask(SIG_SETMASK, &old, NULL);
         pk__end_turn(b);
         if (!in_place) /* nothing is partial: the new pack is there */
-            note_space(b, 0, capacity);
+            pk__note_space(b, 0, capacity, "the partial pack");
         return -1;
     }
     sig_tmp_pack[0] = '\0';
@@ -659,7 +676,7 @@ int pk__write_pack(build *b, pk_stats *st)
     note_tmp_names(b);
     sf_writer *w;
     if (sf_writer_open(o->output, capacity, &w, b->err, sizeof b->err) != 0) {
-        note_space(b, 0, capacity); /* LMDB's first pages did not fit */
+        pk__note_space(b, 0, capacity, "the partial pack"); /* LMDB's first pages did not fit */
         free(refs);
         return -1;
     }
@@ -728,7 +745,7 @@ out_abort:
     sf_pack_id_free(idsha);
     sf_writer_abort(w);
     if (rc == SF_EIO) /* once the partial pack is gone */
-        note_space(b, 1, capacity);
+        pk__note_space(b, 1, capacity, "the partial pack");
     if (o->manifest && !b->manifest_stream)
         pk_manifest_abort(o->manifest);
     free(refs);
@@ -745,7 +762,7 @@ out_abort:
 static void warn_leftovers_tagged(const char *path, const char *tag, const char *what)
 {
     char d[PATH_MAX];
-    dir_of(path, d, sizeof d);
+    pk__dir_of(path, d, sizeof d);
     const char *slash = strrchr(path, '/');
     const char *base = slash ? slash + 1 : path;
     size_t bl = strlen(base);

@@ -674,15 +674,32 @@ def main():
         fs_out = os.path.join(outdir, "fsize.lmdb")
         T.eq(T.run(["build", root, "-o", fs_out, "-q"]).returncode, 0, "build before the limit")
         before = open(fs_out, "rb").read()
+        # Below 65536 the limit is met by the temporary file of compressed variants,
+        # which the compression writes beside the pack, before the pack.
         for limit in (0, 4096, 8192, 65536):
             def fsize(limit=limit):
                 resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+            file_words = ([fs_out + ".tmp-"] if limit == 65536 else
+                          ["cannot write the compressed variants to a temporary file in %s: "
+                           "File too large" % outdir])
             expect_failure(["build", root, "-o", fs_out, "-q", "--jobs", "1"], 1,
-                           [fs_out + ".tmp-", "the file size limit is"],
+                           file_words + ["the file size limit is"],
                            "RLIMIT_FSIZE %d" % limit, preexec_fn=fsize)
             T.eq(open(fs_out, "rb").read(), before, "RLIMIT_FSIZE %d: the pack unchanged" % limit)
             T.eq([f for f in os.listdir(outdir) if ".tmp-" in f], [],
                  "RLIMIT_FSIZE %d: no temporary file left" % limit)
+
+        # A variant read back from the temporary file is not what was written there (a
+        # failing disk; swap_open.so flips a byte): a pack with a body its ETag does not
+        # name would be served. An error naming the file, and the pack unchanged.
+        expect_failure(["build", root, "-o", fs_out, "-q"], 1,
+                       ["variant, read back from the temporary file in %s, is not what was "
+                        "written there (SHA-256 mismatch)" % outdir],
+                       "a variant changed in its temporary file", env=T.shim_env(
+                           FLIP_PREAD=" (deleted)"))
+        T.eq(open(fs_out, "rb").read(), before, "a variant changed: the pack unchanged")
+        T.eq([f for f in os.listdir(outdir) if ".tmp-" in f], [],
+             "a variant changed: no temporary file left")
         os.unlink(fs_out)
 
         # Packs that are not packs.

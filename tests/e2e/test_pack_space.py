@@ -1,7 +1,9 @@
 """A full disk is named as such: servd-pack refuses to start writing when the output's file
 system clearly cannot hold the pack ("not enough space: need about N MiB, have M MiB"), and
 a write that fails later says how much space is free instead of a bare "Input/output error".
-Both leave nothing behind. Needs a small tmpfs (mount, as root); skipped without one."""
+So does the compression, which writes the compressed variants to a temporary file beside
+the pack until the write: a site whose files fit but whose variants do not. Each leaves
+nothing behind. Needs a small tmpfs (mount, as root); skipped without one."""
 import os
 import random
 import subprocess
@@ -53,6 +55,24 @@ def main():
             T.check("disk full? 2.0 MiB free on the output's file system" in err,
                     "message mentions the free space: %r" % err)
             T.eq(os.listdir(mnt), [], "nothing left after a write failure")
+
+            # 1.6 MB of text (hexadecimal digits: each encoding halves it) fits; its three
+            # compressed variants, 2.4 MB, do not.
+            hexsite = os.path.join(work, "hex")
+            os.makedirs(hexsite)
+            rng = random.Random(3)
+            for i in range(16):
+                with open(os.path.join(hexsite, "h%02d.txt" % i), "w") as f:
+                    f.write("".join(rng.choice("0123456789abcdef") for _ in range(100000)))
+            p = T.run(["build", hexsite, "-o", out, "-q"])
+            err = p.stderr.decode()
+            T.eq(p.returncode, 1, "build whose variants fill the disk: exit status (%s)"
+                 % err.strip())
+            T.check("cannot write the compressed variants to a temporary file in %s: No space "
+                    "left on device (disk full? 2.0 MiB free on the output's file system once "
+                    "the temporary file is removed)" % mnt in err,
+                    "message names the temporary file's directory and the free space: %r" % err)
+            T.eq(os.listdir(mnt), [], "nothing left after the variants filled the disk")
 
             # A file size limit far above the pack is no cause: the hint is the disk's.
             import resource

@@ -1,0 +1,37 @@
+/*
+ * spill.h - an unnamed temporary file that the compressed variants of a
+ * build are written to as they are made, and read back from, each straight
+ * into the room LMDB reserves for it, by the write: a build holds the
+ * files being compressed, not every variant of the site (their pages are
+ * the page cache's, written back and dropped under pressure, where a
+ * buffer of the build's own would be anonymous memory).
+ *
+ * The file has no name (O_TMPFILE, or a name removed at once where the
+ * file system lacks it): a build that is killed leaves nothing behind.
+ */
+#ifndef PK_SPILL_H
+#define PK_SPILL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct pk_spill pk_spill;
+
+/* Creates the file in directory dir. @return 0, or -1 with err. */
+int pk_spill_open(const char *dir, pk_spill **out, char *err, size_t errlen);
+
+/* Appends the n bytes at p, at *off; safe to call from several threads at
+ * once. @return 0, or -1 with err (naming the directory and the cause: a
+ * full disk). */
+int pk_spill_put(pk_spill *s, const void *p, size_t n, uint64_t *off, char *err, size_t errlen);
+
+/* Reads the n bytes put at off into out. @return 0, or -1 with err. */
+int pk_spill_get(pk_spill *s, uint64_t off, void *out, size_t n, char *err, size_t errlen);
+
+/* The bytes put so far, or asked to be (0 for NULL). */
+uint64_t pk_spill_size(const pk_spill *s);
+
+/* Closes (and so frees) the file; NULL is a no-op. */
+void pk_spill_close(pk_spill *s);
+
+#endif
