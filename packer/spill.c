@@ -10,12 +10,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 struct pk_spill {
     int fd;
     _Atomic uint64_t end; /* the bytes given out so far */
     char dir[PATH_MAX];   /* for messages */
+    /* pk_spill_drop's count of the bytes dropped in each block of the file,
+     * made at its first call; a block wholly dropped is punched out */
+    uint32_t *dropped;
+    uint64_t block; /* the file system's block size */
+    int no_punch;   /* the file system cannot punch holes, or no memory for the count */
 };
 
 int pk_spill_open(const char *dir, pk_spill **out, char *err, size_t errlen)
@@ -42,6 +48,11 @@ int pk_spill_open(const char *dir, pk_spill **out, char *err, size_t errlen)
         return -1;
     }
     atomic_init(&s->end, 0);
+    struct stat st;
+    s->block = fstat(s->fd, &st) == 0 && st.st_blksize > 0 ? (uint64_t)st.st_blksize : 4096;
+    /* whether holes can be punched (the empty file has nothing to lose) */
+    s->no_punch =
+        fallocate(s->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, (off_t)s->block) != 0;
     *out = s;
     return 0;
 }
@@ -83,6 +94,35 @@ int pk_spill_get(pk_spill *s, uint64_t off, void *out, size_t n, char *err, size
     return 0;
 }
 
+void pk_spill_drop(pk_spill *s, uint64_t off, size_t n)
+{
+    uint64_t end = pk_spill_size(s);
+    if (!s->dropped && !s->no_punch) {
+        uint64_t blocks = (end + s->block - 1) / s->block;
+        s->dropped = calloc(blocks ? blocks : 1, sizeof *s->dropped);
+        s->no_punch = !s->dropped;
+    }
+    while (n > 0 && !s->no_punch) {
+        uint64_t b = off / s->block, start = b * s->block;
+        uint64_t in = s->block - (off - start) < n ? s->block - (off - start) : n;
+        uint64_t whole = end - start < s->block ? end - start : s->block;
+        s->dropped[b] += (uint32_t)in;
+        if (s->dropped[b] == whole && fallocate(s->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                                                (off_t)start, (off_t)whole) != 0)
+            s->no_punch = errno == EOPNOTSUPP || errno == ENOSYS;
+        off += in;
+        n -= (size_t)in;
+    }
+}
+
+uint64_t pk_spill_room(const pk_spill *s)
+{
+    struct stat st;
+    if (!s || s->no_punch || fstat(s->fd, &st) != 0)
+        return 0;
+    return (uint64_t)st.st_blocks * 512;
+}
+
 uint64_t pk_spill_size(const pk_spill *s)
 {
     return s ? atomic_load_explicit(&s->end, memory_order_relaxed) : 0;
@@ -93,5 +133,6 @@ void pk_spill_close(pk_spill *s)
     if (!s)
         return;
     close(s->fd);
+    free(s->dropped);
     free(s);
 }

@@ -353,10 +353,13 @@ static int64_t free_bytes(const char *output)
 
 /* Refuses to start writing when the output's file system clearly cannot hold
  * need bytes (the bodies and records alone, before LMDB's page overhead):
- * better a message now than "Input/output error" halfway through. */
+ * better a message now than "Input/output error" halfway through. The room
+ * of the spill file counts as free: the write gives it back as it goes. */
 static int check_space(build *b, uint64_t need)
 {
     int64_t have = free_bytes(b->o->output);
+    if (have >= 0)
+        have += (int64_t)pk_spill_room(b->spill);
     if (have < 0 || need <= (uint64_t)have)
         return 0;
     char d[PATH_MAX], hn[32], hh[32];
@@ -479,6 +482,7 @@ static int unspill(build *b, const pk_file *f, int enc, const pk_variant *v, voi
                  f->src, sf_encoding_name(enc), d);
         return -1;
     }
+    pk_spill_drop(b->spill, v->spill_off, v->len); /* read once: a body is written once */
     return 0;
 }
 

@@ -3,7 +3,8 @@ system clearly cannot hold the pack ("not enough space: need about N MiB, have M
 a write that fails later says how much space is free instead of a bare "Input/output error".
 So does the compression, which writes the compressed variants to a temporary file beside
 the pack until the write: a site whose files fit but whose variants do not. Each leaves
-nothing behind. Needs a small tmpfs (mount, as root); skipped without one."""
+nothing behind. And the write gives that file's room back as it copies each variant into
+the pack: a pack that fits is built, though it and the variants would not fit together. Needs a small tmpfs (mount, as root); skipped without one."""
 import os
 import random
 import subprocess
@@ -73,6 +74,24 @@ def main():
                     "the temporary file is removed)" % mnt in err,
                     "message names the temporary file's directory and the free space: %r" % err)
             T.eq(os.listdir(mnt), [], "nothing left after the variants filled the disk")
+
+            # A pack that fits (1.9 MB), whose variants (0.8 MB) would not fit beside it:
+            # the write gives the temporary file's room back as it copies the variants
+            # out, and the check before it counts that room as free.
+            words = os.path.join(work, "words")
+            os.makedirs(words)
+            rng = random.Random(4)
+            for i in range(10):
+                with open(os.path.join(words, "w%02d.txt" % i), "w") as f:
+                    f.write(" ".join(rng.choice(T.WORDS) + str(rng.randrange(100))
+                                     for _ in range(15000))[:100000])
+            p = T.run(["build", words, "-o", out, "-q"])
+            T.eq(p.returncode, 0, "build of a pack that fits only without its temporary file: %s"
+                 % p.stderr.decode().strip())
+            T.eq(sorted(os.listdir(mnt)), ["site.lmdb"], "the pack, and nothing else, is left")
+            T.eq(T.run(["verify", out]).returncode, 0, "the pack verifies")
+            if os.path.exists(out):
+                os.unlink(out)
 
             # A file size limit far above the pack is no cause: the hint is the disk's.
             import resource

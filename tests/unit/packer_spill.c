@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define NTHREADS 4
@@ -104,4 +105,66 @@ TEST(spill_in_a_missing_directory_names_it)
     ASSERT(s == NULL);
     ASSERT(strstr(err, "cannot create a temporary file in /nonexistent-servd-dir: No such "
                        "file or directory") != NULL);
+}
+
+/* The spill file open in dir: a link of /proc/self/fd/ into dir that says
+ * "(deleted)". @return its descriptor, or -1. */
+static int spill_fd(const char *dir)
+{
+    for (int fd = 3; fd < 1024; fd++) {
+        char link[64], name[4096];
+        snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+        ssize_t n = readlink(link, name, sizeof name - 1);
+        if (n <= 0)
+            continue;
+        name[n] = '\0';
+        if (strncmp(name, dir, strlen(dir)) == 0 && strstr(name, "(deleted)"))
+            return fd;
+    }
+    return -1;
+}
+
+TEST(spill_gives_back_the_blocks_of_dropped_bytes)
+{
+    char dir[] = "/tmp/servd-spill-XXXXXX";
+    ASSERT(mkdtemp(dir) != NULL);
+    char err[256];
+    pk_spill *s;
+    ASSERT_EQ(pk_spill_open(dir, &s, err, sizeof err), 0);
+    int fd = spill_fd(dir);
+    ASSERT(fd >= 0);
+    enum { N = 64, LEN = 10007 }; /* chunks across block boundaries */
+    static uint8_t chunk[LEN];
+    uint64_t off[N];
+    for (int i = 0; i < N; i++) {
+        memset(chunk, 'a' + i % 26, sizeof chunk);
+        ASSERT_EQ(pk_spill_put(s, chunk, sizeof chunk, &off[i], err, sizeof err), 0);
+    }
+    ASSERT_EQ(fsync(fd), 0);
+    struct stat st;
+    ASSERT_EQ(fstat(fd, &st), 0);
+    blkcnt_t full = st.st_blocks;
+    ASSERT(full * 512 >= (blkcnt_t)N * LEN);
+    /* all but chunk 7, in an order of their own (the write's is by digest) */
+    for (int i = N - 1; i >= 0; i--)
+        if (i != 7)
+            pk_spill_drop(s, off[i], LEN);
+    ASSERT_EQ(fstat(fd, &st), 0);
+    if (st.st_blocks == full) {
+        pk_spill_close(s);
+        rmdir(dir);
+        t_skip("the file system of /tmp does not punch holes");
+    }
+    /* what is left: the blocks chunk 7 touches (and the file system's own,
+     * as ext4's extent blocks) */
+    ASSERT(st.st_blocks < full / 16);
+    uint8_t got[LEN];
+    ASSERT_EQ(pk_spill_get(s, off[7], got, LEN, err, sizeof err), 0);
+    memset(chunk, 'a' + 7, sizeof chunk);
+    ASSERT(memcmp(got, chunk, LEN) == 0);
+    pk_spill_drop(s, off[7], LEN);
+    ASSERT_EQ(fstat(fd, &st), 0);
+    ASSERT(st.st_blocks * 512 <= 2 * (blkcnt_t)st.st_blksize); /* ext4's extent blocks */
+    pk_spill_close(s);
+    ASSERT_EQ(rmdir(dir), 0);
 }
