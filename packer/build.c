@@ -289,12 +289,10 @@ int pk_build(const pk_build_opts *o)
     if (pk__plan_compression(&b, &st) != 0 || start_compressors(&b) != 0)
         goto out_free;
     if (pk__run_jobs(&b, "compressing") != 0) {
-        /* a full disk, or a file size limit, for the spill file: said with
-         * the room there is without it */
-        uint64_t asked = pk_spill_size(b.spill);
-        pk_spill_close(b.spill);
-        b.spill = NULL;
-        pk__note_space(&b, 0, asked, "the temporary file");
+        /* a full disk, or a file size limit, for the spill file (not a
+         * failed read of a file of the site, whose disk is another) */
+        if (atomic_load(&b.spill_failed))
+            pk__note_space(&b, 0, pk_spill_size(b.spill), "the temporary file");
         goto out_free;
     }
     pk__share_twins(&b);

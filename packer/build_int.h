@@ -36,9 +36,10 @@ typedef struct build {
     pk_site site;
     pk_base *base;
     pk_compressor **comp;
-    pk_spill *spill;      /* the compressed variants, from their compression to the write */
-    pk_magic **magic;     /* one libmagic handle per thread, opened on first use */
-    atomic_uint *pending; /* per file: its compression jobs not yet done */
+    pk_spill *spill;         /* the compressed variants, from their compression to the write */
+    atomic_int spill_failed; /* a write into it failed */
+    pk_magic **magic;        /* one libmagic handle per thread, opened on first use */
+    atomic_uint *pending;    /* per file: its compression jobs not yet done */
     /* The read phase drops a compressible file's bytes; its first
      * compression job reads the file again (jobs.c, load_identity) while
      * the others wait on load_cv: so only the files being compressed are
@@ -134,7 +135,8 @@ void pk__dir_of(const char *path, char *d, size_t cap);
  * read-only file) gets no hint: it would point the user the wrong way.
  * capacity bounds the size of the file written: a file size limit above it
  * is no cause. removed names that file ("the partial pack"), which the
- * failed build removes. */
+ * failed build removes. For a build that has failed: the spill file is
+ * closed first, so that the free space counts its room. */
 void pk__note_space(build *b, int io_error, uint64_t capacity, const char *removed);
 
 /* ---- outputs.c ---- */

@@ -60,8 +60,8 @@ enum load_state {
 /* Gives the compression job of file i its bytes: the first of the file's
  * jobs to start reads it again (checking it is still the file that was
  * read, pk__reread) and the others wait for that read. @return 0, or -1
- * with err (the words of the job that read it, whichever job's failure
- * the pool reports). */
+ * with err (for a job that waited, the words of the first of these reads
+ * that failed, which is this file's unless two files failed at once). */
 static int load_identity(build *b, size_t i, char *err, size_t errlen)
 {
     pk_file *f = &b->site.files[i];
@@ -130,8 +130,10 @@ static int compress_one(build *b, pk_file *f, int enc, unsigned thread, char *er
      * variants */
     int rc = pk_spill_put(b->spill, out, outn, &v->spill_off, err, errlen);
     free(out);
-    if (rc != 0)
+    if (rc != 0) {
+        atomic_store(&b->spill_failed, 1);
         return -1;
+    }
     v->spilled = 1;
     v->present = 1;
     return 0;

@@ -230,11 +230,18 @@ typedef struct body_ref {
     uint64_t len;
     size_t file; /* the file and encoding it is a variant of */
     int enc;
+    uint64_t spill; /* 1 + its offset in the spill file, or 0: not spilled */
 } body_ref;
 
+/* By key; then, within a key, the bodies not spilled first and each
+ * region of the spill file together (a twin shares its file's region). */
 static int cmp_body(const void *a, const void *c)
 {
-    return memcmp(a, c, PK_DIGEST_LEN);
+    const body_ref *x = a, *y = c;
+    int d = memcmp(x->key, y->key, PK_DIGEST_LEN);
+    if (d)
+        return d;
+    return (x->spill > y->spill) - (x->spill < y->spill);
 }
 
 /* Encodes the entry of f (kind 200) or, with for_404, the status:404 entry,
@@ -378,6 +385,8 @@ static int check_space(build *b, uint64_t need)
 void pk__note_space(build *b, int io_error, uint64_t capacity, const char *removed)
 {
     static const int space_errors[] = {ENOSPC, EDQUOT, EIO, EFBIG};
+    pk_spill_close(b->spill); /* its room is free once the failed build ends */
+    b->spill = NULL;
     int related = io_error;
     for (size_t i = 0; i < sizeof space_errors / sizeof space_errors[0]; i++)
         related |= strstr(b->err, strerror(space_errors[i])) != NULL;
@@ -455,7 +464,8 @@ static body_ref *body_refs(const pk_site *s, size_t nrefs, size_t *n)
                 memcpy(refs[r].key, s->files[i].var[e].digest, PK_DIGEST_LEN);
                 refs[r].len = s->files[i].var[e].len;
                 refs[r].file = i;
-                refs[r++].enc = e;
+                refs[r].enc = e;
+                refs[r++].spill = s->files[i].var[e].spilled ? s->files[i].var[e].spill_off + 1 : 0;
             }
     qsort(refs, r, sizeof *refs, cmp_body);
     *n = r;
@@ -525,6 +535,12 @@ static int put_bodies(build *b, sf_writer *w, const body_ref *refs, size_t r)
             int rc = put_body(b, w, f, refs[i].enc);
             if (rc != 0)
                 return rc;
+        } else if (refs[i].spill && refs[i].spill != refs[i - 1].spill) {
+            /* another region of the spill file with the same bytes (the
+             * variant of a file with the same bytes in another class): never
+             * read, so given back here; a twin's is its file's (sorted
+             * together), given back once */
+            pk_spill_drop(b->spill, refs[i].spill - 1, refs[i].len);
         }
         if (v->owned) {
             free((void *)v->bytes);
@@ -816,6 +832,7 @@ int pk__check_identity_space(build *b)
     for (size_t i = 0; i < b->site.n; i++) {
         memcpy(refs[i].key, b->site.files[i].var[SF_ENC_IDENTITY].digest, PK_DIGEST_LEN);
         refs[i].len = b->site.files[i].var[SF_ENC_IDENTITY].len;
+        refs[i].spill = 0;
     }
     qsort(refs, b->site.n, sizeof *refs, cmp_body);
     int rc = check_space(b, distinct_bytes(refs, b->site.n, NULL));

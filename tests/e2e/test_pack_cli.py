@@ -698,6 +698,15 @@ def main():
                        "a variant changed in its temporary file", env=T.shim_env(
                            FLIP_PREAD=" (deleted)"))
         T.eq(open(fs_out, "rb").read(), before, "a variant changed: the pack unchanged")
+        # A file of the site that cannot be looked at again when its compression reads
+        # it (an I/O error): the message is that file's, with no hint about the free
+        # space of the output's file system, which is another disk.
+        err = expect_failure(["build", root, "-o", fs_out, "-q"], 1,
+                             ["index.html: Input/output error while the site was being packed"],
+                             "a file of the site unreadable at its compression",
+                             env=T.shim_env(FAIL_STAT="/index.html"))
+        T.check("disk full" not in err, "no hint about the output's disk: %r" % err)
+        T.eq(open(fs_out, "rb").read(), before, "an unreadable file: the pack unchanged")
         T.eq([f for f in os.listdir(outdir) if ".tmp-" in f], [],
              "a variant changed: no temporary file left")
         os.unlink(fs_out)

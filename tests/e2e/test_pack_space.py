@@ -25,6 +25,18 @@ def random_files(root, count, size, seed):
             f.write(bytes(rng.randrange(256) for _ in range(size)))
 
 
+def text_files(root, count, seed, text, exts=("txt",)):
+    """Writes count texts text(rng), of a generator seeded with seed, each as root/tNN.EXT
+    for every EXT in exts."""
+    rng = random.Random(seed)
+    os.makedirs(root)
+    for i in range(count):
+        t = text(rng)
+        for ext in exts:
+            with open(os.path.join(root, "t%02d.%s" % (i, ext)), "w") as f:
+                f.write(t)
+
+
 def main():
     with T.TempDir() as work:
         mnt = os.path.join(work, "small")
@@ -60,11 +72,8 @@ def main():
             # 1.6 MB of text (hexadecimal digits: each encoding halves it) fits; its three
             # compressed variants, 2.4 MB, do not.
             hexsite = os.path.join(work, "hex")
-            os.makedirs(hexsite)
-            rng = random.Random(3)
-            for i in range(16):
-                with open(os.path.join(hexsite, "h%02d.txt" % i), "w") as f:
-                    f.write("".join(rng.choice("0123456789abcdef") for _ in range(100000)))
+            text_files(hexsite, 16, 3,
+                       lambda rng: "".join(rng.choice("0123456789abcdef") for _ in range(100000)))
             p = T.run(["build", hexsite, "-o", out, "-q"])
             err = p.stderr.decode()
             T.eq(p.returncode, 1, "build whose variants fill the disk: exit status (%s)"
@@ -79,17 +88,27 @@ def main():
             # the write gives the temporary file's room back as it copies the variants
             # out, and the check before it counts that room as free.
             words = os.path.join(work, "words")
-            os.makedirs(words)
-            rng = random.Random(4)
-            for i in range(10):
-                with open(os.path.join(words, "w%02d.txt" % i), "w") as f:
-                    f.write(" ".join(rng.choice(T.WORDS) + str(rng.randrange(100))
-                                     for _ in range(15000))[:100000])
+            text_files(words, 10, 4, lambda rng: " ".join(
+                rng.choice(T.WORDS) + str(rng.randrange(100)) for _ in range(15000))[:100000])
             p = T.run(["build", words, "-o", out, "-q"])
             T.eq(p.returncode, 0, "build of a pack that fits only without its temporary file: %s"
                  % p.stderr.decode().strip())
             T.eq(sorted(os.listdir(mnt)), ["site.lmdb"], "the pack, and nothing else, is left")
             T.eq(T.run(["verify", out]).returncode, 0, "the pack verifies")
+            if os.path.exists(out):
+                os.unlink(out)
+
+            # The same: each text also as a font and as WebAssembly, three classes, so
+            # compressed three times, and the gzip and zstd bodies of the three are the
+            # same bytes (stored once). The copies never read back are given back too.
+            classes = os.path.join(work, "classes")
+            text_files(classes, 24, 5, lambda rng: " ".join(
+                rng.choice(T.WORDS) + str(rng.randrange(100)) for _ in range(4000))[:24000],
+                exts=("txt", "ttf", "wasm"))
+            p = T.run(["build", classes, "-o", out, "-q"])
+            T.eq(p.returncode, 0, "build of one text in three classes, fitting only without its "
+                 "temporary file: %s" % p.stderr.decode().strip())
+            T.eq(sorted(os.listdir(mnt)), ["site.lmdb"], "three classes: the pack is left")
             if os.path.exists(out):
                 os.unlink(out)
 
