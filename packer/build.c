@@ -127,7 +127,7 @@ static int name_variants(build *b)
  * 9 MB at level 12), a libmagic handle about 10 MB, per thread. */
 static void free_compressors(build *b)
 {
-    for (unsigned i = 0; b->comp && i < b->nthreads; i++)
+    for (unsigned i = 0; b->comp && i < b->comp_threads; i++)
         pk_compressor_free(b->comp[i]);
     free(b->comp);
     b->comp = NULL;
@@ -154,21 +154,35 @@ static void name_option(build *b, const char *opt)
     b->err[k + n] = '\0';
 }
 
+/* Under --memory: the threads that compress, one for each
+ * 2 * PK_COMPRESSOR_STATE_BYTES of the limit (the encoders of idle threads
+ * hold memory too), and what is left of the limit for the jobs. */
+static void plan_memory(build *b)
+{
+    uint64_t m = b->o->memory, state = PK_COMPRESSOR_STATE_BYTES;
+    b->comp_threads = b->nthreads;
+    if (m && m / (2 * state) < b->comp_threads)
+        b->comp_threads = m / (2 * state) ? (unsigned)(m / (2 * state)) : 1;
+    uint64_t states = (uint64_t)b->comp_threads * state;
+    /* a limit the threads' encoders take whole: every job alone */
+    b->budget.limit = !m ? 0 : m > states ? m - states : 1;
+}
+
 static int start_compressors(build *b)
 {
     char dir[PATH_MAX];
     pk__dir_of(b->o->output, dir, sizeof dir);
     if (b->njobs && pk_spill_open(dir, &b->spill, b->err, sizeof b->err) != 0)
         return -1;
-    b->comp = calloc(b->nthreads, sizeof *b->comp);
+    b->comp = calloc(b->comp_threads, sizeof *b->comp);
     if (!b->comp)
         goto out_nomem;
-    for (unsigned i = 0; i < b->nthreads; i++)
+    for (unsigned i = 0; i < b->comp_threads; i++)
         if (!(b->comp[i] = pk_compressor_new()))
             goto out_nomem;
     return 0;
 out_nomem:
-    snprintf(b->err, sizeof b->err, "out of memory creating %u compressors", b->nthreads);
+    snprintf(b->err, sizeof b->err, "out of memory creating %u compressors", b->comp_threads);
     return -1;
 }
 
@@ -182,6 +196,7 @@ int pk_build(const pk_build_opts *o)
     b.load_cv = (pthread_cond_t)PTHREAD_COND_INITIALIZER;
     b.lock_fd = -1;
     b.nthreads = o->jobs ? o->jobs : 1;
+    pk_budget_init(&b.budget, o->memory); /* for the reads; the compression's: plan_memory */
     pk_progress_init(&b.prog, o->quiet);
     double t0 = pk_monotonic_seconds();
     pk_stats st;
@@ -274,7 +289,7 @@ int pk_build(const pk_build_opts *o)
     for (size_t i = 0; i < b.site.n; i++)
         b.jobs[i] = (job){i, SF_ENC_IDENTITY};
     b.njobs = b.site.n;
-    if (pk__run_jobs(&b, "reading") != 0)
+    if (pk__run_jobs(&b, "reading", b.nthreads) != 0)
         goto out_free;
     pk_sidecars_note(&b.site);
     pk_rules_warn(b.rules, PK_RULES_ENCODED | PK_RULES_MIME);
@@ -286,9 +301,10 @@ int pk_build(const pk_build_opts *o)
         goto out_free;
     pk_rules_warn(b.rules, PK_RULES_CACHE_CONTROL | PK_RULES_HEADERS);
 
+    plan_memory(&b);
     if (pk__plan_compression(&b, &st) != 0 || start_compressors(&b) != 0)
         goto out_free;
-    if (pk__run_jobs(&b, "compressing") != 0) {
+    if (pk__run_jobs(&b, "compressing", b.comp_threads) != 0) {
         /* a full disk, or a file size limit, for the spill file (not a
          * failed read of a file of the site, whose disk is another) */
         if (atomic_load(&b.spill_failed))
@@ -310,6 +326,10 @@ int pk_build(const pk_build_opts *o)
     st.nsidecar_names = b.site.nsidecar_names;
     st.skipped_excluded = b.site.skipped_excluded;
     st.seconds = pk_monotonic_seconds() - t0;
+    st.memory = o->memory;
+    st.memory_waits = b.budget.waited;
+    st.threads = b.nthreads;
+    st.comp_threads = b.comp_threads;
     if (!o->quiet)
         pk_summary_print(stderr, &st, o->output);
 
@@ -327,5 +347,6 @@ out_free:
     pk_site_free(&b.site); /* before the base: it may point into it */
     pk_base_close(b.base);
     pk_rules_free(b.rules);
+    pk_budget_destroy(&b.budget);
     return ok ? 0 : code;
 }

@@ -24,6 +24,7 @@ typedef struct pk_build_opts {
     const char *manifest; /* NULL: none */
     const char *base;     /* NULL: compress everything */
     unsigned jobs;        /* worker threads (>= 1) */
+    uint64_t memory;      /* the most the compression may hold at once (0: no limit) */
     int quiet;
     int have_epoch; /* SOURCE_DATE_EPOCH was set */
     int64_t epoch;

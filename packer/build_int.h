@@ -8,6 +8,7 @@
 #define PK_BUILD_INT_H
 
 #include "base.h"
+#include "budget.h"
 #include "build.h"
 #include "compress.h"
 #include "mime.h"
@@ -48,7 +49,9 @@ typedef struct build {
     pthread_mutex_t load_mu;
     pthread_cond_t load_cv;
     char load_err[PK_ERR_LEN]; /* why the first failed read of them failed */
+    pk_budget budget;          /* the memory the compression jobs may hold (--memory) */
     unsigned nthreads;
+    unsigned comp_threads; /* the threads that compress: nthreads, fewer under --memory */
     job *jobs;
     size_t njobs;
     int64_t now;
@@ -100,8 +103,10 @@ int pk__plan_compression(build *b, pk_stats *st);
 void pk__share_twins(build *b);
 
 /* Runs b->jobs (reads or compressions, phase names them on the progress
- * line) on the pool, heaviest first. @return 0, or -1 with b->err. */
-int pk__run_jobs(build *b, const char *phase);
+ * line) on nthreads threads of the pool, heaviest first. A compression job
+ * takes the memory it will hold from b->budget first. @return 0, or -1 with
+ * b->err. */
+int pk__run_jobs(build *b, const char *phase, unsigned nthreads);
 
 /* ---- write.c ---- */
 

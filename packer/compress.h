@@ -64,6 +64,21 @@ void pk_compressor_free(pk_compressor *c);
 int pk_compress(pk_compressor *c, int enc, int cls, const uint8_t *in, size_t n, uint8_t **out,
                 size_t *outn, char *err, size_t errlen);
 
+/* The memory an encoder holds for the whole life of a thread's
+ * pk_compressor: libdeflate's compressor at level 12 (8.6 MB, its pages
+ * touched as a file needs them) and a zstd context of at most
+ * PK_ZSTD_KEEP_BYTES kept for the next file. */
+#define PK_COMPRESSOR_STATE_BYTES (17u << 20)
+
+/* An upper bound of the memory compressing n bytes with enc holds beyond
+ * the thread's state (PK_COMPRESSOR_STATE_BYTES): the encoder's tables and
+ * the output, not the input. Measured on the libraries Debian 12 has
+ * (tests/unit/packer_compress.c checks it against what the encoder holds):
+ * zstd's tables at level 19 are about 20 times the file up to its 8 MiB
+ * window (83 MB), brotli's at quality 11 about 10 times up to its 16 MiB
+ * window (172 MB) and more slowly beyond it. */
+uint64_t pk_compress_memory(int enc, uint64_t n);
+
 /* Relative cost of compressing one byte with enc, for job ordering and the
  * progress bar (measured on text: br 11 is the slowest by far). */
 unsigned pk_compress_cost(int enc);

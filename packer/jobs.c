@@ -146,28 +146,46 @@ static int compressible(const pk_file *f)
     return f->cls != PK_CLASS_NONE && f->size > PK_KEEP_MIN_BYTES;
 }
 
+/* The job of the reading phase for file f. */
+static int read_job(build *b, pk_file *f, unsigned thread, char *err, size_t errlen)
+{
+    if (pk__read_file(b, f, &b->magic[thread], err, errlen) != 0)
+        return -1;
+    /* Taken from --base at once, which drops the file's bytes: a re-pack
+     * of an unchanged site does not hold it whole in memory until a reuse
+     * phase. */
+    if (!compressible(f))
+        return 0;
+    if (!pk_base_find(b->base, f->var[SF_ENC_IDENTITY].digest, f->cls)) {
+        pk__drop_identity(f); /* its compression reads it again */
+        return 0;
+    }
+    f->reused = 1;
+    return reuse(b, f, err, errlen);
+}
+
 static int run_job(void *arg, size_t j, unsigned thread, char *err, size_t errlen)
 {
     build *b = arg;
     const job *jb = &b->jobs[j];
     pk_file *f = &b->site.files[jb->file];
     if (jb->enc == SF_ENC_IDENTITY) {
-        if (pk__read_file(b, f, &b->magic[thread], err, errlen) != 0)
-            return -1;
-        /* Taken from --base at once, which drops the file's bytes: a
-         * re-pack of an unchanged site does not hold it whole in memory
-         * until a reuse phase. */
-        if (!compressible(f))
-            return 0;
-        if (!pk_base_find(b->base, f->var[SF_ENC_IDENTITY].digest, f->cls)) {
-            pk__drop_identity(f); /* its compression reads it again */
-            return 0;
-        }
-        f->reused = 1;
-        return reuse(b, f, err, errlen);
+        uint64_t need = f->size; /* the file, read whole (the read sets f->size to
+                                  * what it contains: an .svgz's SVG) */
+        pk_budget_take(&b->budget, need);
+        int rc = read_job(b, f, thread, err, errlen);
+        pk_budget_give(&b->budget, need);
+        return rc;
     }
-    if (load_identity(b, jb->file, err, errlen) != 0 ||
-        compress_one(b, f, jb->enc, thread, err, errlen) != 0)
+    /* the encoder's tables and output, and the file's bytes (counted for
+     * each of its jobs, which may run at once) */
+    uint64_t need = pk_compress_memory(jb->enc, f->size) + f->size;
+    pk_budget_take(&b->budget, need);
+    int rc = load_identity(b, jb->file, err, errlen);
+    if (rc == 0)
+        rc = compress_one(b, f, jb->enc, thread, err, errlen);
+    pk_budget_give(&b->budget, need);
+    if (rc != 0)
         return -1;
     /* the last of the file's jobs: the others are done with its bytes */
     if (atomic_fetch_sub_explicit(&b->pending[jb->file], 1, memory_order_acq_rel) == 1)
@@ -240,8 +258,7 @@ static int job_order(const build *b, const uint64_t *w, size_t *order)
     return 0;
 }
 
-/* Runs b->jobs on the pool, heaviest first. @return 0 or -1 (b->err set). */
-int pk__run_jobs(build *b, const char *phase)
+int pk__run_jobs(build *b, const char *phase, unsigned nthreads)
 {
     if (b->njobs == 0)
         return 0;
@@ -256,7 +273,7 @@ int pk__run_jobs(build *b, const char *phase)
         return -1;
     }
     pk_progress_phase(&b->prog, phase);
-    int rc = pk_pool_run(b->njobs, order, w, b->nthreads, run_job, b, pk_progress_tick, &b->prog,
+    int rc = pk_pool_run(b->njobs, order, w, nthreads, run_job, b, pk_progress_tick, &b->prog,
                          b->err, sizeof b->err);
     pk_progress_clear(&b->prog);
     free(w);

@@ -154,6 +154,13 @@ void pk_summary_print(FILE *out, const pk_stats *s, const char *output)
                 "  stored as what they contain (an encoded rule, .svgz): %llu files; the identity "
                 "row counts their decompressed bytes\n",
                 (unsigned long long)s->decoded);
+    if (s->memory_waits || s->comp_threads < s->threads) {
+        pk_human_bytes(s->memory, h2, sizeof h2);
+        fprintf(out,
+                "  memory: compressed on %u of %u threads, %llu reads and compressions waited "
+                "for room in the %s of --memory\n",
+                s->comp_threads, s->threads, (unsigned long long)s->memory_waits, h2);
+    }
     if (s->nsidecar_names) {
         fputs("  precompressed copies packed at their own URLs (servd-pack makes the variants "
               "itself; exclude the copies with a rule if nothing links to them): ",

@@ -46,9 +46,13 @@ typedef struct pk_stats {
     uint64_t sidecars;                /* X.gz beside an X compressed: packed (sidecar.h) */
     const char *const *sidecar_names; /* the first of them (not owned) */
     size_t nsidecar_names;
-    uint64_t reused;  /* paths whose variants came from --base */
-    uint64_t twins;   /* paths whose variants are an identical earlier file's */
-    uint64_t decoded; /* files stored as what they contain (an encoded rule, .svgz) */
+    uint64_t reused;       /* paths whose variants came from --base */
+    uint64_t twins;        /* paths whose variants are an identical earlier file's */
+    uint64_t decoded;      /* files stored as what they contain (an encoded rule, .svgz) */
+    uint64_t memory;       /* --memory (0: none) */
+    uint64_t memory_waits; /* compressions that waited for room in it */
+    unsigned threads;      /* --jobs */
+    unsigned comp_threads; /* the threads that compressed */
     double seconds;
 } pk_stats;
 

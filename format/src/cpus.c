@@ -1,9 +1,11 @@
 /*
- * cpus.c - how many threads a program should run by default (sf/cpus.h).
+ * cpus.c - how many threads a program should run by default, and how much
+ * memory it may take (sf/cpus.h).
  */
 #include "sf/cpus.h"
 
 #include <sched.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -29,29 +31,62 @@ static int slurp(const char *path, char *buf, size_t cap)
     return 0;
 }
 
-/* The CPUs the cgroup quotas of this process allow, or 0 for none: v2's
- * cpu.max of its cgroup and of every parent up to the root (a systemd
- * slice's CPUQuota= is on a parent), the smallest; else v1's
- * cpu.cfs_quota_us over cpu.cfs_period_us. A container limited to 2 CPUs
- * on a 64-CPU host sees 64 online CPUs, and its own cgroup at
- * /sys/fs/cgroup. */
-static unsigned long long cgroup_cpus(void)
+unsigned long long sf_memory_max_bytes(const char *text)
+{
+    unsigned long long n;
+    char tail;
+    int k = sscanf(text, "%llu%c", &n, &tail);
+    if (k < 1 || (k == 2 && tail != '\n') || text[0] < '0' || text[0] > '9')
+        return 0;                     /* "max": no limit */
+    return n >= (1ull << 62) ? 0 : n; /* v1's "no limit" is a page-rounded 2^63 - 1 */
+}
+
+/* Whether the /proc/self/cgroup line (without its number) "CONTROLLERS:PATH"
+ * is the hierarchy of controller (v1: "memory:/a", "cpu,cpuacct:/a"), or
+ * for controller NULL the unified one (v2: ":/a"). */
+static int is_hierarchy(const char *rest, const char *controller)
+{
+    size_t n = strcspn(rest, ":");
+    if (!controller)
+        return n == 0;
+    for (const char *p = rest; p < rest + n;) {
+        size_t k = strcspn(p, ",:");
+        if (k == strlen(controller) && strncmp(p, controller, k) == 0)
+            return 1;
+        p += k + 1;
+    }
+    return 0;
+}
+
+/* The smallest limit that file (parsed by parse, 0 for none) sets in the
+ * cgroup of this process or in any parent up to the root (a systemd
+ * slice's CPUQuota= or MemoryMax= is on a parent), or 0 for none: in the
+ * cgroup v2 hierarchy (controller NULL), or in the v1 hierarchy of
+ * controller, mounted at /sys/fs/cgroup/CONTROLLER. A container limited on
+ * a 64-CPU host sees 64 online CPUs and all the host's memory, and its own
+ * cgroup at the root of the mount, the end of the walk. */
+static unsigned long long cgroup_limit(const char *controller, const char *file,
+                                       unsigned long long (*parse)(const char *))
 {
     char line[512], dir[sizeof line + 32] = "", text[128];
     FILE *f = fopen("/proc/self/cgroup", "re");
     if (f) {
-        while (fgets(line, sizeof line, f))
-            if (strncmp(line, "0::", 3) == 0) {
-                line[strcspn(line, "\n")] = '\0';
-                snprintf(dir, sizeof dir, "%s", strcmp(line + 3, "/") ? line + 3 : "");
-            }
+        while (fgets(line, sizeof line, f)) {
+            char *rest = strchr(line, ':'), *path = rest ? strchr(rest + 1, ':') : NULL;
+            if (!path || !is_hierarchy(rest + 1, controller))
+                continue;
+            path++;
+            path[strcspn(path, "\n")] = '\0';
+            snprintf(dir, sizeof dir, "%s", strcmp(path, "/") ? path : "");
+        }
         fclose(f);
     }
     unsigned long long best = 0;
     for (;;) { /* from the process's cgroup up to the root */
         char path[sizeof dir + 64];
-        snprintf(path, sizeof path, "/sys/fs/cgroup%s/cpu.max", dir);
-        unsigned long long c = slurp(path, text, sizeof text) == 0 ? sf_cpu_max_cpus(text) : 0;
+        snprintf(path, sizeof path, "/sys/fs/cgroup%s%s%s/%s", controller ? "/" : "",
+                 controller ? controller : "", dir, file);
+        unsigned long long c = slurp(path, text, sizeof text) == 0 ? parse(text) : 0;
         if (c && (!best || c < best))
             best = c;
         char *slash = strrchr(dir, '/');
@@ -59,6 +94,16 @@ static unsigned long long cgroup_cpus(void)
             break;
         *slash = '\0';
     }
+    return best;
+}
+
+/* The CPUs the cgroup quotas of this process allow, or 0 for none: v2's
+ * cpu.max (cgroup_limit), else v1's cpu.cfs_quota_us over
+ * cpu.cfs_period_us. */
+static unsigned long long cgroup_cpus(void)
+{
+    char text[128];
+    unsigned long long best = cgroup_limit(NULL, "cpu.max", sf_cpu_max_cpus);
     if (best)
         return best;
     long long quota;
@@ -84,4 +129,29 @@ unsigned sf_cpu_count(unsigned max)
     if (q && q < (unsigned long long)n)
         n = (long)q;
     return (unsigned long)n > max ? max : (unsigned)n;
+}
+
+unsigned long long sf_memory_available(void)
+{
+    /* the host's: what it can give without swapping, page cache included */
+    char line[256];
+    unsigned long long best = 0, kb;
+    FILE *f = fopen("/proc/meminfo", "re");
+    if (f) {
+        while (fgets(line, sizeof line, f))
+            if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1 && kb < UINT64_MAX / 1024)
+                best = kb * 1024;
+        fclose(f);
+    }
+    /* the cgroup's: v2's memory.max (the OOM killer's line) and memory.high
+     * (where the kernel starts throttling), else v1's limit */
+    unsigned long long c = cgroup_limit(NULL, "memory.max", sf_memory_max_bytes),
+                       h = cgroup_limit(NULL, "memory.high", sf_memory_max_bytes);
+    if (h && (!c || h < c))
+        c = h;
+    if (!c)
+        c = cgroup_limit("memory", "memory.limit_in_bytes", sf_memory_max_bytes);
+    if (c && (!best || c < best))
+        best = c;
+    return best;
 }

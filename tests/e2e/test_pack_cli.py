@@ -254,7 +254,7 @@ def main():
     T.eq(p.returncode, 0, "--help exit status")
     help_text = p.stdout.decode()
     for word in ("build", "ls", "verify", "diff", "cat", "--rules", "--manifest", "--base",
-                 "--jobs", "--encoding", "exit status"):
+                 "--jobs", "--memory", "--encoding", "exit status"):
         T.check(word in help_text, "--help mentions %s" % word)
     T.check("Last-Modified of unchanged files" in help_text,
             "--help says that --base keeps Last-Modified: %s" % help_text)
@@ -337,6 +337,17 @@ def main():
         for spelling in (" 1", "+1", "-1", "1 "):  # digits only, as SOURCE_DATE_EPOCH
             expect_failure(["build", root, "-o", out, "--jobs", spelling], 2, ["--jobs"],
                            "--jobs %r" % spelling, outdir, out)
+        # --memory: bytes, or K, M, G, T (powers of 1024); nothing else, and once
+        for spelling in ("1.5G", " 1G", "G", "-1", "1X", "1GG", "1 G", "20000000T", ""):
+            expect_failure(["build", root, "-o", out, "--memory", spelling], 2,
+                           ["--memory %s: expected a size" % spelling],
+                           "--memory %r" % spelling, outdir, out)
+        expect_failure(["build", root, "-o", out, "--memory", "1G", "--memory", "2G"], 2,
+                       ["--memory is given twice"], "--memory twice", outdir, out)
+        for spelling in ("0", "300000000", "512M", "64k", "1GiB", "2GB", "1t"):
+            p = T.run(["build", root, "-o", out, "-q", "--memory", spelling])
+            T.eq(p.returncode, 0, "--memory %s: %s" % (spelling, p.stderr.decode()))
+        os.remove(out)
         expect_failure(["build", root, "-o", out], 2, ["SOURCE_DATE_EPOCH"], "bad SOURCE_DATE_EPOCH",
                        outdir, out, env={"SOURCE_DATE_EPOCH": "yesterday"})
         for bad in ("253402300800", "99999999999999999999", "-1", "1e9"):

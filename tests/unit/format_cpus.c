@@ -1,9 +1,11 @@
 /* The default number of threads (sf/cpus.h): the CPUs the process
- * may run on, as nproc(1) counts them, not every online CPU. */
+ * may run on, as nproc(1) counts them, not every online CPU; and the
+ * memory it may take. */
 #include "sf/cpus.h"
 #include "runner.h"
 
 #include <sched.h>
+#include <sys/sysinfo.h>
 
 TEST(cpus_follow_the_affinity)
 {
@@ -32,4 +34,25 @@ TEST(cpus_of_a_cgroup_quota)
     ASSERT_EQ(sf_cpu_max_cpus(""), 0);
     ASSERT_EQ(sf_cpu_max_cpus("100000 0\n"), 0);
     ASSERT_EQ(sf_cpu_max_cpus("0 100000\n"), 0);
+}
+
+TEST(memory_of_a_cgroup_limit)
+{
+    ASSERT_EQ(sf_memory_max_bytes("1073741824\n"), 1073741824ull);
+    ASSERT_EQ(sf_memory_max_bytes("536870912"), 536870912ull);
+    ASSERT_EQ(sf_memory_max_bytes("max\n"), 0);                 /* v2: none */
+    ASSERT_EQ(sf_memory_max_bytes("9223372036854771712\n"), 0); /* v1: none */
+    ASSERT_EQ(sf_memory_max_bytes(""), 0);
+    ASSERT_EQ(sf_memory_max_bytes("-1\n"), 0);
+    ASSERT_EQ(sf_memory_max_bytes("12k\n"), 0);
+}
+
+TEST(memory_available_is_at_most_the_machine)
+{
+    struct sysinfo si;
+    ASSERT_EQ(sysinfo(&si), 0);
+    unsigned long long total = (unsigned long long)si.totalram * si.mem_unit;
+    unsigned long long n = sf_memory_available();
+    ASSERT(n > 0); /* Linux has /proc/meminfo's MemAvailable */
+    ASSERT(n <= total);
 }

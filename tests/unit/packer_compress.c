@@ -1,5 +1,6 @@
 /* The encoders: every variant decodes to the input, headers are reproducible,
- * zstd frames respect the 8 MiB window cap and carry no checksum. */
+ * zstd frames respect the 8 MiB window cap and carry no checksum, and what
+ * an encoder holds stays within pk_compress_memory's bound. */
 #include "compress.h"
 #include "mime.h"
 #include "runner.h"
@@ -8,6 +9,9 @@
 #define ZSTD_STATIC_LINKING_ONLY /* ZSTD_getFrameHeader */
 #include <brotli/decode.h>
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 #include <zlib.h>
 #include <zstd.h>
 
@@ -151,4 +155,105 @@ TEST(compress_profile_names_settings)
     char want[32];
     snprintf(want, sizeof want, " cls=%s ", cls);
     ASSERT(strstr(prof, want) != NULL);
+}
+
+#if defined(__SANITIZE_ADDRESS__)
+#define UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define UNDER_ASAN 1
+#endif
+#endif
+
+/* A field of /proc/self/status in KiB (VmRSS, VmHWM), or -1. */
+static long status_kib(const char *field)
+{
+    FILE *f = fopen("/proc/self/status", "re");
+    char line[256];
+    long v = -1;
+    size_t n = strlen(field);
+    while (f && fgets(line, sizeof line, f))
+        if (strncmp(line, field, n) == 0 && line[n] == ':')
+            v = strtol(line + n + 1, NULL, 10);
+    if (f)
+        fclose(f);
+    return v;
+}
+
+static uint8_t *noise(size_t n)
+{
+    uint8_t *p = malloc(n);
+    ASSERT(p != NULL);
+    uint64_t x = 88172645463325252ull;
+    for (size_t i = 0; i < n; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        p[i] = (uint8_t)(x >> 32);
+    }
+    return p;
+}
+
+/* In a child: the peak of resident memory compressing n bytes (text or
+ * noise) with enc holds over what was resident before, after a first
+ * compression has brought in the library's code and the thread's state.
+ * Exits 0 if within pk_compress_memory, else 1 (saying both). */
+static void held_in_child(int enc, size_t n, int is_text)
+{
+    pk_compressor *c = pk_compressor_new();
+    size_t w = enc == SF_ENC_GZIP ? 4u << 20 : 4096; /* libdeflate's state, made whole */
+    uint8_t *warm = noise(w), *out;
+    size_t outn;
+    char err[256];
+    if (!c || pk_compress(c, enc, PK_CLASS_TEXT, warm, w, &out, &outn, err, sizeof err))
+        _exit(2);
+    free(out);
+    free(warm);
+    uint8_t *in = is_text ? text(n) : noise(n);
+    FILE *f = fopen("/proc/self/clear_refs", "we");
+    if (!f || fputs("5", f) < 0 || fclose(f) != 0) /* VmHWM = VmRSS */
+        _exit(3);
+    long before = status_kib("VmRSS");
+    clock_t t0 = clock();
+    if (pk_compress(c, enc, PK_CLASS_TEXT, in, n, &out, &outn, err, sizeof err) != 0)
+        _exit(2);
+    long peak = status_kib("VmHWM");
+    uint64_t held = (uint64_t)(peak - before) * 1024, bound = pk_compress_memory(enc, n);
+    printf("  MEASURE %s of %zu bytes of %s: held %.1f MiB, bound %.1f MiB, %.1f s\n",
+           sf_encoding_name(enc), n, is_text ? "text" : "noise", held / 1048576.0,
+           bound / 1048576.0, (double)(clock() - t0) / CLOCKS_PER_SEC);
+    fflush(stdout);
+    _exit(before > 0 && peak > 0 && held <= bound ? 0 : 1);
+}
+
+TEST(compress_memory_bounds_what_the_encoders_hold)
+{
+#ifdef UNDER_ASAN
+    t_skip("AddressSanitizer's allocator keeps freed memory and adds its own");
+#endif
+    FILE *f = fopen("/proc/self/clear_refs", "we");
+    if (!f)
+        t_skip("no /proc/self/clear_refs to reset the peak of resident memory");
+    fclose(f);
+    static const struct {
+        int enc;
+        size_t n;
+        int is_text;
+    } cases[] = {
+        {SF_ENC_BR, 200000, 1},     {SF_ENC_BR, 1500000, 1},   {SF_ENC_BR, 1500000, 0},
+        {SF_ENC_ZSTD, 65536, 1},    {SF_ENC_ZSTD, 3000000, 1}, {SF_ENC_ZSTD, 9u << 20, 0},
+        {SF_ENC_GZIP, 4u << 20, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        fflush(stdout);
+        pid_t pid = fork();
+        ASSERT(pid >= 0);
+        if (pid == 0)
+            held_in_child(cases[i].enc, cases[i].n, cases[i].is_text);
+        int status;
+        ASSERT_EQ(waitpid(pid, &status, 0), pid);
+        ASSERT(WIFEXITED(status));
+        ASSERT_EQ(WEXITSTATUS(status), 0);
+    }
+    /* the bound grows with the file, as the tables do */
+    ASSERT(pk_compress_memory(SF_ENC_BR, 1u << 20) < pk_compress_memory(SF_ENC_BR, 8u << 20));
+    ASSERT(pk_compress_memory(SF_ENC_ZSTD, 1u << 20) < pk_compress_memory(SF_ENC_ZSTD, 8u << 20));
 }
