@@ -401,14 +401,20 @@ int main(int argc, char **argv)
 {
     if (sf_std_fds_open() != 0)
         return PK_EXIT_FAIL; /* nowhere to say why */
-    /* Blocks of 256 KiB and more (the encoders' tables, the files being
-     * compressed) are mapped, and given back to the kernel when freed.
-     * glibc's own threshold rises to the largest block freed, up to 32 MiB,
-     * after which such blocks come from the threads' heaps, which keep the
-     * pages of what was freed: a build of 8 text files of 1.5 MB under
-     * --memory 80M peaked at 86 to 89 MB of anonymous memory, 51 with this
-     * (tests/e2e/test_pack_memory.py). */
-    mallopt(M_MMAP_THRESHOLD, 256 << 10);
+    /* Blocks of 1 MiB and more (the encoders' tables for large files, the
+     * files being compressed) are mapped, and given back to the kernel when
+     * freed. glibc's own threshold rises to the largest block freed, up to
+     * 32 MiB, after which such blocks come from the threads' heaps, which
+     * keep the pages of what was freed: a build of 8 text files of 1.5 MB
+     * under --memory 80M peaked at 82 to 89 MB of anonymous memory, 53 to 56
+     * with this. Smaller blocks stay on the heaps, and the heaps keep 2 MiB
+     * free at their top (glibc's own ratio, twice the threshold): with a
+     * threshold of 256 KiB, brotli's 512 KiB hash table was mapped and
+     * faulted in again for every small file, and a heap trimmed at glibc's
+     * fixed 128 KiB did the same at its top: 2.0 and 1.5 times the CPU time
+     * of glibc's default on 3,000 small files (bench/RESULTS.md). */
+    mallopt(M_MMAP_THRESHOLD, 1 << 20);
+    mallopt(M_TRIM_THRESHOLD, 2 << 20);
     if (sf_sha256_ready() != 0) {
         pk_err("out of memory setting up SHA-256");
         return PK_EXIT_FAIL;

@@ -7,8 +7,8 @@ and beside a page are files of their own (a link to them works).
 
 Nor does a build of a site of text: the read drops each file's bytes, and the first of
 its compression jobs reads it again (the variants go to a temporary file). 256 text files
-of 800 KB (205 MB) build with a peak of anonymous memory well under their size (0.26 of
-it: 0.38 before servd-pack had glibc map every block of 256 KiB or more); before, every
+of 800 KB (205 MB) build with a peak of anonymous memory well under their size (0.27 of
+it: 0.38 before servd-pack had glibc map every block of 1 MiB or more); before, every
 file was held from its read to the end of its compression (1.27).
 A re-pack with --base of the unchanged site does not hold it in memory either: a
 file whose variants the base has takes them at its read and drops its bytes (0.19 of the
