@@ -43,6 +43,17 @@ void pk_budget_take(pk_budget *b, uint64_t bytes)
     pthread_mutex_unlock(&b->mu);
 }
 
+void pk_budget_keep(pk_budget *b, uint64_t bytes)
+{
+    if (!b->limit)
+        return;
+    pthread_mutex_lock(&b->mu);
+    b->held += bytes;
+    if (b->held > b->peak)
+        b->peak = b->held;
+    pthread_mutex_unlock(&b->mu);
+}
+
 void pk_budget_give(pk_budget *b, uint64_t bytes)
 {
     if (!b->limit)

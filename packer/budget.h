@@ -38,4 +38,9 @@ void pk_budget_take(pk_budget *b, uint64_t bytes);
 /* The job that took bytes is done with them. */
 void pk_budget_give(pk_budget *b, uint64_t bytes);
 
+/* Counts bytes as held from now to the end of the build, without waiting:
+ * what a job keeps after it ends (the contents of an .svgz, kept until the
+ * write). Over the limit, the jobs that follow run alone. */
+void pk_budget_keep(pk_budget *b, uint64_t bytes);
+
 #endif

@@ -151,6 +151,8 @@ static int read_job(build *b, pk_file *f, unsigned thread, char *err, size_t err
 {
     if (pk__read_file(b, f, &b->magic[thread], err, errlen) != 0)
         return -1;
+    if (f->encoded) /* what it contains, kept until the write */
+        pk_budget_keep(&b->budget, f->size);
     /* Taken from --base at once, which drops the file's bytes: a re-pack
      * of an unchanged site does not hold it whole in memory until a reuse
      * phase. */

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 static const char usage_text[] =
@@ -152,7 +153,7 @@ static int source_date_epoch(int64_t *out)
 }
 
 /* Parses --memory's SIZE: decimal digits, then nothing (bytes) or one of
- * K, M, G, T (powers of 1024; "KiB" and "k" too), into *out. @return 0,
+ * K, M, G, T (powers of 1024; "KiB", "kb" and "k" too), into *out. @return 0,
  * or -1. */
 static int parse_size(const char *s, uint64_t *out)
 {
@@ -172,7 +173,7 @@ static int parse_size(const char *s, uint64_t *out)
             return -1;
         shift = 10 * (unsigned)(u - units + 1);
         end++;
-        if (strcmp(end, "") != 0 && strcmp(end, "iB") != 0 && strcmp(end, "B") != 0)
+        if (strcmp(end, "") != 0 && strcasecmp(end, "iB") != 0 && strcasecmp(end, "B") != 0)
             return -1;
     }
     if (v > UINT64_MAX >> shift)

@@ -6,7 +6,9 @@
 
 #include <sched.h>
 #include <stdint.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -68,17 +70,20 @@ static int is_hierarchy(const char *rest, const char *controller)
 static unsigned long long cgroup_limit(const char *controller, const char *file,
                                        unsigned long long (*parse)(const char *))
 {
-    char line[512], dir[sizeof line + 32] = "", text[128];
+    char dir[PATH_MAX] = "", text[128], *line = NULL;
+    size_t cap = 0;
     FILE *f = fopen("/proc/self/cgroup", "re");
     if (f) {
-        while (fgets(line, sizeof line, f)) {
+        while (getline(&line, &cap, f) > 0) { /* a path may be long */
             char *rest = strchr(line, ':'), *path = rest ? strchr(rest + 1, ':') : NULL;
             if (!path || !is_hierarchy(rest + 1, controller))
                 continue;
             path++;
             path[strcspn(path, "\n")] = '\0';
-            snprintf(dir, sizeof dir, "%s", strcmp(path, "/") ? path : "");
+            if (strlen(path) < sizeof dir)
+                snprintf(dir, sizeof dir, "%s", strcmp(path, "/") ? path : "");
         }
+        free(line);
         fclose(f);
     }
     unsigned long long best = 0;

@@ -58,6 +58,13 @@ static void wait_in(asker *a)
     ASSERT_EQ(pthread_join(a->t, NULL), 0);
 }
 
+/* A job that asks for bytes and is let in at once. */
+static void enter(asker *a, pk_budget *b, uint64_t bytes)
+{
+    ask(a, b, bytes);
+    wait_in(a);
+}
+
 /* That a is still waiting some 50 ms after it asked. */
 static void still_out(asker *a)
 {
@@ -71,8 +78,7 @@ TEST(budget_lets_a_job_larger_than_the_limit_in_alone)
     pk_budget b;
     pk_budget_init(&b, 100);
     asker small, big, after;
-    ask(&small, &b, 50);
-    wait_in(&small);
+    enter(&small, &b, 50);
     ask(&big, &b, 150);
     still_out(&big); /* 50 + 150 > 100 */
     pk_budget_give(&b, 50);
@@ -95,8 +101,7 @@ TEST(budget_lets_jobs_in_in_the_order_they_asked)
     pk_budget b;
     pk_budget_init(&b, 100);
     asker first, large, small;
-    ask(&first, &b, 80);
-    wait_in(&first);
+    enter(&first, &b, 80);
     ask(&large, &b, 50);
     still_out(&large);
     ask(&small, &b, 10); /* would fit beside the first, but asked after the large one */
@@ -177,5 +182,29 @@ TEST(budget_holds_within_its_limit_under_many_threads)
     ASSERT_EQ(b.running, 0);
     ASSERT_EQ(b.next, (uint64_t)WORKERS * ROUNDS);
     ASSERT_EQ(b.turn, b.next);
+    pk_budget_destroy(&b);
+}
+
+TEST(budget_counts_what_a_job_keeps_until_the_end)
+{
+    pk_budget b;
+    pk_budget_init(&b, 100);
+    pk_budget_keep(&b, 70); /* an .svgz's contents, kept until the write */
+    asker small, large;
+    enter(&small, &b, 20); /* 70 + 20 fit */
+    ask(&large, &b, 20);
+    still_out(&large); /* 70 + 20 + 20 do not */
+    pk_budget_give(&b, 20);
+    wait_in(&large);
+    pk_budget_give(&b, 20);
+    pk_budget_keep(&b, 50); /* 120 kept: over the limit, a job runs alone */
+    enter(&small, &b, 10);
+    ask(&large, &b, 10);
+    still_out(&large);
+    pk_budget_give(&b, 10);
+    wait_in(&large);
+    pk_budget_give(&b, 10);
+    ASSERT_EQ(b.held, 120);
+    ASSERT_EQ(b.running, 0);
     pk_budget_destroy(&b);
 }
