@@ -37,8 +37,6 @@ void pk_budget_take(pk_budget *b, uint64_t bytes)
     b->held += bytes;
     b->running++;
     b->turn++;
-    if (b->held > b->peak)
-        b->peak = b->held;
     pthread_cond_broadcast(&b->cv); /* the next ticket may fit too */
     pthread_mutex_unlock(&b->mu);
 }
@@ -49,8 +47,6 @@ void pk_budget_keep(pk_budget *b, uint64_t bytes)
         return;
     pthread_mutex_lock(&b->mu);
     b->held += bytes;
-    if (b->held > b->peak)
-        b->peak = b->held;
     pthread_mutex_unlock(&b->mu);
 }
 

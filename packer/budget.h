@@ -25,7 +25,6 @@ typedef struct pk_budget {
     uint64_t next;    /* the ticket of the next job to ask */
     uint64_t turn;    /* the ticket let in next */
     uint64_t waited;  /* jobs that waited for room */
-    uint64_t peak;    /* the most held at once */
 } pk_budget;
 
 /* A budget of limit bytes (0: none). */

@@ -46,13 +46,6 @@ struct pk_compressor {
     br_arena br; /* not a local of brotli(): it changes between setjmp and longjmp */
 };
 
-/* A zstd context keeps its tables for the next file: above this size they
- * are freed after the file instead, so that a thread holds the memory of a
- * large file only while it compresses it (pk_compress_memory). Making them
- * again costs their page faults, about a millisecond for the 17 MB of a
- * 1 MB file, which takes half a second to compress. */
-#define PK_ZSTD_KEEP_BYTES (8u << 20)
-
 int pk_keep(uint64_t identity, uint64_t comp)
 {
     if (comp >= identity)

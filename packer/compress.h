@@ -64,11 +64,17 @@ void pk_compressor_free(pk_compressor *c);
 int pk_compress(pk_compressor *c, int enc, int cls, const uint8_t *in, size_t n, uint8_t **out,
                 size_t *outn, char *err, size_t errlen);
 
+/* A zstd context keeps its tables for the next file: above this size they
+ * are freed after the file instead, so that a thread holds the memory of a
+ * large file only while it compresses it (pk_compress_memory). Making them
+ * again costs their page faults, about a millisecond for the 17 MB of a
+ * 1 MB file, which takes half a second to compress. */
+#define PK_ZSTD_KEEP_BYTES (8u << 20)
+
 /* The memory an encoder holds for the whole life of a thread's
  * pk_compressor: libdeflate's compressor at level 12 (8.6 MB, its pages
- * touched as a file needs them) and a zstd context of at most
- * PK_ZSTD_KEEP_BYTES kept for the next file. */
-#define PK_COMPRESSOR_STATE_BYTES (17u << 20)
+ * touched as a file needs them) and a zstd context kept for the next file. */
+#define PK_COMPRESSOR_STATE_BYTES ((9u << 20) + PK_ZSTD_KEEP_BYTES)
 
 /* An upper bound of the memory compressing n bytes with enc holds beyond
  * the thread's state (PK_COMPRESSOR_STATE_BYTES): the encoder's tables and

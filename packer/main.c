@@ -407,8 +407,8 @@ int main(int argc, char **argv)
      * freed. glibc's own threshold rises to the largest block freed, up to
      * 32 MiB, after which such blocks come from the threads' heaps, which
      * keep the pages of what was freed: a build of 8 text files of 1.5 MB
-     * under --memory 80M peaked at 82 to 89 MB of anonymous memory, 53 to 56
-     * with this. Smaller blocks stay on the heaps, and the heaps keep 2 MiB
+     * under --memory 80M peaked at 82 to 89 MB of anonymous memory, 56 with
+     * this. Smaller blocks stay on the heaps, and the heaps keep 2 MiB
      * free at their top (glibc's own ratio, twice the threshold): with a
      * threshold of 256 KiB, brotli's 512 KiB hash table was mapped and
      * faulted in again for every small file, and a heap trimmed at glibc's

@@ -21,6 +21,7 @@ def make_cgroup():
     with open("/proc/self/cgroup") as f:
         lines = [line.rstrip("\n").split(":", 2) for line in f]
     name = "servd-test-%d" % os.getpid()
+    why = "no memory controller"
     for _, controllers, path in lines:
         v1 = "memory" in controllers.split(",")
         if not v1 and controllers:
@@ -42,7 +43,7 @@ def make_cgroup():
         with open(os.path.join(d, limit_file), "w") as f:
             f.write(str(LIMIT))
         return d, os.path.join(d, "cgroup.procs")
-    return None, locals().get("why", "no memory controller")
+    return None, why
 
 
 def build_in(procs, root, out, *extra):
