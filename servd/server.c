@@ -310,7 +310,8 @@ static void reload(sv_server *srv, const char *why)
                         : "%s: %s is loaded again once the load under way (%s) ends",
                    why, srv->cfg->pack_path, srv->load.why);
         srv->load.told |= bit;
-        if (!same)
+        /* The first to ask names the load that follows, as its line said. */
+        if (!same && !srv->again)
             srv->again = why;
         return;
     }

@@ -19,6 +19,7 @@ printed; SWAP_RESULT_JSON=FILE also writes them as JSON.
 import json
 import os
 import random
+import re
 import signal
 import socket
 import sys
@@ -313,8 +314,14 @@ def t_swaps_under_keepalive_load(ctx):
     ok(stats.status.get(206, 0) > 0 and stats.status.get(200, 0) > 0, "200s and 206s")
     for enc in sw.ENCODINGS:
         ok(stats.encodings.get(enc, 0) > 0, "no %s response" % enc)
-    ok("SIGHUP: now serving" in log and "pack changed: now serving" in log,
-       "both triggers loaded packs: %r" % log[-800:])
+    # A SIGHUP during a load (each takes longer than the swap interval under
+    # the sanitizers) queues the next load rather than starting one; a load
+    # queued by the watch first keeps the watch's name. Either way servd
+    # answered the signal: it loaded, queued, or found the file served.
+    ok("pack changed: now serving" in log and re.search(
+        r"SIGHUP: (now serving|\S+ is loaded again once|\S+ is being loaded already|"
+        r"\S+ is still the file of pack)", log),
+       "both triggers acted: %r" % log[-800:])
 
 
 class Ctx:
