@@ -238,7 +238,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     if (r < 0) {
         char msg[64]; /* the reason phrase is the message */
         int n = snprintf(msg, sizeof msg, "%s\n", reason(-r));
-        respond(c, -r, "text/plain; charset=utf-8", msg, (size_t)n, 0);
+        respond(c, -r, "text/plain; charset=utf-8", msg, (size_t)n, req.method == SV_M_HEAD);
         return;
     }
     route(c, &req);

@@ -320,6 +320,16 @@ def t_admin_answers_what_it_refuses_before_it_closes():
         for data, status, what in ((big, b"431", "a head over 4 KiB"), (post, b"405", "POST")):
             got, end = outcome(data)
             eq((got[9:12], end), (status, "FIN"), "%s: answer and close" % what)
+        # a HEAD's refusal has a head only (RFC 9110 §9.3.2), its length the GET's
+        bad = b"HEAD /metrics HTTP/1.1\r\nHost: a\r\nno colon\r\n\r\n"
+        for data, status, what in ((bad, b"400", "a bad HEAD"),
+                                   (bad.replace(b"Host: a", b"X-Pad: " + b"p" * 9000),
+                                    b"431", "a HEAD over 4 KiB")):
+            got, end = outcome(data)
+            eq((got[9:12], end), (status, "FIN"), "%s: answer and close" % what)
+            head, _, body = got.partition(b"\r\n\r\n")
+            eq(body, b"", "%s: no body after the head %r" % (what, head))
+            ok(re.search(rb"\r\nContent-Length: [1-9]", head), "%s: %r" % (what, head))
         held = []
         try:
             for _ in range(8):  # in steps: a full accept queue would delay some
