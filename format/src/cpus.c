@@ -5,8 +5,8 @@
 #include "sf/cpus.h"
 
 #include <sched.h>
-#include <stdint.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,17 +60,48 @@ static int is_hierarchy(const char *rest, const char *controller)
     return 0;
 }
 
-/* The smallest limit that file (parsed by parse, 0 for none) sets in the
- * cgroup of this process or in any parent up to the root (a systemd
- * slice's CPUQuota= or MemoryMax= is on a parent), or 0 for none: in the
- * cgroup v2 hierarchy (controller NULL), or in the v1 hierarchy of
- * controller, mounted at /sys/fs/cgroup/CONTROLLER. A container limited on
- * a 64-CPU host sees 64 online CPUs and all the host's memory, and its own
- * cgroup at the root of the mount, the end of the walk. */
-static unsigned long long cgroup_limit(const char *controller, const char *file,
-                                       unsigned long long (*parse)(const char *))
+/* A limit in a file's text, or 0 for none; and the limit that a cgroup's
+ * directory sets through file, parsed by parse. */
+typedef unsigned long long parse_fn(const char *text);
+typedef unsigned long long limit_fn(const char *dir, const char *file, parse_fn *parse);
+
+/* The limit that file in dir sets, or 0 for none. */
+static unsigned long long file_limit(const char *dir, const char *file, parse_fn *parse)
 {
-    char dir[PATH_MAX] = "", text[128], *line = NULL;
+    char path[PATH_MAX + 64], text[128];
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    return slurp(path, text, sizeof text) == 0 ? parse(text) : 0;
+}
+
+/* The CPUs one v1 cgroup's quota allows: cpu.cfs_quota_us (-1 for none)
+ * over cpu.cfs_period_us, parsed as v2's cpu.max; or 0 for none. */
+static unsigned long long v1_cpus(const char *dir, const char *file, parse_fn *parse)
+{
+    char path[PATH_MAX + 64], text[128];
+    long long quota;
+    unsigned long long period;
+    (void)file;
+    snprintf(path, sizeof path, "%s/cpu.cfs_quota_us", dir);
+    if (slurp(path, text, sizeof text) != 0 || sscanf(text, "%lld", &quota) != 1 || quota <= 0)
+        return 0;
+    snprintf(path, sizeof path, "%s/cpu.cfs_period_us", dir);
+    if (slurp(path, text, sizeof text) != 0 || sscanf(text, "%llu", &period) != 1)
+        return 0;
+    snprintf(text, sizeof text, "%lld %llu", quota, period);
+    return parse(text);
+}
+
+/* The smallest limit that limit(dir, file, parse) finds in the cgroup of
+ * this process or in any parent up to the root (a systemd slice's
+ * CPUQuota= or MemoryMax= is on a parent), or 0 for none: in the cgroup v2
+ * hierarchy (controller NULL), or in the v1 hierarchy of controller,
+ * mounted at /sys/fs/cgroup/CONTROLLER. A container limited on a 64-CPU
+ * host sees 64 online CPUs and all the host's memory, and its own cgroup
+ * at the root of the mount, the end of the walk. */
+static unsigned long long cgroup_limit(const char *controller, limit_fn *limit, const char *file,
+                                       parse_fn *parse)
+{
+    char dir[PATH_MAX] = "", *line = NULL;
     size_t cap = 0;
     FILE *f = fopen("/proc/self/cgroup", "re");
     if (f) {
@@ -89,9 +120,9 @@ static unsigned long long cgroup_limit(const char *controller, const char *file,
     unsigned long long best = 0;
     for (;;) { /* from the process's cgroup up to the root */
         char path[sizeof dir + 64];
-        snprintf(path, sizeof path, "/sys/fs/cgroup%s%s%s/%s", controller ? "/" : "",
-                 controller ? controller : "", dir, file);
-        unsigned long long c = slurp(path, text, sizeof text) == 0 ? parse(text) : 0;
+        snprintf(path, sizeof path, "/sys/fs/cgroup%s%s%s", controller ? "/" : "",
+                 controller ? controller : "", dir);
+        unsigned long long c = limit(path, file, parse);
         if (c && (!best || c < best))
             best = c;
         char *slash = strrchr(dir, '/');
@@ -103,22 +134,11 @@ static unsigned long long cgroup_limit(const char *controller, const char *file,
 }
 
 /* The CPUs the cgroup quotas of this process allow, or 0 for none: v2's
- * cpu.max (cgroup_limit), else v1's cpu.cfs_quota_us over
- * cpu.cfs_period_us. */
+ * cpu.max, else v1's cpu.cfs_quota_us over cpu.cfs_period_us. */
 static unsigned long long cgroup_cpus(void)
 {
-    char text[128];
-    unsigned long long best = cgroup_limit(NULL, "cpu.max", sf_cpu_max_cpus);
-    if (best)
-        return best;
-    long long quota;
-    unsigned long long period;
-    if (slurp("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", text, sizeof text) != 0 ||
-        sscanf(text, "%lld", &quota) != 1 || quota <= 0 || /* -1: no quota */
-        slurp("/sys/fs/cgroup/cpu/cpu.cfs_period_us", text, sizeof text) != 0 ||
-        sscanf(text, "%llu", &period) != 1 || period == 0)
-        return 0;
-    return ((unsigned long long)quota + period - 1) / period;
+    unsigned long long best = cgroup_limit(NULL, file_limit, "cpu.max", sf_cpu_max_cpus);
+    return best ? best : cgroup_limit("cpu", v1_cpus, NULL, sf_cpu_max_cpus);
 }
 
 unsigned sf_cpu_count(unsigned max)
@@ -150,12 +170,12 @@ unsigned long long sf_memory_available(void)
     }
     /* the cgroup's: v2's memory.max (the OOM killer's line) and memory.high
      * (where the kernel starts throttling), else v1's limit */
-    unsigned long long c = cgroup_limit(NULL, "memory.max", sf_memory_max_bytes),
-                       h = cgroup_limit(NULL, "memory.high", sf_memory_max_bytes);
+    unsigned long long c = cgroup_limit(NULL, file_limit, "memory.max", sf_memory_max_bytes),
+                       h = cgroup_limit(NULL, file_limit, "memory.high", sf_memory_max_bytes);
     if (h && (!c || h < c))
         c = h;
     if (!c)
-        c = cgroup_limit("memory", "memory.limit_in_bytes", sf_memory_max_bytes);
+        c = cgroup_limit("memory", file_limit, "memory.limit_in_bytes", sf_memory_max_bytes);
     if (c && (!best || c < best))
         best = c;
     return best;
