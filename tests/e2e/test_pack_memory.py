@@ -23,7 +23,8 @@ built on 4 threads peaked at 137 MB of anonymous memory with no limit, 55 MB wit
 --memory 80M (which leaves 2 threads compressing, one file's brotli at a time), and the
 pack is the same; before the blocks were mapped, the build under 80M peaked at 86 to 92
 MB: glibc's heaps kept the pages of the encoders' freed tables. (The test now builds 4
-files of 1 MB under 72M, for time.)
+files of 1 MB under 72M, for time.) Reads wait for room too: each holds its file whole,
+and 4 videos of 24 MB read on 4 threads under --memory 40M are read one at a time.
 
 A file read again for the write goes straight into the pages LMDB reserves for its
 body: a 120 MB video is held once while it is written (peak RSS 1.0 times the file), not
@@ -212,6 +213,43 @@ def check_memory_limit(work):
                 "held nothing back" % (peak / 1e6, free_peak / 1e6))
 
 
+# Reads under --memory: incompressible files larger than what --memory leaves once one
+# thread's encoder state is counted (40 MiB - 17 MiB), so each read runs alone.
+NREAD = 4
+READ_BYTES = 24 * 1000 * 1000
+READ_LIMIT = 40 << 20
+
+
+def check_read_budget(work):
+    """A read holds its file whole (for the digest and the type): under --memory, reads
+    too wait for room, so 4 threads do not hold 4 large files at once."""
+    root = os.path.join(work, "reads")
+    os.makedirs(root)
+    rng = random.Random(17)
+    for i in range(NREAD):
+        with open(os.path.join(root, "clip%d.mp4" % i), "wb") as f:
+            for _ in range(READ_BYTES // 1000000):
+                f.write(rng.randbytes(1000000))
+    out = os.path.join(work, "reads.lmdb")
+    rc, err, peak = anon_peak(["build", root, "-o", out, "--jobs", str(NREAD),
+                               "--memory", "%dM" % (READ_LIMIT >> 20)])
+    err = err.decode(errors="replace")
+    T.eq(rc, 0, "build of the large files with --memory: %s" % err)
+    print("  MEASURE build of %d x %d MB video, --jobs %d, --memory %dM: peak anonymous "
+          "memory %.1f MB" % (NREAD, READ_BYTES // 1000000, NREAD, READ_LIMIT >> 20,
+                              peak / 1e6), flush=True)
+    # the first read is over the limit, alone: the next ones wait for it (a read takes
+    # tens of ms; the threads start within one)
+    waits = [int(line.split("threads, ")[1].split()[0]) for line in err.splitlines()
+             if "memory: compressed on" in line]
+    T.check(waits and waits[0] >= 1, "no read waited for room under --memory: %s" % err)
+    if not T.sanitized():
+        # one read at a time, or the write's batch (two files before it commits)
+        T.check(peak < 2.5 * READ_BYTES, "peak anonymous memory %.1f MB: reads ran together "
+                "under --memory" % (peak / 1e6))
+    T.eq(len(T.ls(out).splitlines()), NREAD, "the pack's paths")
+
+
 # The large file, and the peak RSS allowed for its build as a share of it: the file
 # once, the program and LMDB's other pages; not the file twice.
 LARGE_BYTES = 120 * 1000 * 1000
@@ -309,6 +347,7 @@ def main():
         T.eq(v.returncode, 0, "verify: %s" % v.stderr.decode(errors="replace"))
         check_base_repack(work)
         check_memory_limit(work)
+        check_read_budget(work)
         check_large_file(work)
         check_listing(work)
     T.finish("test_pack_memory")
