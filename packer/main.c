@@ -10,6 +10,7 @@
 #include "commands.h"
 #include "compress.h"
 #include "pool.h"
+#include "progress.h"
 #include "sf/cpus.h"
 #include "sf/stdfds.h"
 
@@ -319,6 +320,16 @@ static int cmd_build(int argc, char **argv)
                "time (%lld), as Last-Modified must never be later than Date",
                (long long)o.epoch, (long long)now);
         o.epoch = now;
+    }
+    /* One compressing thread's state and room for a job of its size: a
+     * limit below that cannot be kept, whatever the site. */
+    if (memory_given && o.memory && o.memory < 2 * (uint64_t)PK_COMPRESSOR_STATE_BYTES) {
+        char h[32], least[32];
+        pk_human_bytes(o.memory, h, sizeof h);
+        pk_human_bytes(2 * (uint64_t)PK_COMPRESSOR_STATE_BYTES, least, sizeof least);
+        pk_err("warning: --memory %s is less than one compressing thread needs (%s): files "
+               "are read and compressed one at a time, and the build may hold more than %s",
+               h, least, h);
     }
     /* A reader of the log (or of --manifest) that goes away ends those
      * lines, not the build: a write there fails with EPIPE instead of
