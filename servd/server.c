@@ -213,9 +213,7 @@ static void on_retry(uv_timer_t *t)
  * or the refusal said (and retried, when it was no verdict on the file). */
 static void load_result(sv_server *srv)
 {
-    struct sv_load *ld = &srv->load;
-    if (srv->watch)
-        sv_watch_note(srv->watch, &ld->seen);
+    struct sv_load *ld = &srv->load; /* its file noted with the watch when opened */
     if (ld->rc != 0 && ld->seen.retry) {
         atomic_fetch_add(&srv->metrics.swap_failures, 1);
         srv->retry_ms = !srv->retry_ms                         ? SV_RETRY_FIRST_MS

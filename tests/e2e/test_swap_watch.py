@@ -336,6 +336,10 @@ def t_reloads_during_a_pack_check_load_the_newest_file_once(s):
            % log[-1500:])
         ok("is being loaded already" in log, "the SIGHUP for the file being loaded: %s"
            % log[-1500:])
+        # the load queued by the SIGHUP (before the watch saw the rename) is logged as
+        # the SIGHUP's, as the line that queued it said
+        ok("SIGHUP: %s is loaded again once" % live.path in log and
+           "SIGHUP: now serving pack" in log, "the queued load's name: %s" % log[-1500:])
         eq(sw.metrics(adm).get("servd_pack_swap_failures_total", 0), 0, "refusals")
 
 
