@@ -74,21 +74,22 @@ static unsigned long long file_limit(const char *dir, const char *file, parse_fn
 }
 
 /* The CPUs one v1 cgroup's quota allows: cpu.cfs_quota_us (-1 for none)
- * over cpu.cfs_period_us, parsed as v2's cpu.max; or 0 for none. */
+ * over cpu.cfs_period_us, or 0 for none. (A limit_fn: file and parse are
+ * not used.) */
 static unsigned long long v1_cpus(const char *dir, const char *file, parse_fn *parse)
 {
     char path[PATH_MAX + 64], text[128];
     long long quota;
     unsigned long long period;
     (void)file;
+    (void)parse;
     snprintf(path, sizeof path, "%s/cpu.cfs_quota_us", dir);
     if (slurp(path, text, sizeof text) != 0 || sscanf(text, "%lld", &quota) != 1 || quota <= 0)
         return 0;
     snprintf(path, sizeof path, "%s/cpu.cfs_period_us", dir);
-    if (slurp(path, text, sizeof text) != 0 || sscanf(text, "%llu", &period) != 1)
+    if (slurp(path, text, sizeof text) != 0 || sscanf(text, "%llu", &period) != 1 || period == 0)
         return 0;
-    snprintf(text, sizeof text, "%lld %llu", quota, period);
-    return parse(text);
+    return ((unsigned long long)quota + period - 1) / period;
 }
 
 /* The smallest limit that limit(dir, file, parse) finds in the cgroup of
@@ -138,7 +139,7 @@ static unsigned long long cgroup_limit(const char *controller, limit_fn *limit, 
 static unsigned long long cgroup_cpus(void)
 {
     unsigned long long best = cgroup_limit(NULL, file_limit, "cpu.max", sf_cpu_max_cpus);
-    return best ? best : cgroup_limit("cpu", v1_cpus, NULL, sf_cpu_max_cpus);
+    return best ? best : cgroup_limit("cpu", v1_cpus, NULL, NULL);
 }
 
 unsigned sf_cpu_count(unsigned max)

@@ -17,7 +17,7 @@ from servdtest import eq  # noqa: E402
 
 
 def make_cgroups():
-    """A new cgroup beside this process's own whose quota is one CPU, and a child of it
+    """A new cgroup below this process's own whose quota is one CPU, and a child of it
     without a quota: (the two directories, the child's cgroup.procs), or (None, None,
     why not)."""
     with open("/proc/self/cgroup") as f:
@@ -31,6 +31,11 @@ def make_cgroups():
         root = "/sys/fs/cgroup/cpu" if v1 else "/sys/fs/cgroup"
         # a container sees its own cgroup at the root of the mount
         parent = root + path if os.path.isdir(root + path) else root
+        if not os.path.exists(os.path.join(parent, "cgroup.procs")):
+            # not a cgroup file system: a hybrid host's /sys/fs/cgroup is a tmpfs, and
+            # servd reads v2's files only at the top of /sys/fs/cgroup
+            why = "%s is not a cgroup" % parent
+            continue
         d = os.path.join(parent, name)
         try:
             os.mkdir(d)
@@ -96,11 +101,18 @@ def t_default_workers_follow_a_parent_cgroups_cpu_quota():
     if not outer:
         raise st.Skip(procs)
     try:
-        eq(workers(None), min(n, 256), "workers outside the cgroup (%d CPUs)" % n)
+        outside = workers(None)
+        if outside < 2:
+            raise st.Skip("servd starts %d worker outside the test's cgroup (a quota of "
+                          "this process's own?)" % outside)
+        eq(outside, min(n, 256), "workers outside the cgroup (%d CPUs)" % n)
         eq(workers(procs), 1, "workers under a parent's quota of 1 CPU")
     finally:
-        os.rmdir(inner)
-        os.rmdir(outer)
+        for d in (inner, outer):
+            try:
+                os.rmdir(d)
+            except OSError as e:
+                print("test_server_cgroup: cannot remove %s: %s" % (d, e))
 
 
 if __name__ == "__main__":
