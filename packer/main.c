@@ -327,8 +327,8 @@ static int cmd_build(int argc, char **argv)
         char h[32], least[32];
         pk_human_bytes(o.memory, h, sizeof h);
         pk_human_bytes(2 * (uint64_t)PK_COMPRESSOR_STATE_BYTES, least, sizeof least);
-        pk_err("warning: --memory %s is less than one compressing thread needs (%s): files "
-               "are read and compressed one at a time, and the build may hold more than %s",
+        pk_err("warning: --memory %s is less than one compressing thread needs (%s): one "
+               "thread compresses, and the build may hold more than %s",
                h, least, h);
     }
     /* A reader of the log (or of --manifest) that goes away ends those

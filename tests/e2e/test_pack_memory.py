@@ -213,8 +213,8 @@ def check_memory_limit(work):
                 "held nothing back" % (peak / 1e6, free_peak / 1e6))
 
 
-# Reads under --memory: incompressible files larger than what --memory leaves once one
-# thread's encoder state is counted (40 MiB - 17 MiB), so each read runs alone.
+# Reads under --memory: incompressible files of which two do not fit in --memory (the
+# reads come before the compressing threads' state is counted), so each read runs alone.
 NREAD = 4
 READ_BYTES = 24 * 1000 * 1000
 READ_LIMIT = 40 << 20
