@@ -11,52 +11,21 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "pack"))
 import packtest as T  # noqa: E402
+import cgrouptest  # noqa: E402
 
 LIMIT = 200 << 20
 
 
-def make_cgroup():
-    """A new cgroup beside this process's own, limited to LIMIT: (its directory, the file
-    to write a pid into), or (None, why not)."""
-    with open("/proc/self/cgroup") as f:
-        lines = [line.rstrip("\n").split(":", 2) for line in f]
-    name = "servd-test-%d" % os.getpid()
-    why = "no memory controller"
-    for _, controllers, path in lines:
-        v1 = "memory" in controllers.split(",")
-        if not v1 and controllers:
-            continue
-        root = "/sys/fs/cgroup/memory" if v1 else "/sys/fs/cgroup"
-        limit_file = "memory.limit_in_bytes" if v1 else "memory.max"
-        # a container sees its own cgroup at the root of the mount
-        parent = root + path if os.path.isdir(root + path) else root
-        d = os.path.join(parent, name)
-        try:
-            os.mkdir(d)
-        except OSError as e:
-            why = "cannot make a cgroup in %s: %s" % (parent, e)
-            continue
-        if not os.path.exists(os.path.join(d, limit_file)):
-            os.rmdir(d)
-            why = "no memory controller in %s" % parent
-            continue
-        with open(os.path.join(d, limit_file), "w") as f:
-            f.write(str(LIMIT))
-        return d, os.path.join(d, "cgroup.procs")
-    return None, why
-
-
 def build_in(procs, root, out, *extra):
     """servd-pack build in the cgroup; returns the CompletedProcess."""
-    def enter():
-        with open(procs, "w") as f:
-            f.write(str(os.getpid()))
     return subprocess.run([T.PACK, "build", root, "-o", out, "--jobs", "4"] + list(extra),
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=enter)
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          preexec_fn=cgrouptest.enter(procs))
 
 
 def main():
-    cg, procs = make_cgroup()
+    cg, procs = cgrouptest.make("memory", [("memory.limit_in_bytes", str(LIMIT))],
+                                [("memory.max", str(LIMIT))])
     if not cg:
         print("test_pack_cgroup: skipped: %s" % procs)
         sys.exit(77)
@@ -80,7 +49,7 @@ def main():
             T.eq([line.split("\t")[0] for line in T.ls(out).splitlines()],
                  ["/page0.html", "/page1.html"], "the pack's paths")
     finally:
-        os.rmdir(cg)
+        cgrouptest.remove(cg)
     T.finish("test_pack_cgroup")
 
 
