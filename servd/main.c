@@ -439,6 +439,13 @@ int main(int argc, char **argv)
         return rc != 0;
     }
     sv_server_end_on_early_stop();
+    /* libuv's pool runs only a pack's load (server.c), one at a time: one
+     * thread, not libuv's four, unless the user set the size. Before any
+     * thread starts, so setenv does not race a getenv. */
+    if (setenv("UV_THREADPOOL_SIZE", "1", 0) != 0) {
+        sv_say(SV_ERR, "out of memory setting up the environment");
+        return 1;
+    }
     static sv_config cfg;
     static sv_user user;
     const char *user_name = NULL;

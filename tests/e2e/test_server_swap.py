@@ -230,6 +230,12 @@ def t_repeated_swaps_leave_one_pack_mapped(sw):
         rss1 = [int(line.split()[1]) for line in f if line.startswith("VmRSS")][0]
     # Each swap maps and reads a fresh 12 MB file; RSS must not keep them.
     ok(rss1 - rss0 < 3 * BIG // 1024, "RSS grew from %d to %d KiB over 20 swaps" % (rss0, rss1))
+    # the loads ran on one thread of libuv's pool (named as the main thread), not four
+    names = []
+    for t in os.listdir("/proc/%d/task" % sw.servd.proc.pid):
+        with open("/proc/%d/task/%s/comm" % (sw.servd.proc.pid, t)) as f:
+            names.append(f.read().strip())
+    eq(names.count("servd"), 2, "the main thread and one loading thread: %r" % sorted(names))
 
 
 def t_sighup_same_file(sw):
