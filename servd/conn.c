@@ -369,6 +369,16 @@ static size_t process(sv_conn *c, const char *buf, size_t len)
         }
         int r = sv_http1_parse(buf + pos, len - pos, &w->req);
         if (r == SV_PARSE_INCOMPLETE) {
+            /* Empty lines alone (RFC 9112 §2.2: an old client's CRLF
+             * after a body) start no head: dropped, they do not arm the
+             * header timeout of a connection that is only idle. */
+            size_t k = pos;
+            while (len - k >= 2 && buf[k] == '\r' && buf[k + 1] == '\n')
+                k += 2;
+            if (k == len) {
+                pos = len;
+                break;
+            }
             if (len - pos < SV_MAX_HEAD)
                 break;
             r = -431; /* the parser's contract; never wait on a full buffer */

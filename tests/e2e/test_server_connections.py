@@ -291,6 +291,25 @@ def t_idle_timeout():
         ok(m['servd_timeouts_total{kind="idle"}'] >= 1, "idle timeouts counted")
 
 
+def t_an_empty_line_after_a_request_is_not_a_head():
+    """A CRLF after a request (RFC 9112 §2.2: old clients send one after a body) is
+    skipped, not taken for the start of a head: the connection is idle, under the idle
+    timeout, not cut by the header timeout with a 408 in the log. servd did cut it
+    (at 10 s by default, where a CDN's pool keeps idle connections for 60)."""
+    adm = st.free_port()
+    with st.Servd(pack(), extra=["--header-timeout", "1", "--idle-timeout", "30",
+                                 "--admin", "127.0.0.1:%d" % adm]) as s:
+        with st.Conn(s.port) as c:
+            c.send(st.req("GET", "/small.txt") + b"\r\n")
+            eq(c.read_response().status, 200, "the request")
+            c.send(b"\r\n\r\n")  # in a read of their own
+            ok(closed_within(c, 2.5) is None, "cut with only empty lines after a request")
+            c.sock.settimeout(st.IO_TIMEOUT)
+            c.send(b"\r\n" + st.req("GET", "/small.txt"))
+            eq(c.read_response().status, 200, "a request after the empty lines")
+        eq(st.metrics(adm)['servd_timeouts_total{kind="header"}'], 0, "header timeouts")
+
+
 def t_idle_timeout_serves_a_request_that_just_arrived():
     """A request that arrives as the idle timeout passes, before servd's loop has read
     it, is answered: the sweep (a timer, run before the loop polls) looks for input
