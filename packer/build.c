@@ -155,15 +155,15 @@ static void name_option(build *b, const char *opt)
 }
 
 /* Under --memory: the threads that compress, one for each
- * 2 * PK_COMPRESSOR_STATE_BYTES of the limit (the encoders of idle threads
- * hold memory too), and what is left of the limit for the jobs. */
+ * PK_COMPRESS_THREAD_SHARE of the limit, and what is left of the limit once
+ * their state is counted for the jobs. */
 static void plan_memory(build *b)
 {
-    uint64_t m = b->o->memory, state = PK_COMPRESSOR_STATE_BYTES;
+    uint64_t m = b->o->memory, shares = m / PK_COMPRESS_THREAD_SHARE;
     b->comp_threads = b->nthreads;
-    if (m && m / (2 * state) < b->comp_threads)
-        b->comp_threads = m / (2 * state) ? (unsigned)(m / (2 * state)) : 1;
-    uint64_t states = (uint64_t)b->comp_threads * state;
+    if (m && shares < b->comp_threads)
+        b->comp_threads = shares ? (unsigned)shares : 1;
+    uint64_t states = (uint64_t)b->comp_threads * PK_COMPRESSOR_STATE_BYTES;
     /* a limit the threads' encoders take whole: every job alone */
     b->budget.limit = !m ? 0 : m > states ? m - states : 1;
 }

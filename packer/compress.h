@@ -76,6 +76,10 @@ int pk_compress(pk_compressor *c, int enc, int cls, const uint8_t *in, size_t n,
  * touched as a file needs them) and a zstd context kept for the next file. */
 #define PK_COMPRESSOR_STATE_BYTES ((9u << 20) + PK_ZSTD_KEEP_BYTES)
 
+/* The share of --memory for each thread that compresses: its state, and as
+ * much again for its jobs (the encoders of idle threads hold memory too). */
+#define PK_COMPRESS_THREAD_SHARE (2ull * PK_COMPRESSOR_STATE_BYTES)
+
 /* An upper bound of the memory compressing n bytes with enc holds beyond
  * the thread's state (PK_COMPRESSOR_STATE_BYTES): the encoder's tables and
  * the output, not the input. Measured on the libraries Debian 12 has

@@ -323,10 +323,10 @@ static int cmd_build(int argc, char **argv)
     }
     /* One compressing thread's state and room for a job of its size: a
      * limit below that cannot be kept, whatever the site. */
-    if (memory_given && o.memory && o.memory < 2 * (uint64_t)PK_COMPRESSOR_STATE_BYTES) {
+    if (memory_given && o.memory && o.memory < PK_COMPRESS_THREAD_SHARE) {
         char h[32], least[32];
         pk_human_bytes(o.memory, h, sizeof h);
-        pk_human_bytes(2 * (uint64_t)PK_COMPRESSOR_STATE_BYTES, least, sizeof least);
+        pk_human_bytes(PK_COMPRESS_THREAD_SHARE, least, sizeof least);
         pk_err("warning: --memory %s is less than one compressing thread needs (%s): one "
                "thread compresses, and the build may hold more than %s",
                h, least, h);
