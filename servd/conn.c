@@ -372,10 +372,7 @@ static size_t process(sv_conn *c, const char *buf, size_t len)
             /* Empty lines alone (RFC 9112 §2.2: an old client's CRLF
              * after a body) start no head: dropped, they do not arm the
              * header timeout of a connection that is only idle. */
-            size_t k = pos;
-            while (len - k >= 2 && buf[k] == '\r' && buf[k + 1] == '\n')
-                k += 2;
-            if (k == len) {
+            if (sv_http1_empty_lines(buf + pos, len - pos) == len - pos) {
                 pos = len;
                 break;
             }

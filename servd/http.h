@@ -166,6 +166,11 @@ enum sv_target_form {
  *                (1 until parsed) and req->method (0 until parsed) are set. */
 int sv_http1_parse(const char *buf, size_t len, sv_request *req);
 
+/* Length of the run of empty lines (CRLF pairs) that buf[0, len) starts
+ * with. The parser skips up to SV_MAX_LEADING_CRLF of them before a request
+ * line; the connection drops input that is nothing else. */
+size_t sv_http1_empty_lines(const char *buf, size_t len);
+
 /* 1 if s[0, n) is a token (RFC 9110 §5.6.2: a field name, a method), by the
  * parser's own character classes; else 0 (an empty s too). */
 int sv_is_token(const char *s, size_t n);

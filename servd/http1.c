@@ -752,22 +752,23 @@ int sv_is_token(const char *s, size_t n)
     return n > 0 && tchar_span(s, n) == n;
 }
 
+size_t sv_http1_empty_lines(const char *buf, size_t len)
+{
+    size_t pos = 0;
+    while (len - pos >= 2 && buf[pos] == '\r' && buf[pos + 1] == '\n')
+        pos += 2;
+    return pos;
+}
+
 int sv_http1_parse(const char *buf, size_t len, sv_request *req)
 {
     reset(req);
-    size_t pos = 0;
     int rc;
 
     /* Empty lines before the request line (RFC 9112 §2.2). */
-    for (unsigned empty = 0;; empty++) {
-        if (len - pos >= 1 && buf[pos] == '\n')
-            return -400;
-        if (len - pos < 2 || buf[pos] != '\r' || buf[pos + 1] != '\n')
-            break;
-        if (empty == SV_MAX_LEADING_CRLF)
-            return -400;
-        pos += 2;
-    }
+    size_t pos = sv_http1_empty_lines(buf, len);
+    if (pos > 2 * SV_MAX_LEADING_CRLF || (pos < len && buf[pos] == '\n'))
+        return -400;
 
     /* The request line. */
     size_t eol, start = pos;

@@ -157,6 +157,14 @@ TEST(http1_leading_empty_lines)
     memcpy(buf, "\r\n", 2);
     BAD(buf, 400);
     BAD("\nGET / HTTP/1.1\r\nHost: h\r\n\r\n", 400);
+    /* empty lines alone wait for a request line; the connection drops
+     * them by their length */
+    ASSERT_EQ(parse("\r\n\r\n"), SV_PARSE_INCOMPLETE);
+    ASSERT_EQ(sv_http1_empty_lines(guarded("\r\n\r\n", 4), 4), 4);
+    ASSERT_EQ(sv_http1_empty_lines(guarded("\r\n\r", 3), 3), 2);
+    ASSERT_EQ(sv_http1_empty_lines(guarded("\r\nGE", 4), 4), 2);
+    ASSERT_EQ(sv_http1_empty_lines(guarded("\n\r\n", 3), 3), 0);
+    ASSERT_EQ(sv_http1_empty_lines(guarded("", 0), 0), 0);
 }
 
 TEST(http1_bare_lf_and_cr)
