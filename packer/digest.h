@@ -27,6 +27,12 @@
 /* SHA-256 of n bytes at p. Thread-safe. @return 0, or -1 if OpenSSL failed. */
 int pk_sha256(const void *p, size_t n, uint8_t out[PK_DIGEST_LEN]);
 
+/* Why this thread's last SHA-256 (pk_sha256, pk_sha_*, sf_pack_id_*)
+ * failed, for a message: OpenSSL's reason, or "out of memory" (OpenSSL
+ * fails for want of memory, and when it cannot record even its reason).
+ * Clears the thread's OpenSSL errors. */
+const char *pk_sha_why(void);
+
 /* Incremental SHA-256 (fingerprints in diff.c and mime.c; the pack id is
  * sf_pack_id_*, shared with servd). */
 typedef struct pk_sha pk_sha;

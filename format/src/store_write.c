@@ -137,6 +137,16 @@ int sf_writer_open(const char *final_path, uint64_t capacity, sf_writer **out, c
     if ((rc = mdb_env_set_mapsize(w->env, (size_t)map)) != 0)
         goto out_lmdb;
     rc = mdb_env_open(w->env, w->tmp, MDB_NOSUBDIR | MDB_NOLOCK | MDB_NOSYNC, 0644);
+    if (rc == ENOMEM) { /* its mmap: address space ran out, not memory */
+        char why[160];
+        snprintf(why, sizeof why,
+                 "cannot map %llu MiB of address space for the new pack (is it limited, as "
+                 "by ulimit -v?)",
+                 (unsigned long long)(map >> 20));
+        say(err, errlen, final_path, why);
+        sf_writer_abort(w);
+        return SF_ENOMEM;
+    }
     if (rc != 0)
         goto out_lmdb;
     if ((rc = mdb_txn_begin(w->env, NULL, 0, &w->txn)) != 0)

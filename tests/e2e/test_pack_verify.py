@@ -1,6 +1,7 @@
 """servd-pack verify: passes on a good pack; fails, naming what is wrong, on a flipped
 byte in a stored body (identity or compressed), on a truncated file, and on a file that
 is not a pack. Each damaged pack is a copy: the original keeps verifying."""
+import collections
 import hashlib
 import json
 import os
@@ -244,6 +245,35 @@ def out_of_memory(work):
         br_failed += "br compression failed: out of memory" in err
     T.check(br_failed > 0, "the sweep reached brotli's encoder")
 
+    # build on two threads, each with glibc's arena of 64 MiB of address space: the
+    # new pack's map (66 MiB here) may not fit. That was "short.lmdb.tmp-PID: Cannot
+    # allocate memory", naming a file the user never gave (an audit, 2026-12-05).
+    small = os.path.join(work, "small-site")
+    os.makedirs(small)
+    for i in range(30):
+        with open(os.path.join(small, "f%d.html" % i), "w") as f:
+            f.write("<p>" + "abcdefgh" * 2000 + "\n")
+    outcomes = collections.Counter()
+    for mib in range(150, 231, 8):
+        def limit(mib=mib):
+            resource.setrlimit(resource.RLIMIT_AS, (mib << 20, resource.RLIM_INFINITY))
+        p = T.run(["build", small, "-o", out, "-q", "--jobs", "2"], preexec_fn=limit)
+        err = p.stderr.decode(errors="replace")
+        T.check(".tmp-" not in err, "build in %d MiB: names its temporary file: %r" % (mib, err))
+        if p.returncode == 0:
+            outcomes["built"] += 1
+            os.unlink(out)
+            continue
+        T.eq(p.returncode, 1, "build in %d MiB: exit status (%r)" % (mib, err))
+        mapping = "%s: cannot map " % out in err and "address space" in err
+        T.check(mapping or small in err, "build in %d MiB: %r" % (mib, err))
+        T.check(not os.path.exists(out), "build in %d MiB: no pack" % mib)
+        outcomes["map refused" if mapping else "out of memory"] += 1
+    print("  MEASURE builds on 2 threads in 150-230 MiB of address space: %s"
+          % dict(outcomes), flush=True)
+    T.eq(sorted(os.path.basename(n) for n in os.listdir(work) if ".tmp-" in n), [],
+         "temporary files left")
+
 
 def allocation_failures(work):
     """Every command on a good pack, with the Nth allocation failing (fail_alloc.so),
@@ -333,6 +363,35 @@ def allocation_failures(work):
                     "manifest" % n)
         else:
             T.check(err.strip() != "", "build, allocation %d fails: exit 1 unexplained" % n)
+
+    # build --base of the same site, every body taken from the base: a failure is never a
+    # verdict on the base. Running out of memory while re-hashing a body taken from it
+    # was "base.lmdb: the br body of /t7.txt is corrupt (SHA-256 mismatch); run
+    # servd-pack verify on it" (an audit, 2026-12-05), and verify then found it good.
+    base = os.path.join(work, "alloc-base.lmdb")
+    os.replace(outs[0], base)
+    cmd = [T.PACK, "build", tiny, "-o", outs[0], "--base", base, "-q", "--jobs", "1"]
+    p, _, total = run(cmd, 0, **epoch)
+    T.eq(p.returncode, 0, "build --base without a failure")
+    want = open(outs[0], "rb").read()
+    hits = 0
+    for n in range(1, total + 1):
+        if os.path.exists(outs[0]):
+            os.unlink(outs[0])
+        p, hit, _ = run(cmd, n, **epoch)
+        if not hit:
+            continue
+        hits += 1
+        err = p.stderr.decode(errors="replace")
+        T.check(p.returncode in (0, 1), "build --base, allocation %d fails: exit status %d "
+                "(%r)" % (n, p.returncode, err[-300:]))
+        if p.returncode == 0:
+            T.check(open(outs[0], "rb").read() == want, "build --base, allocation %d fails: "
+                    "exit 0 with another pack" % n)
+        else:
+            T.check(err.strip() != "" and "corrupt" not in err,
+                    "build --base, allocation %d fails: %r" % (n, err[-300:]))
+    T.check(hits > total // 2, "build --base: the sweep failed allocations (%d)" % hits)
 
 
 def main():
