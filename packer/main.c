@@ -92,9 +92,15 @@ static int usage_error(const char *fmt, const char *arg)
 static int option_error(int c, char **argv)
 {
     const char *opt = argv[optind - 1];
+    const char *eq = strncmp(opt, "--", 2) == 0 ? strchr(opt, '=') : NULL;
+    if (c == '?' && optopt && eq) { /* getopt_long found the option: --quiet=1 */
+        char name[PK_MSG_MAX];
+        snprintf(name, sizeof name, "%.*s", (int)(eq - opt), opt);
+        return usage_error("option %s takes no value", name);
+    }
     char shortopt[3] = {'-', (char)optopt, '\0'};
-    if (optopt && optopt < 256)
-        opt = shortopt;
+    if (optopt && optopt < 256 && strncmp(opt, "--", 2) != 0)
+        opt = shortopt; /* one of a cluster of short options: -qx */
     if (c == ':')
         return usage_error("option %s requires an argument", opt);
     return usage_error("unknown option %s", opt);

@@ -530,10 +530,12 @@ int pk_cmd_verify(const char *site, int quiet)
     }
     if (v.problems == 0) {
         status = PK_EXIT_OK;
-        if (!quiet)
-            printf("%s: OK: %llu paths, %llu bodies, %llu bytes re-hashed\n", site,
+        if (!quiet) {
+            pk_esc_fputs(site, stdout); /* a name may hold a newline or an escape */
+            printf(": OK: %llu paths, %llu bodies, %llu bytes re-hashed\n",
                    (unsigned long long)v.paths, (unsigned long long)bp.bodies,
                    (unsigned long long)bp.bytes);
+        }
     }
     goto out_report;
 out_nomem:

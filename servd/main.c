@@ -293,8 +293,12 @@ static int parse_args(int argc, char **argv, sv_config *cfg, const char **user_n
         case ':':
             usage_error("option '%s' needs a value", argv[optind - 1]);
             break;
-        default:
-            usage_error("unknown option '%s'", argv[optind - 1]);
+        default: {
+            const char *arg = argv[optind - 1], *eq = strchr(arg, '=');
+            if (optopt && eq && strncmp(arg, "--", 2) == 0) /* --spa=1 */
+                usage_error("option '%.*s' takes no value", (int)(eq - arg), arg);
+            usage_error("unknown option '%s'", arg);
+        }
         }
     }
     if (optind < argc) /* "servd site.lmdb": a pack given without its option */

@@ -462,6 +462,15 @@ def main():
         T.check(err.startswith("servd-pack: unknown option -x\n"), "unknown option -x: %r" % err)
         err = expect_failure(["build", root, "-o"], 2, [], "-o without its argument")
         T.check(err.startswith("servd-pack: option -o requires an argument\n"), "-o: %r" % err)
+        err = expect_failure(["build", root, "--output"], 2, [], "--output without its argument")
+        T.check(err.startswith("servd-pack: option --output requires an argument\n"),
+                "--output: %r" % err)
+        # a value given to an option that takes none: named as written, not as -q
+        for args, name in ((["build", root, "-o", out, "--quiet=1"], "--quiet"),
+                           (["ls", out, "--json=1"], "--json")):
+            err = expect_failure(args, 2, [], "%s with a value" % name)
+            T.check(err.startswith("servd-pack: option %s takes no value\n" % name),
+                    "%s=1: %r" % (name, err))
         err = expect_failure(["ls", out, "--encoding"], 2, [], "--encoding without its argument")
         T.check(err.startswith("servd-pack: "), "ls --encoding: %r" % err)
 
@@ -475,6 +484,15 @@ def main():
         T.eq(err.count("\n"), 1, "one line for a name with a newline: %r" % err)
         T.check("\x1b" not in err, "no raw escape byte: %r" % err)
         os.remove(os.path.join(ctl_root, "a\nb\x1b[31m.txt"))
+        # ... and so is the name of a pack in verify's verdict on standard output
+        odd = os.path.join(work, "p\x1b[31m\nq.lmdb")
+        T.eq(T.run(["build", root, "-o", odd, "-q"]).returncode, 0, "a pack with an odd name")
+        p = T.run(["verify", odd])
+        T.eq(p.returncode, 0, "verify of a pack with an odd name")
+        T.check(p.stdout.decode().startswith(odd.replace("\x1b", "\\x1b").replace("\n", "\\x0a")
+                                             + ": OK: ") and p.stdout.count(b"\n") == 1,
+                "verify's OK line escapes the pack's name: %r" % p.stdout)
+        os.remove(odd)
         with open(os.path.join(ctl_root, "next\u0085line.txt"), "w") as f:  # NEL, a C1 control
             f.write("x")
         expect_failure(["build", ctl_root, "-o", out], 1, ["next", "control character"],

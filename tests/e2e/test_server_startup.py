@@ -269,6 +269,12 @@ def t_usage_errors():
         ok("--help" in err, "%s: no pointer to --help: %r" % (what, err))
     rc, out, err = run_servd([pack])
     ok("(the pack is given with --pack FILE)" in err, "a pack without --pack: no hint: %r" % err)
+    # a value given to an option that takes none is not an unknown option
+    rc, out, err = run_servd(["--pack", pack, "--spa=1"])
+    eq(rc, 2, "--spa=1: exit status")
+    ok(err.startswith("servd: option '--spa' takes no value\n"), "--spa=1: %r" % err)
+    rc, out, err = run_servd(["--pack", pack, "--bogus=1"])
+    ok(err.startswith("servd: unknown option '--bogus=1'\n"), "--bogus=1: %r" % err)
 
 
 def t_help_and_version():
