@@ -266,7 +266,8 @@ def out_of_memory(work):
             continue
         T.eq(p.returncode, 1, "build in %d MiB: exit status (%r)" % (mib, err))
         mapping = "%s: cannot map " % out in err and "address space" in err
-        T.check(mapping or small in err, "build in %d MiB: %r" % (mib, err))
+        T.check(mapping or small in err or "out of memory" in err,
+                "build in %d MiB: %r" % (mib, err))
         T.check(not os.path.exists(out), "build in %d MiB: no pack" % mib)
         outcomes["map refused" if mapping else "out of memory"] += 1
     print("  MEASURE builds on 2 threads in 150-230 MiB of address space: %s"
