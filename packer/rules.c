@@ -487,8 +487,26 @@ static int names_hidden(const char *g)
     return 0;
 }
 
+/* Unused rules warned about one by one; the rest are counted (a rules file
+ * shared by many sites may hold thousands that one site does not use). */
+#define RULE_WARNINGS_SHOWN 10
+
+/* One warning about an unused rule, or none past the first few; *count
+ * counts them all. */
+static void warn_rule(unsigned long *count, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void warn_rule(unsigned long *count, const char *fmt, ...)
+{
+    if ((*count)++ >= RULE_WARNINGS_SHOWN)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    pk_verr(fmt, ap);
+    va_end(ap);
+}
+
 /* The exclude warnings: see pk_rules_warn. */
-static void warn_exclude(const pk_rules *r)
+static void warn_exclude(const pk_rules *r, unsigned long *count)
 {
     for (size_t i = 0; i < r->exclude.n; i++) {
         unsigned seen = atomic_load_explicit(&r->exclude.seen[i], memory_order_relaxed);
@@ -500,12 +518,13 @@ static void warn_exclude(const pk_rules *r)
         if (seen & SEEN_NAMES_DIR) {
             if (n > 0 && g[n - 1] == '/')
                 n--;
-            pk_err("warning: %s: /exclude/%zu \"%s\" names a directory but skips nothing in it; "
-                   "to exclude the directory and all it holds, write \"%.*s/**\"",
-                   r->path, i, g, (int)n, g);
+            warn_rule(count,
+                      "warning: %s: /exclude/%zu \"%s\" names a directory but skips nothing in "
+                      "it; to exclude the directory and all it holds, write \"%.*s/**\"",
+                      r->path, i, g, (int)n, g);
         } else if (g[0] == '/' && !names_hidden(g)) {
-            pk_err("warning: %s: /exclude/%zu \"%s\" matched no path the walk reached", r->path, i,
-                   g);
+            warn_rule(count, "warning: %s: /exclude/%zu \"%s\" matched no path the walk reached",
+                      r->path, i, g);
         }
     }
 }
@@ -514,8 +533,9 @@ void pk_rules_warn(const pk_rules *r, unsigned sections)
 {
     if (!r)
         return;
+    unsigned long count = 0;
     if (sections & PK_RULES_EXCLUDE)
-        warn_exclude(r);
+        warn_exclude(r, &count);
     const struct {
         unsigned bit;
         const char *name;
@@ -535,14 +555,19 @@ void pk_rules_warn(const pk_rules *r, unsigned sections)
             if (seen & (lists[k].first_wins ? SEEN_USED : SEEN_USED | SEEN_MATCHED))
                 continue;
             if (seen & SEEN_MATCHED)
-                pk_err("warning: %s: /%s/%zu \"%s\" is used for no file: every file it matches "
-                       "is taken by an earlier rule (the first rule that matches wins)",
-                       r->path, lists[k].name, i, g);
+                warn_rule(&count,
+                          "warning: %s: /%s/%zu \"%s\" is used for no file: every file it "
+                          "matches is taken by an earlier rule (the first rule that matches wins)",
+                          r->path, lists[k].name, i, g);
             else
-                pk_err("warning: %s: /%s/%zu \"%s\" matched no file%s", r->path, lists[k].name, i,
-                       g, lists[k].bit == PK_RULES_ENCODED ? anchored_hint(g) : "");
+                warn_rule(&count, "warning: %s: /%s/%zu \"%s\" matched no file%s", r->path,
+                          lists[k].name, i, g,
+                          lists[k].bit == PK_RULES_ENCODED ? anchored_hint(g) : "");
         }
     }
+    if (count > RULE_WARNINGS_SHOWN)
+        pk_err("warning: %s: and %lu more rules like those above", r->path,
+               count - RULE_WARNINGS_SHOWN);
 }
 
 const char *pk_rules_mime(const pk_rules *r, const char *key, size_t len)

@@ -121,7 +121,8 @@ int pk_hashed_name(const char *key, size_t len);
  *     (but one naming a hidden path, which the walk skips before asking).
  *     An unanchored exclude that finds nothing ("*.map") is normal in a
  *     rules file shared by sites, and is not mentioned; nor is an exclude
- *     or encoded glob that matched only what earlier ones took. */
+ *     or encoded glob that matched only what earlier ones took.
+ * The first ten of a call are printed, then a count of the rest. */
 void pk_rules_warn(const pk_rules *r, unsigned sections);
 
 #endif

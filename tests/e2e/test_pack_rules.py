@@ -100,6 +100,21 @@ def main():
         T.check('/exclude/0 "/dupe/**" matched no path the walk reached' in err,
                 "an anchored exclude that matched nothing: " + err)
 
+        # A rules file shared by many sites may hold thousands of rules one site does not
+        # use: ten warnings, then a count (an audit of 2026-12-05 got 100,000 lines).
+        many_rules = os.path.join(work, "many-idle.json")
+        with open(many_rules, "w") as f:
+            json.dump({"cache_control": [{"match": "/none%d/**" % i, "value": "no-store"}
+                                         for i in range(25)]}, f)
+        p = T.run(["build", root, "-o", os.path.join(work, "idle.lmdb"), "--rules", many_rules,
+                   "-q"])
+        T.eq(p.returncode, 0, "a build with 25 idle rules: " + p.stderr.decode())
+        err = p.stderr.decode()
+        T.eq(re.findall(r"/cache_control/(\d+) ", err), [str(i) for i in range(10)],
+             "the first ten idle rules are named: " + err)
+        T.check(err.endswith("warning: %s: and 15 more rules like those above\n" % many_rules),
+                "then a count of the rest: " + err)
+
         # The rules from a pipe (`--rules <(jq ...)` in a pipeline): the same pack.
         piped = os.path.join(work, "piped.lmdb")
         p = subprocess.run(["bash", "-c", 'exec "$0" build "$1" -o "$2" -q --rules <(cat "$3")',
