@@ -113,8 +113,7 @@ static int name_variants(build *b)
             pk_variant *v = &f->var[e];
             if (v->present &&
                 pk_etag_rep(v->digest, f->mime, strlen(f->mime), ex.p, ex.len, v->etag) != 0) {
-                snprintf(b->err, sizeof b->err, "%s: cannot compute an ETag: %s", f->src,
-                         pk_sha_why());
+                snprintf(b->err, sizeof b->err, "%s: out of memory computing an ETag", f->src);
                 rc = -1;
             }
         }

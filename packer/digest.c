@@ -1,17 +1,7 @@
 /* digest.c - SHA-256 and ETags; see digest.h. */
 #include "digest.h"
 
-#include <openssl/err.h>
 #include <openssl/evp.h>
-
-const char *pk_sha_why(void)
-{
-    unsigned long e = ERR_peek_last_error();
-    const char *r =
-        e && ERR_GET_REASON(e) != ERR_R_MALLOC_FAILURE ? ERR_reason_error_string(e) : NULL;
-    ERR_clear_error();
-    return r ? r : "out of memory";
-}
 
 int pk_sha256(const void *p, size_t n, uint8_t out[PK_DIGEST_LEN])
 {

@@ -24,14 +24,10 @@
 /* A buffer for a NUL-terminated ETag. */
 #define PK_ETAG_SIZE (PK_ETAG_LEN + 1)
 
-/* SHA-256 of n bytes at p. Thread-safe. @return 0, or -1 if OpenSSL failed. */
+/* SHA-256 of n bytes at p. Thread-safe. @return 0, or -1 if OpenSSL failed,
+ * which for bytes in memory and the default provider means out of memory
+ * (OpenSSL 3.0 then often records only "initialization error"). */
 int pk_sha256(const void *p, size_t n, uint8_t out[PK_DIGEST_LEN]);
-
-/* Why this thread's last SHA-256 (pk_sha256, pk_sha_*, sf_pack_id_*)
- * failed, for a message: OpenSSL's reason, or "out of memory" (OpenSSL
- * fails for want of memory, and when it cannot record even its reason).
- * Clears the thread's OpenSSL errors. */
-const char *pk_sha_why(void);
 
 /* Incremental SHA-256 (fingerprints in diff.c and mime.c; the pack id is
  * sf_pack_id_*, shared with servd). */

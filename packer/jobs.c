@@ -25,8 +25,8 @@ static int reuse(build *b, pk_file *f, char *err, size_t errlen)
         v->owned = 0;
         /* Re-hash: a corrupt base must not spread into the new pack. */
         if (pk_sha256(v->bytes, v->len, v->digest) != 0) {
-            snprintf(err, errlen, "%s: cannot compute the SHA-256 of the %s body of %s: %s",
-                     b->o->base, enc, f->key, pk_sha_why());
+            snprintf(err, errlen, "%s: out of memory computing the SHA-256 of the %s body of %s",
+                     b->o->base, enc, f->key);
             return -1;
         }
         if (memcmp(v->digest, be->v[i].key, PK_DIGEST_LEN) != 0) {
@@ -127,7 +127,7 @@ static int compress_one(build *b, pk_file *f, int enc, unsigned thread, char *er
     v->len = outn;
     if (pk_sha256(out, outn, v->digest) != 0) {
         free(out);
-        snprintf(err, errlen, "%s: cannot compute a SHA-256: %s", f->src, pk_sha_why());
+        snprintf(err, errlen, "%s: out of memory computing a SHA-256", f->src);
         return -1;
     }
     /* to the spill file until the write: the build does not hold the site's

@@ -87,10 +87,19 @@ static int usage_error(const char *fmt, const char *arg)
     return PK_EXIT_USAGE;
 }
 
+/* getopt's strings of short options: build's, and the other commands'. */
+#define BUILD_SHORTS ":o:j:qh"
+#define READ_SHORTS  ":qh"
+
 /* getopt's own messages would start with the subcommand, not "servd-pack:"
- * (opterr is 0): says which option is unknown or lacks its argument. */
-static int option_error(int c, char **argv)
+ * (opterr is 0): says which option is unknown or lacks its argument. shorts
+ * is getopt's string of short options. */
+static int option_error(int c, char **argv, const char *shorts)
 {
+    if (c == '?' && optopt > 0 && optopt < 256 && !strchr(shorts, optopt)) {
+        char shortopt[3] = {'-', (char)optopt, '\0'}; /* in a cluster, -xq */
+        return usage_error("unknown option %s", shortopt);
+    }
     const char *opt = argv[optind - 1];
     const char *eq = strncmp(opt, "--", 2) == 0 ? strchr(opt, '=') : NULL;
     if (c == '?' && optopt && eq) { /* getopt_long found the option: --quiet=1 */
@@ -253,7 +262,7 @@ static int cmd_build(int argc, char **argv)
     int memory_given = 0;
     int c;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":o:j:qh", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, BUILD_SHORTS, opts, NULL)) != -1) {
         switch (c) {
         case 'o':
             if (once(&o.output, "-o") != 0)
@@ -300,7 +309,7 @@ static int cmd_build(int argc, char **argv)
             break;
         }
         default:
-            return option_error(c, argv);
+            return option_error(c, argv, BUILD_SHORTS);
         }
     }
     if (optind + 1 != argc)
@@ -357,7 +366,7 @@ static int parse_simple(int argc, char **argv, int *json, int *quiet, int *encod
                                          {0, 0, 0, 0}};
     int c;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":qh", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, READ_SHORTS, opts, NULL)) != -1) {
         switch (c) {
         case OPT_JSON:
             if (!json)
@@ -391,7 +400,7 @@ static int parse_simple(int argc, char **argv, int *json, int *quiet, int *encod
             return rc == PK_EXIT_OK ? -1 : rc;
         }
         default:
-            return option_error(c, argv);
+            return option_error(c, argv, READ_SHORTS);
         }
     }
     return 0;

@@ -272,7 +272,7 @@ int pk__read_file(build *b, pk_file *f, pk_magic **magic, char *err, size_t errl
     v->len = n;
     v->present = 1;
     if (pk_sha256(p, n, v->digest) != 0) {
-        snprintf(err, errlen, "%s: cannot compute its SHA-256: %s", f->src, pk_sha_why());
+        snprintf(err, errlen, "%s: out of memory computing its SHA-256", f->src);
         return -1;
     }
     char why[512];
@@ -318,7 +318,7 @@ int pk__reread(const pk_file *f, const char *root, uint8_t *out, char *err, size
         return -1;
     uint8_t digest[PK_DIGEST_LEN];
     if (pk_sha256(out, f->read_size, digest) != 0) {
-        snprintf(err, errlen, "%s: cannot compute its SHA-256: %s", f->src, pk_sha_why());
+        snprintf(err, errlen, "%s: out of memory computing its SHA-256", f->src);
         return -1;
     }
     /* the same size and times, other bytes: written with its times put back */

@@ -480,7 +480,7 @@ static int unspill(build *b, const pk_file *f, int enc, const pk_variant *v, voi
     if (pk_spill_get(b->spill, v->spill_off, room, v->len, b->err, sizeof b->err) != 0)
         return -1;
     if (pk_sha256(room, v->len, digest) != 0) {
-        snprintf(b->err, sizeof b->err, "%s: cannot compute a SHA-256: %s", f->src, pk_sha_why());
+        snprintf(b->err, sizeof b->err, "%s: out of memory computing a SHA-256", f->src);
         return -1;
     }
     if (memcmp(digest, v->digest, PK_DIGEST_LEN) != 0) {
@@ -718,7 +718,7 @@ int pk__write_pack(build *b, pk_stats *st)
     uint8_t id[SF_PACK_ID_LEN];
     if (sf_pack_id_end(idsha, id) != 0) {
         idsha = NULL;
-        snprintf(b->err, sizeof b->err, "cannot compute the pack id: %s", pk_sha_why());
+        snprintf(b->err, sizeof b->err, "out of memory computing the pack id");
         goto out_abort;
     }
     idsha = NULL;

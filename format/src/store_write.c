@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -112,6 +113,18 @@ void sf_keep_attributes(const char *tmp, const char *final_path)
         (void)chmod(tmp, old.st_mode & 0777);
 }
 
+/* Whether n bytes of address space can be reserved now: LMDB's ENOMEM is
+ * its map's mmap or any of its allocations, and only the first is a lack of
+ * address space (a limit such as ulimit -v). */
+static int address_space_for(uint64_t n)
+{
+    void *p = mmap(NULL, (size_t)n, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED)
+        return 0;
+    munmap(p, (size_t)n);
+    return 1;
+}
+
 int sf_writer_open(const char *final_path, uint64_t capacity, sf_writer **out, char *err,
                    size_t errlen)
 {
@@ -137,7 +150,7 @@ int sf_writer_open(const char *final_path, uint64_t capacity, sf_writer **out, c
     if ((rc = mdb_env_set_mapsize(w->env, (size_t)map)) != 0)
         goto out_lmdb;
     rc = mdb_env_open(w->env, w->tmp, MDB_NOSUBDIR | MDB_NOLOCK | MDB_NOSYNC, 0644);
-    if (rc == ENOMEM) { /* its mmap: address space ran out, not memory */
+    if (rc == ENOMEM && !address_space_for(map)) {
         char why[160];
         snprintf(why, sizeof why,
                  "cannot map %llu MiB of address space for the new pack (is it limited, as "
@@ -163,8 +176,12 @@ int sf_writer_open(const char *final_path, uint64_t capacity, sf_writer **out, c
     return SF_OK;
 
 out_lmdb:
-    say(err, errlen, w->tmp, mdb_strerror(rc));
+    /* out of memory is the program's, not the temporary file's */
+    say(err, errlen, rc == ENOMEM ? final_path : w->tmp,
+        rc == ENOMEM ? "out of memory" : mdb_strerror(rc));
     sf_writer_abort(w);
+    if (rc == ENOMEM)
+        return SF_ENOMEM;
     return rc == ENOENT || rc == EACCES || rc == ENOSPC ? SF_EIO : SF_ELMDB;
 out_free:
     if (w) {
