@@ -39,6 +39,8 @@
 #define SV_MAX_TIMEOUT_S 86400.0
 /* Highest --max-conns: far beyond what one loop serves well. */
 #define SV_MAX_MAX_CONNS 1000000
+/* getopt's string of short options */
+#define SHORTS ":p:l:w:a:u:hV"
 
 static const char usage_text[] =
     "Usage: servd [--pack SITE.lmdb] [OPTION]...\n"
@@ -224,7 +226,7 @@ static int parse_args(int argc, char **argv, sv_config *cfg, const char **user_n
     cfg->admin_inherited = -1;
 
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":p:l:w:a:u:hV", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, SHORTS, opts, NULL)) != -1) {
         switch (c) {
         case 'p':
             once(&cfg->pack_path, "--pack");
@@ -294,6 +296,8 @@ static int parse_args(int argc, char **argv, sv_config *cfg, const char **user_n
             usage_error("option '%s' needs a value", argv[optind - 1]);
             break;
         default: {
+            if (optopt > 0 && optopt < 256 && !strchr(SHORTS, optopt)) /* also in -xV */
+                usage_error("unknown option '-%c'", optopt);
             const char *arg = argv[optind - 1], *eq = strchr(arg, '=');
             if (optopt && eq && strncmp(arg, "--", 2) == 0) /* --spa=1 */
                 usage_error("option '%.*s' takes no value", (int)(eq - arg), arg);

@@ -471,6 +471,11 @@ def main():
             err = expect_failure(args, 2, [], "%s with a value" % name)
             T.check(err.startswith("servd-pack: option %s takes no value\n" % name),
                     "%s=1: %r" % (name, err))
+        # an unknown letter inside a cluster, after an option given in full
+        for args in (["build", root, "-o", out, "--quiet", "-xq"],
+                     ["build", "--rules=" + out, "-xq", "-o", out, root], ["ls", "--json", "-xq", out]):
+            err = expect_failure(args, 2, [], "-x in a cluster: %s" % args)
+            T.check(err.startswith("servd-pack: unknown option -x\n"), "%s: %r" % (args, err))
         err = expect_failure(["ls", out, "--encoding"], 2, [], "--encoding without its argument")
         T.check(err.startswith("servd-pack: "), "ls --encoding: %r" % err)
 

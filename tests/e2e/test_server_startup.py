@@ -275,6 +275,9 @@ def t_usage_errors():
     ok(err.startswith("servd: option '--spa' takes no value\n"), "--spa=1: %r" % err)
     rc, out, err = run_servd(["--pack", pack, "--bogus=1"])
     ok(err.startswith("servd: unknown option '--bogus=1'\n"), "--bogus=1: %r" % err)
+    for args in (["--pack=" + pack, "-xV"], ["--spa", "-xV"]):  # a letter in a cluster
+        rc, out, err = run_servd(args)
+        ok(err.startswith("servd: unknown option '-x'\n"), "%s: %r" % (args, err))
 
 
 def t_help_and_version():
