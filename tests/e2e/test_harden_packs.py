@@ -4,9 +4,10 @@ truncated (at 12 lengths), wrong-magic (servd's meta magic, LMDB's meta magic),
 wrong-version (servd's major version, LMDB's format version) and bit-flipped (FLIPS
 single-bit flips, 240 or 120 under the sanitizers, at offsets drawn with a fixed seed
 per build kind: a third inside stored bodies, a third in entry records and keys, a third
-anywhere else; the pack is built with a fixed SOURCE_DATE_EPOCH so offsets reproduce). Bytes that are LMDB's own structure (page
-headers, node pointers and headers, meta pages) are left to test_harden_lmdb.py:
-damage there used to crash liblmdb inside servd (docs/security.md §6).
+anywhere else; the pack is built with a fixed SOURCE_DATE_EPOCH so offsets reproduce).
+Bytes that are LMDB's own structure (page headers, node pointers and headers, meta pages)
+are left to test_harden_lmdb.py: damage there used to crash liblmdb inside servd
+(docs/security.md §6).
 
 For each copy, `servd --pack COPY` must either
   - refuse it at startup: exit status 1 (never a signal, never a sanitizer report)
