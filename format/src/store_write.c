@@ -113,6 +113,17 @@ void sf_keep_attributes(const char *tmp, const char *final_path)
         (void)chmod(tmp, old.st_mode & 0777);
 }
 
+/* Says what an LMDB failure rc of the writer was: out of memory is the
+ * program's, said with the pack's name; anything else befell the temporary
+ * file, and names it. */
+static void say_lmdb(const sf_writer *w, char *err, size_t errlen, int rc)
+{
+    if (rc == ENOMEM)
+        say(err, errlen, w->final, "out of memory");
+    else
+        say(err, errlen, w->tmp, mdb_strerror(rc));
+}
+
 /* Whether n bytes of address space can be reserved now: LMDB's ENOMEM is
  * its map's mmap or any of its allocations, and only the first is a lack of
  * address space (a limit such as ulimit -v). */
@@ -176,9 +187,7 @@ int sf_writer_open(const char *final_path, uint64_t capacity, sf_writer **out, c
     return SF_OK;
 
 out_lmdb:
-    /* out of memory is the program's, not the temporary file's */
-    say(err, errlen, rc == ENOMEM ? final_path : w->tmp,
-        rc == ENOMEM ? "out of memory" : mdb_strerror(rc));
+    say_lmdb(w, err, errlen, rc);
     sf_writer_abort(w);
     if (rc == ENOMEM)
         return SF_ENOMEM;
@@ -434,7 +443,7 @@ int sf_sync_dir_of(const char *path)
 int sf_writer_seal(sf_writer *w, const sf_meta *meta, char *err, size_t errlen)
 {
     if (w->failed) {
-        say(err, errlen, w->tmp, mdb_strerror(w->failed));
+        say_lmdb(w, err, errlen, w->failed);
         return lmdb_error(w->failed);
     }
     if (w->sealed || !w->txn) { /* sealed, or a seal that failed */
@@ -447,8 +456,11 @@ int sf_writer_seal(sf_writer *w, const sf_meta *meta, char *err, size_t errlen)
     sf_meta_encode(&m, rec);
     int rc = put(w, w->meta_db, NULL, "meta", 4, rec, sizeof rec, 0, NULL);
     if (rc != SF_OK) { /* a batch commit that failed says why */
-        say(err, errlen, w->tmp,
-            w->failed ? mdb_strerror(w->failed) : "cannot store the meta record");
+        if (w->failed)
+            say_lmdb(w, err, errlen, w->failed);
+        else
+            say(err, errlen, rc == SF_ENOMEM ? w->final : w->tmp,
+                rc == SF_ENOMEM ? "out of memory" : "cannot store the meta record");
         return rc;
     }
     rc = mdb_txn_commit(w->txn);
@@ -456,7 +468,7 @@ int sf_writer_seal(sf_writer *w, const sf_meta *meta, char *err, size_t errlen)
     if (rc == 0)
         rc = mdb_env_sync(w->env, 1);
     if (rc != 0) {
-        say(err, errlen, w->tmp, mdb_strerror(rc));
+        say_lmdb(w, err, errlen, rc);
         return lmdb_error(rc);
     }
     mdb_env_close(w->env);
