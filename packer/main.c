@@ -96,10 +96,9 @@ static int usage_error(const char *fmt, const char *arg)
  * is getopt's string of short options. */
 static int option_error(int c, char **argv, const char *shorts)
 {
-    if (c == '?' && optopt > 0 && optopt < 256 && !strchr(shorts, optopt)) {
-        char shortopt[3] = {'-', (char)optopt, '\0'}; /* in a cluster, -xq */
-        return usage_error("unknown option %s", shortopt);
-    }
+    char shortopt[3] = {'-', (char)optopt, '\0'};
+    if (c == '?' && optopt > 0 && optopt < 256 && !strchr(shorts, optopt))
+        return usage_error("unknown option %s", shortopt); /* also in a cluster, -xq */
     const char *opt = argv[optind - 1];
     const char *eq = strncmp(opt, "--", 2) == 0 ? strchr(opt, '=') : NULL;
     if (c == '?' && optopt && eq) { /* getopt_long found the option: --quiet=1 */
@@ -107,7 +106,6 @@ static int option_error(int c, char **argv, const char *shorts)
         snprintf(name, sizeof name, "%.*s", (int)(eq - opt), opt);
         return usage_error("option %s takes no value", name);
     }
-    char shortopt[3] = {'-', (char)optopt, '\0'};
     if (optopt && optopt < 256 && strncmp(opt, "--", 2) != 0)
         opt = shortopt; /* one of a cluster of short options: -qx */
     if (c == ':')

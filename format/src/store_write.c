@@ -456,11 +456,10 @@ int sf_writer_seal(sf_writer *w, const sf_meta *meta, char *err, size_t errlen)
     sf_meta_encode(&m, rec);
     int rc = put(w, w->meta_db, NULL, "meta", 4, rec, sizeof rec, 0, NULL);
     if (rc != SF_OK) { /* a batch commit that failed says why */
-        if (w->failed)
-            say_lmdb(w, err, errlen, w->failed);
+        if (w->failed || rc == SF_ENOMEM)
+            say_lmdb(w, err, errlen, w->failed ? w->failed : ENOMEM);
         else
-            say(err, errlen, rc == SF_ENOMEM ? w->final : w->tmp,
-                rc == SF_ENOMEM ? "out of memory" : "cannot store the meta record");
+            say(err, errlen, w->tmp, "cannot store the meta record");
         return rc;
     }
     rc = mdb_txn_commit(w->txn);

@@ -372,7 +372,8 @@ def allocation_failures(work):
     # such as ulimit -v does (glibc reserves 64 MiB of it for each thread's heap, so
     # builds on several threads meet it first): that was "alloc-tiny.lmdb.tmp-PID:
     # Cannot allocate memory", naming a file the user never gave (an audit, 2026-12-05).
-    # Any other allocation failing in LMDB's open is "out of memory" (the sweeps above).
+    # Any other allocation failing in LMDB is "out of memory", naming the pack (the --base
+    # sweep above checks that no failure names the temporary file).
     if os.path.exists(outs[0]):
         os.unlink(outs[0])
     env = dict(os.environ, LD_PRELOAD=shim, FAIL_MMAP_OVER=str(32 << 20))
