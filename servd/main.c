@@ -110,12 +110,12 @@ static int stdout_done(void)
     return 1;
 }
 
-/* Sets *slot to the value of an option that may be given once: a second
- * --pack, --admin, --access-log or --user would silently win. */
-static void once(const char **slot, const char *name)
+/* Sets *slot to a value that names something: an empty one (as in
+ * "--pack=$PACK" with PACK unset) names nothing. */
+static void named(const char **slot, const char *name, const char *what)
 {
-    if (*slot)
-        usage_error("%s is given twice", name);
+    if (!*optarg)
+        usage_error("%s '': expected %s", name, what);
     *slot = optarg;
 }
 
@@ -186,6 +186,23 @@ enum {
     OPT_REAL_IP_FROM,
 };
 
+/* Refuses a second use of an option that takes one value: a second
+ * --pack or --workers would silently win over the first. --listen and
+ * --real-ip-from add up. seen has a bit for each entry of opts. */
+static void given_once(const struct option *opts, int c, uint64_t *seen)
+{
+    if (c == 'l' || c == OPT_REAL_IP_FROM)
+        return;
+    for (unsigned i = 0; opts[i].name; i++) {
+        if (opts[i].val != c || opts[i].has_arg != required_argument)
+            continue;
+        if (*seen & (UINT64_C(1) << i))
+            usage_error("--%s is given twice", opts[i].name);
+        *seen |= UINT64_C(1) << i;
+        return;
+    }
+}
+
 /* Reads the command line into @p cfg; a usage error exits with status 2.
  * @return -1 to go on, or the exit status of --help and --version. */
 static int parse_args(int argc, char **argv, sv_config *cfg, const char **user_name)
@@ -225,11 +242,13 @@ static int parse_args(int argc, char **argv, sv_config *cfg, const char **user_n
     cfg->watch_poll_ms = SV_WATCH_DEFAULT_POLL_MS;
     cfg->admin_inherited = -1;
 
+    uint64_t seen = 0;
     opterr = 0;
     while ((c = getopt_long(argc, argv, SHORTS, opts, NULL)) != -1) {
+        given_once(opts, c, &seen);
         switch (c) {
         case 'p':
-            once(&cfg->pack_path, "--pack");
+            named(&cfg->pack_path, "--pack", "a file name");
             break;
         case 'l':
             if (cfg->nlisten == SV_MAX_LISTEN)
@@ -240,17 +259,13 @@ static int parse_args(int argc, char **argv, sv_config *cfg, const char **user_n
             cfg->workers = (int)parse_count("--workers", optarg, SV_MAX_WORKERS);
             break;
         case 'a':
-            if (cfg->has_admin)
-                usage_error("%s is given twice", "--admin");
             admin_arg = optarg;
             cfg->has_admin = 1;
             break;
         case OPT_ACCESS_LOG:
-            once(&cfg->access_log, "--access-log");
+            named(&cfg->access_log, "--access-log", "a file name");
             break;
         case OPT_REAL_IP_HEADER:
-            if (cfg->realip.header_len)
-                usage_error("%s is given twice", "--real-ip-header");
             if (sv_realip_header(&cfg->realip, optarg, err, sizeof err) != 0)
                 usage_error("--real-ip-header %s", err);
             break;
@@ -283,7 +298,7 @@ static int parse_args(int argc, char **argv, sv_config *cfg, const char **user_n
             cfg->watch_poll_ms = parse_seconds_or_off("--watch-interval", optarg, 1);
             break;
         case 'u':
-            once(user_name, "--user");
+            named(user_name, "--user", "a user name");
             break;
         case 'h':
             fputs(usage_text, stdout);

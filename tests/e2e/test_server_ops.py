@@ -1014,8 +1014,7 @@ def t_header_timeout_is_logged_as_408():
     log = os.path.join(st.tmpdir(), "timeout-access.log")
     if os.path.exists(log):
         os.unlink(log)
-    with st.Servd(pack(), extra=["--access-log", log, "--header-timeout", "0.5",
-                                 "--workers", "1"]) as s:
+    with st.Servd(pack(), extra=["--access-log", log, "--header-timeout", "0.5"]) as s:
         partial = socket.create_connection(("127.0.0.1", s.port), timeout=5)
         partial.sendall(b"GET /index.html HTTP/1.1\r\nHost: a\r\nUser-Agent: slow")
         silent = socket.create_connection(("127.0.0.1", s.port), timeout=5)

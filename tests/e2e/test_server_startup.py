@@ -260,6 +260,14 @@ def t_usage_errors():
         (["--pack", pack, "--access-log", "/dev/null", "--access-log", "/dev/null"],
          "--access-log twice"),
         (["--pack", pack, "--user", "root", "--user", "root"], "--user twice"),
+        (["--pack", pack, "--workers", "1", "--workers", "2"], "--workers twice"),
+        (["--pack", pack, "-w1", "--workers=1"], "-w and --workers"),
+        (["--pack", pack, "--idle-timeout", "5", "--idle-timeout", "6"], "--idle-timeout twice"),
+        (["--pack", pack, "--max-conns", "5", "--max-conns", "6"], "--max-conns twice"),
+        (["--pack", pack, "--watch-interval", "1", "--watch-interval", "0"],
+         "--watch-interval twice"),
+        (["--pack", pack, "--real-ip-header", "X-Real-IP", "--real-ip-header", "X-Real-IP",
+          "--real-ip-from", "10.0.0.0/8", "--access-log", "/dev/null"], "--real-ip-header twice"),
     ]
     for args, what in cases:
         rc, out, err = run_servd(args)
@@ -269,12 +277,23 @@ def t_usage_errors():
         ok("--help" in err, "%s: no pointer to --help: %r" % (what, err))
     rc, out, err = run_servd([pack])
     ok("(the pack is given with --pack FILE)" in err, "a pack without --pack: no hint: %r" % err)
+    # an option with one value, given twice: named by its long name, whatever the spelling
+    # ("--workers 4 -w 1" took 1 before 2026-12-06)
+    rc, out, err = run_servd(["--pack", pack, "--workers=2", "-w", "1"])
+    ok(err.startswith("servd: --workers is given twice\n"), "-w after --workers: %r" % err)
     # a value given to an option that takes none is not an unknown option
     rc, out, err = run_servd(["--pack", pack, "--spa=1"])
     eq(rc, 2, "--spa=1: exit status")
     ok(err.startswith("servd: option '--spa' takes no value\n"), "--spa=1: %r" % err)
     rc, out, err = run_servd(["--pack", pack, "--bogus=1"])
     ok(err.startswith("servd: unknown option '--bogus=1'\n"), "--bogus=1: %r" % err)
+    # an empty value ("--pack=$PACK" with PACK unset) is a usage error, not a file
+    # named "" ("refusing to start: : No such file or directory", exit 1)
+    for opt, what in (("--pack", "a file name"), ("--access-log", "a file name"),
+                      ("--user", "a user name")):
+        rc, out, err = run_servd([opt + "="] + (["--pack", pack] if opt != "--pack" else []))
+        eq(rc, 2, "%s=: exit status (stderr %r)" % (opt, err))
+        ok(err.startswith("servd: %s '': expected %s\n" % (opt, what)), "%s=: %r" % (opt, err))
     for args in (["--pack=" + pack, "-xV"], ["--spa", "-xV"]):  # a letter in a cluster
         rc, out, err = run_servd(args)
         ok(err.startswith("servd: unknown option '-x'\n"), "%s: %r" % (args, err))
