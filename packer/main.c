@@ -257,7 +257,7 @@ static int cmd_build(int argc, char **argv)
     pk_build_opts o = {0};
     o.jobs = sf_cpu_count(PK_POOL_MAX_THREADS);
     o.memory = sf_memory_available() / 2; /* 0: not known, no limit */
-    int memory_given = 0;
+    int memory_given = 0, jobs_given = 0;
     int c;
     opterr = 0;
     while ((c = getopt_long(argc, argv, BUILD_SHORTS, opts, NULL)) != -1) {
@@ -294,6 +294,8 @@ static int cmd_build(int argc, char **argv)
         case 'h':
             return print_help();
         case 'j': {
+            if (jobs_given++) /* as --memory: the first would silently lose */
+                return usage_error("%s is given twice", "--jobs");
             char *end;
             errno = 0;
             long n = strtol(optarg, &end, 10);
@@ -362,7 +364,7 @@ static int parse_simple(int argc, char **argv, int *json, int *quiet, int *encod
                                          {"headers", no_argument, NULL, OPT_HEADERS},
                                          {"help", no_argument, NULL, 'h'},
                                          {0, 0, 0, 0}};
-    int c;
+    int c, encoding_given = 0;
     opterr = 0;
     while ((c = getopt_long(argc, argv, READ_SHORTS, opts, NULL)) != -1) {
         switch (c) {
@@ -379,6 +381,8 @@ static int parse_simple(int argc, char **argv, int *json, int *quiet, int *encod
         case OPT_ENCODING:
             if (!encoding)
                 return usage_error("%s: --encoding is not an option of this command", argv[0]);
+            if (encoding_given++)
+                return usage_error("%s is given twice", "--encoding");
             *encoding = sf_encoding_parse(optarg, strlen(optarg));
             if (*encoding < 0)
                 return usage_error("--encoding %s: expected identity, gzip, br or zstd", optarg);

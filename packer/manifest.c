@@ -88,7 +88,10 @@ int pk_manifest_write_tmp(const char *path, const pk_site *site, const sf_meta *
     pk_manifest_tmp_name(path, tmp, sizeof tmp);
     FILE *fp = fopen(tmp, "w");
     if (!fp) {
-        snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
+        if (errno == ENOMEM) /* the user named path; tmp is ours */
+            snprintf(err, errlen, "%s: out of memory", path);
+        else
+            snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
         return -1;
     }
     errno = 0;
@@ -101,7 +104,10 @@ int pk_manifest_write_tmp(const char *path, const pk_site *site, const sf_meta *
         saved = errno;
     }
     if (rc != 0) {
-        snprintf(err, errlen, "%s: cannot write: %s", tmp, strerror(saved));
+        if (saved == ENOMEM)
+            snprintf(err, errlen, "%s: out of memory", path);
+        else
+            snprintf(err, errlen, "%s: cannot write: %s", tmp, strerror(saved));
         unlink(tmp);
         return -1;
     }

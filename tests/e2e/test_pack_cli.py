@@ -344,6 +344,11 @@ def main():
                            "--memory %r" % spelling, outdir, out)
         expect_failure(["build", root, "-o", out, "--memory", "1G", "--memory", "2G"], 2,
                        ["--memory is given twice"], "--memory twice", outdir, out)
+        # so is every option with a value: "--jobs 4 -j 1" took 1, "cat --encoding br
+        # --encoding gzip" gzip (2026-12-06)
+        for args in (["--jobs", "2", "--jobs", "2"], ["-j2", "--jobs=1"]):
+            expect_failure(["build", root, "-o", out] + args, 2, ["--jobs is given twice"],
+                           " ".join(args), outdir, out)
         for spelling in ("0", "300000000", "512M", "34M", "64k", "1GiB", "2GB", "1t", "1"):
             p = T.run(["build", root, "-o", out, "-q", "--memory", spelling])
             err = p.stderr.decode()
@@ -513,6 +518,8 @@ def main():
         expect_failure(["ls"], 2, ["SITE"], "ls without a pack")
         expect_failure(["ls", "a", "b"], 2, [], "ls with two packs")
         expect_failure(["cat", "x.lmdb", "/", "--encoding", "deflate"], 2, ["deflate"], "cat --encoding deflate")
+        expect_failure(["cat", "x.lmdb", "/", "--encoding", "br", "--encoding=gzip"], 2,
+                       ["--encoding is given twice"], "cat --encoding twice")
         expect_failure(["diff", "x.lmdb"], 2, [], "diff with one pack")
 
         # Failures: exit 1, message names the file, nothing left behind.

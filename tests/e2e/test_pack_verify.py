@@ -309,6 +309,8 @@ def allocation_failures(work):
     # build, on a one-file site (about a hundred allocations, every one swept): exit 0
     # only with the very pack and manifest a run without a failure writes. A failed hash
     # of the class tables once left "cls=00000000" in the pack's profile, with exit 0.
+    # A failure never names a temporary file: the manifest's write said
+    # "alloc-tiny.json.tmp-PID: cannot write: Cannot allocate memory" (2026-12-06).
     tiny = os.path.join(work, "alloc-tiny")
     os.makedirs(tiny)
     with open(os.path.join(tiny, "index.html"), "w") as f:
@@ -336,6 +338,7 @@ def allocation_failures(work):
                     "manifest" % n)
         else:
             T.check(err.strip() != "", "build, allocation %d fails: exit 1 unexplained" % n)
+            T.check(".tmp-" not in err, "build, allocation %d fails: %r" % (n, err[-300:]))
 
     # build --base of the same site, every body taken from the base: a failure is never a
     # verdict on the base, and never names the pack's temporary file ("site.lmdb.tmp-PID:
