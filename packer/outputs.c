@@ -9,15 +9,29 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+/* Whether the process may replace the files of others in a sticky
+ * directory (CAP_FOWNER in its effective set; root has it unless dropped). */
+static int has_cap_fowner(void)
+{
+    struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
+    struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
+    if (syscall(SYS_capget, &h, d) != 0)
+        return 1; /* not known: rename(2) will say */
+    return (d[CAP_TO_INDEX(CAP_FOWNER)].effective & CAP_TO_MASK(CAP_FOWNER)) != 0;
+}
+
 /* Fails early, before minutes of compression, if the output cannot be made:
- * its directory must exist and be writable, and the temporary name beside
- * it ("<name>.tmp-<pid>") must be a legal file name there. */
+ * its directory must exist and be writable, the file there one we may
+ * replace, and the temporary name beside it ("<name>.tmp-<pid>") a legal
+ * file name there. */
 static int check_output_dir(build *b, const char *path)
 {
     char d[PATH_MAX];
@@ -50,6 +64,18 @@ static int check_output_dir(build *b, const char *path)
     if (access(d, W_OK) != 0) {
         snprintf(b->err, sizeof b->err, "%.900s: output directory %.900s: %s", path, d,
                  strerror(errno));
+        return -1;
+    }
+    /* In a sticky directory (/tmp, a shared deploy directory), rename(2)
+     * over a file fails with EPERM unless the file or the directory is
+     * ours, or we have CAP_FOWNER: found out now, not at the last step. */
+    struct stat f;
+    if ((st.st_mode & S_ISVTX) && stat(path, &f) == 0 && f.st_uid != geteuid() &&
+        st.st_uid != geteuid() && !has_cap_fowner()) {
+        snprintf(b->err, sizeof b->err,
+                 "%.900s: belongs to another user (uid %lu) in a sticky directory, so it "
+                 "cannot be replaced (remove it as its owner, or name another file)",
+                 path, (unsigned long)f.st_uid);
         return -1;
     }
     char tmp[PATH_MAX];
