@@ -280,17 +280,21 @@ static void take(sv_admin *a, int fd)
     }
     if (a->nconns > SV_ADMIN_MAX_CONNS) {
         /* Say why, in one non-blocking write from static memory, and close:
-         * a flood must not get buffers or timers. */
+         * a flood must not get buffers or timers. A HEAD that arrived with
+         * the connection gets the head alone (RFC 9110 §9.3.2). */
 #define BUSY_BODY "too many admin connections; try again\n"
         _Static_assert(sizeof BUSY_BODY - 1 == 38, "the Content-Length below");
         static const char busy[] =
             "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; "
             "charset=utf-8\r\nContent-Length: 38\r\nCache-Control: "
             "no-store\r\nRetry-After: 1\r\nConnection: close\r\n\r\n" BUSY_BODY;
+        size_t body_len = sizeof BUSY_BODY - 1;
 #undef BUSY_BODY
-        uv_buf_t b = uv_buf_init((char *)busy, sizeof busy - 1);
+        ssize_t got = recv(fd, c->buf, sizeof c->buf, MSG_DONTWAIT); /* unused yet */
+        int head = got >= 5 && memcmp(c->buf, "HEAD ", 5) == 0;
+        uv_buf_t b = uv_buf_init((char *)busy, sizeof busy - 1 - (head ? body_len : 0));
         uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
-        sv__drop_arrived(fd, c->buf, sizeof c->buf); /* unused: nothing read yet */
+        sv__drop_arrived(fd, c->buf, sizeof c->buf);
         aconn_close(c);
         return;
     }

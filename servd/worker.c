@@ -62,11 +62,15 @@ static void on_accept_pause_end(uv_timer_t *t)
 
 /* Answers a connection over --max-conns with 503 and closes it. It is a
  * response like any other in the metrics and the access log (no request
- * was read: the request field is "-"). */
+ * is parsed: the request field is "-"). What arrived with the connection is
+ * read first, without waiting: a HEAD gets its 503 without the body (RFC
+ * 9110 §9.3.2); a request yet to come is answered as a GET would be. */
 static void reject(sv_worker *w, int fd)
 {
     sv__clock(w);
-    sv_respond_error(503, 1, &w->date, &w->plan);
+    ssize_t got = recv(fd, w->rbuf, sizeof w->rbuf, MSG_DONTWAIT);
+    int head = got >= 5 && memcmp(w->rbuf, "HEAD ", 5) == 0;
+    sv_respond_error_method(503, 1, head ? SV_M_HEAD : 0, &w->date, &w->plan);
     /* counted before it is sent, as every response is (add_plan): a client
      * that reads the 503 and then asks /metrics must find it there */
     sv__count(&w->ctr->conns_rejected, 1);

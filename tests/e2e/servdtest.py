@@ -126,6 +126,26 @@ def _ephemeral_low():
         return 32768
 
 
+def stop(proc, limit=5.0):
+    """Sends SIGSTOP to proc and returns once every thread of it is stopped: a
+    connection made then reaches servd's accept only after SIGCONT, whatever it sent."""
+    import signal
+    proc.send_signal(signal.SIGSTOP)
+    deadline = time.time() + limit
+    while time.time() < deadline:
+        states = []
+        for t in os.listdir("/proc/%d/task" % proc.pid):
+            try:
+                with open("/proc/%d/task/%s/stat" % (proc.pid, t)) as f:
+                    states.append(f.read().rsplit(")", 1)[1].split()[0])
+            except FileNotFoundError:
+                pass
+        if states and all(s in "tT" for s in states):
+            return
+        time.sleep(0.005)
+    raise AssertionError("pid %d did not stop within %.0f s" % (proc.pid, limit))
+
+
 def free_port():
     """A port that is free now, for a server the test starts next. It is taken
     below the kernel's ephemeral range: a port from bind(0) lies inside it,

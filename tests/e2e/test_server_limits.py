@@ -76,6 +76,40 @@ def t_max_conns():
             c.close()
 
 
+def t_max_conns_head():
+    """The 503 over --max-conns is sent before a request is parsed, so it carried its
+    body even to a HEAD (RFC 9110 9.3.2: never content in answer to HEAD). servd now
+    reads what arrived with the connection first: servd is stopped while the client
+    connects and sends its HEAD, so that the request is there at the accept."""
+    with st.Servd(pack(), extra=["--max-conns", "2"]) as s:
+        held = served_connections(s.port, 2)
+        for method in ("HEAD", "GET"):
+            st.stop(s.proc)
+            try:
+                extra = socket.create_connection(("127.0.0.1", s.port), timeout=5)
+                extra.sendall(st.req(method, "/"))
+            finally:
+                s.proc.send_signal(signal.SIGCONT)
+            got = b""
+            while True:
+                try:
+                    chunk = extra.recv(65536)
+                except ConnectionResetError:
+                    break
+                if not chunk:
+                    break
+                got += chunk
+            extra.close()
+            head, sep, body = got.partition(b"\r\n\r\n")
+            ok(head.startswith(b"HTTP/1.1 503 ") and sep, "%s over --max-conns: %r"
+               % (method, got[:200]))
+            ok(b"\r\nContent-Length: 24" in head, "%s: the GET's length: %r" % (method, head))
+            eq(body, b"" if method == "HEAD" else b"503 Service Unavailable\n",
+               "%s over --max-conns: what follows the head" % method)
+        for c in held:
+            c.close()
+
+
 def served_connections(port, n):
     """n keep-alive connections to port, each served one GET / and kept open."""
     held = []

@@ -314,7 +314,7 @@ def t_admin_answers_what_it_refuses_before_it_closes():
         finally:
             s.close()
 
-    with st.Servd(pack(), extra=["--admin", "127.0.0.1:%d" % adm]):
+    with st.Servd(pack(), extra=["--admin", "127.0.0.1:%d" % adm]) as s:
         big = b"GET /metrics HTTP/1.1\r\nHost: a\r\nX-Pad: " + b"p" * 9000 + b"\r\n\r\n"
         post = st.req("POST", "/metrics", [("Content-Length", "200000")]) + b"x" * 200000
         for data, status, what in ((big, b"431", "a head over 4 KiB"), (post, b"405", "POST")):
@@ -340,6 +340,28 @@ def t_admin_answers_what_it_refuses_before_it_closes():
             ok(r is not None, "over the admin connection limit: no answer")
             eq((r.status, r.get("Retry-After"), closed), (503, "1", True), "over the limit")
             ok(b"too many admin connections" in r.body, "503 body %r" % r.body)
+            # a HEAD there when servd reads it (servd stopped while it arrives): the
+            # head alone (2026-12-06: it had the body)
+            st.stop(s.proc)
+            try:
+                hc = socket.create_connection(("127.0.0.1", adm), timeout=5)
+                hc.sendall(st.req("HEAD", "/healthz"))
+            finally:
+                s.proc.send_signal(signal.SIGCONT)
+            got = b""
+            while True:
+                try:
+                    chunk = hc.recv(65536)
+                except ConnectionResetError:
+                    break
+                if not chunk:
+                    break
+                got += chunk
+            hc.close()
+            head, _, body = got.partition(b"\r\n\r\n")
+            ok(head.startswith(b"HTTP/1.1 503 ") and b"\r\nContent-Length: 38" in head,
+               "a HEAD over the admin connection limit: %r" % got[:300])
+            eq(body, b"", "a HEAD over the admin connection limit: no body")
         finally:
             for h in held:
                 h.close()
