@@ -238,12 +238,15 @@ int pk_build(const pk_build_opts *o)
     if (b.site.n == 0) {
         /* say where the files went, when the walk saw some */
         const pk_site *ws = &b.site;
+        char dots[512]; /* the names are cut there */
+        pk_names_list(dots, sizeof dots, (const char *const *)ws->dot_names, ws->ndot_names,
+                      ws->skipped_dot);
         if (ws->skipped_dot + ws->skipped_excluded == 0)
             snprintf(b.err, sizeof b.err, "%s: no files to pack", o->root);
         else
             snprintf(b.err, sizeof b.err,
-                     "%s: no files to pack (skipped: %llu dotfiles, %llu excluded by rules)",
-                     o->root, (unsigned long long)ws->skipped_dot,
+                     "%.1000s: no files to pack (skipped: %llu dotfiles%s, %llu excluded by rules)",
+                     o->root, (unsigned long long)ws->skipped_dot, dots,
                      (unsigned long long)ws->skipped_excluded);
         goto out_free;
     }
@@ -324,6 +327,8 @@ int pk_build(const pk_build_opts *o)
         st.decoded += (uint64_t)b.site.files[i].encoded;
     st.sidecar_names = (const char *const *)b.site.sidecar_names;
     st.nsidecar_names = b.site.nsidecar_names;
+    st.dot_names = (const char *const *)b.site.dot_names;
+    st.ndot_names = b.site.ndot_names;
     st.skipped_excluded = b.site.skipped_excluded;
     st.seconds = pk_monotonic_seconds() - t0;
     st.memory = o->memory;

@@ -270,21 +270,48 @@ static void list_encodings(const sf_entry *e, char *out, size_t cap)
     }
 }
 
+/* When path, taken as a name (as ls prints it: "/q?.txt", "/100%.html"),
+ * is a path of the pack: writes " (ls's /q?.txt is /q%3F.txt as a URL)" to
+ * hint, for a cat given what ls printed. Else hint is empty. */
+static void listed_hint(sf_reader *r, const char *path, char *hint, size_t cap)
+{
+    char url[3 * SF_KEY_MAX + 1];
+    size_t n = strlen(path);
+    sf_entry e;
+    hint[0] = '\0';
+    if (n > SF_KEY_MAX || sf_path_check(path, n) != 0 || sf_lookup(r, path, n, &e) != 0)
+        return;
+    size_t u = sf_path_to_url(path, n, url, sizeof url - 1);
+    url[u] = '\0'; /* 3 * n fits */
+    snprintf(hint, cap, " (ls's %s is %s as a URL)", path, url);
+}
+
 int pk_cmd_cat(const char *site, const char *path, int encoding, int headers)
 {
-    char key[SF_PATH_MAX + 16];
+    char key[SF_PATH_MAX + 16], hint[2 * MSG_LEN];
     size_t klen = 0;
     int special = strcmp(path, "status:404") == 0;
     /* as servd: the query is not part of the lookup (a '?' in a file name
      * is written %3F) */
     size_t plen = strcspn(path, "?");
-    if (!special && sf_path_from_target(path, plen, key, SF_PATH_MAX, &klen) != 0) {
-        pk_err("cat: \"%s\" is not a URL path%s", path,
-               path[0] == '/' ? "" : " (one starts with /, as in /index.html)");
-        return PK_EXIT_USAGE;
-    }
     sf_pack *pack;
     sf_reader *r;
+    if (!special && sf_path_from_target(path, plen, key, SF_PATH_MAX, &klen) != 0) {
+        hint[0] = '\0';
+        char err[MSG_LEN];
+        if (path[0] == '/' && pk_pack_open_checked(site, &pack, err, sizeof err) == 0) {
+            if (sf_reader_begin(pack, &r) == 0) {
+                listed_hint(r, path, hint, sizeof hint);
+                sf_reader_end(r);
+            }
+            sf_pack_close(pack);
+        }
+        pk_err("cat: \"%s\" is not a URL path%s", path,
+               hint[0]          ? hint
+               : path[0] == '/' ? ""
+                                : " (one starts with /, as in /index.html)");
+        return PK_EXIT_USAGE;
+    }
     if (pk_open_pack(site, &pack, &r) != 0)
         return PK_EXIT_FAIL;
     sf_entry e;
@@ -310,8 +337,11 @@ int pk_cmd_cat(const char *site, const char *path, int encoding, int headers)
         }
     }
     if (rc != 0) {
-        pk_err("%s: %s: %s", site, special ? path : key,
-               rc == SF_ENOTFOUND ? "no such path in the pack" : sf_strerror(rc));
+        if (rc == SF_ENOTFOUND && !special)
+            listed_hint(r, path, hint, sizeof hint);
+        pk_err("%s: %s: %s%s", site, special ? path : key,
+               rc == SF_ENOTFOUND ? "no such path in the pack" : sf_strerror(rc),
+               rc == SF_ENOTFOUND && !special ? hint : "");
         goto out_close_pack;
     }
     if (e.kind != SF_KIND_FILE) {

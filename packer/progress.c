@@ -4,6 +4,7 @@
 #include "progress.h"
 
 #include "msg.h"
+#include "site.h"
 
 #include <signal.h>
 #include <stdlib.h>
@@ -144,11 +145,15 @@ void pk_summary_print(FILE *out, const pk_stats *s, const char *output)
     pk_human_bytes(s->stored_bytes, h2, sizeof h2);
     fprintf(out, "  stored (distinct bodies): %llu bytes (%s)\n",
             (unsigned long long)s->stored_bytes, h2);
+    char dots[PK_MSG_MAX];
+    pk_names_list(dots, sizeof dots, s->dot_names, s->ndot_names, s->skipped_dot);
+    fprintf(out, "  skipped: %llu dotfiles", (unsigned long long)s->skipped_dot);
+    pk_esc_fputs(dots, out);
     fprintf(out,
-            "  skipped: %llu dotfiles, %llu excluded; compression reused from --base: %llu "
-            "files, from an identical file: %llu\n",
-            (unsigned long long)s->skipped_dot, (unsigned long long)s->skipped_excluded,
-            (unsigned long long)s->reused, (unsigned long long)s->twins);
+            ", %llu excluded; compression reused from --base: %llu files, from an identical "
+            "file: %llu\n",
+            (unsigned long long)s->skipped_excluded, (unsigned long long)s->reused,
+            (unsigned long long)s->twins);
     if (s->decoded)
         fprintf(out,
                 "  stored as what they contain (an encoded rule, .svgz): %llu files; the identity "

@@ -43,6 +43,8 @@ typedef struct pk_stats {
     uint64_t enc_bytes[SF_ENC_COUNT];    /* bytes of those variants */
     uint64_t enc_identity[SF_ENC_COUNT]; /* identity bytes of those paths */
     uint64_t skipped_dot, skipped_excluded;
+    const char *const *dot_names; /* the first of the skipped dotfiles (not owned) */
+    size_t ndot_names;
     uint64_t sidecars;                /* X.gz beside an X compressed: packed (sidecar.h) */
     const char *const *sidecar_names; /* the first of them (not owned) */
     size_t nsidecar_names;

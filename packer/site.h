@@ -62,19 +62,29 @@ typedef struct pk_file {
 /* Names of precompressed copies kept for the summary: a few show what they
  * are, the rest are counted ("and N more"). */
 #define PK_SIDECAR_NAMES 3
+/* Names of skipped dotfiles kept for the summary and for "no files to
+ * pack": the smallest keys (the walk meets them in directory order), the
+ * rest counted. */
+#define PK_DOT_NAMES 3
 
 typedef struct pk_site {
     char *root; /* realpath of the web root */
     pk_file *files;
     size_t n, cap;
-    uint64_t skipped_dot; /* dotfiles and dot-directories (one each) */
-    uint64_t sidecars;    /* X.gz / X.br / X.zst beside an X compressed (sidecar.h) */
+    uint64_t skipped_dot;          /* dotfiles and dot-directories (one each) */
+    char *dot_names[PK_DOT_NAMES]; /* the smallest keys of them, sorted; owned */
+    size_t ndot_names;
+    uint64_t sidecars; /* X.gz / X.br / X.zst beside an X compressed (sidecar.h) */
     const char *sidecar_names[PK_SIDECAR_NAMES]; /* the first of them: keys, not owned */
     size_t nsidecar_names;
     uint64_t skipped_excluded; /* files matched by an exclude rule */
 } pk_site;
 
 void pk_site_free(pk_site *s);
+
+/* Writes " (/.a, /.b and N more)" for n of total names to out (cap bytes),
+ * or "" when n is 0. */
+void pk_names_list(char *out, size_t cap, const char *const *names, size_t n, uint64_t total);
 
 /* Number of stored variants of f (identity included). */
 unsigned pk_file_nvariants(const pk_file *f);

@@ -98,6 +98,8 @@ static int problem(walk *w)
 
 void pk_site_free(pk_site *s)
 {
+    for (size_t i = 0; i < s->ndot_names; i++)
+        free(s->dot_names[i]);
     for (size_t i = 0; i < s->n; i++) {
         pk_file *f = &s->files[i];
         free(f->key);
@@ -310,6 +312,43 @@ static int entry_excluded(const walk *w, const char *src, const struct stat *st,
                   : pk_rules_excluded(w->rules, key, klen);
 }
 
+void pk_names_list(char *out, size_t cap, const char *const *names, size_t n, uint64_t total)
+{
+    size_t o = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < n && o < cap; i++) {
+        int k = snprintf(out + o, cap - o, "%s%s", i ? ", " : " (", names[i]);
+        o += k > 0 ? (size_t)k : 0;
+    }
+    if (n && o < cap)
+        snprintf(out + o, cap - o, total > n ? " and %llu more)" : ")",
+                 (unsigned long long)(total - n));
+}
+
+/* Keeps dirkey/name, a skipped dotfile, among the PK_DOT_NAMES smallest
+ * for the summary. Out of memory, a name is left out: the count stays. */
+static void note_dot(pk_site *s, const char *dirkey, const char *name)
+{
+    char key[PATH_MAX];
+    int n = snprintf(key, sizeof key, "%s/%s", dirkey, name);
+    if (n < 0 || (size_t)n >= sizeof key)
+        return;
+    size_t i = s->ndot_names;
+    if (i == PK_DOT_NAMES) {
+        if (strcmp(key, s->dot_names[i - 1]) >= 0)
+            return;
+        free(s->dot_names[--i]);
+        s->ndot_names--;
+    }
+    char *copy = strdup(key);
+    if (!copy)
+        return;
+    for (; i > 0 && strcmp(copy, s->dot_names[i - 1]) < 0; i--)
+        s->dot_names[i] = s->dot_names[i - 1];
+    s->dot_names[i] = copy;
+    s->ndot_names++;
+}
+
 /* Handles one directory entry: dir/name with key dirkey/name. dirreal is
  * the key of the directory's real location (differs from dirkey below a
  * symbolic link to a directory). */
@@ -319,6 +358,7 @@ static int walk_entry(walk *w, const char *dir, const char *dirkey, const char *
     char src[PATH_MAX], key[PATH_MAX], realkey[PATH_MAX];
     if (name[0] == '.' && !(depth == 0 && strcmp(name, ".well-known") == 0)) {
         w->site->skipped_dot++;
+        note_dot(w->site, dirkey, name);
         return 0;
     }
     int sn = snprintf(src, sizeof src, "%s/%s", dir, name);
@@ -369,7 +409,8 @@ static int walk_entry(walk *w, const char *dir, const char *dirkey, const char *
         if (!inside_root(w, real)) {
             snprintf(w->err, w->errlen,
                      "%s: symbolic link leads outside the root (to %s); only links inside the "
-                     "root are followed (exclude it with a rules \"exclude\" glob)",
+                     "root are followed (pack a copy of the tree with its links resolved, as "
+                     "cp -rL or rsync -L make, or exclude it with a rules \"exclude\" glob)",
                      src, real);
             return problem(w);
         }

@@ -330,7 +330,7 @@ def main():
         with open(rules, "w") as f:
             f.write('{"exclude": ["*.txt"]}')
         expect_failure(["build", empty, "-o", out, "--rules", rules], 1,
-                       ["no files to pack (skipped: 1 dotfiles, 1 excluded by rules)"],
+                       ["no files to pack (skipped: 1 dotfiles (/.env), 1 excluded by rules)"],
                        "a root whose files are all skipped", outdir, out)
         expect_failure(["build", root, "-o", out, "--jobs", "0"], 2, ["--jobs"], "--jobs 0", outdir, out)
         expect_failure(["build", root, "-o", out, "--jobs", "x"], 2, ["--jobs"], "--jobs x", outdir, out)
@@ -567,8 +567,9 @@ def main():
         T.make_site(link_root)
         link = os.path.join(link_root, "secrets")
         os.symlink(work, link)
-        expect_failure(["build", link_root, "-o", out], 1, [link, "outside the root"],
-                       "symlink outside the root", outdir, out)
+        expect_failure(["build", link_root, "-o", out], 1, [link, "outside the root",
+                                                            "cp -rL or rsync -L"],
+                       "symlink outside the root (and what to do)", outdir, out)
 
         # Links that would publish what the walk skips: a dotfile, a dot-directory.
         for target, name in ((".env", "env.txt"), (".git", "g")):
@@ -773,6 +774,18 @@ def main():
         summary = p.stderr.decode()
         for word in ("identity", "gzip", "br", "zstd", "3 dotfiles", "paths"):
             T.check(word in summary, "summary mentions %r: %s" % (word, summary))
+        # which dotfiles: a site moved from a host that serves them (.nojekyll,
+        # .buildinfo) is told what it lost, the smallest names first
+        T.check("  skipped: 3 dotfiles (/.env, /.git, /docs/.draft.html), 0 excluded;" in summary,
+                "summary names the dotfiles: " + summary)
+        many = os.path.join(work, "many-dots")
+        os.makedirs(many)
+        for name in ("index.html", ".e", ".d", ".c", ".b", ".a"):
+            with open(os.path.join(many, name), "w") as f:
+                f.write("x\n")
+        p = T.run(["build", many, "-o", os.path.join(outdir, "many-dots.lmdb")])
+        T.check("  skipped: 5 dotfiles (/.a, /.b, /.c and 2 more), 0 excluded;"
+                in p.stderr.decode(), "five dotfiles: the first three named: %s" % p.stderr.decode())
         T.check("precompressed copies packed at their own URLs (servd-pack makes the variants "
                 "itself; exclude the copies with a rule if nothing links to them): "
                 "/js/app.js.gz\n" in summary, "summary names the precompressed copy: " + summary)
@@ -847,6 +860,27 @@ def main():
         expect_failure(["cat", out, "/../etc/passwd"], 2, ['"/../etc/passwd" is not a URL path'],
                        "cat of a bad path")
         expect_failure(["cat", out, "index.html"], 2, ["(one starts with /"], "cat of a relative path")
+        # ls prints names, cat takes URLs: a name pasted from ls that is not its URL gets
+        # the URL (a migrating user's "cat /q?.txt" said only "/q: no such path")
+        ls_root = os.path.join(work, "ls-names")
+        os.makedirs(ls_root)
+        for name in ("q?.txt", "100%.html"):
+            with open(os.path.join(ls_root, name), "w") as f:
+                f.write("x\n")
+        ls_out = os.path.join(outdir, "ls-names.lmdb")
+        T.build(ls_root, ls_out)
+        T.eq(sorted(line.split("\t")[0] for line in T.ls(ls_out).splitlines()),
+             ["/100%.html", "/q?.txt"], "ls prints the names")
+        expect_failure(["cat", ls_out, "/q?.txt"], 1,
+                       ["/q: no such path in the pack (ls's /q?.txt is /q%3F.txt as a URL)\n"],
+                       "cat of a name with '?' as ls prints it")
+        expect_failure(["cat", ls_out, "/100%.html"], 2,
+                       ['cat: "/100%.html" is not a URL path (ls\'s /100%.html is /100%25.html as '
+                        'a URL)\n'], "cat of a name with '%' as ls prints it")
+        expect_failure(["cat", ls_out, "/50%"], 2, ['cat: "/50%" is not a URL path\n'],
+                       "cat of a bad URL that names nothing")
+        for url in ("/q%3F.txt", "/100%25.html"):
+            T.eq(T.cat(ls_out, url), b"x\n", "cat %s" % url)
         for args in (["ls", ""], ["verify", ""], ["diff", out, ""], ["cat", "", "/"]):
             expect_failure(args, 2, [args[0] + ": an empty file name for a pack"], "%s ''" % args[0])
         expect_failure(["ls", out, out], 2, ["ls: expected SITE.lmdb, got 2 operands"],
