@@ -2,6 +2,7 @@
  * pool.c - a fixed pool of pthreads pulling jobs from a shared index (pool.h).
  */
 #include "pool.h"
+#include "sf/cpus.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -108,7 +109,7 @@ int pk_pool_run(size_t n, const size_t *order, const uint64_t *weight, unsigned 
             p.running--;
             pthread_mutex_unlock(&p.lock);
             if (started == 0) {
-                snprintf(err, errlen, "cannot start a thread: %s", strerror(e));
+                snprintf(err, errlen, "cannot start a thread: %s", sf_spawn_strerror(e));
                 rc = -1;
                 goto out_free;
             }

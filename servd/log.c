@@ -9,6 +9,7 @@
  */
 #include "log.h"
 #include "say.h"
+#include "sf/cpus.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -256,8 +257,10 @@ int sv_log_open(const char *path, int nworkers, sv_metrics *metrics, sv_log **ou
     }
     pthread_mutex_init(&log->wlock, NULL);
     pthread_cond_init(&log->wcond, NULL);
-    if (pthread_create(&log->thread, NULL, writer, log) != 0) {
-        snprintf(err, errlen, "%s: cannot start the access-log thread", path);
+    int e = pthread_create(&log->thread, NULL, writer, log);
+    if (e != 0) {
+        snprintf(err, errlen, "%s: cannot start the access-log thread: %s", path,
+                 sf_spawn_strerror(e));
         goto out_close_fd;
     }
     *out = log;

@@ -37,6 +37,7 @@
 #include "log.h"
 #include "mapguard.h"
 #include "privdrop.h"
+#include "sf/cpus.h"
 #include "watch.h"
 
 /* The signals the main loop handles: SIGHUP, SIGUSR1, SIGTERM, SIGINT,
@@ -810,7 +811,7 @@ static int start_workers(sv_server *srv)
     for (int i = 0; !start_failed && i < cfg->workers; i++) {
         int wrc = uv_thread_create(&srv->workers[i]->thread, sv__worker_main, srv->workers[i]);
         if (wrc != 0) {
-            sv_say(SV_ERR, "cannot start worker %d: %s", i, uv_strerror(wrc));
+            sv_say(SV_ERR, "cannot start worker %d: %s", i, sf_spawn_strerror(-wrc));
             start_failed = 1;
             break;
         }

@@ -4,6 +4,7 @@
  */
 #include "sf/cpus.h"
 
+#include <errno.h>
 #include <sched.h>
 #include <limits.h>
 #include <stdint.h>
@@ -180,4 +181,11 @@ unsigned long long sf_memory_available(void)
     if (c && (!best || c < best))
         best = c;
     return best;
+}
+
+const char *sf_spawn_strerror(int err)
+{
+    if (err == EAGAIN)
+        return "out of memory, or at a limit on processes (ulimit -u, a cgroup's pids.max)";
+    return strerror(err);
 }

@@ -1,4 +1,5 @@
 /* isolate.c - run a pack check in a child process (see sf/isolate.h). */
+#include "sf/cpus.h"
 #include "sf/isolate.h"
 #include "sf/path.h"
 #include "sf/store.h"
@@ -182,7 +183,8 @@ int sf_check_isolated(sf_check_fn check, void *arg, const char *path, int timeou
     }
     pid_t parent = getpid(), pid = fork();
     if (pid < 0) {
-        snprintf(err, errlen, "%s: cannot check the pack: fork: %s", path, strerror(errno));
+        snprintf(err, errlen, "%s: cannot check the pack: fork: %s", path,
+                 sf_spawn_strerror(errno));
         close(fds[0]);
         close(fds[1]);
         return SF_EIO;
@@ -278,7 +280,8 @@ int sf_check_spawn(char *const argv[], const char *path, int timeout_ms, int can
     close(fds[1]);
     if (rc != 0) {
         close(fds[0]);
-        snprintf(err, errlen, "%s: cannot check the pack: %s: %s", path, argv[0], strerror(rc));
+        snprintf(err, errlen, "%s: cannot check the pack: %s: %s", path, argv[0],
+                 sf_spawn_strerror(rc));
         return SF_EIO;
     }
     char msg[1024];

@@ -5,7 +5,8 @@ and every parent (a systemd slice's CPUQuota= sits on a parent), under the v1 cp
 controller (cpu.cfs_quota_us over cpu.cfs_period_us) or in the v2 hierarchy (cpu.max).
 The test puts servd in a cgroup whose parent allows 1 CPU and expects 1 worker where it
 starts 2 outside. Needs root, 2 CPUs and a cpu controller it may make cgroups under;
-skipped without."""
+skipped without. Also: a pids controller's limit that leaves no room for a thread or a
+process is named as such, by servd and servd-pack."""
 import os
 import subprocess
 import sys
@@ -63,6 +64,39 @@ def t_default_workers_follow_a_parent_cgroups_cpu_quota():
         eq(workers(procs), 1, "workers under a parent's quota of 1 CPU")
     finally:
         cgrouptest.remove(dirs)
+
+
+def t_a_limit_on_processes_is_named():
+    """A cgroup's pids.max (or ulimit -u) that leaves no room for a thread or the pack's
+    check process: servd and servd-pack said "Resource temporarily unavailable" (what
+    strerror calls EAGAIN), which names neither the cause nor the remedy (2026-12-06)."""
+    st.ensure_binaries()
+    reason = "out of memory, or at a limit on processes (ulimit -u, a cgroup's pids.max)"
+    pack = os.path.join(st.tmpdir(), "pids.lmdb")
+    subprocess.run([st.SERVD_PACK, "build", st.WWW, "-o", pack, "-q"], check=True)
+    # LeakSanitizer's check at exit starts a process of its own, which the limit refuses
+    env = dict(os.environ, ASAN_OPTIONS=os.environ.get("ASAN_OPTIONS", "") + ":detect_leaks=0")
+    for limit, cmd, want in (
+            ("1", [st.SERVD, "--pack", pack, "--listen", "127.0.0.1:0"],
+             "servd: refusing to start: %s: cannot check the pack: /proc/self/exe: %s\n"
+             % (pack, reason)),
+            ("2", [st.SERVD, "--pack", pack, "--listen", "127.0.0.1:0", "--workers", "2"],
+             "servd: cannot start worker 1: %s\n" % reason),
+            ("1", [st.SERVD_PACK, "build", st.WWW, "-o", pack + ".new", "-q", "--jobs", "2"],
+             "servd-pack: cannot start a thread: %s\n" % reason)):
+        dirs, procs = cgrouptest.make("pids", [("pids.max", limit)], [("pids.max", limit)])
+        if not dirs:
+            raise st.Skip(procs)
+        try:
+            p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               stdin=subprocess.DEVNULL, timeout=60, env=env,
+                               preexec_fn=cgrouptest.enter(procs))
+        finally:
+            cgrouptest.remove(dirs)
+        err = p.stderr.decode(errors="replace")
+        what = "%s with pids.max %s" % (os.path.basename(cmd[0]), limit)
+        eq(p.returncode, 1, "%s: exit status (%r)" % (what, err))
+        st.ok(err.startswith(want), "%s: %r" % (what, err))
 
 
 if __name__ == "__main__":

@@ -32,6 +32,13 @@ unsigned long long sf_memory_available(void);
  * ("max\n"; v1's 9223372036854771712). */
 unsigned long long sf_memory_max_bytes(const char *text);
 
+/* Why a thread or a process could not be started, for a message: err is
+ * the error of pthread_create(), fork() or posix_spawn() (EAGAIN: out of
+ * memory, or at a limit on processes such as ulimit -u or a cgroup's
+ * pids.max, which strerror calls "Resource temporarily unavailable"),
+ * else strerror(err). */
+const char *sf_spawn_strerror(int err);
+
 #ifdef __cplusplus
 }
 #endif
