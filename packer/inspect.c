@@ -282,13 +282,15 @@ static void listed_hint(sf_reader *r, const char *path, char *hint, size_t cap)
     if (n > SF_KEY_MAX || sf_path_check(path, n) != 0 || sf_lookup(r, path, n, &e) != 0)
         return;
     size_t u = sf_path_to_url(path, n, url, sizeof url - 1);
-    url[u] = '\0'; /* 3 * n fits */
+    if (u >= sizeof url) /* 3 * n always fits */
+        return;
+    url[u] = '\0';
     snprintf(hint, cap, " (ls's %s is %s as a URL)", path, url);
 }
 
 int pk_cmd_cat(const char *site, const char *path, int encoding, int headers)
 {
-    char key[SF_PATH_MAX + 16], hint[2 * MSG_LEN];
+    char key[SF_PATH_MAX + 16], hint[4 * SF_KEY_MAX + 32]; /* the name and its URL */
     size_t klen = 0;
     int special = strcmp(path, "status:404") == 0;
     /* as servd: the query is not part of the lookup (a '?' in a file name
@@ -299,7 +301,9 @@ int pk_cmd_cat(const char *site, const char *path, int encoding, int headers)
     if (!special && sf_path_from_target(path, plen, key, SF_PATH_MAX, &klen) != 0) {
         hint[0] = '\0';
         char err[MSG_LEN];
-        if (path[0] == '/' && pk_pack_open_checked(site, &pack, err, sizeof err) == 0) {
+        size_t n = strlen(path); /* the pack is opened only for what could be a name */
+        if (n <= SF_KEY_MAX && sf_path_check(path, n) == 0 &&
+            pk_pack_open_checked(site, &pack, err, sizeof err) == 0) {
             if (sf_reader_begin(pack, &r) == 0) {
                 listed_hint(r, path, hint, sizeof hint);
                 sf_reader_end(r);

@@ -103,11 +103,11 @@ int pk_manifest_write_tmp(const char *path, const pk_site *site, const sf_meta *
         rc = -1;
         saved = errno;
     }
-    if (rc != 0) {
+    if (rc != 0) { /* named by path: tmp is removed */
         if (saved == ENOMEM)
             snprintf(err, errlen, "%s: out of memory", path);
         else
-            snprintf(err, errlen, "%s: cannot write: %s", tmp, strerror(saved));
+            snprintf(err, errlen, "%s: cannot write: %s", path, strerror(saved));
         unlink(tmp);
         return -1;
     }

@@ -72,10 +72,11 @@ static int check_output_dir(build *b, const char *path)
     struct stat f;
     if ((st.st_mode & S_ISVTX) && stat(path, &f) == 0 && f.st_uid != geteuid() &&
         st.st_uid != geteuid() && !has_cap_fowner()) {
-        snprintf(b->err, sizeof b->err,
-                 "%.900s: belongs to another user (uid %lu) in a sticky directory, so it "
-                 "cannot be replaced (remove it as its owner, or name another file)",
-                 path, (unsigned long)f.st_uid);
+        snprintf(
+            b->err, sizeof b->err,
+            "%.900s: belongs to another user (uid %lu) in a sticky directory, so it "
+            "cannot be replaced (remove it as its owner or the directory's, or name another file)",
+            path, (unsigned long)f.st_uid);
         return -1;
     }
     char tmp[PATH_MAX];

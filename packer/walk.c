@@ -317,7 +317,12 @@ void pk_names_list(char *out, size_t cap, const char *const *names, size_t n, ui
     size_t o = 0;
     out[0] = '\0';
     for (size_t i = 0; i < n && o < cap; i++) {
-        int k = snprintf(out + o, cap - o, "%s%s", i ? ", " : " (", names[i]);
+        size_t len = strlen(names[i]), show = len;
+        if (len > PK_NAME_SHOWN) /* cut at a character's start */
+            for (show = PK_NAME_SHOWN; show > 0 && ((unsigned char)names[i][show] & 0xC0) == 0x80;)
+                show--;
+        int k = snprintf(out + o, cap - o, "%s%.*s%s", i ? ", " : " (", (int)show, names[i],
+                         show < len ? "..." : "");
         o += k > 0 ? (size_t)k : 0;
     }
     if (n && o < cap)
@@ -334,15 +339,15 @@ static void note_dot(pk_site *s, const char *dirkey, const char *name)
     if (n < 0 || (size_t)n >= sizeof key)
         return;
     size_t i = s->ndot_names;
-    if (i == PK_DOT_NAMES) {
-        if (strcmp(key, s->dot_names[i - 1]) >= 0)
-            return;
-        free(s->dot_names[--i]);
-        s->ndot_names--;
-    }
+    if (i == PK_DOT_NAMES && strcmp(key, s->dot_names[i - 1]) >= 0)
+        return;
     char *copy = strdup(key);
     if (!copy)
         return;
+    if (i == PK_DOT_NAMES) {
+        free(s->dot_names[--i]);
+        s->ndot_names--;
+    }
     for (; i > 0 && strcmp(copy, s->dot_names[i - 1]) < 0; i--)
         s->dot_names[i] = s->dot_names[i - 1];
     s->dot_names[i] = copy;

@@ -290,7 +290,7 @@ static void take(sv_admin *a, int fd)
             "no-store\r\nRetry-After: 1\r\nConnection: close\r\n\r\n" BUSY_BODY;
         size_t body_len = sizeof BUSY_BODY - 1;
 #undef BUSY_BODY
-        ssize_t got = recv(fd, c->buf, sizeof c->buf, MSG_DONTWAIT); /* unused yet */
+        ssize_t got = recv(fd, c->buf, sizeof c->buf, MSG_DONTWAIT); /* c->buf holds nothing yet */
         int head = got >= 5 && memcmp(c->buf, "HEAD ", 5) == 0;
         uv_buf_t b = uv_buf_init((char *)busy, sizeof busy - 1 - (head ? body_len : 0));
         uv_try_write((uv_stream_t *)&c->tcp, &b, 1);

@@ -240,7 +240,11 @@ class Server:
         if name in ("servd", "servd-base"):
             if name == "servd-base":  # A/B: another build of servd (--base-build)
                 build = BASE_BUILD[0]
-            argv = [f"{build}/servd", "--pack", f"{WORK}/site.lmdb", "--workers", "1",
+            # one worker unless servd_args say (scaling.py): servd refuses --workers twice
+            given = any(a in ("-w", "--workers") or a.startswith(("-w", "--workers="))
+                        for a in servd_args)
+            argv = [f"{build}/servd", "--pack", f"{WORK}/site.lmdb",
+                    *(() if given else ("--workers", "1")),
                     "--listen", f"127.0.0.1:{self.port}", *servd_args]
         elif name == "ceiling":
             body = ([os.path.join(www, "index.html")] if workload == "w1"

@@ -126,10 +126,9 @@ def _ephemeral_low():
         return 32768
 
 
-def stop(proc, limit=5.0):
+def freeze(proc, limit=5.0):
     """Sends SIGSTOP to proc and returns once every thread of it is stopped: a
     connection made then reaches servd's accept only after SIGCONT, whatever it sent."""
-    import signal
     proc.send_signal(signal.SIGSTOP)
     deadline = time.time() + limit
     while time.time() < deadline:

@@ -780,12 +780,14 @@ def main():
                 "summary names the dotfiles: " + summary)
         many = os.path.join(work, "many-dots")
         os.makedirs(many)
-        for name in ("index.html", ".e", ".d", ".c", ".b", ".a"):
+        # a long name is cut at 100 bytes, where a character starts
+        for name in ("index.html", ".e", ".d", ".c", ".b", ".a", ".0" + "\u00e9" * 80):
             with open(os.path.join(many, name), "w") as f:
                 f.write("x\n")
         p = T.run(["build", many, "-o", os.path.join(outdir, "many-dots.lmdb")])
-        T.check("  skipped: 5 dotfiles (/.a, /.b, /.c and 2 more), 0 excluded;"
-                in p.stderr.decode(), "five dotfiles: the first three named: %s" % p.stderr.decode())
+        T.check("  skipped: 6 dotfiles (/.0%s..., /.a, /.b and 3 more), 0 excluded;"
+                % ("\u00e9" * 48) in p.stderr.decode(),
+                "six dotfiles: the first three named: %s" % p.stderr.decode())
         T.check("precompressed copies packed at their own URLs (servd-pack makes the variants "
                 "itself; exclude the copies with a rule if nothing links to them): "
                 "/js/app.js.gz\n" in summary, "summary names the precompressed copy: " + summary)

@@ -321,9 +321,11 @@ def sticky_directory():
         return
 
     def nobody():
+        os.setgroups([])
         os.setgid(65534)
         os.setuid(65534)
-    d = tempfile.mkdtemp(prefix="servd-sticky-")  # the test's own directory is closed to nobody
+    # not under TMPDIR, which may be closed to nobody, as the test's own directory is
+    d = tempfile.mkdtemp(prefix="servd-sticky-", dir="/tmp")
     try:
         os.chmod(d, 0o1777)
         site = os.path.join(d, "site")
@@ -342,7 +344,8 @@ def sticky_directory():
             T.eq(p.returncode, 1, "%s of root in a sticky directory, as nobody: exit status "
                  "(%s)" % (os.path.basename(name), err.strip()))
             T.eq(err, "servd-pack: %s: belongs to another user (uid 0) in a sticky directory, "
-                 "so it cannot be replaced (remove it as its owner, or name another file)\n"
+                 "so it cannot be replaced (remove it as its owner or the directory's, or name "
+                 "another file)\n"
                  % name, "%s of root in a sticky directory: the message" % os.path.basename(name))
         T.eq([read(pack), read(manifest)], before, "root's pack and manifest are as they were")
         T.eq(sorted(n for n in os.listdir(d) if n != ".servd-pack-lock"),  # root's build's

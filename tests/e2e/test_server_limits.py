@@ -84,10 +84,11 @@ def t_max_conns_head():
     with st.Servd(pack(), extra=["--max-conns", "2"]) as s:
         held = served_connections(s.port, 2)
         for method in ("HEAD", "GET"):
-            st.stop(s.proc)
             try:
+                st.freeze(s.proc)
                 extra = socket.create_connection(("127.0.0.1", s.port), timeout=5)
                 extra.sendall(st.req(method, "/"))
+                time.sleep(0.05)  # delivered on the loopback by then, even on a loaded host
             finally:
                 s.proc.send_signal(signal.SIGCONT)
             got = b""
