@@ -145,6 +145,30 @@ def freeze(proc, limit=5.0):
     raise AssertionError("pid %d did not stop within %.0f s" % (proc.pid, limit))
 
 
+def sent_while_frozen(proc, port, data):
+    """Connects to port and sends data while proc is stopped (freeze), so that the
+    bytes are there when servd accepts; then lets it go on, and returns all it sends
+    before it closes the connection."""
+    try:
+        freeze(proc)
+        c = socket.create_connection(("127.0.0.1", port), timeout=5)
+        c.sendall(data)
+        time.sleep(0.05)  # delivered on the loopback by then, even on a loaded host
+    finally:
+        proc.send_signal(signal.SIGCONT)
+    got = b""
+    with c:
+        while True:
+            try:
+                chunk = c.recv(65536)
+            except ConnectionResetError:
+                break
+            if not chunk:
+                return got
+            got += chunk
+    return got
+
+
 def free_port():
     """A port that is free now, for a server the test starts next. It is taken
     below the kernel's ephemeral range: a port from bind(0) lies inside it,

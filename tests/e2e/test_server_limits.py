@@ -84,23 +84,7 @@ def t_max_conns_head():
     with st.Servd(pack(), extra=["--max-conns", "2"]) as s:
         held = served_connections(s.port, 2)
         for method in ("HEAD", "GET"):
-            try:
-                st.freeze(s.proc)
-                extra = socket.create_connection(("127.0.0.1", s.port), timeout=5)
-                extra.sendall(st.req(method, "/"))
-                time.sleep(0.05)  # delivered on the loopback by then, even on a loaded host
-            finally:
-                s.proc.send_signal(signal.SIGCONT)
-            got = b""
-            while True:
-                try:
-                    chunk = extra.recv(65536)
-                except ConnectionResetError:
-                    break
-                if not chunk:
-                    break
-                got += chunk
-            extra.close()
+            got = st.sent_while_frozen(s.proc, s.port, st.req(method, "/"))
             head, sep, body = got.partition(b"\r\n\r\n")
             ok(head.startswith(b"HTTP/1.1 503 ") and sep, "%s over --max-conns: %r"
                % (method, got[:200]))

@@ -342,23 +342,7 @@ def t_admin_answers_what_it_refuses_before_it_closes():
             ok(b"too many admin connections" in r.body, "503 body %r" % r.body)
             # a HEAD there when servd reads it (servd stopped while it arrives): the
             # head alone (2026-12-06: it had the body)
-            try:
-                st.freeze(s.proc)
-                hc = socket.create_connection(("127.0.0.1", adm), timeout=5)
-                hc.sendall(st.req("HEAD", "/healthz"))
-                time.sleep(0.05)  # delivered on the loopback by then, even on a loaded host
-            finally:
-                s.proc.send_signal(signal.SIGCONT)
-            got = b""
-            while True:
-                try:
-                    chunk = hc.recv(65536)
-                except ConnectionResetError:
-                    break
-                if not chunk:
-                    break
-                got += chunk
-            hc.close()
+            got = st.sent_while_frozen(s.proc, adm, st.req("HEAD", "/healthz"))
             head, _, body = got.partition(b"\r\n\r\n")
             ok(head.startswith(b"HTTP/1.1 503 ") and b"\r\nContent-Length: 38" in head,
                "a HEAD over the admin connection limit: %r" % got[:300])
