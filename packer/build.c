@@ -245,9 +245,10 @@ int pk_build(const pk_build_opts *o)
             snprintf(b.err, sizeof b.err, "%s: no files to pack", o->root);
         else
             snprintf(b.err, sizeof b.err,
-                     "%.1000s: no files to pack (skipped: %llu dotfiles%s, %llu excluded by rules)",
-                     o->root, (unsigned long long)ws->skipped_dot, dots,
-                     (unsigned long long)ws->skipped_excluded);
+                     "%.1000s: no files to pack (skipped: %llu dotfiles%s%s%s, %llu excluded by "
+                     "rules)",
+                     o->root, (unsigned long long)ws->skipped_dot, dots[0] ? " (" : "", dots,
+                     dots[0] ? ")" : "", (unsigned long long)ws->skipped_excluded);
         goto out_free;
     }
     if (pk__check_not_input(&b, "-o", o->output) != 0 ||

@@ -270,16 +270,23 @@ static void list_encodings(const sf_entry *e, char *out, size_t cap)
     }
 }
 
-/* When path, taken as a name (as ls prints it: "/q?.txt", "/100%.html"),
- * is a path of the pack: writes " (ls's /q?.txt is /q%3F.txt as a URL)" to
- * hint, for a cat given what ls printed. Else hint is empty. */
+/* Whether path could be a key as ls prints it ("/q?.txt", "/100%.html"). */
+static int could_be_key(const char *path)
+{
+    size_t n = strlen(path);
+    return n <= SF_KEY_MAX && sf_path_check(path, n) == 0;
+}
+
+/* When path, taken as a name as ls prints it, is a path of the pack: writes
+ * " (ls's /q?.txt is /q%3F.txt as a URL)" to hint, for a cat given what ls
+ * printed. Else hint is empty. */
 static void listed_hint(sf_reader *r, const char *path, char *hint, size_t cap)
 {
     char url[3 * SF_KEY_MAX + 1];
     size_t n = strlen(path);
     sf_entry e;
     hint[0] = '\0';
-    if (n > SF_KEY_MAX || sf_path_check(path, n) != 0 || sf_lookup(r, path, n, &e) != 0)
+    if (!could_be_key(path) || sf_lookup(r, path, n, &e) != 0)
         return;
     size_t u = sf_path_to_url(path, n, url, sizeof url - 1);
     if (u >= sizeof url) /* 3 * n always fits */
@@ -301,9 +308,7 @@ int pk_cmd_cat(const char *site, const char *path, int encoding, int headers)
     if (!special && sf_path_from_target(path, plen, key, SF_PATH_MAX, &klen) != 0) {
         hint[0] = '\0';
         char err[MSG_LEN];
-        size_t n = strlen(path); /* the pack is opened only for what could be a name */
-        if (n <= SF_KEY_MAX && sf_path_check(path, n) == 0 &&
-            pk_pack_open_checked(site, &pack, err, sizeof err) == 0) {
+        if (could_be_key(path) && pk_pack_open_checked(site, &pack, err, sizeof err) == 0) {
             if (sf_reader_begin(pack, &r) == 0) {
                 listed_hint(r, path, hint, sizeof hint);
                 sf_reader_end(r);

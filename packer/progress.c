@@ -145,10 +145,14 @@ void pk_summary_print(FILE *out, const pk_stats *s, const char *output)
     pk_human_bytes(s->stored_bytes, h2, sizeof h2);
     fprintf(out, "  stored (distinct bodies): %llu bytes (%s)\n",
             (unsigned long long)s->stored_bytes, h2);
-    char dots[PK_MSG_MAX];
-    pk_names_list(dots, sizeof dots, s->dot_names, s->ndot_names, s->skipped_dot);
+    char names[512]; /* pk_names_list: three names fit */
+    pk_names_list(names, sizeof names, s->dot_names, s->ndot_names, s->skipped_dot);
     fprintf(out, "  skipped: %llu dotfiles", (unsigned long long)s->skipped_dot);
-    pk_esc_fputs(dots, out);
+    if (names[0]) {
+        fputs(" (", out);
+        pk_esc_fputs(names, out);
+        fputc(')', out);
+    }
     fprintf(out,
             ", %llu excluded; compression reused from --base: %llu files, from an identical "
             "file: %llu\n",
@@ -170,12 +174,8 @@ void pk_summary_print(FILE *out, const pk_stats *s, const char *output)
         fputs("  precompressed copies packed at their own URLs (servd-pack makes the variants "
               "itself; exclude the copies with a rule if nothing links to them): ",
               out);
-        for (size_t i = 0; i < s->nsidecar_names; i++) {
-            fputs(i ? ", " : "", out);
-            pk_esc_fputs(s->sidecar_names[i], out);
-        }
-        if (s->sidecars > s->nsidecar_names)
-            fprintf(out, " and %llu more", (unsigned long long)(s->sidecars - s->nsidecar_names));
+        pk_names_list(names, sizeof names, s->sidecar_names, s->nsidecar_names, s->sidecars);
+        pk_esc_fputs(names, out);
         fputc('\n', out);
     }
 }

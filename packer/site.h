@@ -82,9 +82,10 @@ typedef struct pk_site {
 
 void pk_site_free(pk_site *s);
 
-/* Writes " (/.a, /.b and N more)" for n of total names to out (cap bytes),
- * or "" when n is 0. A name is cut after PK_NAME_SHOWN bytes ("..."), so
- * that PK_DOT_NAMES of them fit in 512. */
+/* Writes "/.a, /.b and N more" for n of total names to out (cap bytes), or
+ * "" when n is 0: the skipped dotfiles and the precompressed copies of the
+ * summary. A name is cut after PK_NAME_SHOWN bytes ("..."), so that three
+ * of them fit in 512. */
 #define PK_NAME_SHOWN 100
 void pk_names_list(char *out, size_t cap, const char *const *names, size_t n, uint64_t total);
 

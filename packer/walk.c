@@ -316,18 +316,19 @@ void pk_names_list(char *out, size_t cap, const char *const *names, size_t n, ui
 {
     size_t o = 0;
     out[0] = '\0';
+    if (n == 0) /* none kept (out of memory): the count alone says it */
+        return;
     for (size_t i = 0; i < n && o < cap; i++) {
         size_t len = strlen(names[i]), show = len;
         if (len > PK_NAME_SHOWN) /* cut at a character's start */
             for (show = PK_NAME_SHOWN; show > 0 && ((unsigned char)names[i][show] & 0xC0) == 0x80;)
                 show--;
-        int k = snprintf(out + o, cap - o, "%s%.*s%s", i ? ", " : " (", (int)show, names[i],
+        int k = snprintf(out + o, cap - o, "%s%.*s%s", i ? ", " : "", (int)show, names[i],
                          show < len ? "..." : "");
         o += k > 0 ? (size_t)k : 0;
     }
-    if (n && o < cap)
-        snprintf(out + o, cap - o, total > n ? " and %llu more)" : ")",
-                 (unsigned long long)(total - n));
+    if (total > n && o < cap)
+        snprintf(out + o, cap - o, " and %llu more", (unsigned long long)(total - n));
 }
 
 /* Keeps dirkey/name, a skipped dotfile, among the PK_DOT_NAMES smallest
