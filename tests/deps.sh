@@ -12,8 +12,8 @@ if [ "${1:-}" = test ]; then
     # the leak check across pack swaps
     pkgs="$pkgs slowhttptest valgrind"
     # the browser test (tests/e2e/test_browser.py): Debian's Chromium driven by
-    # playwright-core from npm (1.60, the last that runs on Debian's Node.js 18;
-    # 1.62 and later need 20); never a downloaded browser
+    # playwright-core from npm (1.60, which runs on Debian's Node.js 18, as
+    # releases before 1.62 do; 1.62 and later need 20); never a downloaded browser
     pkgs="$pkgs chromium nodejs"
     # the CDN tests (tests/e2e/test_cdn_*.py) start these caches in front of servd
     pkgs="$pkgs varnish trafficserver"
