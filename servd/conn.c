@@ -326,9 +326,10 @@ static void answer(sv_conn *c, sv_request *req, size_t body_here)
         close_after_write(c);
 }
 
-/* Answers a request that could not be parsed, then closes: after a framing
- * error nothing later on the connection can be trusted (RFC 9112 §9.3). */
-static void answer_error(sv_conn *c, int status)
+/* Answers a request that could not be parsed (req NULL) or whose chunked
+ * body is malformed, then closes: after a framing error nothing later on
+ * the connection can be trusted (RFC 9112 §9.3). */
+static void answer_error(sv_conn *c, const sv_request *req, int status)
 {
     sv_worker *w = c->w;
     reserve(c);
@@ -338,7 +339,7 @@ static void answer_error(sv_conn *c, int status)
     add_plan(c, &w->plan);
     sv__count(&w->ctr->errors[SV_ERR_PARSE], 1);
     if (w->log)
-        sv__log_note(c, NULL, w->plan.status, w->plan.body_bytes, w->plan.encoding);
+        sv__log_note(c, req, w->plan.status, w->plan.body_bytes, w->plan.encoding);
     close_after_write(c);
 }
 
@@ -381,12 +382,27 @@ static size_t process(sv_conn *c, const char *buf, size_t len)
             r = -431; /* the parser's contract; never wait on a full buffer */
         }
         if (r < 0) {
-            answer_error(c, -r);
+            answer_error(c, NULL, -r);
             pos = len;
             break;
         }
         pos += (size_t)r;
         c->t_head = 0;
+        if (w->req.chunked) {
+            /* Skipped like a body of that Content-Length when it is all
+             * here; one still arriving is not waited for: the connection
+             * closes after the answer, as in answer(). */
+            int b = sv_http1_chunked_length(buf + pos, len - pos);
+            if (b < 0) {
+                answer_error(c, &w->req, -b);
+                pos = len;
+                break;
+            }
+            if (b > 0)
+                w->req.body_len = (uint64_t)b;
+            else
+                w->req.keep_alive = 0;
+        }
         answer(c, &w->req, len - pos);
     }
     sv__conn_flush(c);

@@ -118,8 +118,8 @@ typedef struct sv_request {
     int keep_alive;    /* after the version default and Connection tokens */
     size_t head_len;   /* bytes of the head, including the blank line */
     uint64_t body_len; /* Content-Length (0 when absent) */
-    int chunked;       /* Transfer-Encoding ends in chunked: the body is not decoded,
-                          so keep_alive is 0 (answer, then close) */
+    int chunked;       /* Transfer-Encoding ends in chunked: the body's length is
+                          sv_http1_chunked_length() of the bytes after the head */
     size_t nheaders;
     sv_header headers[SV_MAX_HEADERS];
     /* fields the responder needs, found while parsing (empty when absent) */
@@ -170,6 +170,26 @@ int sv_http1_parse(const char *buf, size_t len, sv_request *req);
  * with. The parser skips up to SV_MAX_LEADING_CRLF of them before a request
  * line; the connection drops input that is nothing else. */
 size_t sv_http1_empty_lines(const char *buf, size_t len);
+
+/* Measures the chunked body (RFC 9112 §7.1) that buf[0, len) starts with,
+ * the bytes after a head that said "Transfer-Encoding: chunked". Reads no
+ * byte at or after buf + len. servd decodes no body; it skips one that has
+ * arrived whole, so the request after it can be read (conn.c).
+ *   chunked-body = *chunk last-chunk trailer-section CRLF, strictly:
+ *   chunk-size is 1*HEXDIG (leading zeros allowed, nothing else: no sign,
+ *   no "0x", no whitespace before ";" or the CRLF); chunk extensions are
+ *   BWS ";" BWS token [BWS "=" BWS (token / quoted-string)] and ignored;
+ *   every line ends in CRLF (a bare CR or LF is an error, as in a head);
+ *   chunk-data is followed by CRLF; trailer fields are field lines as in a
+ *   head, parsed and ignored (§7.1.2).
+ * @return  > 0 : the body is complete and that many bytes long, trailer
+ *                section and final CRLF included (at most SV_MAX_DRAIN).
+ *          0   : SV_PARSE_INCOMPLETE: not all of it has arrived, or it is
+ *                longer than SV_MAX_DRAIN (a chunk-size above it is known
+ *                at once); a prefix of a body that measures > 0 gives 0.
+ *          -400: it is malformed (a line is checked once its LF is here,
+ *                the CRLF after a chunk's data once both bytes are). */
+int sv_http1_chunked_length(const char *buf, size_t len);
 
 /* 1 if s[0, n) is a token (RFC 9110 §5.6.2: a field name, a method), by the
  * parser's own character classes; else 0 (an empty s too). */

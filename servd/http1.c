@@ -49,9 +49,8 @@
  *   - Transfer-Encoding (§6.1, §6.3): with Content-Length -> 400; in
  *     HTTP/1.0 -> 400; last coding not "chunked", chunked twice, or
  *     coding parameters -> 400; any coding before chunked ("gzip, chunked")
- *     -> 501 (§6.1: a coding we do not implement); "chunked" alone is
- *     accepted but its body is not decoded, so the request is answered and
- *     the connection closed (keep_alive 0);
+ *     -> 501 (§6.1: a coding we do not implement); "chunked" alone sets
+ *     req->chunked, and sv_http1_chunked_length() measures the body;
  *   - Connection (§9.3, §9.6): comma-separated tokens, case-insensitive;
  *     "close" ends keep-alive; HTTP/1.0 keeps the connection only with
  *     "keep-alive".
@@ -699,8 +698,6 @@ static int finish(sv_request *req, const fstate *st)
         req->keep_alive = !st->conn_close;
     else
         req->keep_alive = st->conn_keep_alive && !st->conn_close;
-    if (req->chunked)
-        req->keep_alive = 0;
     return 0;
 }
 
@@ -758,6 +755,106 @@ size_t sv_http1_empty_lines(const char *buf, size_t len)
     while (len - pos >= 2 && buf[pos] == '\r' && buf[pos + 1] == '\n')
         pos += 2;
     return pos;
+}
+
+/* ---- chunked request bodies (RFC 9112 §7.1) ---- */
+
+static size_t ows_span(const char *p, size_t n)
+{
+    size_t i = 0;
+    while (i < n && sv_is_ows(p[i]))
+        i++;
+    return i;
+}
+
+/* A quoted-string at p[0] == '"' (RFC 9110 §5.6.4): @return its length,
+ * quotes included, or 0 if it does not close within p[0, n) or holds a
+ * byte qdtext and quoted-pair do not allow (CR, LF and other controls). */
+static size_t quoted_span(const char *p, size_t n)
+{
+    for (size_t i = 1; i < n; i++) {
+        unsigned char c = (unsigned char)p[i];
+        if (c == '"')
+            return i + 1;
+        if (c == '\\' && ++i == n)
+            return 0;
+        if (!(cclass[(unsigned char)p[i]] & C_FIELD))
+            return 0;
+    }
+    return 0;
+}
+
+/* The chunk extensions after a chunk-size, p[0, n) being the rest of its
+ * line: *( BWS ";" BWS chunk-ext-name [ BWS "=" BWS chunk-ext-val ] ),
+ * name a token, value a token or a quoted-string (§7.1.1). Ignored once
+ * they parse. @return 0, or -400. */
+static int chunk_ext(const char *p, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        i += ows_span(p + i, n - i);
+        if (i == n || p[i] != ';')
+            return -400;
+        i++;
+        i += ows_span(p + i, n - i);
+        size_t t = tchar_span(p + i, n - i);
+        if (t == 0)
+            return -400;
+        i += t;
+        size_t j = i + ows_span(p + i, n - i);
+        if (j == n || p[j] != '=')
+            continue; /* a name alone: whitespace is only allowed before ';' */
+        i = j + 1;
+        i += ows_span(p + i, n - i);
+        t = i < n && p[i] == '"' ? quoted_span(p + i, n - i) : tchar_span(p + i, n - i);
+        if (t == 0)
+            return -400;
+        i += t;
+    }
+    return 0;
+}
+
+int sv_http1_chunked_length(const char *buf, size_t len)
+{
+    size_t pos = 0, eol;
+    for (;;) { /* chunk-size [ chunk-ext ] CRLF [ chunk-data CRLF ] */
+        int rc = line_end(buf, len, pos, &eol);
+        if (rc != 1)
+            return rc;                 /* MORE or -400 (a bare LF) */
+        size_t i = pos, end = eol - 1; /* the line without its CRLF */
+        uint64_t size = 0;
+        for (; i < end && is_hex((unsigned char)buf[i]); i++) {
+            unsigned char c = (unsigned char)buf[i];
+            unsigned d = c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10;
+            if (size <= SV_MAX_DRAIN) /* larger is all the same: too long */
+                size = size * 16 + d;
+        }
+        if (i == pos || chunk_ext(buf + i, end - i) != 0)
+            return -400;
+        pos = eol + 1;
+        if (size == 0)
+            break; /* the last chunk */
+        if (size > SV_MAX_DRAIN)
+            return MORE; /* never skipped, however much arrives */
+        if (len - pos < size + 2)
+            return MORE;
+        pos += size;
+        if (buf[pos] != '\r' || buf[pos + 1] != '\n')
+            return -400; /* data longer than its size, or a bare LF */
+        pos += 2;
+    }
+    for (;;) { /* trailer-section CRLF */
+        if (len - pos >= 2 && buf[pos] == '\r' && buf[pos + 1] == '\n') {
+            pos += 2;
+            return pos <= SV_MAX_DRAIN ? (int)pos : MORE;
+        }
+        sf_view name, value;
+        size_t n;
+        int rc = field_line(buf + pos, len - pos, &name, &value, &n);
+        if (rc != 1)
+            return rc;
+        pos += n;
+    }
 }
 
 int sv_http1_parse(const char *buf, size_t len, sv_request *req)

@@ -13,9 +13,10 @@
  * write side down and runs the loop until servd has closed the connection.
  * This drives what fuzz_http1 cannot: heads split anywhere and held across
  * reads (the 16 KiB buffer, the move to a 32 KiB one), pipelined requests
- * answered in batches, bodies drained, connections paused at their share of
- * a loop turn (a 70 KB body: four answers pass SV_CONN_TURN_BYTES) with
- * their requests held, and writes queued when the client does not read.
+ * answered in batches, bodies drained (by Content-Length or chunked),
+ * connections paused at their share of a loop turn (a 70 KB body: four
+ * answers pass SV_CONN_TURN_BYTES) with their requests held, and writes
+ * queued when the client does not read.
  *
  * The same bytes, parsed whole by sv_http1_parse() and answered by
  * sv_respond() (the model), say what servd must send: the answers are a
@@ -26,7 +27,8 @@
  * before its body had all arrived), none after one that says Connection:
  * close; every request up to the first one after
  * which servd may close (a body, Connection: close, HTTP/1.0) is answered;
- * a request that does not parse gets an error status and is the last one
+ * a request that does not parse, or whose chunked body is malformed
+ * (sv_http1_chunked_length), gets an error status and is the last one
  * answered; the connection closes; and the access log (conn_log.c, written
  * as responses leave, lines to /dev/null) has one line per answer, with its
  * status, its body length as BYTES and its request's target. In
@@ -179,6 +181,10 @@ typedef struct {
     int certain; /* of them, how many servd answers whatever the reads */
     int error;   /* request n does not parse: servd answers it with an error */
     int head[MAX_MODEL];
+    /* its chunked body is malformed: servd answers it with a 400, or as
+     * answered before its body had all arrived if the bytes that show it
+     * had not come */
+    int bad_body[MAX_MODEL];
     int status[MAX_MODEL];
     /* each answer's bytes, hashed; and as answered before its body had
      * all arrived (conn.c then closes after it: Connection: close) */
@@ -204,12 +210,20 @@ static void build_model(const uint8_t *p, size_t len, model *m)
             m->error = 1;
             break;
         }
+        /* a chunked body's length: 0 when not all here (or too long to
+         * skip), -400 when malformed */
+        int chunk = req.chunked ? sv_http1_chunked_length((const char *)p + pos + (size_t)r,
+                                                          len - pos - (size_t)r)
+                                : 0;
+        if (chunk > 0)
+            req.body_len = (uint64_t)chunk;
         sv_respond(&req, sv_snapshot_reader(snap, 0), &cfg.site, &date, &sc, &plan);
         m->head[m->n] = req.method == SV_M_HEAD;
+        m->bad_body[m->n] = chunk < 0;
         m->status[m->n] = plan.status;
         m->hash[m->n] = m->hash_early[m->n] = plan_hash(&plan);
         int close = plan.close;
-        if (req.body_len && req.keep_alive) {
+        if ((req.body_len || req.chunked) && req.keep_alive) {
             sv_request early = req;
             early.keep_alive = 0;
             sv_respond(&early, sv_snapshot_reader(snap, 0), &cfg.site, &date, &sc, &plan);
@@ -219,9 +233,10 @@ static void build_model(const uint8_t *p, size_t len, model *m)
         m->tlen[m->n] = req.target.len;
         m->n++;
         pos += (size_t)r;
-        if ((req.body_len || !req.keep_alive || close) && m->certain < 0)
+        if ((req.body_len || req.chunked || !req.keep_alive || close) && m->certain < 0)
             m->certain = m->n; /* servd may close after this one */
-        if (req.body_len > SV_MAX_DRAIN || req.body_len > len - pos || !req.keep_alive || close)
+        if (req.body_len > SV_MAX_DRAIN || req.body_len > len - pos || !req.keep_alive || close ||
+            (req.chunked && chunk <= 0))
             return; /* servd closes after it */
         pos += (size_t)req.body_len;
     }
@@ -264,6 +279,7 @@ typedef struct {
     char head[65536];
     size_t hlen;
     int last;                 /* no answer may follow: an error, or Connection: close */
+    int refused;              /* the answer being read is the 400 of a bad chunked body */
     int closes;               /* the answer being read says Connection: close */
     uint64_t hash;            /* of the answer being read, so far */
     size_t error_cl;          /* the error answer's Content-Length */
@@ -276,7 +292,8 @@ typedef struct {
 static void answer_done(checker *k)
 {
     const model *m = k->m;
-    if (k->got < m->n && k->hash != m->hash[k->got] && k->hash != m->hash_early[k->got]) {
+    if (k->got < m->n && !k->refused && k->hash != m->hash[k->got] &&
+        k->hash != m->hash_early[k->got]) {
         fprintf(stderr, "answer %d: not the bytes sv_respond plans\n", k->got);
         fz_die("an answer other than sv_respond's");
     }
@@ -295,7 +312,12 @@ static void head_done(checker *k)
         fz_die("an answer that does not start with HTTP/1.1");
     int status = atoi(k->head + 9);
     int head;
-    if (k->got < m->n) {
+    k->refused = 0;
+    if (k->got < m->n && m->bad_body[k->got] && status == 400) {
+        head = m->head[k->got]; /* its chunked body was seen to be malformed */
+        k->refused = 1;
+        k->last = 1;
+    } else if (k->got < m->n) {
         if (status != m->status[k->got]) {
             fprintf(stderr, "answer %d: status %d, sv_respond gives %d\n", k->got, status,
                     m->status[k->got]);

@@ -129,8 +129,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         if (req.minor != 0 && req.minor != 1)
             fz_die("minor");
-        if (req.chunked && req.keep_alive)
-            fz_die("chunked body on a kept connection");
         int high = 0;
         for (size_t i = 0; i < req.target.len; i++)
             high |= (unsigned char)req.target.ptr[i] > 0x7e;

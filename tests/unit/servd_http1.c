@@ -559,12 +559,13 @@ TEST(http1_transfer_encoding)
 {
     GOOD("GET / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n");
     ASSERT_EQ(req.chunked, 1);
-    ASSERT_EQ(req.keep_alive, 0);
+    ASSERT_EQ(req.keep_alive, 1); /* conn.c decides, by the body */
+    ASSERT_EQ(req.body_len, 0);
     GOOD("GET / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: Chunked\r\n\r\n");
     ASSERT_EQ(req.chunked, 1);
     GOOD("GET / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: "
          "\r\n\r\n");
-    ASSERT_EQ(req.keep_alive, 0);
+    ASSERT_EQ(req.chunked, 1);
     /* codings before chunked are not implemented (RFC 9112 §6.1) */
     BAD("GET / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", 501);
     BAD("GET / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: gzip\r\nTransfer-Encoding: "
@@ -585,6 +586,83 @@ TEST(http1_transfer_encoding)
     BAD("GET / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked x\r\n\r\n", 400);
     BAD("GET / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: foo, chunked\r\n\r\n", 501);
     BAD("GET / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n", 400);
+}
+
+/* Measures s as a chunked body at a guard page, and every prefix of it: a
+ * prefix of a body that measures > 0 is incomplete; a prefix of a
+ * malformed one is incomplete or malformed, never complete. */
+static int chunked_n(const char *s, size_t n)
+{
+    int full = sv_http1_chunked_length(guarded(s, n), n);
+    for (size_t k = 0; k < n; k++) {
+        int rc = sv_http1_chunked_length(guarded(s, k), k);
+        if (full > 0 && (size_t)full > k && rc != 0)
+            t__fail(__FILE__, __LINE__, "prefix %zu of a whole body returned %d", k, rc);
+        if (full < 0 && rc > 0)
+            t__fail(__FILE__, __LINE__, "prefix %zu of a bad body returned %d", k, rc);
+    }
+    return full;
+}
+#define CHUNKED(s) chunked_n(s, sizeof s - 1)
+
+TEST(http1_chunked_body_length)
+{
+    /* whole bodies: their length, and bytes after them are not theirs */
+    ASSERT_EQ(CHUNKED("0\r\n\r\n"), 5);
+    ASSERT_EQ(CHUNKED("0\r\n\r\nGET / HTTP/1.1\r\n"), 5);
+    ASSERT_EQ(CHUNKED("5\r\nhello\r\n0\r\n\r\n"), 15);
+    ASSERT_EQ(CHUNKED("5\r\nhello\r\n6\r\n world\r\n0\r\n\r\nX"), 26);
+    ASSERT_EQ(CHUNKED("A\r\n0123456789\r\na\r\n0123456789\r\n0\r\n\r\n"), 35);
+    ASSERT_EQ(CHUNKED("0005\r\nhello\r\n000\r\n\r\n"), 20); /* 1*HEXDIG, 1*"0" */
+    /* chunk data is opaque: CRLFs and a request inside it */
+    ASSERT_EQ(CHUNKED("4\r\n\r\n\r\n\r\n0\r\n\r\n"), 14);
+    /* extensions (§7.1.1), ignored */
+    ASSERT_EQ(CHUNKED("5;a\r\nhello\r\n0;b=1\r\n\r\n"), 21);
+    ASSERT_EQ(CHUNKED("5 ; a = 1 ;b=\"x;\\\"y\"\r\nhello\r\n0\r\n\r\n"), 34);
+    ASSERT_EQ(CHUNKED("5\t;\ta\r\nhello\r\n0\r\n\r\n"), 19);
+    ASSERT_EQ(CHUNKED("0;x=\"\"\r\n\r\n"), 10);
+    /* trailer fields (§7.1.2), ignored */
+    ASSERT_EQ(CHUNKED("0\r\nX-T: 1\r\n\r\n"), 13);
+    ASSERT_EQ(CHUNKED("0\r\nA:\r\nB:  2 \r\n\r\n"), 17);
+
+    /* not all here: incomplete */
+    ASSERT_EQ(CHUNKED(""), 0);
+    ASSERT_EQ(CHUNKED("5\r\nhel"), 0);
+    ASSERT_EQ(CHUNKED("0\r\n"), 0);
+    ASSERT_EQ(CHUNKED("0\r\nX-T: 1\r\n"), 0);
+    ASSERT_EQ(CHUNKED("ffffffffffffffff\r\nx\r\n0\r\n\r\n"), 0); /* over SV_MAX_DRAIN */
+    ASSERT_EQ(CHUNKED("10001\r\nx"), 0);
+    ASSERT_EQ(CHUNKED("10000000000000000000000000000\r\nx\r\n0\r\n\r\n"), 0);
+    ASSERT_EQ(CHUNKED("0000000000000000000000000000001\r\nx\r\n0\r\n\r\n"), 41);
+
+    /* malformed */
+    ASSERT_EQ(CHUNKED("\r\nhello\r\n0\r\n\r\n"), -400);     /* no size */
+    ASSERT_EQ(CHUNKED("5\nhello\n0\n\n"), -400);            /* bare LF */
+    ASSERT_EQ(CHUNKED("5\r\nhello\n0\r\n\r\n"), -400);      /* bare LF after data */
+    ASSERT_EQ(CHUNKED("0\r\n\n"), -400);                    /* bare LF at the end */
+    ASSERT_EQ(CHUNKED("5\rx\r\nhello\r\n0\r\n\r\n"), -400); /* bare CR */
+    ASSERT_EQ(CHUNKED("-5\r\nhello\r\n0\r\n\r\n"), -400);
+    ASSERT_EQ(CHUNKED("+5\r\nhello\r\n0\r\n\r\n"), -400);
+    ASSERT_EQ(CHUNKED("0x5\r\nhello\r\n0\r\n\r\n"), -400);
+    ASSERT_EQ(CHUNKED(" 5\r\nhello\r\n0\r\n\r\n"), -400);
+    ASSERT_EQ(CHUNKED("5 \r\nhello\r\n0\r\n\r\n"), -400); /* BWS only before ';' */
+    ASSERT_EQ(CHUNKED("5\x00\r\nhello\r\n0\r\n\r\n"), -400);
+    ASSERT_EQ(CHUNKED("5\x0b\r\nhello\r\n0\r\n\r\n"), -400);
+    ASSERT_EQ(CHUNKED("2\r\nhello\r\n0\r\n\r\n"), -400); /* data longer than its size */
+    ASSERT_EQ(CHUNKED("9\r\nhi\r\n0\r\n\r\nGET"), -400); /* shorter: eats the last chunk */
+    ASSERT_EQ(CHUNKED("5;\r\nhello\r\n0\r\n\r\n"), -400);
+    ASSERT_EQ(CHUNKED("5;a \r\nhello\r\n0\r\n\r\n"), -400);
+    ASSERT_EQ(CHUNKED("5;a=\r\nhello\r\n0\r\n\r\n"), -400);
+    ASSERT_EQ(CHUNKED("5;a=b c\r\nhello\r\n0\r\n\r\n"), -400);
+    ASSERT_EQ(CHUNKED("5;a=\"\r\n\"\r\nhello\r\n0\r\n\r\n"), -400); /* CRLF in quotes */
+    ASSERT_EQ(CHUNKED("5;a=\"x\r\nhello\r\n0\r\n\r\n"), -400);      /* unclosed */
+    ASSERT_EQ(CHUNKED("5;a=\"\\\x01\"\r\nhello\r\n0\r\n\r\n"), -400);
+    ASSERT_EQ(CHUNKED("5,a\r\nhello\r\n0\r\n\r\n"), -400);
+    ASSERT_EQ(CHUNKED("0\r\nX-T 1\r\n\r\n"), -400); /* a trailer line without a colon */
+    ASSERT_EQ(CHUNKED("0\r\nX-T : 1\r\n\r\n"), -400);
+    ASSERT_EQ(CHUNKED("0\r\nX-T: 1\r\n x\r\n\r\n"), -400); /* obs-fold */
+    ASSERT_EQ(CHUNKED("0\r\nX-T: \x01\r\n\r\n"), -400);
+    ASSERT_EQ(CHUNKED("0\r\n\rx"), -400);
 }
 
 TEST(http1_connection)
