@@ -196,18 +196,33 @@ static int parse_size(const char *s, uint64_t *out)
     return 0;
 }
 
-/* Sets *slot to the value of an option that may be given once: a second
- * -o, --rules, --manifest or --base would silently win over the first, and
- * a pipeline that adds its own would lose rules or write elsewhere. The
- * value must be a file name: not empty (an unset variable, `--base
- * "$PREV"`), and not one that starts like an option or with '=' (`-o
- * --base` would write a pack named --base, `-o=site.lmdb` one named
- * =site.lmdb, and a pipeline would ship the old site.lmdb); "-" is
- * --manifest's standard output. @return 0, or PK_EXIT_USAGE (reported). */
-static int once(const char **slot, const char *name)
+/* Refuses an option that takes a value when it is given a second time
+ * (c: what getopt_long returned; seen: a bit per entry of opts): the second
+ * would silently win over the first, and a pipeline that adds its own -o,
+ * --rules or --jobs would lose rules, write elsewhere or run otherwise.
+ * Named by its long name, however it was spelt. @return 0, or
+ * PK_EXIT_USAGE (reported). */
+static int given_once(const struct option *opts, int c, uint64_t *seen)
 {
-    if (*slot)
-        return usage_error("%s is given twice", name);
+    for (unsigned i = 0; opts[i].name; i++) {
+        if (opts[i].val != c || opts[i].has_arg != required_argument)
+            continue;
+        if (*seen & (UINT64_C(1) << i))
+            return usage_error("--%s is given twice", opts[i].name);
+        *seen |= UINT64_C(1) << i;
+        break;
+    }
+    return 0;
+}
+
+/* Sets *slot to the value of an option that names a file. The value must
+ * be a file name: not empty (an unset variable, `--base "$PREV"`), and not
+ * one that starts like an option or with '=' (`-o --base` would write a
+ * pack named --base, `-o=site.lmdb` one named =site.lmdb, and a pipeline
+ * would ship the old site.lmdb); "-" is --manifest's standard output.
+ * @return 0, or PK_EXIT_USAGE (reported). */
+static int file_option(const char **slot, const char *name)
+{
     char msg[PK_MSG_MAX];
     int longopt = name[1] == '-';
     if (!optarg[0])
@@ -257,35 +272,38 @@ static int cmd_build(int argc, char **argv)
     pk_build_opts o = {0};
     o.jobs = sf_cpu_count(PK_POOL_MAX_THREADS);
     o.memory = sf_memory_available() / 2; /* 0: not known, no limit */
-    int memory_given = 0, jobs_given = 0;
+    _Static_assert(sizeof opts / sizeof opts[0] <= 64, "given_once: a bit of seen per option");
+    uint64_t seen = 0;
+    int memory_given = 0;
     int c;
     opterr = 0;
     while ((c = getopt_long(argc, argv, BUILD_SHORTS, opts, NULL)) != -1) {
+        if (given_once(opts, c, &seen) != 0)
+            return PK_EXIT_USAGE;
         switch (c) {
         case 'o':
-            if (once(&o.output, "-o") != 0)
+            if (file_option(&o.output, "-o") != 0)
                 return PK_EXIT_USAGE;
             break;
         case OPT_RULES:
-            if (once(&o.rules, "--rules") != 0)
+            if (file_option(&o.rules, "--rules") != 0)
                 return PK_EXIT_USAGE;
             break;
         case OPT_MANIFEST:
-            if (once(&o.manifest, "--manifest") != 0)
+            if (file_option(&o.manifest, "--manifest") != 0)
                 return PK_EXIT_USAGE;
             if (strcmp(o.manifest, "-") == 0) /* as most tools read it */
                 o.manifest = "/dev/stdout";
             break;
         case OPT_BASE:
-            if (once(&o.base, "--base") != 0)
+            if (file_option(&o.base, "--base") != 0)
                 return PK_EXIT_USAGE;
             break;
         case 'q':
             o.quiet = 1;
             break;
         case OPT_MEMORY:
-            if (memory_given++)
-                return usage_error("%s is given twice", "--memory");
+            memory_given = 1;
             if (parse_size(optarg, &o.memory) != 0)
                 return usage_error("--memory %s: expected a size in bytes, or with K, M, G or T "
                                    "(512M, 2G), or 0 for no limit",
@@ -294,8 +312,6 @@ static int cmd_build(int argc, char **argv)
         case 'h':
             return print_help();
         case 'j': {
-            if (jobs_given++) /* as --memory: the first would silently lose */
-                return usage_error("%s is given twice", "--jobs");
             char *end;
             errno = 0;
             long n = strtol(optarg, &end, 10);
@@ -364,9 +380,13 @@ static int parse_simple(int argc, char **argv, int *json, int *quiet, int *encod
                                          {"headers", no_argument, NULL, OPT_HEADERS},
                                          {"help", no_argument, NULL, 'h'},
                                          {0, 0, 0, 0}};
-    int c, encoding_given = 0;
+    _Static_assert(sizeof opts / sizeof opts[0] <= 64, "given_once: a bit of seen per option");
+    uint64_t seen = 0;
+    int c;
     opterr = 0;
     while ((c = getopt_long(argc, argv, READ_SHORTS, opts, NULL)) != -1) {
+        if (given_once(opts, c, &seen) != 0)
+            return PK_EXIT_USAGE;
         switch (c) {
         case OPT_JSON:
             if (!json)
@@ -381,8 +401,6 @@ static int parse_simple(int argc, char **argv, int *json, int *quiet, int *encod
         case OPT_ENCODING:
             if (!encoding)
                 return usage_error("%s: --encoding is not an option of this command", argv[0]);
-            if (encoding_given++)
-                return usage_error("%s is given twice", "--encoding");
             *encoding = sf_encoding_parse(optarg, strlen(optarg));
             if (*encoding < 0)
                 return usage_error("--encoding %s: expected identity, gzip, br or zstd", optarg);

@@ -289,7 +289,7 @@ def main():
                          ("--manifest", os.path.join(outdir, "m.json")),
                          ("--base", os.path.join(outdir, "old.lmdb"))):
             args = ["build", root] + ([] if opt in ("-o", "--output") else ["-o", out])
-            name = "-o" if opt == "--output" else opt
+            name = "--output" if opt == "-o" else opt  # named by its long name
             expect_failure(args + [opt, val, opt, val], 2, [name + " is given twice"],
                            "%s twice" % opt, outdir, out)
         expect_failure(["build", "", "-o", out], 2, ["WEBROOT: an empty file name"],
