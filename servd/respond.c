@@ -26,7 +26,8 @@
  *      acceptable) or a built-in text 404;
  *   4. variant: sv_negotiate_list(); nothing acceptable -> 406 with
  *      "Vary: Accept-Encoding" (RFC 9110 §12.5.3 allows 406 or identity;
- *      406 keeps "identity;q=0" honest and a cache keyed on Vary correct).
+ *      406 keeps "identity;q=0" honest and a cache keyed on Vary correct),
+ *      whose body lists the file's codings (not_acceptable()).
  *      A file stored in one representation is not negotiated (§12.1: the
  *      resource is treated as not subject to negotiation): it is sent as
  *      it is, like its 200 without Vary, which a cache gives every client;
@@ -294,6 +295,47 @@ static int fail_file(sv__resp *c, int status, int vary, sf_view h)
     return 0;
 }
 
+/* The 406 of a negotiable file: nothing the client accepts. Its body lists
+ * the codings the file has (RFC 9110 §15.5.7: a list of the available
+ * representations' characteristics), so a client or a person that refused
+ * them all sees what to accept:
+ *   406 Not Acceptable
+ *   Available encodings: identity, gzip, br
+ * The head and body vary with the list: formatted in the scratch buffer. */
+static int not_acceptable(sv__resp *c, const sf_entry *e)
+{
+    static const char status[] = "HTTP/1.1 406 Not Acceptable\r\n"
+                                 "Content-Type: text/plain; charset=utf-8\r\n";
+    char list[SF_ENC_COUNT * sizeof "identity, "]; /* the longest name, each */
+    size_t n = 0;
+    for (unsigned i = 0; i < e->nvariants && i < SF_ENC_COUNT; i++) {
+        const char *name = sf_encoding_name(e->variants[i].encoding); /* checked at load */
+        n += (size_t)snprintf(list + n, sizeof list - n, "%s%s", i ? ", " : "", name ? name : "?");
+    }
+    size_t blen, hlen;
+    const char *body =
+        sv__sfmt(c->scratch, &blen, "406 Not Acceptable\nAvailable encodings: %s\n", list);
+    const char *head =
+        body ? sv__sfmt(c->scratch, &hlen, "Content-Length: %zu\r\nCache-Control: no-cache\r\n%s",
+                        blen, vary_line)
+             : NULL;
+    if (!head)
+        return fail_file(c, 406, 1, e->variants[0].h200); /* the scratch is full: no list */
+    sv_plan *plan = c->plan;
+    sv__plan_reset(plan, plan->close);
+    plan->status = 406;
+    sv__add(plan, status, sizeof status - 1);
+    sv__add(plan, head, hlen);
+    if (sv__add_cors(c, e->variants[0].h200, 2) != 0)
+        return sv__fail(c, 500);
+    sv__add(plan, c->date, c->date_len);
+    if (!c->head) {
+        sv__add(plan, body, blen);
+        plan->body_bytes = blen;
+    }
+    return 0;
+}
+
 /* Appends formatted text to the scratch buffer. @return its start, or
  * NULL when it does not fit (nothing is appended then). */
 char *sv__sfmt(sv_scratch *s, size_t *len, const char *fmt, ...)
@@ -409,7 +451,7 @@ int sv__serve(sv__resp *c, const sf_entry *e, int is404, const sf_view *bodies)
     int idx = negotiate(req, e);
     if (idx < 0) {
         if (vary && !is404)
-            return fail_file(c, 406, 1, e->variants[0].h200);
+            return not_acceptable(c, e);
         idx = 0; /* one representation, or an error page: sent rather than refused */
     }
     const sf_variant *v = &e->variants[idx];

@@ -166,6 +166,18 @@ def t_nothing_acceptable_406(S):
         r = ae_get(S, BIG, ae)
         eq(r.status, 406, "Accept-Encoding: %r status" % ae)
         eq(int(r.need("Content-Length")), len(r.body), "406 Content-Length")
+        h = ae_get(S, BIG, ae, method="HEAD")
+        eq((h.status, h.body, h.need("Content-Length")), (406, b"", r.need("Content-Length")),
+           "HEAD with Accept-Encoding %r: the GET's head" % ae)
+    # The body lists the codings the file has (RFC 9110 15.5.7), which are exactly
+    # those servd sends when asked for each alone.
+    lines = r.body.decode().split("\n")
+    eq((lines[0], lines[2:]), ("406 Not Acceptable", [""]), "406 body: %r" % r.body)
+    ok(lines[1].startswith("Available encodings: "), "406 body: %r" % r.body)
+    listed = lines[1][len("Available encodings: "):].split(", ")
+    served = ["identity"] + [c for c in ("gzip", "br", "zstd")
+                             if st.content_encoding(ae_get(S, BIG, c + ", identity;q=0")) == c]
+    eq(listed, served, "the 406's list against the codings served")
     # A file stored in one representation is not negotiated (RFC 9110 §12.1): its
     # 200 has no Vary, so a cache in front gives it to such a client anyway.
     png = S.fixture.files["/img/dot.png"]

@@ -598,10 +598,18 @@ TEST(respond_spa_fallback)
 TEST(respond_406_not_acceptable)
 {
     open_pack(1);
+    /* the body lists the file's codings (RFC 9110 §15.5.7) */
     ASSERT_EQ(get("/app.js", "Accept-Encoding: identity;q=0\r\n"), 406);
     OUT_IS("HTTP/1.1 406 Not Acceptable\r\nContent-Type: text/plain; charset=utf-8\r\n"
-           "Content-Length: 19\r\nCache-Control: no-cache\r\nVary: Accept-Encoding\r\n" DATE_LINE
-           "\r\n406 Not Acceptable\n");
+           "Content-Length: 65\r\nCache-Control: no-cache\r\nVary: Accept-Encoding\r\n" DATE_LINE
+           "\r\n406 Not Acceptable\nAvailable encodings: identity, gzip, br, zstd\n");
+    ASSERT_EQ(plan.body_bytes, 65);
+    ASSERT_EQ(run("HEAD /app.js HTTP/1.1\r\nHost: h\r\nAccept-Encoding: identity;q=0\r\n\r\n"),
+              406);
+    OUT_IS("HTTP/1.1 406 Not Acceptable\r\nContent-Type: text/plain; charset=utf-8\r\n"
+           "Content-Length: 65\r\nCache-Control: no-cache\r\nVary: Accept-Encoding\r\n" DATE_LINE
+           "\r\n");
+    ASSERT_EQ(plan.body_bytes, 0);
     ASSERT_EQ(get("/app.js", "Accept-Encoding: *;q=0\r\n"), 406);
     ASSERT_EQ(has_header("Vary: Accept-Encoding\r\n"), 1);
     ASSERT_EQ(get("/app.js", "Accept-Encoding: compress, identity;q=0\r\n"), 406);
@@ -705,9 +713,9 @@ TEST(respond_cors_on_file_errors)
            "access-control-allow-headers: X-Client\r\n" DATE_LINE "\r\n");
     ASSERT_EQ(get("/cors.txt", "Accept-Encoding: identity;q=0\r\n"), 406);
     OUT_IS("HTTP/1.1 406 Not Acceptable\r\nContent-Type: text/plain; charset=utf-8\r\n"
-           "Content-Length: 19\r\nCache-Control: no-cache\r\nVary: Accept-Encoding\r\n"
+           "Content-Length: 55\r\nCache-Control: no-cache\r\nVary: Accept-Encoding\r\n"
            "Access-Control-Allow-Origin: *\r\naccess-control-allow-headers: X-Client\r\n" DATE_LINE
-           "\r\n406 Not Acceptable\n");
+           "\r\n406 Not Acceptable\nAvailable encodings: identity, gzip\n");
     /* a negotiable file's 416 carries Vary too */
     ASSERT_EQ(get("/cors.txt", "Range: bytes=4000-\r\n"), 416);
     ASSERT_EQ(has_header("Content-Length: 0\r\nVary: Accept-Encoding\r\nAccess-Control-Allow-"
