@@ -177,8 +177,9 @@ size_t sv_http1_empty_lines(const char *buf, size_t len);
  * arrived whole, so the request after it can be read (conn.c).
  *   chunked-body = *chunk last-chunk trailer-section CRLF, strictly:
  *   chunk-size is 1*HEXDIG (leading zeros allowed, nothing else: no sign,
- *   no "0x", no whitespace before ";" or the CRLF); chunk extensions are
- *   BWS ";" BWS token [BWS "=" BWS (token / quoted-string)] and ignored;
+ *   no "0x", no whitespace before it or before the CRLF; BWS only before
+ *   a ";"); chunk extensions are BWS ";" BWS token [BWS "=" BWS (token /
+ *   quoted-string)] and ignored;
  *   every line ends in CRLF (a bare CR or LF is an error, as in a head);
  *   chunk-data is followed by CRLF; trailer fields are field lines as in a
  *   head, parsed and ignored (§7.1.2).

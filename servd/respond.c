@@ -306,7 +306,7 @@ static int not_acceptable(sv__resp *c, const sf_entry *e)
 {
     static const char status[] = "HTTP/1.1 406 Not Acceptable\r\n"
                                  "Content-Type: text/plain; charset=utf-8\r\n";
-    char list[SF_ENC_COUNT * sizeof "identity, "]; /* the longest name, each */
+    char list[SF_ENC_COUNT * sizeof "identity, "] = ""; /* the longest name, each */
     size_t n = 0;
     for (unsigned i = 0; i < e->nvariants && i < SF_ENC_COUNT; i++) {
         const char *name = sf_encoding_name(e->variants[i].encoding); /* checked at load */
@@ -319,8 +319,8 @@ static int not_acceptable(sv__resp *c, const sf_entry *e)
         body ? sv__sfmt(c->scratch, &hlen, "Content-Length: %zu\r\nCache-Control: no-cache\r\n%s",
                         blen, vary_line)
              : NULL;
-    if (!head)
-        return fail_file(c, 406, 1, e->variants[0].h200); /* the scratch is full: no list */
+    if (!head) /* no room: not seen, the 406 is the plan's first use of the scratch */
+        return fail_file(c, 406, 1, e->variants[0].h200);
     sv_plan *plan = c->plan;
     sv__plan_reset(plan, plan->close);
     plan->status = 406;

@@ -352,6 +352,8 @@ static void head_done(checker *k)
         fprintf(stderr, "answer %d:\n%.*s\n", k->got, (int)k->hlen, k->head);
         fz_die("an answer without exactly one Content-Length");
     }
+    if (k->refused && !k->closes)
+        fz_die("the 400 of a malformed chunked body without Connection: close");
     k->body = head || status == 304 ? 0 : (size_t)cl;
     k->error_cl = (size_t)cl;
     if (k->got < MAX_MODEL) {

@@ -634,6 +634,20 @@ TEST(http1_chunked_body_length)
     ASSERT_EQ(CHUNKED("10001\r\nx"), 0);
     ASSERT_EQ(CHUNKED("10000000000000000000000000000\r\nx\r\n0\r\n\r\n"), 0);
     ASSERT_EQ(CHUNKED("0000000000000000000000000000001\r\nx\r\n0\r\n\r\n"), 41);
+    /* SV_MAX_DRAIN bounds the whole body, chunk lines and trailers included
+     * (measured once: every prefix of 64 KiB would take long) */
+    static char big[SV_MAX_DRAIN + 64];
+    size_t n = (size_t)snprintf(big, sizeof big, "%x\r\n", SV_MAX_DRAIN - 12);
+    memset(big + n, 'x', SV_MAX_DRAIN - 12);
+    n += SV_MAX_DRAIN - 12;
+    memcpy(big + n, "\r\n0\r\n\r\n", 7);
+    ASSERT_EQ(n + 7, SV_MAX_DRAIN + 1); /* "fff4" CRLF, the data, CRLF, the last chunk */
+    ASSERT_EQ(sv_http1_chunked_length(guarded(big, n + 7), n + 7), 0);
+    memcpy(big, "fff3", 4); /* a byte less: the last 'x' is where its CRLF should be */
+    ASSERT_EQ(sv_http1_chunked_length(guarded(big, n + 6), n + 6), -400);
+    memcpy(big + n - 1, "\r\n0\r\n\r\n", 7); /* the data that size: exactly the cap */
+    ASSERT_EQ(sv_http1_chunked_length(guarded(big, n + 6), n + 6), SV_MAX_DRAIN);
+    ASSERT_EQ(CHUNKED("10001\r\n"), 0); /* a chunk over the cap: known at once */
 
     /* malformed */
     ASSERT_EQ(CHUNKED("\r\nhello\r\n0\r\n\r\n"), -400);     /* no size */
