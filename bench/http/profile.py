@@ -3,6 +3,7 @@
 
     bench/http/profile.py callgrind [--server servd|ceiling] [--workload w1|w2pre]
                           [-n REQUESTS] [-c CONNS] [-m PIPELINE] [--build DIR]
+                          [--compare DIR]
     bench/http/profile.py syscalls  ...   (strace -c: system calls per request)
     bench/http/profile.py perf      ...   (perf record -e cpu-clock: where the time goes,
                                            kernel included; hardware counters are not
@@ -11,7 +12,9 @@
 callgrind: the server runs under valgrind --tool=callgrind; after a warm-up the
 counters are zeroed (callgrind_control -z), h2load sends REQUESTS requests, and
 the counters are dumped: user-space instructions per request, the number that
-compares two versions of servd without noise. The top functions are printed.
+compares two versions of servd without noise, and where they are by source file
+(the request path is inlined into a few functions). --compare BUILD runs a second
+build's servd the same way and prints the two side by side, file by file.
 
 Uses the fixtures and the pack that bench/http/run.py prepares in /tmp/servd-bench
 (run.py --quick once first), and h2load --h1 -t1 on core 0; the server on core 1.
@@ -30,10 +33,10 @@ sys.path.insert(0, HERE)
 import run  # noqa: E402  (the harness: fixtures, ports, load generators)
 
 
-def server_argv(a):
+def server_argv(a, build=None):
     port = run.PORTS[a.server]
     if a.server == "servd":
-        return [f"{a.build}/servd", "--pack", f"{run.WORK}/site.lmdb", "--workers", "1",
+        return [f"{build or a.build}/servd", "--pack", f"{run.WORK}/site.lmdb", "--workers", "1",
                 "--listen", f"127.0.0.1:{port}"], port
     body = ([f"{run.WORK}/www/index.html"] if a.workload == "w1"
             else [f"{run.WORK}/www/pre/app.js.gz", "gzip"])
@@ -71,8 +74,31 @@ def stop(p):
         p.wait()
 
 
-def callgrind(a):
-    argv, port = server_argv(a)
+def by_file(dump):
+    """{source file: instructions} of a callgrind dump, each instruction counted in the
+    file of its source line (fl=, fi=, fe=): servd's request path is inlined into a few
+    functions, so a listing by function says nothing, one by file says where the
+    instructions are. Costs of call lines (inclusive) are skipped."""
+    out, cur, after_calls = {}, "?", False
+    for ln in open(dump):
+        if ln.startswith(("fl=", "fi=", "fe=")):
+            cur = ln[3:].strip()
+            continue
+        if ln.startswith("calls="):
+            after_calls = True
+            continue
+        m = re.match(r"^([+-]?\d+|\*)\s+(\d+)", ln)
+        if m:
+            if not after_calls:
+                out[cur] = out.get(cur, 0) + int(m.group(2))
+            after_calls = False
+    return out
+
+
+def callgrind_run(a, build, tag):
+    """One server under callgrind: (requests, instructions, {file: instructions}), the
+    dump kept as {outdir}/{tag}.cg."""
+    argv, port = server_argv(a, build)
     outdir = f"{run.WORK}/callgrind"
     os.makedirs(outdir, exist_ok=True)
     for f in glob.glob(f"{outdir}/cg.out*"):
@@ -87,10 +113,8 @@ def callgrind(a):
         time.sleep(0.5)
     finally:
         stop(p)
-    dumps = sorted(glob.glob(f"{outdir}/cg.out.*"), key=os.path.getmtime)
-    dump = [d for d in dumps if re.search(r"\.\d+\.\d+$|\.\d+$", d)]
     best = None
-    for d in dumps:
+    for d in glob.glob(f"{outdir}/cg.out.*"):
         t = open(d).read()
         m = re.search(r"^(?:summary|totals): (\d+)", t, re.M)
         if m and (best is None or int(m.group(1)) > best[0]):
@@ -98,17 +122,32 @@ def callgrind(a):
     if not best:
         sys.exit("no callgrind dump found in " + outdir)
     ir, d = best
-    print(f"{a.server} {a.workload} c={a.c} m={a.m}: {n} requests, {ir} instructions "
-          f"(user space) = {ir / n:.0f} per request   [{d}]")
-    ann = subprocess.run(["callgrind_annotate", "--inclusive=no", d], capture_output=True,
-                         text=True).stdout
-    rows = [ln for ln in ann.splitlines() if re.match(r"^\s*[\d,]+ \(", ln)]
-    for ln in rows[:a.top]:
-        m = re.match(r"^\s*([\d,]+)\s+\(\s*([\d.]+)%\)\s+(.*)$", ln)
-        if m:
-            print(f"  {int(m.group(1).replace(',', '')) / n:8.1f}/req {m.group(2):>5}%  "
-                  f"{m.group(3)[:110]}")
-    del dump
+    kept = f"{outdir}/{tag}.cg"
+    os.replace(d, kept)
+    print(f"{a.server} {a.workload} c={a.c} m={a.m} [{build}]: {n} requests, {ir} "
+          f"instructions (user space) = {ir / n:.0f} per request   [{kept}]")
+    files = {}
+    root = os.path.dirname(os.path.abspath(build)) + "/"  # the build's source tree
+    for f, c in by_file(kept).items():  # its files named alike whichever tree built them
+        f = f[len(root):] if f.startswith(root) else f
+        files[f] = files.get(f, 0) + c
+    return n, ir, files
+
+
+def callgrind(a):
+    n, ir, files = callgrind_run(a, a.build, "a")
+    if not a.compare:
+        for f, c in sorted(files.items(), key=lambda x: -x[1])[:a.top]:
+            print(f"  {c / n:8.1f}/req {100 * c / ir:5.1f}%  {f}")
+        return
+    n2, ir2, files2 = callgrind_run(a, a.compare, "b")
+    print(f"  {'--build':>10} {'--compare':>10} {'diff':>8}  per request, by source file")
+    rows = sorted(set(files) | set(files2), key=lambda f: -max(files.get(f, 0) / n,
+                                                                 files2.get(f, 0) / n2))
+    for f in rows[:a.top]:
+        x, y = files.get(f, 0) / n, files2.get(f, 0) / n2
+        print(f"  {x:10.1f} {y:10.1f} {x - y:+8.1f}  {f}")
+    print(f"  {ir / n:10.1f} {ir2 / n2:10.1f} {ir / n - ir2 / n2:+8.1f}  total")
 
 
 def syscalls(a):
@@ -164,6 +203,8 @@ def main():
     ap.add_argument("-m", type=int, default=1)
     ap.add_argument("--top", type=int, default=25)
     ap.add_argument("--build", default=os.path.join(run.ROOT, "build-bench"))
+    ap.add_argument("--compare", metavar="BUILD",
+                    help="callgrind: run this build's servd too, and show the two by file")
     a = ap.parse_args()
     run.raise_nofile()
     {"callgrind": callgrind, "syscalls": syscalls, "perf": perf}[a.mode](a)
