@@ -46,7 +46,7 @@
  * read (range.c): more at any point -> the Range is ignored and the whole
  * representation sent (RFC 9110 §14.2 allows it). */
 #define SV_MAX_RANGES 16
-/* Scratch for formatted header lines (206, 416, 301, multipart boundaries):
+/* Scratch for formatted lines (206, 416, 301, multipart boundaries, a 406):
  * a batch of responses has SV_BATCH_SCRATCH of them (server.h). A 301's
  * Location holds the request's query: room for any target a request line
  * can carry (a link to /docs with a 4 KB OAuth state got a 414 where nginx
