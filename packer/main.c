@@ -275,14 +275,16 @@ static int cmd_build(int argc, char **argv)
     _Static_assert(sizeof opts / sizeof opts[0] <= 64, "given_once: a bit of seen per option");
     uint64_t seen = 0;
     int memory_given = 0;
-    int c;
+    int c, longindex = -1;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, BUILD_SHORTS, opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, BUILD_SHORTS, opts, &longindex)) != -1) {
+        int spelt_long = longindex >= 0; /* set by getopt_long for a long option only */
+        longindex = -1;
         if (given_once(opts, c, &seen) != 0)
             return PK_EXIT_USAGE;
         switch (c) {
-        case 'o':
-            if (file_option(&o.output, "-o") != 0)
+        case 'o': /* named as it was given: "-o -q" or "--output -q" */
+            if (file_option(&o.output, spelt_long ? "--output" : "-o") != 0)
                 return PK_EXIT_USAGE;
             break;
         case OPT_RULES:

@@ -308,7 +308,8 @@ def main():
         try:
             for args, needle in ((["-o=site.lmdb"], "-o =site.lmdb: a file name that starts with '='"),
                                  (["-o", "--base"], "-o --base: a file name that starts with '-'"),
-                                 (["--output", "-q"], "-o -q: a file name that starts with '-'"),
+                                 (["--output", "-q"], "--output -q: a file name that starts with '-'"),
+                                 (["--output="], "--output: an empty file name"),
                                  (["-o", "-"], "-o -: only --manifest can be standard output"),
                                  (["-o", "x.lmdb", "--base", "-"], "--base -: a file is read, not standard input"),
                                  (["-o", "x.lmdb", "--rules=-"], "--rules -: a file is read, not standard input")):
