@@ -79,10 +79,16 @@ def by_file(dump):
     file of its source line (fl=, fi=, fe=): servd's request path is inlined into a few
     functions, so a listing by function says nothing, one by file says where the
     instructions are. Costs of call lines (inclusive) are skipped."""
-    out, cur, after_calls = {}, "?", False
+    out, fl, cur, after_calls = {}, "?", "?", False
     for ln in open(dump):
-        if ln.startswith(("fl=", "fi=", "fe=")):
+        if ln.startswith("fl="):
+            fl = cur = ln[3:].strip()
+            continue
+        if ln.startswith(("fi=", "fe=")):
             cur = ln[3:].strip()
+            continue
+        if ln.startswith("fn="):  # a function's costs start in its own file
+            cur = fl
             continue
         if ln.startswith("calls="):
             after_calls = True
