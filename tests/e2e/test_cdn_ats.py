@@ -259,5 +259,14 @@ def t_via_never_changes_servd(c):
             % sorted(vias))
 
 
+def t_post_body_keeps_origin_connection(c):
+    """A chunked POST that ATS passes to servd does not cost the origin connection."""
+    a = ct.TrafficServer(c.o.direct, [AE % 1]).start()
+    try:
+        ct.check_post_body_keeps_connection(c.o, a, "ats")
+    finally:
+        a.stop(check=False)
+
+
 if __name__ == "__main__":
     st.run(st.collect(globals()), setup=Ctx)

@@ -301,5 +301,14 @@ def t_via_never_changes_servd(c):
     eq(r0.body, r1.body, "bodies with and without Via")
 
 
+def t_post_body_keeps_origin_connection(c):
+    """A chunked POST that Varnish passes to servd does not cost the origin connection."""
+    v = ct.Varnish(c.o.direct).start()
+    try:
+        ct.check_post_body_keeps_connection(c.o, v, "varnish")
+    finally:
+        v.stop(check=False)
+
+
 if __name__ == "__main__":
     st.run(st.collect(globals()), setup=Ctx)
