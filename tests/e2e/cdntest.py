@@ -15,6 +15,9 @@ What it gives a test script (on top of servdtest):
   fetch(port, path, hdrs)  one request on a fresh connection with http.client (the caches may
                          answer chunked); the body is never decoded
   Variants(pack, path)   the stored bytes and ETag of every encoding of a path
+  check_post_body_keeps_connection(origin, cache, what)
+                         chunked POSTs through a cache pointed at origin.direct keep the
+                         cache's origin connection
 
 The caches run as child processes of the test, never as daemons, on 127.0.0.1 only, with all
 their state in a directory the test removes. Nothing outside that directory is touched.
