@@ -12,6 +12,7 @@
 #include "pool.h"
 #include "progress.h"
 #include "sf/cpus.h"
+#include "sf/opts.h"
 #include "sf/stdfds.h"
 
 #include <errno.h>
@@ -204,15 +205,8 @@ static int parse_size(const char *s, uint64_t *out)
  * PK_EXIT_USAGE (reported). */
 static int given_once(const struct option *opts, int c, uint64_t *seen)
 {
-    for (unsigned i = 0; opts[i].name; i++) {
-        if (opts[i].val != c || opts[i].has_arg != required_argument)
-            continue;
-        if (*seen & (UINT64_C(1) << i))
-            return usage_error("--%s is given twice", opts[i].name);
-        *seen |= UINT64_C(1) << i;
-        break;
-    }
-    return 0;
+    const char *name = sf_opt_repeated(opts, c, seen);
+    return name ? usage_error("--%s is given twice", name) : 0;
 }
 
 /* Sets *slot to the value of an option that names a file. The value must

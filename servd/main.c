@@ -24,6 +24,7 @@
 #include "say.h"
 #include "sf/cpus.h"
 #include "sf/isolate.h"
+#include "sf/opts.h"
 #include "sf/stdfds.h"
 #include "embedded.h"
 #include "mapguard.h"
@@ -193,14 +194,9 @@ static void given_once(const struct option *opts, int c, uint64_t *seen)
 {
     if (c == 'l' || c == OPT_REAL_IP_FROM)
         return;
-    for (unsigned i = 0; opts[i].name; i++) {
-        if (opts[i].val != c || opts[i].has_arg != required_argument)
-            continue;
-        if (*seen & (UINT64_C(1) << i))
-            usage_error("--%s is given twice", opts[i].name);
-        *seen |= UINT64_C(1) << i;
-        return;
-    }
+    const char *name = sf_opt_repeated(opts, c, seen);
+    if (name)
+        usage_error("--%s is given twice", name);
 }
 
 /* Reads the command line into @p cfg; a usage error exits with status 2.
