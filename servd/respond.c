@@ -183,26 +183,41 @@ void sv__add_block(sv__resp *c, const char *p, size_t n)
 /* A text error in two steps, so that lines can go between: error_start()
  * drops what the plan held (a response cut short: 500) and adds the head
  * block and an optional extra static line, error_end() the Date and the
- * body. */
-static const err_text *error_start(sv_plan *plan, int status, const char *extra, size_t extra_len)
+ * body. A body formatted for this response (the 406's list) is passed to
+ * error_end(), and the digits of its length to error_start(), whose
+ * Content-Length they replace; NULL for the status's own body. */
+static const err_text *error_start(sv_plan *plan, int status, const char *extra, size_t extra_len,
+                                   const sf_view *length)
 {
+    static const char cl[] = "Content-Length: ";
     const err_text *t = find_error(status);
     if (!t)
         t = find_error(500);
     sv__plan_reset(plan, plan->close);
     plan->status = t->status;
-    sv__add(plan, t->head, t->head_len);
+    const char *digits = length ? memmem(t->head, t->head_len, cl, sizeof cl - 1) : NULL;
+    if (digits) { /* always found: the head is ERR_HEAD's */
+        digits += sizeof cl - 1;
+        const char *eol = memchr(digits, '\r', (size_t)(t->head + t->head_len - digits));
+        sv__add(plan, t->head, (size_t)(digits - t->head));
+        sv__add(plan, length->ptr, length->len);
+        sv__add(plan, eol, (size_t)(t->head + t->head_len - eol));
+    } else {
+        sv__add(plan, t->head, t->head_len);
+    }
     if (extra)
         sv__add(plan, extra, extra_len);
     return t;
 }
 
-static void error_end(sv_plan *plan, const err_text *t, const char *date, size_t date_len, int head)
+static void error_end(sv_plan *plan, const err_text *t, const sf_view *body, const char *date,
+                      size_t date_len, int head)
 {
+    sf_view b = body ? *body : (sf_view){t->body, t->body_len};
     sv__add(plan, date, date_len);
     if (!head) {
-        sv__add(plan, t->body, t->body_len);
-        plan->body_bytes = t->body_len;
+        sv__add(plan, b.ptr, b.len);
+        plan->body_bytes = b.len;
     }
 }
 
@@ -211,8 +226,8 @@ static void error_end(sv_plan *plan, const err_text *t, const char *date, size_t
 static void error_plan(sv_plan *plan, int status, const char *date, size_t date_len, int head)
 {
     const char *extra = status == 405 ? allow_line : status == 503 ? retry_line : NULL;
-    error_end(plan, error_start(plan, status, extra, extra ? strlen(extra) : 0), date, date_len,
-              head);
+    error_end(plan, error_start(plan, status, extra, extra ? strlen(extra) : 0, NULL), NULL, date,
+              date_len, head);
 }
 
 void sv_respond_error_method(int status, int close, int method, const sv_date *date, sv_plan *plan)
@@ -285,13 +300,17 @@ static int has_cors(sf_view h)
 /* An error about a file (406, 412): carries Vary when it is negotiable, and
  * the Access-Control-* lines of h, the selected variant's 200 block. A
  * browser checks CORS on every status: without them a cross-origin script
- * that sent If-Match would see a network error rather than the 412. */
-static int fail_file(sv__resp *c, int status, int vary, sf_view h)
+ * that sent If-Match would see a network error rather than the 412. body
+ * and length: a formatted body and its length's digits (error_start()),
+ * or NULL for the status's own. */
+static int fail_file(sv__resp *c, int status, int vary, sf_view h, const sf_view *body,
+                     const sf_view *length)
 {
-    const err_text *t = error_start(c->plan, status, vary ? vary_line : NULL, sizeof vary_line - 1);
+    const err_text *t =
+        error_start(c->plan, status, vary ? vary_line : NULL, sizeof vary_line - 1, length);
     if (sv__add_cors(c, h, 2) != 0)
         return sv__fail(c, 500);
-    error_end(c->plan, t, c->date, c->date_len, c->head);
+    error_end(c->plan, t, body, c->date, c->date_len, c->head);
     return 0;
 }
 
@@ -301,39 +320,23 @@ static int fail_file(sv__resp *c, int status, int vary, sf_view h)
  * them all sees what to accept:
  *   406 Not Acceptable
  *   Available encodings: identity, gzip, br
- * The head and body vary with the list: formatted in the scratch buffer. */
+ * The body and its length vary with the list: formatted in the scratch
+ * buffer, the rest of the head is the static 406's. */
 static int not_acceptable(sv__resp *c, const sf_entry *e)
 {
-    static const char status[] = "HTTP/1.1 406 Not Acceptable\r\n"
-                                 "Content-Type: text/plain; charset=utf-8\r\n";
     char list[SF_ENC_COUNT * sizeof "identity, "] = ""; /* the longest name, each */
     size_t n = 0;
     for (unsigned i = 0; i < e->nvariants && i < SF_ENC_COUNT; i++) {
         const char *name = sf_encoding_name(e->variants[i].encoding); /* checked at load */
         n += (size_t)snprintf(list + n, sizeof list - n, "%s%s", i ? ", " : "", name ? name : "?");
     }
-    size_t blen, hlen;
-    const char *body =
-        sv__sfmt(c->scratch, &blen, "406 Not Acceptable\nAvailable encodings: %s\n", list);
-    const char *head =
-        body ? sv__sfmt(c->scratch, &hlen, "Content-Length: %zu\r\nCache-Control: no-cache\r\n%s",
-                        blen, vary_line)
-             : NULL;
-    if (!head) /* no room: not seen, the 406 is the plan's first use of the scratch */
-        return fail_file(c, 406, 1, e->variants[0].h200);
-    sv_plan *plan = c->plan;
-    sv__plan_reset(plan, plan->close);
-    plan->status = 406;
-    sv__add(plan, status, sizeof status - 1);
-    sv__add(plan, head, hlen);
-    if (sv__add_cors(c, e->variants[0].h200, 2) != 0)
-        return sv__fail(c, 500);
-    sv__add(plan, c->date, c->date_len);
-    if (!c->head) {
-        sv__add(plan, body, blen);
-        plan->body_bytes = blen;
-    }
-    return 0;
+    sf_view body, length;
+    body.ptr =
+        sv__sfmt(c->scratch, &body.len, "406 Not Acceptable\nAvailable encodings: %s\n", list);
+    length.ptr = body.ptr ? sv__sfmt(c->scratch, &length.len, "%zu", body.len) : NULL;
+    if (!length.ptr) /* no room: not seen, the 406 is the plan's first use of the scratch */
+        return fail_file(c, 406, 1, e->variants[0].h200, NULL, NULL);
+    return fail_file(c, 406, 1, e->variants[0].h200, &body, &length);
 }
 
 /* Appends formatted text to the scratch buffer. @return its start, or
@@ -401,12 +404,12 @@ static int preconditions(sv__resp *c, const sf_variant *v, int vary)
     int64_t t;
     if (req->n_if_match) {
         if (!any_etag_match(req, "if-match", v->etag, 0))
-            return fail_file(c, 412, vary, v->h200), 1;
+            return fail_file(c, 412, vary, v->h200, NULL, NULL), 1;
     } else if (req->n_if_unmodified_since == 1 && c->lm >= SF_DATE_NORMALISED &&
                sf_http_date_parse(req->if_unmodified_since.ptr, req->if_unmodified_since.len, &t) ==
                    0 &&
                c->lm > t) {
-        return fail_file(c, 412, vary, v->h200), 1;
+        return fail_file(c, 412, vary, v->h200, NULL, NULL), 1;
     }
     if (req->n_if_none_match) {
         if (any_etag_match(req, "if-none-match", v->etag, 1))
