@@ -266,7 +266,7 @@ static int cmd_build(int argc, char **argv)
     pk_build_opts o = {0};
     o.jobs = sf_cpu_count(PK_POOL_MAX_THREADS);
     o.memory = sf_memory_available() / 2; /* 0: not known, no limit */
-    _Static_assert(sizeof opts / sizeof opts[0] <= 64, "given_once: a bit of seen per option");
+    _Static_assert(sizeof opts / sizeof opts[0] <= 64, "sf_opt_repeated: a bit of seen per option");
     uint64_t seen = 0;
     int memory_given = 0;
     int c, longindex = -1;
@@ -376,7 +376,7 @@ static int parse_simple(int argc, char **argv, int *json, int *quiet, int *encod
                                          {"headers", no_argument, NULL, OPT_HEADERS},
                                          {"help", no_argument, NULL, 'h'},
                                          {0, 0, 0, 0}};
-    _Static_assert(sizeof opts / sizeof opts[0] <= 64, "given_once: a bit of seen per option");
+    _Static_assert(sizeof opts / sizeof opts[0] <= 64, "sf_opt_repeated: a bit of seen per option");
     uint64_t seen = 0;
     int c;
     opterr = 0;

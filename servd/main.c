@@ -224,7 +224,7 @@ static int parse_args(int argc, char **argv, sv_config *cfg, const char **user_n
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
     };
-    _Static_assert(sizeof opts / sizeof opts[0] <= 64, "given_once: a bit of seen per option");
+    _Static_assert(sizeof opts / sizeof opts[0] <= 64, "sf_opt_repeated: a bit of seen per option");
     char err[1024];
     int c;
     const char *listen_arg[SV_MAX_LISTEN], *admin_arg = NULL;
