@@ -4,7 +4,8 @@
 # and an AddressSanitizer + UndefinedBehaviorSanitizer build - and the tests
 # of servd's threads (a pack swap's load on libuv's pool, the workers, the
 # stop, the access log's thread) and of servd-pack's (the reads and the
-# compression on its pool) once more under ThreadSanitizer.
+# compression on its pool, and its wait for memory under --memory) once more
+# under ThreadSanitizer.
 set -eu
 cd "$(dirname "$0")/.."
 tests/deps.sh test
@@ -32,4 +33,4 @@ if setarch "$(uname -m)" -R true 2>/dev/null; then
 fi
 TSAN_OPTIONS=halt_on_error=1:abort_on_error=1 $norand \
     ctest --test-dir build-tsan --output-on-failure -j "$jobs" \
-    -R '^e2e\.test_(server_swap|swap_watch|swap_under_load|server_ops|server_connections|pack_repro|pack_space|pack_base)$'
+    -R '^e2e\.test_(server_swap|swap_watch|swap_under_load|server_ops|server_connections|pack_repro|pack_space|pack_base|pack_memory)$'
