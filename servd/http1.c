@@ -329,14 +329,23 @@ static int host_field_check(const char *s, size_t n)
 
 static int request_line(const char *p, size_t n, int complete, sv_request *req);
 
-/* A request line over the limit, p[0, n) (or what has arrived of it): the
- * status its bytes already prove (400, 505), else 501 for a method servd
- * does not know, as it would be on a short line (RFC 9112 §3: a method
- * longer than any implemented), else 414. */
-static int too_long(const char *p, size_t n, sv_request *req)
+/* What the first n bytes of a request line prove when its end has not
+ * been seen, or when it is over SV_MAX_REQUEST_LINE: MORE, or the negated
+ * status (and the method, once its token has ended) that those bytes alone
+ * give. A line over the limit is judged on its first SV_MAX_REQUEST_LINE - 1
+ * bytes, the bytes that show it is: 400 or 505 when they prove that, else
+ * 501 for a method servd does not know, as it would be on a short line (RFC
+ * 9112 §3: a method longer than any implemented), else 414. So a line is
+ * refused with the same status and method however it arrives, whole or a
+ * byte at a time: servd answers the first refusal, and a HEAD's has no
+ * body. */
+static int line_prefix(const char *p, size_t n, sv_request *req)
 {
+    int over = n + 2 > SV_MAX_REQUEST_LINE;
+    if (over)
+        n = SV_MAX_REQUEST_LINE - 1;
     int rc = request_line(p, n, 0, req);
-    if (rc < 0)
+    if (rc < 0 || !over)
         return rc;
     if (memchr(p, ' ', n) ? req->method == SV_M_UNKNOWN : n > SV_METHOD_MAX)
         return -501;
@@ -873,19 +882,16 @@ int sv_http1_parse(const char *buf, size_t len, sv_request *req)
     /* The request line. */
     size_t eol, start = pos;
     rc = line_end(buf, len, pos, &eol);
-    if (rc < 0)
-        return rc;
     if (rc == MORE) {
-        size_t n = partial_len(buf, len, pos);
-        rc = request_line(buf + pos, n, 0, req);
-        if (rc < 0)
-            return rc;
-        if (n + 2 > SV_MAX_REQUEST_LINE)
-            return too_long(buf + pos, n, req);
-        return len >= SV_MAX_HEAD ? -431 : SV_PARSE_INCOMPLETE;
+        rc = line_prefix(buf + pos, partial_len(buf, len, pos), req);
+        return rc < 0 ? rc : len >= SV_MAX_HEAD ? -431 : SV_PARSE_INCOMPLETE;
+    }
+    if (rc < 0) { /* a bare LF: after what the bytes before it prove */
+        int r = line_prefix(buf + pos, partial_len(buf, eol, pos), req);
+        return r < 0 ? r : rc;
     }
     if (eol + 1 - start > SV_MAX_REQUEST_LINE)
-        return too_long(buf + pos, eol - 1 - pos, req);
+        return line_prefix(buf + pos, eol - 1 - pos, req);
     rc = request_line(buf + pos, eol - 1 - pos, 1, req);
     if (rc < 0)
         return rc;

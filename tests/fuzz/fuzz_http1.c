@@ -99,6 +99,30 @@ static void check_streaming(const char *buf, int rc, const sv_request *req)
     free(p);
 }
 
+/* A refused input is refused the same way however it arrives: a prefix of
+ * it is incomplete, or refused with the same status and method (servd
+ * answers the first refusal it parses; a HEAD's has no body). */
+static void check_refusal_streaming(const char *buf, size_t size, int rc, const sv_request *req)
+{
+    static sv_request r2;
+    size_t cuts[3] = {size - 1, size / 2,
+                      ((unsigned char)buf[size / 2] * 131u + (unsigned char)buf[size - 1]) % size};
+    for (int i = 0; i < 3; i++) {
+        char *p = malloc(cuts[i] ? cuts[i] : 1);
+        if (!p)
+            return;
+        memcpy(p, buf, cuts[i]);
+        int r = sv_http1_parse(p, cuts[i], &r2);
+        free(p);
+        if (r > 0)
+            fz_die("a prefix of a refused input parses");
+        if (r < 0 && r != rc)
+            fz_die("a prefix of a refused input is refused with another status");
+        if (r < 0 && r2.method != req->method)
+            fz_die("a prefix of a refused input is refused with another method");
+    }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char *buf = malloc(size ? size : 1);
@@ -147,6 +171,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     } else {
         if (rc != -400 && rc != -414 && rc != -431 && rc != -501 && rc != -505)
             fz_die("unexpected error status");
+        check_refusal_streaming(buf, size, rc, &req);
     }
     free(buf);
     return 0;

@@ -305,6 +305,57 @@ TEST(http1_request_line_limit)
                   cases[i].want);
 }
 
+/* The first refusal of bytes arriving one at a time, as servd parses
+ * what has arrived after each read; *method: its request's method. */
+static int first_refusal(const char *buf, size_t len, int *method)
+{
+    for (size_t n = 1; n <= len; n++) {
+        int r = sv_http1_parse(guarded(buf, n), n, &req);
+        if (r != 0) {
+            *method = req.method;
+            return r;
+        }
+    }
+    return 0;
+}
+
+TEST(http1_refused_the_same_whole_or_a_byte_at_a_time)
+{
+    /* A bad line end after the method; a line over the limit whose bad
+     * version lies past the bytes that show it is too long; a bad line end
+     * after the limit. Each was refused otherwise whole than arriving (400
+     * without the method, 400 against 414), and a HEAD's refusal has no
+     * body, so the answer depended on how the bytes were cut. */
+    static char buf[SV_MAX_REQUEST_LINE * 3];
+#define S(s) s, sizeof s - 1
+    static const struct {
+        const char *start;
+        size_t start_len, fill;
+        const char *tail;
+        int want, method;
+    } cases[] = {
+        {S("HEAD /health HT\0\0TP/GET "), 0, "\n\r\n", -400, SV_M_HEAD},
+        {S("GET /a"), 0, "\n", -400, SV_M_GET},
+        {S("HEAD /"), SV_MAX_REQUEST_LINE * 2, " [::1]:8080 HTTP/1.1\r\nHost: h\r\n\r\n", -414,
+         SV_M_HEAD},
+        {S("GET /"), SV_MAX_REQUEST_LINE, " HTTP/1.1\nHost: h\r\n\r\n", -414, SV_M_GET},
+    };
+#undef S
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        size_t n = cases[i].start_len;
+        memcpy(buf, cases[i].start, n);
+        memset(buf + n, 'a', cases[i].fill);
+        n += cases[i].fill;
+        memcpy(buf + n, cases[i].tail, strlen(cases[i].tail));
+        n += strlen(cases[i].tail);
+        int method = 0;
+        ASSERT_EQ(sv_http1_parse(guarded(buf, n), n, &req), cases[i].want);
+        ASSERT_EQ(req.method, cases[i].method);
+        ASSERT_EQ(first_refusal(buf, n, &method), cases[i].want);
+        ASSERT_EQ(method, cases[i].method);
+    }
+}
+
 TEST(http1_head_limit)
 {
     static char buf[SV_MAX_HEAD * 2];
