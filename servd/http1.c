@@ -869,6 +869,21 @@ int sv_http1_chunked_length(const char *buf, size_t len)
     }
 }
 
+/* A request line at buf[pos] that has not arrived whole (rc MORE) or ends
+ * in a bare LF at buf[eol] (rc negative): what the bytes before its end
+ * prove first, as line_prefix() says, else incomplete or rc. Out of the
+ * request path: a line arrives whole in nearly every read. */
+__attribute__((noinline)) static int line_unended(const char *buf, size_t len, size_t pos,
+                                                  size_t eol, int rc, sv_request *req)
+{
+    int r = line_prefix(buf + pos, partial_len(buf, rc == MORE ? len : eol, pos), req);
+    if (r < 0)
+        return r;
+    if (rc == MORE)
+        return len >= SV_MAX_HEAD ? -431 : SV_PARSE_INCOMPLETE;
+    return rc;
+}
+
 int sv_http1_parse(const char *buf, size_t len, sv_request *req)
 {
     reset(req);
@@ -880,16 +895,10 @@ int sv_http1_parse(const char *buf, size_t len, sv_request *req)
         return -400;
 
     /* The request line. */
-    size_t eol, start = pos;
+    size_t eol = 0, start = pos;
     rc = line_end(buf, len, pos, &eol);
-    if (rc == MORE) {
-        rc = line_prefix(buf + pos, partial_len(buf, len, pos), req);
-        return rc < 0 ? rc : len >= SV_MAX_HEAD ? -431 : SV_PARSE_INCOMPLETE;
-    }
-    if (rc < 0) { /* a bare LF: after what the bytes before it prove */
-        int r = line_prefix(buf + pos, partial_len(buf, eol, pos), req);
-        return r < 0 ? r : rc;
-    }
+    if (__builtin_expect(rc != 1, 0))
+        return line_unended(buf, len, pos, eol, rc, req);
     if (eol + 1 - start > SV_MAX_REQUEST_LINE)
         return line_prefix(buf + pos, eol - 1 - pos, req);
     rc = request_line(buf + pos, eol - 1 - pos, 1, req);
