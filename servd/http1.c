@@ -897,7 +897,7 @@ int sv_http1_parse(const char *buf, size_t len, sv_request *req)
     /* The request line. */
     size_t eol = 0, start = pos;
     rc = line_end(buf, len, pos, &eol);
-    if (__builtin_expect(rc != 1, 0))
+    if (__builtin_expect(rc != 1, 0)) /* 1: the line has ended at eol */
         return line_unended(buf, len, pos, eol, rc, req);
     if (eol + 1 - start > SV_MAX_REQUEST_LINE)
         return line_prefix(buf + pos, eol - 1 - pos, req);

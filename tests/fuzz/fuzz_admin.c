@@ -46,7 +46,7 @@ static void die(const char *what, const char *resp, size_t n)
 
 static void start(void)
 {
-    char err[256];
+    char err[256] = "a loopback socket";
     sv_admin *a;
     if (sv_metrics_init(&metrics, 2) != 0)
         abort();

@@ -321,11 +321,12 @@ static int first_refusal(const char *buf, size_t len, int *method)
 
 TEST(http1_refused_the_same_whole_or_a_byte_at_a_time)
 {
-    /* A bad line end after the method; a line over the limit whose bad
-     * version lies past the bytes that show it is too long; a bad line end
-     * after the limit. Each was refused otherwise whole than arriving (400
-     * without the method, 400 against 414), and a HEAD's refusal has no
-     * body, so the answer depended on how the bytes were cut. */
+    /* A bare LF ending a line after its method, or after its target; a
+     * line over the limit whose bad version lies past the bytes that show
+     * it too long; a bare LF after the limit. Each was refused differently
+     * whole and arriving (400 without the method against a HEAD's 400, 400
+     * against 414), and a HEAD's refusal has no body: the answer depended
+     * on how the bytes were cut. */
     static char buf[SV_MAX_REQUEST_LINE * 3];
 #define S(s) s, sizeof s - 1
     static const struct {
