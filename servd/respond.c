@@ -86,6 +86,7 @@ typedef struct err_text {
     const char *reason;
     const char *head; /* status line, Content-Type, Content-Length */
     size_t head_len;
+    size_t digits_at, digits_len; /* where in head the Content-Length's digits are */
     const char *body;
     size_t body_len;
 } err_text;
@@ -93,16 +94,17 @@ typedef struct err_text {
 /* Cache-Control: 404, 405, 414 and 501 are cacheable by default (RFC 9110
  * §15.1): without it a cache in front keeps a built-in 404 after a deploy
  * adds the path. */
+#define ERR_UPTO_DIGITS(code, reason)                                                              \
+    "HTTP/1.1 " #code " " reason "\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: "
 #define ERR_HEAD(code, reason, len)                                                                \
-    "HTTP/1.1 " #code " " reason "\r\nContent-Type: text/plain; charset=utf-8\r\n"                 \
-    "Content-Length: " #len "\r\nCache-Control: no-cache\r\n"
+    ERR_UPTO_DIGITS(code, reason) #len "\r\nCache-Control: no-cache\r\n"
 #define ERR_BODY(code, reason) #code " " reason "\n"
 /* The body length is written by hand in the Content-Length line; the array
  * size below refuses to compile when it differs from the body. */
 #define ERR(code, reason, len)                                                                     \
     {                                                                                              \
         code, reason, ERR_HEAD(code, reason, len), sizeof(ERR_HEAD(code, reason, len)) - 1,        \
-            ERR_BODY(code, reason),                                                                \
+            sizeof(ERR_UPTO_DIGITS(code, reason)) - 1, sizeof(#len) - 1, ERR_BODY(code, reason),   \
             sizeof(ERR_BODY(code, reason)) - 1 +                                                   \
                 0 * sizeof(char[sizeof(ERR_BODY(code, reason)) - 1 == len ? 1 : -1])               \
     }
@@ -189,19 +191,16 @@ void sv__add_block(sv__resp *c, const char *p, size_t n)
 static const err_text *error_start(sv_plan *plan, int status, const char *extra, size_t extra_len,
                                    const sf_view *length)
 {
-    static const char cl[] = "Content-Length: ";
     const err_text *t = find_error(status);
     if (!t)
         t = find_error(500);
     sv__plan_reset(plan, plan->close);
     plan->status = t->status;
-    const char *digits = length ? memmem(t->head, t->head_len, cl, sizeof cl - 1) : NULL;
-    if (digits) { /* always found: the head is ERR_HEAD's */
-        digits += sizeof cl - 1;
-        const char *eol = memchr(digits, '\r', (size_t)(t->head + t->head_len - digits));
-        sv__add(plan, t->head, (size_t)(digits - t->head));
+    if (length) {
+        const size_t after = t->digits_at + t->digits_len;
+        sv__add(plan, t->head, t->digits_at);
         sv__add(plan, length->ptr, length->len);
-        sv__add(plan, eol, (size_t)(t->head + t->head_len - eol));
+        sv__add(plan, t->head + after, t->head_len - after);
     } else {
         sv__add(plan, t->head, t->head_len);
     }
