@@ -162,8 +162,12 @@ enum sv_target_form {
  *                -400, -414 (request line), -431 (head), -501 (transfer coding
  *                not implemented), -505 (HTTP version). Errors are reported
  *                as soon as the bytes so far prove them (a bad request line
- *                is refused before its CRLF arrives). On error req->minor
- *                (1 until parsed) and req->method (0 until parsed) are set. */
+ *                is refused before its CRLF arrives), and judged on the bytes
+ *                servd would hold (a head on its first SV_MAX_HEAD, a request
+ *                line on its first SV_MAX_REQUEST_LINE - 1), so that a head
+ *                arriving whole and in pieces gets the same answer. On
+ *                error req->minor (1 until parsed) and req->method (0 until
+ *                parsed) are set. */
 int sv_http1_parse(const char *buf, size_t len, sv_request *req);
 
 /* Length of the run of empty lines (CRLF pairs) that buf[0, len) starts

@@ -27,7 +27,8 @@
  *     version we implement); another major -> 505; anything else -> 400;
  *   - a request line longer than SV_MAX_REQUEST_LINE -> 414, even before
  *     its end arrives (501 when its method is one servd does not know);
- *     a head over SV_MAX_HEAD or more than SV_MAX_HEADERS fields -> 431;
+ *     a head over SV_MAX_HEAD (judged on its first SV_MAX_HEAD bytes) or
+ *     more than SV_MAX_HEADERS fields -> 431;
  *   - target forms (§3.2): origin-form; absolute-form with an http URI
  *     (the path is served, the URI's authority is the host, §3.2.2) or an
  *     https one (flagged target_https: answered 421, servd has no TLS);
@@ -884,7 +885,8 @@ __attribute__((noinline)) static int line_unended(const char *buf, size_t len, s
     return rc;
 }
 
-int sv_http1_parse(const char *buf, size_t len, sv_request *req)
+static inline __attribute__((always_inline)) int parse_head(const char *buf, size_t len,
+                                                            sv_request *req)
 {
     reset(req);
     int rc;
@@ -949,4 +951,18 @@ int sv_http1_parse(const char *buf, size_t len, sv_request *req)
         return rc;
     req->head_len = pos;
     return (int)pos;
+}
+
+/* A refusal of more than SV_MAX_HEAD bytes is judged again on the first
+ * SV_MAX_HEAD of them: a head arriving in reads is refused with 431 once
+ * that many bytes hold no end of it, so a fault past them (a line without
+ * a colon, a bad byte in a value, a bare CR) must not make a 400 of a
+ * head that arrives whole; a fault within them is the same 400 either
+ * way. Only a refusal pays for the test. */
+int sv_http1_parse(const char *buf, size_t len, sv_request *req)
+{
+    int rc = parse_head(buf, len, req);
+    if (__builtin_expect(rc < 0, 0) && len > SV_MAX_HEAD)
+        return sv_http1_parse(buf, SV_MAX_HEAD, req);
+    return rc;
 }

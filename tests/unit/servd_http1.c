@@ -376,6 +376,39 @@ TEST(http1_head_limit)
     ASSERT_EQ(sv_http1_parse(guarded(buf, SV_MAX_HEAD - 1), SV_MAX_HEAD - 1, &req), 0);
 }
 
+TEST(http1_head_judged_on_what_fits)
+{
+    /* servd refuses a head with 431 once SV_MAX_HEAD bytes hold no end of
+     * it: a fault that lies past them must not make a 400 of the same head
+     * arriving whole (a colonless line, a control byte in a value, a bare
+     * CR just past the limit were 400 whole, 431 in reads); one within
+     * them is a 400 either way. */
+    static char buf[SV_MAX_HEAD * 2];
+    static const char start[] = "GET / HTTP/1.1\r\nHost: h\r\nX: ";
+    static const struct {
+        size_t at;       /* where the fault goes (0: none) */
+        const char *put; /* the fault, and the line's end after it */
+        int want;
+    } cases[] = {
+        {SV_MAX_HEAD + 100, "\r\nno colon here\r\n\r\n", -431},
+        {SV_MAX_HEAD + 100, "\001\r\n\r\n", -431},
+        {SV_MAX_HEAD - 1, "\rx\r\n\r\n", -431},
+        {SV_MAX_HEAD - 2, "\rx\r\n\r\n", -400},
+        {SV_MAX_HEAD - 100, "\001\r\n\r\n", -400},
+        {SV_MAX_HEAD + 100, "\r\n\r\n", -431},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        size_t n = sizeof start - 1, put = strlen(cases[i].put);
+        memcpy(buf, start, n);
+        memset(buf + n, 'v', cases[i].at - n);
+        memcpy(buf + cases[i].at, cases[i].put, put);
+        n = cases[i].at + put;
+        ASSERT_EQ(sv_http1_parse(guarded(buf, n), n, &req), cases[i].want);
+        ASSERT_EQ(req.method, SV_M_GET);
+        ASSERT_EQ(sv_http1_parse(guarded(buf, SV_MAX_HEAD), SV_MAX_HEAD, &req), cases[i].want);
+    }
+}
+
 TEST(http1_header_count_limit)
 {
     static char buf[SV_MAX_HEAD];
