@@ -16,6 +16,7 @@
  * HEAD's has no body), with Connection: close, and nothing after it.
  */
 #include "admin.h"
+#include "fuzz_site.h"
 #include "http.h"
 
 #include <arpa/inet.h>
@@ -134,23 +135,6 @@ static size_t exchange(const uint8_t *data, size_t len, size_t step, int answer,
     return got;
 }
 
-/* The value of header name (with ": ") in head[0, n), or NULL; *count is
- * how many such lines there are. */
-static const char *header(const char *head, size_t n, const char *name, int *count)
-{
-    const char *found = NULL;
-    size_t nl = strlen(name);
-    *count = 0;
-    for (const char *l = memchr(head, '\n', n); l && (size_t)(l + 1 - head) < n;
-         l = memchr(l + 1, '\n', n - (size_t)(l + 1 - head))) {
-        if ((size_t)(head + n - (l + 1)) > nl && strncasecmp(l + 1, name, nl) == 0) {
-            found = l + 1 + nl;
-            ++*count;
-        }
-    }
-    return found;
-}
-
 /* The status servd must answer, or 0 for none; *head_only for a HEAD,
  * *what 'm' for /metrics, 'h' for the health check, else 0. */
 static int expected(const uint8_t *data, size_t len, int *head_only, int *what)
@@ -213,7 +197,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if ((resp[i] == '\n') != (i > 0 && resp[i - 1] == '\r'))
             die("a line not ended by CRLF", resp, n);
     int count;
-    const char *cl = header(resp, hlen, "Content-Length: ", &count);
+    const char *cl = fz_field(resp, hlen, "content-length", &count);
     if (count != 1)
         die("not exactly one Content-Length", resp, n);
     char *e;
@@ -223,10 +207,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (blen != (head_only ? 0 : len))
         die(head_only ? "a body after a HEAD's head" : "a body of another length than said", resp,
             n);
-    const char *conn = header(resp, hlen, "Connection: ", &count);
+    const char *conn = fz_field(resp, hlen, "connection", &count);
     if (count != 1 || strncmp(conn, "close\r\n", 7) != 0)
         die("no Connection: close", resp, n);
-    header(resp, hlen, "Allow: ", &count);
+    fz_field(resp, hlen, "allow", &count);
     if (count != (want == 405))
         die(want == 405 ? "a 405 without Allow" : "an Allow line off a 405", resp, n);
     static const char health[] = "stopping " ID "\n", healthy[] = "ok " ID "\n";

@@ -338,19 +338,11 @@ static void head_done(checker *k)
         fprintf(stderr, "answer %d of %d requests\n", k->got, m->n);
         fz_die("more answers than requests");
     }
-    long cl = -1;
-    int ncl = 0;
-    k->closes = 0;
-    for (size_t i = 0; i + 1 < k->hlen; i++) {
-        if (k->head[i] == '\n' && k->hlen - i > 16 &&
-            strncasecmp(k->head + i + 1, "content-length:", 15) == 0) {
-            cl = strtol(k->head + i + 16, NULL, 10);
-            ncl++;
-        }
-        if (k->head[i] == '\n' && k->hlen - i > 20 &&
-            memcmp(k->head + i + 1, "Connection: close\r\n", 19) == 0)
-            k->closes = 1;
-    }
+    int ncl, nconn;
+    const char *v = fz_field(k->head, k->hlen, "content-length", &ncl);
+    long cl = v ? strtol(v, NULL, 10) : -1;
+    v = fz_field(k->head, k->hlen, "connection", &nconn);
+    k->closes = v && strncmp(v, "close\r\n", 7) == 0;
     if (status == 304 ? ncl > 1 : ncl != 1 || cl < 0) {
         fprintf(stderr, "answer %d:\n%.*s\n", k->got, (int)k->hlen, k->head);
         fz_die("an answer without exactly one Content-Length");

@@ -286,20 +286,10 @@ void fz_check_plan(const sv_request *req, const sv_plan *p, int packed)
         bad(out, n, "two Vary lines");
     /* the framing fields, by name in any case: one Content-Length (none on
      * a 304), no Transfer-Encoding */
-    const char *cl = NULL;
-    int ncl = 0;
-    for (const char *l = memchr(out, '\n', head) + 1; l < out + head - 2;) {
-        const char *eol = memchr(l, '\n', (size_t)(out + head - l));
-        const char *colon = memchr(l, ':', (size_t)(eol - l));
-        size_t nl = colon ? (size_t)(colon - l) : 0;
-        if (sv_ieq(l, nl, "transfer-encoding"))
-            bad(out, n, "a Transfer-Encoding");
-        if (sv_ieq(l, nl, "content-length")) {
-            cl = colon + 1;
-            ncl++;
-        }
-        l = eol + 1;
-    }
+    int ncl, nte;
+    const char *cl = fz_field(out, head, "content-length", &ncl);
+    if (fz_field(out, head, "transfer-encoding", &nte), nte)
+        bad(out, n, "a Transfer-Encoding");
     if (p->status == 304) {
         if (ncl || p->body_bytes)
             bad(out, n, "304 with a length or body");

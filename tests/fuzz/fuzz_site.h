@@ -9,6 +9,8 @@
 #include "http.h"
 #include "sf/store.h"
 
+#include <string.h>
+
 /* Prints what to stderr and aborts (a finding). */
 __attribute__((noreturn)) void fz_die(const char *what);
 
@@ -62,5 +64,27 @@ void fz_put(sf_writer *w, const char *path, const char *mime, int n, const int *
  * block that has one), a Location only as an absolute path of printable
  * ASCII. Other blocks may carry any such field themselves. */
 void fz_check_plan(const sv_request *req, const sv_plan *p, int packed);
+
+/* The value of field name (lower case, no colon) in the response head
+ * head[0, n), after the colon and any spaces, of its first line, or NULL;
+ * *count is how many lines carry the field. The first line, the status
+ * line, is not a field. */
+static inline const char *fz_field(const char *head, size_t n, const char *name, int *count)
+{
+    const char *found = NULL, *end = head + n;
+    *count = 0;
+    for (const char *l = memchr(head, '\n', n); l && l + 1 < end;) {
+        const char *line = l + 1;
+        l = memchr(line, '\n', (size_t)(end - line));
+        const char *eol = l ? l : end;
+        const char *colon = memchr(line, ':', (size_t)(eol - line));
+        if (!colon || !sv_ieq(line, (size_t)(colon - line), name))
+            continue;
+        if (++*count == 1)
+            for (found = colon + 1; found < eol && (*found == ' ' || *found == '\t');)
+                found++;
+    }
+    return found;
+}
 
 #endif
