@@ -43,17 +43,28 @@ int sv_addr_parse(const char *s, sv_addr *out, char *err, size_t errlen)
         }
         port = colon + 1;
     }
-    char *end;
-    errno = 0;
-    long p = strtol(port, &end, 10);
-    if (!*port || *end || errno || p < 0 || p > 65535) {
+    /* digits alone: strtol would take a sign and leading spaces */
+    size_t digits = strspn(port, "0123456789");
+    long p = digits && !port[digits] && digits <= 5 ? strtol(port, NULL, 10) : -1;
+    if (p < 0 || p > 65535) {
         snprintf(err, errlen, "'%s': the port must be a number from 0 to 65535", s);
         return -1;
     }
     if (strcmp(host, "*") == 0 || host[0] == '\0')
         snprintf(host, sizeof host, "0.0.0.0");
 
-    /* digits and dots are an IPv4 address, never a name to look up */
+    /* Digits and dots are an IPv4 address, never a name to look up. The
+     * resolver also takes the old inet_aton() forms, a name or not (127.1,
+     * 2130706433, 0x7f.0.0.1, and 010 read as octal: 10.0.0.010 is
+     * 10.0.0.8): an address is written as four decimal numbers. */
+    struct in_addr v4;
+    if (!bracket && inet_aton(host, &v4) && inet_pton(AF_INET, host, &v4) != 1) {
+        snprintf(err, errlen,
+                 "'%s': '%s' is not an IPv4 address as four decimal numbers 0-255 without "
+                 "leading zeros",
+                 s, host);
+        return -1;
+    }
     int numeric = bracket || strspn(host, "0123456789.") == strlen(host);
     struct addrinfo hints = {0}, *res;
     hints.ai_family = bracket ? AF_INET6 : AF_UNSPEC;
