@@ -240,6 +240,7 @@ static int parse_args(int argc, char **argv, sv_config *cfg, const char **user_n
     cfg->admin_inherited = -1;
 
     uint64_t seen = 0;
+    int interval_given = 0;
     opterr = 0;
     while ((c = getopt_long(argc, argv, SHORTS, opts, NULL)) != -1) {
         given_once(opts, c, &seen);
@@ -293,6 +294,7 @@ static int parse_args(int argc, char **argv, sv_config *cfg, const char **user_n
             break;
         case OPT_WATCH_INTERVAL:
             cfg->watch_poll_ms = parse_seconds_or_off("--watch-interval", optarg, 1);
+            interval_given = 1;
             break;
         case 'u':
             named(user_name, "--user", "a user name");
@@ -322,6 +324,9 @@ static int parse_args(int argc, char **argv, sv_config *cfg, const char **user_n
                         ? "unexpected argument '%s'"
                         : "unexpected argument '%s' (the pack is given with --pack FILE)",
                     argv[optind]);
+    if (!cfg->watch && interval_given)
+        usage_error("--watch-interval sets how FILE is watched, and --no-watch turns watching "
+                    "off: give one of them");
     /* The header is believed only from the networks, and changes only the
      * log: one without the other, or both without a log, is a mistake. */
     if (cfg->realip.header_len && !cfg->realip.nnets)

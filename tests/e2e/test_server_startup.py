@@ -244,6 +244,8 @@ def t_usage_errors():
         (["--pack", pack, "--listen", "127.0.0.1: 8089"], "--listen a port after a space"),
         (["--pack", pack, "--listen", "127.0.0.1:+8089"], "--listen a port with a sign"),
         (["--pack", pack, "--listen", "127.0.0.1:-0"], "--listen port -0"),
+        (["--pack", pack, "--no-watch", "--watch-interval", "0.5"],
+         "--no-watch with --watch-interval"),
         (["--pack", pack, "--listen", "servd-test.invalid:80", "--bogus"],
          "an unknown option after a name that does not resolve (looked up last)"),
         (["--pack", pack, "--admin", "127.0.0.1"], "--admin without a port"),

@@ -650,7 +650,7 @@ def t_a_deploy_while_servd_starts_is_loaded(s):
 def t_no_watch_leaves_reloads_to_sighup(s):
     live = sw.Live("nowatch-live")
     live.rename_in(s.v.packs[0])
-    with st.Servd(live.path, workers=1, extra=["--no-watch", "--watch-interval", "0.2"]) as d:
+    with st.Servd(live.path, workers=1, extra=["--no-watch"]) as d:
         live.rename_in(s.v.packs[1])
         time.sleep(QUIET)
         eq(st.get(d.port, "/").body, s.v.index(1), "--no-watch: served after a rename")
