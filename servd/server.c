@@ -487,11 +487,14 @@ static void on_worker_done(uv_async_t *a)
     for (int i = 0; i < SV_NSIGNALS; i++)
         uv_close((uv_handle_t *)&srv->sig[i], NULL);
     /* libuv gave them their default action back, and the exit can still
-     * wait for the access log: a reload or reopen now is moot, and nginx's
-     * SIGUSR2 must not end servd with lines unwritten */
-    signal(SIGHUP, SIG_IGN);
-    signal(SIGUSR1, SIG_IGN);
-    signal(SIGUSR2, SIG_IGN);
+     * wait for the access log (at most 2 s, log.c): a reload or reopen now
+     * is moot, nginx's SIGUSR2 must not end servd with lines unwritten,
+     * and a second stop signal finds no connection left to close (by its
+     * default action it would end servd as killed, status 128 + signal,
+     * SIGQUIT with a core) */
+    static const int late[] = {SIGHUP, SIGUSR1, SIGUSR2, SIGTERM, SIGINT, SIGQUIT};
+    for (size_t i = 0; i < sizeof late / sizeof late[0]; i++)
+        signal(late[i], SIG_IGN);
     uv_close((uv_handle_t *)&srv->stop_timer, NULL);
     uv_close((uv_handle_t *)&srv->retry_timer, NULL);
     /* Not closed yet: the last worker may still be about to send it (it
