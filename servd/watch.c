@@ -113,6 +113,18 @@ static void writes_seen(sv_watch *w)
         uv_timer_start(&w->settle, on_settled, SV_WATCH_SETTLE_MS, 0);
 }
 
+/* Whether d's directory no longer has its name (moved, deleted, or another
+ * directory in its place: mv site site.old; mkdir site). inotify keeps
+ * watching the old one, and says so with an event that libuv names by the
+ * directory's own last component (IN_MOVE_SELF, IN_DELETE_SELF); asked on
+ * a rename of any name that does not matter, which a deploy makes a few
+ * of, it costs one stat(2) each. */
+static int dir_replaced(const struct dirwatch *d)
+{
+    sv_file_id id;
+    return sv_file_id_get(d->dir, &id) != 0 || !sv_file_id_eq(&id, &d->id);
+}
+
 static void on_dir_event(uv_fs_event_t *h, const char *filename, int events, int status)
 {
     struct dirwatch *d = h->data;
@@ -123,7 +135,7 @@ static void on_dir_event(uv_fs_event_t *h, const char *filename, int events, int
         int match = 0;
         for (int i = 0; i < SV_WATCH_NAMES; i++)
             match |= d->names[i][0] && strcmp(filename, d->names[i]) == 0;
-        if (!match)
+        if (!match && !((events & UV_RENAME) && dir_replaced(d)))
             return;
     }
     if (events & UV_RENAME) { /* what the name refers to: moved, created, deleted */
@@ -165,6 +177,7 @@ static void aim(struct dirwatch *d, const char *dir, const sv_file_id *id, const
     int rc = uv_fs_event_start(&d->ev, on_dir_event, dir, 0);
     if (rc == 0) {
         d->started = 1;
+        d->warned = 0; /* a later failure is news */
     } else if (!d->warned) {
         d->warned = 1;
         if (d->w->poll_ms)
@@ -188,6 +201,14 @@ static void aim_all(sv_watch *w)
         sv_file_id_get(dir0, &id0) != 0) {
         aim(&w->dw[0], NULL, NULL, NULL, NULL);
         aim(&w->dw[1], NULL, NULL, NULL, NULL);
+        /* nothing watches for the directory to come back but the poll */
+        if (!w->poll_ms && !w->dw[0].warned) {
+            w->dw[0].warned = 1;
+            sv_say(SV_WARNING,
+                   "watch: cannot watch the directory of %s (it is gone), and "
+                   "--watch-interval is 0: only SIGHUP reloads",
+                   w->path);
+        }
         return;
     }
     /* The file the path finally resolves to, when it is a symlink to a

@@ -647,6 +647,33 @@ def t_a_deploy_while_servd_starts_is_loaded(s):
            "the startup SIGHUP is logged: " + d.read_log()[-800:])
 
 
+def t_a_directory_replaced_under_the_path_is_watched_again(s):
+    # mv live live.old; mkdir live; a pack renamed in. inotify went on watching the old
+    # directory, whose own move it reported under the directory's name, which matched no
+    # name the watch looks for: without the stat fallback (--watch-interval 0) no pack
+    # was ever loaded again, and nothing said so.
+    live, adm, servd = own_servd("dirswap-live", s.v.packs[0], workers=1, interval="0")
+    with servd as d:
+        eq(st.get(d.port, "/").body, s.v.index(1), "start")
+        os.rename(live.dir, live.dir + ".old")
+        os.makedirs(live.dir)
+        live.rename_in(s.v.packs[1])
+        wait_body(d.port, s.v.index(2), "a pack in a new directory under the old one's name")
+        live.rename_in(s.v.packs[2])
+        wait_body(d.port, s.v.index(3), "a rename in the new directory, watched now")
+        # the directory gone for good: said once, and SIGHUP still loads
+        os.rename(live.dir, live.dir + ".gone")
+        t0 = time.time()
+        while "it is gone" not in d.read_log() and time.time() - t0 < RELOAD_LIMIT:
+            time.sleep(0.05)
+        ok("cannot watch the directory of %s (it is gone), and --watch-interval is 0" % live.path
+           in d.read_log(), "the lost watch is said: " + d.read_log()[-800:])
+        os.rename(live.dir + ".gone", live.dir)
+        live.rename_in(s.v.packs[0])
+        d.proc.send_signal(signal.SIGHUP)
+        wait_body(d.port, s.v.index(1), "SIGHUP once the directory is back")
+
+
 def t_no_watch_leaves_reloads_to_sighup(s):
     live = sw.Live("nowatch-live")
     live.rename_in(s.v.packs[0])
