@@ -243,8 +243,9 @@ static void load_result(sv_server *srv)
         return;
     }
     publish(srv, ld->s);
-    sv_say(SV_NOTICE, "%s: now serving pack %s (%llu paths) from %s", ld->why, ld->s->id_hex,
-           (unsigned long long)ld->s->n_paths, srv->cfg->pack_path);
+    sv_say(SV_NOTICE, "%s: now serving pack %s (%llu paths) from %s%s%s%s", ld->why, ld->s->id_hex,
+           (unsigned long long)ld->s->n_paths, srv->cfg->pack_path, ld->s->target[0] ? " (-> " : "",
+           ld->s->target, ld->s->target[0] ? ")" : "");
 }
 
 /* On a thread of libuv's pool: the whole read of the pack. */
@@ -859,8 +860,9 @@ int sv_server_run(const sv_config *cfg, sv_snapshot *snap)
 
     rc = start_workers(srv);
     if (rc == 0) {
-        sv_say(SV_INFO, "serving pack %s (%llu paths) from %s", snap->id_hex,
-               (unsigned long long)snap->n_paths, cfg->pack_path);
+        sv_say(SV_INFO, "serving pack %s (%llu paths) from %s%s%s%s", snap->id_hex,
+               (unsigned long long)snap->n_paths, cfg->pack_path, snap->target[0] ? " (-> " : "",
+               snap->target, snap->target[0] ? ")" : "");
         sv_say(SV_INFO, "listening on %s with %d worker%s%s%s", where, cfg->workers,
                cfg->workers == 1 ? "" : "s", cfg->has_admin ? "; admin on " : "",
                cfg->has_admin ? admin_where : "");

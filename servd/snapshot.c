@@ -358,11 +358,32 @@ int sv_snapshot_open_file(const char *path, int *fdp, sv_file_seen *seen, char *
     return 0;
 }
 
+/* The file fd holds, into target, when path is a symlink (a release flip:
+ * site.lmdb -> releases/v7.lmdb), else "". The descriptor's own link, not
+ * the path's: the path may have been flipped again since the open. */
+static void link_target(const char *path, int fd, char *target, size_t cap)
+{
+    struct stat st;
+    char link[32];
+    ssize_t n = -1;
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode))
+        n = readlink(link, target, cap - 1);
+    target[n > 0 ? (size_t)n : 0] = '\0';
+}
+
 int sv_snapshot_load(int fd, const char *path, int nreaders, int cancel_fd, sv_snapshot **out,
                      sv_file_seen *seen, char *err, size_t errlen)
 {
     sf_pack *pack;
     int rc;
+    /* A refusal names the release a symlinked path led to: which one of a
+     * deploy's was bad. */
+    char target[PATH_MAX], shown[PATH_MAX + 64];
+    link_target(path, fd, target, sizeof target);
+    if (target[0] &&
+        (size_t)snprintf(shown, sizeof shown, "%s (-> %s)", path, target) < sizeof shown)
+        path = shown;
 
     if (errlen == 0 || nreaders < 1) {
         close(fd);
@@ -436,6 +457,7 @@ int sv_snapshot_load(int fd, const char *path, int nreaders, int cancel_fd, sv_s
     s->file = seen->id;
     s->stamp = seen->stamp;
     s->head_hash = head_hash(head, sizeof head);
+    memcpy(s->target, target, sizeof target);
     /* Guarded before the validation walk reads every page. */
     int map_fd;
     const char *map;
