@@ -183,7 +183,8 @@ int sv_metrics_render(sv_metrics *m, char **out, size_t *len)
             (unsigned long long)sum(m, &m->ctr[0].errors[e]));
 
     head(&o, "servd_access_log_lines_total", "counter",
-         "Access-log lines made, one per response, including those dropped.");
+         "Access-log lines made, one per response and one per 408 of a head cut by the "
+         "header timeout, including those dropped.");
     put(&o, "servd_access_log_lines_total %llu\n",
         (unsigned long long)sum(m, &m->ctr[0].log_lines));
     head(&o, "servd_access_log_dropped_total", "counter",
