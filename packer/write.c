@@ -347,13 +347,15 @@ void pk__dir_of(const char *path, char *d, size_t cap)
         *slash = '\0';
 }
 
-/* Bytes free for us on the file system of the output's directory, or -1. */
+/* Bytes free for us on the file system of the output's directory, or -1
+ * when it does not say: a size of 0 blocks is unknown, not full (ramfs,
+ * some FUSE file systems; df prints "-"). */
 static int64_t free_bytes(const char *output)
 {
     char d[PATH_MAX];
     struct statvfs sv;
     pk__dir_of(output, d, sizeof d);
-    if (statvfs(d, &sv) != 0)
+    if (statvfs(d, &sv) != 0 || sv.f_blocks == 0)
         return -1;
     return (int64_t)((uint64_t)sv.f_bavail * sv.f_frsize);
 }
