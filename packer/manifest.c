@@ -86,7 +86,16 @@ int pk_manifest_write_tmp(const char *path, const pk_site *site, const sf_meta *
 {
     char tmp[PATH_MAX];
     pk_manifest_tmp_name(path, tmp, sizeof tmp);
-    FILE *fp = fopen(tmp, "w");
+    /* 0600 while written (the list of a private site's paths); the bits
+     * of a new file, or the previous manifest's, at the commit */
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY, 0600);
+    FILE *fp = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (!fp && fd >= 0) {
+        int e = errno;
+        close(fd);
+        unlink(tmp);
+        errno = e;
+    }
     if (!fp) {
         if (errno == ENOMEM) /* the user named path; tmp is ours */
             snprintf(err, errlen, "%s: out of memory", path);
@@ -221,7 +230,7 @@ int pk_manifest_commit(const char *path, char *err, size_t errlen)
         }
         previous = 1;
     }
-    sf_keep_attributes(tmp, path);
+    sf_keep_attributes(tmp, path, 0666);
     if (rename(tmp, path) != 0) {
         snprintf(err, errlen, "%s: %s", path, strerror(errno));
         unlink(tmp);

@@ -101,16 +101,35 @@ long sf_name_pid(const char *name, const char *tag, size_t *final_len)
     return pid;
 }
 
-void sf_keep_attributes(const char *tmp, const char *final_path)
+/* The process's umask, read without changing it (umask(2) sets it, and a
+ * thread creating a file meanwhile would get the wrong one): from
+ * /proc/self/status, else the usual 022. */
+static mode_t current_umask(void)
+{
+    FILE *f = fopen("/proc/self/status", "re");
+    char line[128];
+    unsigned m = 022;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "Umask: %o", &m) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return (mode_t)(m & 0777);
+}
+
+void sf_keep_attributes(const char *tmp, const char *final_path, mode_t fresh)
 {
     struct stat old, now;
-    if (stat(final_path, &old) != 0 || !S_ISREG(old.st_mode) || old.st_size == 0)
-        return; /* an empty file is a placeholder (mktemp's is 0600): a new file */
-    /* root can give both; another user only a group it is in */
-    if (chown(tmp, old.st_uid, old.st_gid) != 0)
-        (void)chown(tmp, (uid_t)-1, old.st_gid);
-    if (stat(tmp, &now) == 0 && now.st_uid == old.st_uid && now.st_gid == old.st_gid)
-        (void)chmod(tmp, old.st_mode & 0777);
+    mode_t mode = fresh & ~current_umask();
+    /* an empty file is a placeholder (mktemp's is 0600): a new file */
+    if (stat(final_path, &old) == 0 && S_ISREG(old.st_mode) && old.st_size > 0) {
+        /* root can give both; another user only a group it is in */
+        if (chown(tmp, old.st_uid, old.st_gid) != 0)
+            (void)chown(tmp, (uid_t)-1, old.st_gid);
+        if (stat(tmp, &now) == 0 && now.st_uid == old.st_uid && now.st_gid == old.st_gid)
+            mode = old.st_mode & 0777;
+    }
+    (void)chmod(tmp, mode);
 }
 
 /* Says what an LMDB failure rc of the writer was: out of memory is the
@@ -160,7 +179,10 @@ int sf_writer_open(const char *final_path, uint64_t capacity, sf_writer **out, c
     mdb_env_set_maxdbs(w->env, 3);
     if ((rc = mdb_env_set_mapsize(w->env, (size_t)map)) != 0)
         goto out_lmdb;
-    rc = mdb_env_open(w->env, w->tmp, MDB_NOSUBDIR | MDB_NOLOCK | MDB_NOSYNC, 0644);
+    /* 0600 while it is written: a pack made 0600 or 0640 on purpose must not
+     * be open to every user of a build host meanwhile (one could keep the
+     * descriptor); sf_keep_attributes() gives the final bits. */
+    rc = mdb_env_open(w->env, w->tmp, MDB_NOSUBDIR | MDB_NOLOCK | MDB_NOSYNC, 0600);
     if (rc == ENOMEM && !address_space_for(map)) {
         char why[160];
         snprintf(why, sizeof why,
@@ -472,7 +494,7 @@ int sf_writer_seal(sf_writer *w, const sf_meta *meta, char *err, size_t errlen)
     }
     mdb_env_close(w->env);
     w->env = NULL;
-    sf_keep_attributes(w->tmp, w->final); /* before the sync, which makes it durable too */
+    sf_keep_attributes(w->tmp, w->final, 0644); /* before the sync, which makes it durable too */
     if (fsync_path(w->tmp, 0) != 0) {
         say(err, errlen, w->tmp, strerror(errno));
         return SF_EIO;

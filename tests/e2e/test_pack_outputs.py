@@ -135,6 +135,42 @@ def main():
             T.build(root, placeholder)
             T.eq(stat.S_IMODE(os.stat(placeholder).st_mode), 0o644,
                  "a pack built into an empty 0600 placeholder has a new file's mode")
+            # New files: 0644 for a pack, 0666 for a manifest, less the umask.
+            os.umask(0o027)
+            fresh, fresh_m = os.path.join(work, "fresh.lmdb"), os.path.join(work, "fresh.json")
+            T.build(root, fresh, "--manifest", fresh_m)
+            T.eq([stat.S_IMODE(os.stat(f).st_mode) for f in (fresh, fresh_m)], [0o640, 0o640],
+                 "modes of a new pack and manifest under umask 027")
+            os.umask(0o022)
+            # While they are written, the temporary pack and manifest are 0600: a pack
+            # made 0600 on purpose was 0644 to every user of the host for the whole
+            # write (one could open it and keep the descriptor). 40 MB stored as is
+            # keep the temporary pack there for a while.
+            secret = os.path.join(work, "secret")
+            os.makedirs(os.path.join(secret, "site"))
+            write(os.path.join(secret, "site", "big.png"), os.urandom(40 << 20))
+            spack, sman = os.path.join(secret, "s.lmdb"), os.path.join(secret, "s.json")
+            T.build(os.path.join(secret, "site"), spack, "--manifest", sman)
+            for f in (spack, sman):
+                os.chmod(f, 0o600)
+            p = subprocess.Popen([T.PACK, "build", os.path.join(secret, "site"), "-o", spack,
+                                  "--manifest", sman, "-q"])
+            modes = {}
+            while p.poll() is None:
+                for n in os.listdir(secret):
+                    if ".tmp" in n:
+                        try:
+                            m = stat.S_IMODE(os.stat(os.path.join(secret, n)).st_mode)
+                        except FileNotFoundError:
+                            continue
+                        modes.setdefault(n.split(".tmp")[0], set()).add(m)
+            T.eq(p.returncode, 0, "the build of the 0600 pack")
+            T.check("s.lmdb" in modes, "the temporary pack was seen: %r" % modes)
+            T.eq({n: sorted(m) for n, m in modes.items()},
+                 {n: [0o600] for n in modes}, "modes of the temporary files of a 0600 pack")
+            T.eq([stat.S_IMODE(os.stat(f).st_mode) for f in (spack, sman)], [0o600, 0o600],
+                 "a 0600 pack and manifest stay 0600")
+            shutil.rmtree(secret)
         finally:
             os.umask(old_umask)
 

@@ -24,6 +24,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -374,9 +375,11 @@ long sf_name_pid(const char *name, const char *tag, size_t *final_len);
  * Without the right to give the owner (not root), the group alone is given
  * when this user is in it. The bits are copied only when both owner and
  * group were: else a mode such as 0640 would lock the old owner out, and
- * tmp keeps its own. Nothing is done when final_path is not a regular file
- * or is empty (a placeholder, such as mktemp(1) leaves, not a pack). */
-void sf_keep_attributes(const char *tmp, const char *final_path);
+ * tmp gets fresh less the umask, as a new file does. So it does when
+ * final_path is not a regular file or is empty (a placeholder, such as
+ * mktemp(1) leaves, not a pack). tmp is created 0600, unreadable to others
+ * while it is written. */
+void sf_keep_attributes(const char *tmp, const char *final_path, mode_t fresh);
 
 /* Syncs the directory path is in, so that a rename into it is durable.
  * @return 0, or an errno. EINVAL from fsync (a file system that cannot sync
