@@ -12,9 +12,10 @@
  * flip over it) and, when the path is a symlink, the last component of what
  * it resolves to (a release file replaced in place by a rename). Events for
  * other names in those directories (the temporary file a deploy writes, an
- * access log) are ignored without a system call. Both watches are re-aimed
- * after every check, because a flip can move the target to another
- * directory.
+ * access log) are ignored, a rename among them after one stat(2) of the
+ * directory (its own move is reported under its own name: dir_replaced()).
+ * Both watches are re-aimed after every check, because a flip can move the
+ * target to another directory, or the directory be replaced.
  */
 #include "watch.h"
 #include "say.h"
@@ -47,6 +48,7 @@ struct sv_watch {
     char *path;
     sv_file_seen noted; /* the file last opened or refused by a reload */
     int missing;        /* the last look found no file: logged once */
+    int dir_gone;       /* the path's directory is gone: logged once, looked for */
     uint64_t poll_ms;
     sv_watch_cb cb, written;
     void *arg;
@@ -82,6 +84,7 @@ static int split(const char *path, char *dir, size_t dircap, char *name, size_t 
 }
 
 static void on_settled(uv_timer_t *t);
+static void on_poll(uv_timer_t *t);
 
 /* A change was seen (inotify, or the poll): look at the path once it has
  * been quiet for SV_WATCH_SETTLE_MS, but no later than SV_WATCH_SETTLE_MAX_MS
@@ -197,20 +200,28 @@ static void aim_all(sv_watch *w)
     char dir0[PATH_MAX], name0[NAME_MAX + 1], real[PATH_MAX], dir1[PATH_MAX], name1[NAME_MAX + 1];
     sv_file_id id0, id1;
 
-    if (split(w->path, dir0, sizeof dir0, name0, sizeof name0) != 0 ||
-        sv_file_id_get(dir0, &id0) != 0) {
+    int rc = split(w->path, dir0, sizeof dir0, name0, sizeof name0) != 0
+                 ? -ENAMETOOLONG
+                 : sv_file_id_get(dir0, &id0);
+    if (rc != 0) {
         aim(&w->dw[0], NULL, NULL, NULL, NULL);
         aim(&w->dw[1], NULL, NULL, NULL, NULL);
-        /* nothing watches for the directory to come back but the poll */
-        if (!w->poll_ms && !w->dw[0].warned) {
-            w->dw[0].warned = 1;
+        /* Nothing watches for the directory to come back: it is looked
+         * for, by the poll, or with --watch-interval 0 by the same timer
+         * at SV_WATCH_REGAIN_MS until it is back. */
+        if (!w->dir_gone)
             sv_say(SV_WARNING,
-                   "watch: cannot watch the directory of %s (it is gone), and "
-                   "--watch-interval is 0: only SIGHUP reloads",
-                   w->path);
-        }
+                   "watch: cannot watch the directory of %s (%s); looking for it every %.2f s",
+                   w->path, strerror(-rc),
+                   (double)(w->poll_ms ? w->poll_ms : SV_WATCH_REGAIN_MS) / 1000);
+        w->dir_gone = 1;
+        if (!w->poll_ms && !uv_is_active((uv_handle_t *)&w->poll))
+            uv_timer_start(&w->poll, on_poll, SV_WATCH_REGAIN_MS, SV_WATCH_REGAIN_MS);
         return;
     }
+    if (w->dir_gone && !w->poll_ms)
+        uv_timer_stop(&w->poll);
+    w->dir_gone = 0;
     /* The file the path finally resolves to, when it is a symlink to a
      * file in another directory or under another name. */
     int have_target = realpath(w->path, real) != NULL &&

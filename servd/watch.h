@@ -45,6 +45,10 @@
 /* Default interval of the stat(2) fallback: one stat every 2 s costs nothing
  * and bounds how late a change is seen where inotify is blind. */
 #define SV_WATCH_DEFAULT_POLL_MS 2000
+/* While the directory that holds the path is gone, it is looked for this
+ * often, whatever --watch-interval (with 0, nothing else would see it come
+ * back: mv /srv /srv.old; mkdir /srv). */
+#define SV_WATCH_REGAIN_MS 250
 
 typedef struct sv_watch sv_watch;
 
