@@ -210,6 +210,16 @@ static void on_retry(uv_timer_t *t)
     reload(t->data, "retry");
 }
 
+/* " (-> FILE)" when the pack path led to s's file through a symlink, else
+ * "": which release a swap serves. */
+static const char *leads_to(const sv_snapshot *s, char *buf, size_t cap)
+{
+    if (!s->target[0])
+        return "";
+    snprintf(buf, cap, " (-> %s)", s->target);
+    return buf;
+}
+
 /* What a load found (srv->load), on the main thread: the new pack served,
  * or the refusal said (and retried, when it was no verdict on the file). */
 static void load_result(sv_server *srv)
@@ -243,9 +253,10 @@ static void load_result(sv_server *srv)
         return;
     }
     publish(srv, ld->s);
-    sv_say(SV_NOTICE, "%s: now serving pack %s (%llu paths) from %s%s%s%s", ld->why, ld->s->id_hex,
-           (unsigned long long)ld->s->n_paths, srv->cfg->pack_path, ld->s->target[0] ? " (-> " : "",
-           ld->s->target, ld->s->target[0] ? ")" : "");
+    char via[PATH_MAX + 8];
+    sv_say(SV_NOTICE, "%s: now serving pack %s (%llu paths) from %s%s", ld->why, ld->s->id_hex,
+           (unsigned long long)ld->s->n_paths, srv->cfg->pack_path,
+           leads_to(ld->s, via, sizeof via));
 }
 
 /* On a thread of libuv's pool: the whole read of the pack. */
@@ -860,9 +871,9 @@ int sv_server_run(const sv_config *cfg, sv_snapshot *snap)
 
     rc = start_workers(srv);
     if (rc == 0) {
-        sv_say(SV_INFO, "serving pack %s (%llu paths) from %s%s%s%s", snap->id_hex,
-               (unsigned long long)snap->n_paths, cfg->pack_path, snap->target[0] ? " (-> " : "",
-               snap->target, snap->target[0] ? ")" : "");
+        char via[PATH_MAX + 8];
+        sv_say(SV_INFO, "serving pack %s (%llu paths) from %s%s", snap->id_hex,
+               (unsigned long long)snap->n_paths, cfg->pack_path, leads_to(snap, via, sizeof via));
         sv_say(SV_INFO, "listening on %s with %d worker%s%s%s", where, cfg->workers,
                cfg->workers == 1 ? "" : "s", cfg->has_admin ? "; admin on " : "",
                cfg->has_admin ? admin_where : "");

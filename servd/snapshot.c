@@ -358,18 +358,32 @@ int sv_snapshot_open_file(const char *path, int *fdp, sv_file_seen *seen, char *
     return 0;
 }
 
-/* The file fd holds, into target, when path is a symlink (a release flip:
- * site.lmdb -> releases/v7.lmdb), else "". The descriptor's own link, not
- * the path's: the path may have been flipped again since the open. */
+/* The file fd holds, into target, when path leads to it through a symlink
+ * (a release flip: site.lmdb -> releases/v7.lmdb, or current ->
+ * releases/v7 above it), else "": the descriptor's own link, not the
+ * path's, which may have been flipped again since the open, whenever it is
+ * not the path itself made absolute. Not for a descriptor's path (the
+ * built-in site's memfd). */
 static void link_target(const char *path, int fd, char *target, size_t cap)
 {
-    struct stat st;
-    char link[32];
+    char link[32], abs[PATH_MAX];
     ssize_t n = -1;
     snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
-    if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode))
+    if (strncmp(path, "/proc/", 6) != 0)
         n = readlink(link, target, cap - 1);
     target[n > 0 ? (size_t)n : 0] = '\0';
+    if (path[0] == '/') {
+        snprintf(abs, sizeof abs, "%s", path);
+    } else if (getcwd(abs, sizeof abs)) {
+        size_t l = strlen(abs);
+        if ((size_t)snprintf(abs + l, sizeof abs - l, "%s%s", l > 1 ? "/" : "", path) >=
+            sizeof abs - l)
+            abs[0] = '\0';
+    } else {
+        abs[0] = '\0';
+    }
+    if (strcmp(target, abs) == 0)
+        target[0] = '\0';
 }
 
 int sv_snapshot_load(int fd, const char *path, int nreaders, int cancel_fd, sv_snapshot **out,

@@ -99,7 +99,7 @@ typedef struct sv_snapshot {
     int guard;             /* its map's slot in mapguard.h, or -1 */
     const atomic_int *cut; /* set when a read of its map found the file cut short */
     uint64_t head_hash;    /* FNV-1a of the file's first SV_SNAPSHOT_HEAD bytes then */
-    char target[PATH_MAX]; /* the file opened, when the path was a symlink to it; else "" */
+    char target[PATH_MAX]; /* the file opened, when the path led to it by a symlink; else "" */
     int nreaders;
     sf_reader *readers[]; /* one per worker; readers[i] is used by worker i only */
 } sv_snapshot;
