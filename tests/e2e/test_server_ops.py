@@ -1136,9 +1136,13 @@ def t_access_log_blocked_writer_does_not_block_the_stop():
         eq(made, 2000.0, "one line made per response, dropped ones included")
         t0 = time.time()
         s.proc.send_signal(signal.SIGTERM)
-        # while the exit waits for the log: signals whose handlers are gone by then,
-        # a second stop among them (by its default action: status -15, or -3 and a core)
-        time.sleep(0.5)
+        # while the exit waits for the log ("stopped" is said once the workers are done,
+        # before that wait): signals whose handlers are gone by then, a second stop among
+        # them (by its default action: status -15, or -3 and a core)
+        while "servd: stopped" not in s.read_log() and time.time() - t0 < 5:
+            time.sleep(0.02)
+        ok("servd: stopped" in s.read_log(), "stopped, the log still to wait for: "
+           + s.read_log()[-800:])
         for sig in (signal.SIGUSR2, signal.SIGHUP, signal.SIGUSR1, signal.SIGTERM,
                     signal.SIGINT, signal.SIGQUIT):
             if s.proc.poll() is None:

@@ -386,7 +386,7 @@ TEST(http1_head_judged_on_what_fits)
     static char buf[SV_MAX_HEAD * 2];
     static const char start[] = "GET / HTTP/1.1\r\nHost: h\r\nX: ";
     static const struct {
-        size_t at;       /* where the fault goes (0: none) */
+        size_t at;       /* where the fault goes */
         const char *put; /* the fault, and the line's end after it */
         int want;
     } cases[] = {
