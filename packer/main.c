@@ -55,7 +55,7 @@ static const char help_text[] =
     "                          as they reckon it (bytes, or with K, M, G or T: 512M; 0 for no\n"
     "                          limit); fewer threads compress and large files wait for room\n"
     "                          (default: half of what the machine, or its cgroup, has)\n"
-    "    -q, --quiet           no progress bar and no summary\n"
+    "    -q, --quiet           no progress bar or lines, and no summary\n"
     "  ls       one line per path: PATH SIZE ENCODINGS ETAG MIME (tab-separated);\n"
     "           --json for a JSON array\n"
     "  verify   re-hash every body, check every record and the meta counts\n"
