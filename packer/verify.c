@@ -531,8 +531,12 @@ int pk_cmd_verify(const char *site, int quiet)
     if (v.problems == 0) {
         status = PK_EXIT_OK;
         if (!quiet) {
+            /* the pack id, checked above: what servd will say it serves
+             * (/healthz), for a pack whose manifest is not at hand */
+            char hex[2 * SF_PACK_ID_LEN + 1];
+            sf_pack_id_hex(m->pack_id, hex);
             pk_esc_fputs(site, stdout); /* a name may hold a newline or an escape */
-            printf(": OK: %llu paths, %llu bodies, %llu bytes re-hashed\n",
+            printf(": OK: pack %s, %llu paths, %llu bodies, %llu bytes re-hashed\n", hex,
                    (unsigned long long)v.paths, (unsigned long long)bp.bodies,
                    (unsigned long long)bp.bytes);
         }

@@ -396,10 +396,15 @@ def main():
         root = os.path.join(work, "site")
         T.make_site(root)
         good = os.path.join(work, "good.lmdb")
-        T.build(root, good)
+        T.build(root, good, "--manifest", good + ".json")
         rc, out, err = verify(good)
         T.eq(rc, 0, "verify of a good pack (stderr: %s)" % err)
-        T.check("OK" in out, "verify reports OK: %r" % out)
+        # the pack id, as the manifest (and servd's /healthz) say it, for a deploy script
+        # that has the pack and not its manifest
+        with open(good + ".json") as f:
+            pid = json.load(f)["pack_id"]
+        T.check(out.startswith("%s: OK: pack %s, " % (good, pid)) and out.endswith(
+            " bytes re-hashed\n"), "verify reports OK and the pack id %s: %r" % (pid, out))
 
         # A flipped byte in an identity body (a large one: stored in overflow pages).
         photo = T.cat(good, "/img/photo.png")
