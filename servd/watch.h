@@ -46,8 +46,8 @@
  * and bounds how late a change is seen where inotify is blind. */
 #define SV_WATCH_DEFAULT_POLL_MS 2000
 /* While the directory that holds the path is gone, it is looked for this
- * often, whatever --watch-interval (with 0, nothing else would see it come
- * back: mv /srv /srv.old; mkdir /srv). */
+ * often when --watch-interval is 0 (nothing else would see it come back:
+ * mv /srv /srv.old; mkdir /srv); any other interval's poll looks for it. */
 #define SV_WATCH_REGAIN_MS 250
 
 typedef struct sv_watch sv_watch;
