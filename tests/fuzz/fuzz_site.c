@@ -288,7 +288,8 @@ void fz_check_plan(const sv_request *req, const sv_plan *p, int packed)
      * a 304), no Transfer-Encoding */
     int ncl, nte;
     const char *cl = fz_field(out, head, "content-length", &ncl);
-    if (fz_field(out, head, "transfer-encoding", &nte), nte)
+    fz_field(out, head, "transfer-encoding", &nte);
+    if (nte)
         bad(out, n, "a Transfer-Encoding");
     if (p->status == 304) {
         if (ncl || p->body_bytes)
