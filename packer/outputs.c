@@ -277,14 +277,17 @@ int pk__fd_is_file(int fd, const char *path)
            sf.st_ino == sp.st_ino;
 }
 
+static int canonical_name(const char *path, char *out, size_t cap);
+
 /* Refuses an output that is one of the inputs: writing it would destroy a
- * file of the site (or the rules) that the build was reading. */
+ * file of the site (or the rules) that the build was reading. And one that
+ * would become an input: a new file where the walk would pack it, which the
+ * next build of the same command would then refuse as a file of the site. */
 int pk__check_not_input(build *b, const char *opt, const char *path)
 {
     struct stat st;
-    if (stat(path, &st) != 0)
-        return 0;
-    for (size_t i = 0; i < b->site.n; i++) {
+    int exists = stat(path, &st) == 0;
+    for (size_t i = 0; exists && i < b->site.n; i++) {
         const pk_file *f = &b->site.files[i];
         if (f->dev == (uint64_t)st.st_dev && f->ino == (uint64_t)st.st_ino) {
             snprintf(b->err, sizeof b->err,
@@ -295,12 +298,23 @@ int pk__check_not_input(build *b, const char *opt, const char *path)
         }
     }
     struct stat rst;
-    if (b->o->rules && stat(b->o->rules, &rst) == 0 && rst.st_dev == st.st_dev &&
+    if (exists && b->o->rules && stat(b->o->rules, &rst) == 0 && rst.st_dev == st.st_dev &&
         rst.st_ino == st.st_ino) {
         snprintf(b->err, sizeof b->err, "%s %s is the --rules file", opt, path);
         return -1;
     }
-    return 0;
+    char name[PATH_MAX];
+    const char *root = b->site.root;
+    size_t rl = strcmp(root, "/") == 0 ? 0 : strlen(root);
+    if (canonical_name(path, name, sizeof name) != 0 || strncmp(name, root, rl) != 0 ||
+        name[rl] != '/' || pk_walk_skips(b->rules, name + rl))
+        return 0;
+    snprintf(b->err, sizeof b->err,
+             "%s %s lies inside the web root %s, where the next build would pack it (as %.400s) "
+             "and then refuse to replace it: choose an output outside %s, or a name the walk "
+             "skips (one starting with '.', or one an exclude rule matches)",
+             opt, path, root, name + rl, root);
+    return -1;
 }
 
 /* Writes realpath(dirname(path)) + "/" + basename(path) into out: the name a

@@ -281,6 +281,11 @@ static int hidden_key(const char *key)
     return 0;
 }
 
+int pk_walk_skips(const pk_rules *rules, const char *key)
+{
+    return hidden_key(key) || pk_rules_skips(rules, key, strlen(key));
+}
+
 /* 1 if what lives at realkey would be skipped by the rules at that place. */
 static int real_excluded(const walk *w, const char *realkey, int is_dir)
 {

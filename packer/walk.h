@@ -67,6 +67,10 @@ int pk_walk(const char *root, const pk_rules *rules, pk_site *site, char *err, s
  * leaves site->files sorted by key. */
 const pk_file *pk_site_find(const pk_site *site, const char *key);
 
+/* 1 if the walk would skip a regular file at key (a hidden name or an
+ * exclude), 0 if it would pack it; marks no rule used. */
+int pk_walk_skips(const pk_rules *rules, const char *key);
+
 /* "a FIFO", "a socket", ...: what a file that is not regular is, for messages. */
 const char *pk_kind_name(mode_t mode);
 

@@ -81,10 +81,39 @@ def main():
         refused(["build", root, "-o", pack, "--rules", rules, "--manifest", rules, "-q"], 2,
                 ["--rules file"], "--manifest the rules file")
         T.eq(read(rules), b"{}\n", "the rules file named as an output is intact")
-        # A new file inside the root is allowed (the next build to another name packs it).
+        # Nor a new file where the walk would pack it: the same command run again would
+        # find it a file of the site. Refused at once, whatever the spelling, unless the
+        # walk skips the name (a dotfile, a hidden directory, an exclude).
         inside = os.path.join(root, "site.lmdb")
-        T.build(root, inside)
-        os.unlink(inside)
+        refused(["build", root, "-o", inside, "-q"], 2,
+                ["-o %s lies inside the web root" % inside, "(as /site.lmdb)", "starting with '.'"],
+                "-o a new file inside the root")
+        os.mkdir(os.path.join(root, "sub"))
+        write(os.path.join(root, "sub", "a.txt"), b"a\n")
+        os.symlink(os.path.join(root, "sub"), os.path.join(work, "linked"))
+        refused(["build", root, "-o", os.path.join(work, "linked", "site.lmdb"), "-q"], 2,
+                ["lies inside the web root", "(as /sub/site.lmdb)"], "-o inside, through a link")
+        refused(["build", root, "-o", pack + ".new", "--manifest",
+                 os.path.join(root, "manifest.json"), "-q"], 2,
+                ["--manifest", "(as /manifest.json)"], "--manifest a new file inside the root")
+        T.check(not os.path.exists(inside) and not os.path.exists(pack + ".new"),
+                "nothing written when an output is refused")
+        os.unlink(os.path.join(root, "sub", "a.txt"))
+        os.rmdir(os.path.join(root, "sub"))
+        os.unlink(os.path.join(work, "linked"))
+        os.mkdir(os.path.join(root, ".out"))
+        excl = os.path.join(work, "excl.json")
+        write(excl, b'{"exclude": ["/build/**"]}\n')
+        os.mkdir(os.path.join(root, "build"))
+        for out, extra in ((os.path.join(root, ".site.lmdb"), []),
+                           (os.path.join(root, ".out", "site.lmdb"), []),
+                           (os.path.join(root, "build", "site.lmdb"), ["--rules", excl])):
+            for _ in range(2):  # and again: the pack is not part of the site
+                T.build(root, out, *extra)
+                T.eq(T.ls(out), packed, "a pack at %s holds the site alone" % out)
+            os.unlink(out)
+        shutil.rmtree(os.path.join(root, ".out"))
+        os.rmdir(os.path.join(root, "build"))
 
         # A file that servd-pack did not write is never replaced: a mistyped -o or
         # --manifest loses nothing. A pack (even a damaged one: LMDB's magic is enough)
