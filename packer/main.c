@@ -300,10 +300,12 @@ static int cmd_build(int argc, char **argv)
             break;
         case OPT_MEMORY:
             memory_given = 1;
-            if (parse_size(optarg, &o.memory) != 0)
-                return usage_error("--memory %s: expected a size in bytes, or with K, M, G or T "
-                                   "(512M, 2G), or 0 for no limit",
-                                   optarg);
+            if (parse_size(optarg, &o.memory) != 0) { /* one line, as --jobs */
+                pk_err("--memory %s: expected a size in bytes, or with K, M, G or T (512M, 2G), "
+                       "or 0 for no limit",
+                       optarg);
+                return PK_EXIT_USAGE;
+            }
             break;
         case 'h':
             return print_help();
@@ -398,8 +400,10 @@ static int parse_simple(int argc, char **argv, int *json, int *quiet, int *encod
             if (!encoding)
                 return usage_error("%s: --encoding is not an option of this command", argv[0]);
             *encoding = sf_encoding_parse(optarg, strlen(optarg));
-            if (*encoding < 0)
-                return usage_error("--encoding %s: expected identity, gzip, br or zstd", optarg);
+            if (*encoding < 0) {
+                pk_err("--encoding %s: expected identity, gzip, br or zstd", optarg);
+                return PK_EXIT_USAGE;
+            }
             break;
         case OPT_CONTENT:
             if (!content)

@@ -333,16 +333,20 @@ def main():
         expect_failure(["build", empty, "-o", out, "--rules", rules], 1,
                        ["no files to pack (skipped: 1 dotfiles (/.env), 1 excluded by rules)"],
                        "a root whose files are all skipped", outdir, out)
-        expect_failure(["build", root, "-o", out, "--jobs", "0"], 2, ["--jobs"], "--jobs 0", outdir, out)
+        err = expect_failure(["build", root, "-o", out, "--jobs", "0"], 2,
+                             ["--jobs 0: not a number from 1 to"], "--jobs 0", outdir, out)
+        T.eq(err.count("\n"), 1, "--jobs 0: one line: %r" % err)
         expect_failure(["build", root, "-o", out, "--jobs", "x"], 2, ["--jobs"], "--jobs x", outdir, out)
         for spelling in (" 1", "+1", "-1", "1 "):  # digits only, as SOURCE_DATE_EPOCH
             expect_failure(["build", root, "-o", out, "--jobs", spelling], 2, ["--jobs"],
                            "--jobs %r" % spelling, outdir, out)
         # --memory: bytes, or K, M, G, T (powers of 1024); nothing else, and once
         for spelling in ("1.5G", " 1G", "G", "-1", "1X", "1GG", "1 G", "20000000T", ""):
-            expect_failure(["build", root, "-o", out, "--memory", spelling], 2,
-                           ["--memory %s: expected a size" % spelling],
-                           "--memory %r" % spelling, outdir, out)
+            err = expect_failure(["build", root, "-o", out, "--memory", spelling], 2,
+                                 ["--memory %s: expected a size" % spelling],
+                                 "--memory %r" % spelling, outdir, out)
+            # a bad value is one line, which says what is expected, as for --jobs
+            T.eq(err.count("\n"), 1, "--memory %r: one line: %r" % (spelling, err))
         expect_failure(["build", root, "-o", out, "--memory", "1G", "--memory", "2G"], 2,
                        ["--memory is given twice"], "--memory twice", outdir, out)
         # so is every option with a value: "--jobs 4 -j 1" took 1, "cat --encoding br
@@ -518,7 +522,10 @@ def main():
 
         expect_failure(["ls"], 2, ["SITE"], "ls without a pack")
         expect_failure(["ls", "a", "b"], 2, [], "ls with two packs")
-        expect_failure(["cat", "x.lmdb", "/", "--encoding", "deflate"], 2, ["deflate"], "cat --encoding deflate")
+        err = expect_failure(["cat", "x.lmdb", "/", "--encoding", "deflate"], 2,
+                             ["--encoding deflate: expected identity, gzip, br or zstd"],
+                             "cat --encoding deflate")
+        T.eq(err.count("\n"), 1, "cat --encoding deflate: one line: %r" % err)
         expect_failure(["cat", "x.lmdb", "/", "--encoding", "br", "--encoding=gzip"], 2,
                        ["--encoding is given twice"], "cat --encoding twice")
         expect_failure(["diff", "x.lmdb"], 2, [], "diff with one pack")
