@@ -92,9 +92,18 @@ def t_the_embedded_pack_is_reproducible(d):
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
     eq(p.returncode, 0, "servd-pack build www: %s" % p.stderr.decode())
     with open(built, "rb") as a, open(fresh, "rb") as b:
-        ok(a.read() == b.read(), "the built-in pack differs from SOURCE_DATE_EPOCH=%d "
+        want = b.read()
+        ok(a.read() == want, "the built-in pack differs from SOURCE_DATE_EPOCH=%d "
            "servd-pack build www (www/ changed without a rebuild, or packing is not "
            "reproducible)" % d.last_modified)
+    # and it is what the running servd serves: its memory file, read through its descriptor
+    fds = "/proc/%d/fd" % d.proc.pid
+    memfds = [n for n in os.listdir(fds)
+              if os.readlink(os.path.join(fds, n)).startswith("/memfd:servd-builtin-site")]
+    ok(memfds, "servd holds no descriptor of its memory file: %r" % [
+        os.readlink(os.path.join(fds, n)) for n in os.listdir(fds)])
+    with open(os.path.join(fds, memfds[0]), "rb") as f:
+        ok(f.read() == want, "the pack servd serves differs from the one servd-pack builds")
 
 
 def t_lives_in_a_sealed_memory_file(d):

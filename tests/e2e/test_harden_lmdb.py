@@ -145,7 +145,8 @@ def t_sighup_onto_structure_damage(good):
                 return not s.alive()
             return m["servd_pack_swap_failures_total"] + m["servd_pack_swaps_total"] > before
         s.hup()
-        ht.wait_until(settled, hp.REFUSE_LIMIT)
+        ok(ht.wait_until(settled, hp.REFUSE_LIMIT),
+           "offset %d: SIGHUP onto the damaged copy neither swapped nor refused it" % off)
         time.sleep(0.05)
         if not s.alive():
             died.append((off, s.proc.returncode))
@@ -154,9 +155,10 @@ def t_sighup_onto_structure_damage(good):
         if st.get(s.port, "/").body != index:  # swapped: go back to the good pack
             shutil.copyfile(good.path, live)
             s.hup()
-            ht.wait_until(lambda: st.get(s.port, "/").body == index, hp.REFUSE_LIMIT)
+            ok(ht.wait_until(lambda: st.get(s.port, "/").body == index, hp.REFUSE_LIMIT),
+               "offset %d: SIGHUP onto the good pack again did not swap back" % off)
     if s is not None and s.alive():
-        s.stop(check=False)
+        s.stop()  # after the swaps: exit status 0, and no sanitizer report
     print("  MEASURE SIGHUP onto %d damaged copies: the running servd died %d times %s" % (
         len(offs), len(died), ", ".join("page %d offset %d (exit %d)" % (
             o // ht.LMDB_PAGE, o % ht.LMDB_PAGE, rc) for o, rc in died[:5])))

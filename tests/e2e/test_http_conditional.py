@@ -237,8 +237,7 @@ def t_head_if_modified_since(S):
 
 def t_www_revalidates(S):
     if S.www is None:
-        print("  (www/ not present yet)")
-        return
+        raise st.Skip("www/ is not present")
     for path in sorted(S.www.files):
         for ae in (None, "br, gzip"):
             hdrs = [] if ae is None else [("Accept-Encoding", ae)]

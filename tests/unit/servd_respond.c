@@ -228,8 +228,15 @@ static int run(const char *raw)
     ASSERT(end != NULL);
     head_len = (size_t)(end - out) + 4;
     ASSERT_EQ(plan.body_bytes, out_len - head_len);
-    /* the Content-Length header always states the body that follows
-     * (or, for HEAD, the one GET would get) */
+    /* one Content-Length at most, which states the body that follows (for
+     * HEAD the one GET would get, which respond_head checks) */
+    const char *cl = memmem(out, head_len, "\r\nContent-Length: ", 18);
+    if (cl) {
+        ASSERT(memmem(cl + 2, head_len - (size_t)(cl + 2 - out), "\r\nContent-Length: ", 18) ==
+               NULL);
+        if (req.method != SV_M_HEAD)
+            ASSERT_EQ(strtoull(cl + 18, NULL, 10), plan.body_bytes);
+    }
     return plan.status;
 }
 
@@ -653,6 +660,7 @@ TEST(respond_options)
     ASSERT_EQ(run("OPTIONS * HTTP/1.1\r\nHost: t\r\n\r\n"), 200);
     OUT_IS("HTTP/1.1 200 OK\r\nAllow: GET, HEAD, OPTIONS\r\nContent-Length: 0\r\n" DATE_LINE
            "\r\n");
+    ASSERT_EQ(plan.close, 0);
     ASSERT_EQ(run("OPTIONS /cors.json HTTP/1.1\r\nHost: t\r\nOrigin: https://a.example\r\n"
                   "Access-Control-Request-Method: GET\r\n"
                   "Access-Control-Request-Headers: x-client\r\n\r\n"),
@@ -662,6 +670,7 @@ TEST(respond_options)
     ASSERT_EQ(run("OPTIONS /img.png HTTP/1.1\r\nHost: t\r\n\r\n"), 200);
     OUT_IS("HTTP/1.1 200 OK\r\nAllow: GET, HEAD, OPTIONS\r\nContent-Length: 0\r\n" DATE_LINE
            "\r\n");
+    ASSERT_EQ(plan.close, 0); /* a preflight keeps its connection */
     ASSERT_EQ(run("OPTIONS /docs/ HTTP/1.1\r\nHost: t\r\n\r\n"), 200);
     /* a preflight must not be redirected (Fetch §4.8): the 200, with the
      * index page's lines (none here), where GET gets the 301 */
