@@ -84,15 +84,15 @@ static int decide(build *b)
     }
     pk_buf_free(&extras);
     if (rc == 0 && future == 1)
-        pk_err("warning: %s has a modification time in the future; its Last-Modified is the "
-               "time of packing, so two builds of this tree differ (fix the clock or the mtime, "
-               "or set SOURCE_DATE_EPOCH)",
-               first_future->src);
+        pk_warn("%s has a modification time in the future; its Last-Modified is the "
+                "time of packing, so two builds of this tree differ (fix the clock or the mtime, "
+                "or set SOURCE_DATE_EPOCH)",
+                first_future->src);
     else if (rc == 0 && future > 1)
-        pk_err("warning: %zu files have a modification time in the future, the first %s; their "
-               "Last-Modified is the time of packing, so two builds of this tree differ (fix "
-               "the clock or the mtimes, or set SOURCE_DATE_EPOCH)",
-               future, first_future->src);
+        pk_warn("%zu files have a modification time in the future, the first %s; their "
+                "Last-Modified is the time of packing, so two builds of this tree differ (fix "
+                "the clock or the mtimes, or set SOURCE_DATE_EPOCH)",
+                future, first_future->src);
     return rc;
 }
 
@@ -304,6 +304,14 @@ int pk_build(const pk_build_opts *o)
     if (decide(&b) != 0 || pk__check_identity_space(&b) != 0)
         goto out_free;
     pk_rules_warn(b.rules, PK_RULES_CACHE_CONTROL | PK_RULES_HEADERS);
+    /* Every warning about the options, the site and the rules is out by
+     * now; those of the write (another build's turn, a file left by a
+     * killed build) are about the machine, and come later. */
+    if (o->strict && pk_warnings() > 0) {
+        snprintf(b.err, sizeof b.err, "--strict: %lu warning%s above; nothing was written",
+                 pk_warnings(), pk_warnings() == 1 ? "" : "s");
+        goto out_free;
+    }
 
     plan_memory(&b);
     if (pk__plan_compression(&b, &st) != 0 || start_compressors(&b) != 0)

@@ -26,6 +26,7 @@ typedef struct pk_build_opts {
     unsigned jobs;        /* worker threads (>= 1) */
     uint64_t memory;      /* the most the compression may hold at once (0: no limit) */
     int quiet;
+    int strict;     /* a warning before the compression fails the build */
     int have_epoch; /* SOURCE_DATE_EPOCH was set */
     int64_t epoch;
 } pk_build_opts;

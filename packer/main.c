@@ -27,7 +27,7 @@
 
 static const char usage_text[] =
     "usage: servd-pack build WEBROOT -o SITE.lmdb [--rules RULES.json] [--manifest OUT.json]\n"
-    "                        [--base OLD.lmdb] [--jobs N] [--memory SIZE] [-q]\n"
+    "                        [--base OLD.lmdb] [--jobs N] [--memory SIZE] [--strict] [-q]\n"
     "       servd-pack ls SITE.lmdb [--json]\n"
     "       servd-pack verify SITE.lmdb [-q]\n"
     "       servd-pack diff OLD.lmdb NEW.lmdb [--json] [--content]\n"
@@ -55,6 +55,8 @@ static const char help_text[] =
     "                          as they reckon it (bytes, or with K, M, G or T: 512M; 0 for no\n"
     "                          limit); fewer threads compress and large files wait for room\n"
     "                          (default: half of what the machine, or its cgroup, has)\n"
+    "    --strict              fail (exit status 1, nothing written) when the options, the\n"
+    "                          site or the rules gave a warning, before compressing\n"
     "    -q, --quiet           no progress bar or lines, and no summary\n"
     "  ls       one line per path: PATH SIZE ENCODINGS ETAG MIME (tab-separated);\n"
     "           --json for a JSON array\n"
@@ -246,6 +248,7 @@ enum {
     OPT_MANIFEST,
     OPT_BASE,
     OPT_MEMORY,
+    OPT_STRICT,
     OPT_JSON,
     OPT_ENCODING,
     OPT_HEADERS,
@@ -260,6 +263,7 @@ static int cmd_build(int argc, char **argv)
                                          {"base", required_argument, NULL, OPT_BASE},
                                          {"jobs", required_argument, NULL, 'j'},
                                          {"memory", required_argument, NULL, OPT_MEMORY},
+                                         {"strict", no_argument, NULL, OPT_STRICT},
                                          {"quiet", no_argument, NULL, 'q'},
                                          {"help", no_argument, NULL, 'h'},
                                          {0, 0, 0, 0}};
@@ -297,6 +301,9 @@ static int cmd_build(int argc, char **argv)
             break;
         case 'q':
             o.quiet = 1;
+            break;
+        case OPT_STRICT:
+            o.strict = 1;
             break;
         case OPT_MEMORY:
             memory_given = 1;
@@ -345,9 +352,9 @@ static int cmd_build(int argc, char **argv)
     if (e && o.epoch > now) {
         /* servd's Date is the time of serving: a Last-Modified after it is
          * invalid (RFC 9110 section 8.8.2.1) and confuses caches. */
-        pk_err("warning: SOURCE_DATE_EPOCH=%lld is in the future; using the current "
-               "time (%lld), as Last-Modified must never be later than Date",
-               (long long)o.epoch, (long long)now);
+        pk_warn("SOURCE_DATE_EPOCH=%lld is in the future; using the current "
+                "time (%lld), as Last-Modified must never be later than Date",
+                (long long)o.epoch, (long long)now);
         o.epoch = now;
     }
     /* One compressing thread's state and room for a job of its size: a
@@ -356,9 +363,9 @@ static int cmd_build(int argc, char **argv)
         char h[32], least[32];
         pk_human_bytes(o.memory, h, sizeof h);
         pk_human_bytes(PK_COMPRESS_THREAD_SHARE, least, sizeof least);
-        pk_err("warning: --memory %s is less than one compressing thread needs (%s): one "
-               "thread compresses, and the build may hold more than %s",
-               h, least, h);
+        pk_warn("--memory %s is less than one compressing thread needs (%s): one "
+                "thread compresses, and the build may hold more than %s",
+                h, least, h);
     }
     /* A reader of the log (or of --manifest) that goes away ends those
      * lines, not the build: a write there fails with EPIPE instead of

@@ -5,6 +5,7 @@
 
 #include "sf/path.h" /* sf_escape */
 
+#include <stdatomic.h>
 #include <string.h>
 
 void pk_esc_fwrite(const char *s, size_t n, FILE *out)
@@ -42,4 +43,27 @@ void pk_err(const char *fmt, ...)
     va_start(ap, fmt);
     pk_verr(fmt, ap);
     va_end(ap);
+}
+
+static atomic_ulong warnings;
+
+void pk_vwarn(const char *fmt, va_list ap)
+{
+    char buf[PK_MSG_MAX];
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    atomic_fetch_add_explicit(&warnings, 1, memory_order_relaxed);
+    pk_err("warning: %s", buf);
+}
+
+void pk_warn(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    pk_vwarn(fmt, ap);
+    va_end(ap);
+}
+
+unsigned long pk_warnings(void)
+{
+    return atomic_load_explicit(&warnings, memory_order_relaxed);
 }

@@ -23,6 +23,15 @@
 void pk_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void pk_verr(const char *fmt, va_list ap);
 
+/* Prints "servd-pack: warning: " + the text, as pk_err, and counts it: a
+ * warning about what is packed (the options, the site, the rules), on
+ * which build --strict fails (build.c). A warning about the machine (a
+ * lock, a killed build's file) is pk_err("warning: ...") instead. */
+void pk_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void pk_vwarn(const char *fmt, va_list ap);
+/* The warnings printed so far. */
+unsigned long pk_warnings(void);
+
 /* Writes s to out escaped as above. */
 void pk_esc_fputs(const char *s, FILE *out);
 

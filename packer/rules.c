@@ -509,7 +509,7 @@ static void warn_rule(unsigned long *count, const char *fmt, ...)
         return;
     va_list ap;
     va_start(ap, fmt);
-    pk_verr(fmt, ap);
+    pk_vwarn(fmt, ap);
     va_end(ap);
 }
 
@@ -527,12 +527,12 @@ static void warn_exclude(const pk_rules *r, unsigned long *count)
             if (n > 0 && g[n - 1] == '/')
                 n--;
             warn_rule(count,
-                      "warning: %s: /exclude/%zu \"%s\" names a directory but skips nothing in "
+                      "%s: /exclude/%zu \"%s\" names a directory but skips nothing in "
                       "it; to exclude the directory and all it holds, write \"%.*s/**\"",
                       r->path, i, g, (int)n, g);
         } else if (g[0] == '/' && !names_hidden(g)) {
-            warn_rule(count, "warning: %s: /exclude/%zu \"%s\" matched no path the walk reached",
-                      r->path, i, g);
+            warn_rule(count, "%s: /exclude/%zu \"%s\" matched no path the walk reached", r->path, i,
+                      g);
         }
     }
 }
@@ -564,18 +564,16 @@ void pk_rules_warn(const pk_rules *r, unsigned sections)
                 continue;
             if (seen & SEEN_MATCHED)
                 warn_rule(&count,
-                          "warning: %s: /%s/%zu \"%s\" is used for no file: every file it "
+                          "%s: /%s/%zu \"%s\" is used for no file: every file it "
                           "matches is taken by an earlier rule (the first rule that matches wins)",
                           r->path, lists[k].name, i, g);
             else
-                warn_rule(&count, "warning: %s: /%s/%zu \"%s\" matched no file%s", r->path,
-                          lists[k].name, i, g,
-                          lists[k].bit == PK_RULES_ENCODED ? anchored_hint(g) : "");
+                warn_rule(&count, "%s: /%s/%zu \"%s\" matched no file%s", r->path, lists[k].name, i,
+                          g, lists[k].bit == PK_RULES_ENCODED ? anchored_hint(g) : "");
         }
     }
     if (count > RULE_WARNINGS_SHOWN)
-        pk_err("warning: %s: and %lu more rules like those above", r->path,
-               count - RULE_WARNINGS_SHOWN);
+        pk_warn("%s: and %lu more rules like those above", r->path, count - RULE_WARNINGS_SHOWN);
 }
 
 const char *pk_rules_mime(const pk_rules *r, const char *key, size_t len)

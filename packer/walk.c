@@ -551,14 +551,14 @@ static void warn_index_htm(const pk_site *site)
             first = f;
     }
     if (n == 1)
-        pk_err("warning: %s: servd answers %.*s with the directory's index.html, never an "
-               "index.htm (rename it to index.html)",
-               first->src, (int)(first->key_len - 9), first->key);
+        pk_warn("%s: servd answers %.*s with the directory's index.html, never an "
+                "index.htm (rename it to index.html)",
+                first->src, (int)(first->key_len - 9), first->key);
     else if (n > 1)
-        pk_err("warning: %zu directories have an index.htm and no index.html, the first %s: "
-               "servd answers a directory with its index.html, never an index.htm (rename "
-               "them)",
-               n, first->src);
+        pk_warn("%zu directories have an index.htm and no index.html, the first %s: "
+                "servd answers a directory with its index.html, never an index.htm (rename "
+                "them)",
+                n, first->src);
 }
 
 /* Whether key holds a combining diacritical mark (U+0300-U+036F, UTF-8
@@ -587,15 +587,15 @@ static void warn_decomposed(const pk_site *site)
         if (has_combining_mark(site->files[i].key, site->files[i].key_len) && n++ == 0)
             first = &site->files[i];
     if (n == 1)
-        pk_err("warning: %s holds a combining accent (decomposed, NFD, as macOS writes "
-               "names): a link in the usual composed form (NFC) does not reach it; rename it "
-               "to NFC (convmv -f utf8 -t utf8 --nfc -r --notest DIR)",
-               first->src);
+        pk_warn("%s holds a combining accent (decomposed, NFD, as macOS writes "
+                "names): a link in the usual composed form (NFC) does not reach it; rename it "
+                "to NFC (convmv -f utf8 -t utf8 --nfc -r --notest DIR)",
+                first->src);
     else if (n > 1)
-        pk_err("warning: %zu paths hold a combining accent (decomposed, NFD, as macOS writes "
-               "names), the first %s: links in the usual composed form (NFC) do not reach "
-               "them; rename them to NFC (convmv -f utf8 -t utf8 --nfc -r --notest DIR)",
-               n, first->src);
+        pk_warn("%zu paths hold a combining accent (decomposed, NFD, as macOS writes "
+                "names), the first %s: links in the usual composed form (NFC) do not reach "
+                "them; rename them to NFC (convmv -f utf8 -t utf8 --nfc -r --notest DIR)",
+                n, first->src);
 }
 
 /* A site moved from Netlify or Cloudflare Pages may still hold their
@@ -621,21 +621,21 @@ static void warn_host_config(const pk_site *site)
     for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
         const pk_file *f = pk_site_find(site, files[i].key);
         if (f)
-            pk_err("warning: %s: %s %s file, which servd-pack does not read, is packed as %s, "
-                   "a page anyone can fetch%s; %s (\"exclude\": [\"%s\"])",
-                   f->src, files[i].whose, files[i].key + 1, files[i].key, files[i].what,
-                   files[i].how, files[i].key);
+            pk_warn("%s: %s %s file, which servd-pack does not read, is packed as %s, "
+                    "a page anyone can fetch%s; %s (\"exclude\": [\"%s\"])",
+                    f->src, files[i].whose, files[i].key + 1, files[i].key, files[i].what,
+                    files[i].how, files[i].key);
     }
     /* _worker.js may also be a directory of modules */
     static const char dir[] = "/_worker.js/";
     for (size_t i = 0; i < site->n; i++) {
         const pk_file *f = &site->files[i];
         if (f->key_len >= sizeof dir - 1 && memcmp(f->key, dir, sizeof dir - 1) == 0) {
-            pk_err("warning: %s: Cloudflare Pages' _worker.js directory (server code, and "
-                   "what secrets it holds), which servd-pack does not read, is packed under "
-                   "/_worker.js/, pages anyone can fetch; exclude it in --rules "
-                   "(\"exclude\": [\"/_worker.js/**\"])",
-                   f->src);
+            pk_warn("%s: Cloudflare Pages' _worker.js directory (server code, and "
+                    "what secrets it holds), which servd-pack does not read, is packed under "
+                    "/_worker.js/, pages anyone can fetch; exclude it in --rules "
+                    "(\"exclude\": [\"/_worker.js/**\"])",
+                    f->src);
             break;
         }
     }

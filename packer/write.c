@@ -132,6 +132,7 @@ static void note_tmp_names(const build *b)
  * did before there were turns. */
 static void lock_warn(build *b, const char *why)
 {
+    /* about the machine, not what is packed: not one that --strict counts */
     pk_err("warning: %s: cannot take a turn with other builds into this directory (%s); going "
            "on without one",
            b->lock_name, why);
@@ -662,7 +663,7 @@ static int put_in_place(build *b, sf_writer *w, const sf_meta *meta, int has_404
         snprintf(b->err + n, sizeof b->err - n, " (the pack %s is in place)", o->output);
         return -1;
     }
-    if (fin > 0) {
+    if (fin > 0) { /* about the machine: not one that --strict counts */
         pk_err("warning: %s", b->err);
         b->err[0] = '\0';
     }
@@ -803,6 +804,7 @@ static void warn_leftovers_tagged(const char *path, const char *tag, const char 
             continue;
         char h[32];
         pk_human_bytes((uint64_t)st.st_size, h, sizeof h);
+        /* about the machine, not what is packed: not one that --strict counts */
         pk_err("warning: %s%s%s (%s) is left from a build that did not finish (no process %ld "
                "runs here)%s",
                slash ? d : "", slash && strcmp(d, "/") != 0 ? "/" : "", n, h, pid, what);

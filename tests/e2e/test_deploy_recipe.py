@@ -155,6 +155,16 @@ def t_recipe(d):
     id2 = d.build("v2", V2, changed={"/index.html", "/docs/index.html", "/new file.txt",
                                      "/caf\u00e9.txt".encode("utf-8").decode("latin-1")})
     ok(id1 != id2, "two versions, two pack ids")
+    # A warning about the tree fails build_pack (--strict), and nothing is written.
+    bad = os.path.join(d.root, "public-warned")
+    write_site(bad, dict(V2, **{"/old/index.htm": b"<p>an index servd never serves</p>\n"}))
+    p = d.sh('build_pack warned "%s" "%s"' % (bad, RULES), check=False, cwd=d.ci)
+    err = p.stderr.decode(errors="replace")
+    ok(p.returncode == 1 and "index.htm" in err and "--strict: 1 warning above" in err,
+       "build_pack of a tree with a warning: exit %d, %r" % (p.returncode, err))
+    ok(not os.path.exists(os.path.join(d.ci, "site-warned.lmdb")) and
+       not os.path.exists(os.path.join(d.ci, "site-warned.json")),
+       "build_pack of a tree with a warning wrote something")
     now = time.time()
     d.ship("v1", now - 300)
     d.ship("v2", now - 200)

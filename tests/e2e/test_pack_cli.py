@@ -248,13 +248,57 @@ def io_errors(work):
             "copy of the manifest cannot be removed: the warning names it: %r" % err)
 
 
+def strict(work):
+    """build --strict: a warning about the options, the site or the rules fails the build
+    (exit 1) before anything is written; a clean build, and the same tree without it,
+    succeed."""
+    root = os.path.join(work, "strict-site")
+    os.makedirs(os.path.join(root, "old"))
+    with open(os.path.join(root, "index.html"), "wb") as f:
+        f.write(b"<p>home</p>\n")
+    out = os.path.join(work, "strict.lmdb")
+    T.build(root, out, "--strict")
+    T.check(os.path.exists(out), "--strict on a tree with no warning writes the pack")
+    os.unlink(out)
+    rules = os.path.join(work, "strict-rules.json")
+    with open(rules, "w") as f:
+        f.write('{"exclude": ["/drafts/**"]}')
+    with open(os.path.join(root, "old", "index.htm"), "wb") as f:
+        f.write(b"<p>old</p>\n")
+    cases = [
+        ([], ["index.htm", "--strict: 1 warning above; nothing was written"], "an index.htm"),
+        (["--rules", rules], ["/exclude/0", "--strict: 2 warnings above"], "an unused rule"),
+    ]
+    for extra, needles, what in cases:
+        expect_failure(["build", root, "-o", out, "--strict"] + extra, 1, needles,
+                             "--strict, " + what, work, out)
+        # without --strict the same build succeeds, with the same warnings
+        p = T.run(["build", root, "-o", out, "-q"] + extra)
+        T.eq(p.returncode, 0, "%s without --strict: %r" % (what, p.stderr))
+        for n in needles[:1]:
+            T.check(n in p.stderr.decode(), "%s without --strict warns: %r" % (what, p.stderr))
+        os.unlink(out)
+    os.unlink(os.path.join(root, "old", "index.htm"))
+    # a modification time in the future (the build is not reproducible), alone
+    future = time.time() + 86400 * 30
+    os.utime(os.path.join(root, "index.html"), (future, future))
+    expect_failure(["build", root, "-o", out, "--strict", "-q"], 1,
+                   ["modification time in the future", "--strict: 1 warning above"],
+                   "--strict, an mtime in the future", work, out)
+    os.utime(os.path.join(root, "index.html"), (future - 86400 * 60,) * 2)
+    expect_failure(["build", root, "-o", out, "--strict", "-q"], 1,
+                   ["SOURCE_DATE_EPOCH=99999999999 is in the future", "--strict: 1 warning"],
+                   "--strict, SOURCE_DATE_EPOCH in the future", work, out,
+                   env={"SOURCE_DATE_EPOCH": "99999999999"})
+
+
 def main():
     # Help and version.
     p = T.run(["--help"])
     T.eq(p.returncode, 0, "--help exit status")
     help_text = p.stdout.decode()
     for word in ("build", "ls", "verify", "diff", "cat", "--rules", "--manifest", "--base",
-                 "--jobs", "--memory", "--encoding", "exit status"):
+                 "--jobs", "--memory", "--strict", "--encoding", "exit status"):
         T.check(word in help_text, "--help mentions %s" % word)
     T.check("Last-Modified of unchanged files" in help_text,
             "--help says that --base keeps Last-Modified: %s" % help_text)
@@ -1012,6 +1056,7 @@ def main():
         progress_bar(work)
         progress_lines(work)
         io_errors(work)
+        strict(work)
         killed_during_its_check(work)
     T.finish("test_pack_cli")
 
