@@ -280,6 +280,7 @@ class Load:
         self.stop = threading.Event()
         self.lock = threading.Lock()
         self.requests = 0
+        self.reused = 0  # requests answered on a connection that had answered before
         self.refused = []
         self.failed = []
         self.retried = 0
@@ -346,10 +347,16 @@ class Load:
                     continue  # the standard retry, on a new connection
                 self.note("failed", "keep-alive: %r" % e)
                 continue
+            except st.Fail as e:  # a timeout or a malformed response: never retried
+                c.close()
+                c = None
+                self.note("failed", "keep-alive: %s" % e)
+                continue
             try:
                 self.check(r)
                 with self.lock:
                     self.requests += 1
+                    self.reused += reused
             except st.Fail as e:
                 self.note("failed", "keep-alive: %s" % e)
             if r.get("Connection") == "close":
@@ -384,15 +391,18 @@ def t_restart_without_refused_connections():
         load.finish()
         lst.close()  # the "manager" lets go; the last servd still holds the socket
         cur.stop()
-    print("  %d hand-overs: %d requests, %d refused, %d failed, %d keep-alive retries; "
-          "old servd stopped in %s s" % (HANDOVERS, load.requests, len(load.refused),
-                                          len(load.failed), load.retried,
+    print("  %d hand-overs: %d requests (%d on reused connections), %d refused, %d failed, "
+          "%d keep-alive retries; old servd stopped in %s s" % (
+              HANDOVERS, load.requests, load.reused, len(load.refused), len(load.failed),
+              load.retried,
                                           ", ".join("%.2f" % s for s in stops)))
     for what in (load.refused + load.failed)[:10]:
         print("  " + what[:300])
     eq(len(load.refused), 0, "refused connections")
     eq(len(load.failed), 0, "failed requests")
     ok(load.requests > 100, "only %d requests" % load.requests)
+    ok(load.reused > 100, "only %d requests on reused keep-alive connections" % load.reused)
+    eq([t.name for t in load.threads if t.is_alive()], [], "clients still running")
     ok(all(s < 5 for s in stops), "an old servd took %r s to stop" % stops)
 
 

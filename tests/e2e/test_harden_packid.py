@@ -102,8 +102,10 @@ def t_good_pack_passes(good):
         r = st.get(s.port, "/a.txt")
         eq(r.status, 200, "GET /a.txt status")
         eq(r.body, A_TXT, "GET /a.txt body")
-    finally:
+    except BaseException:
         s.stop(check=False)
+        raise
+    s.stop()  # exit status 0 after SIGTERM
 
 
 def start_refused(path, probe, says):
@@ -223,8 +225,10 @@ def t_changed_404_record_is_refused(good):
         eq(r.status, 404, "GET of a missing path")
         eq(r.reason, "Not Found", "reason phrase")
         eq(r.body, page, "the 404 page")
-    finally:
+    except BaseException:
         res[1].stop(check=False)
+        raise
+    res[1].stop()  # exit status 0 after SIGTERM
 
     p = run([st.SERVD, "--check-pack", copy])
     eq(p.returncode, 1, "servd --check-pack of the damaged 404 entry: %s" % p.stdout.decode())

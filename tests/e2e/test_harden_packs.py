@@ -345,10 +345,12 @@ def t_swaps_to_hostile_packs(good):
     shutil.copyfile(good.path, live)
     index = good.bodies[("/index.html", "identity")]
     bad = fixed_variants(good)
-    bad += [("flip-%d-%d" % fb, flipped(good, *fb))
-            for fb in getattr(good, "refused_flips", [])[:40]]
-    ok_copies = [("flip-%d-%d" % fb, flipped(good, *fb))
-                 for fb in getattr(good, "served_flips", [])[:10]]
+    if not hasattr(good, "refused_flips"):
+        raise st.Fail("t_bit_flips did not run first: it finds the flipped copies used here")
+    ok(good.refused_flips and good.served_flips, "t_bit_flips found %d refused and %d served "
+       "copies" % (len(good.refused_flips), len(good.served_flips)))
+    bad += [("flip-%d-%d" % fb, flipped(good, *fb)) for fb in good.refused_flips[:40]]
+    ok_copies = [("flip-%d-%d" % fb, flipped(good, *fb)) for fb in good.served_flips[:10]]
 
     def install(data):
         tmp = live + ".new"
@@ -390,6 +392,8 @@ def t_swaps_to_hostile_packs(good):
                                  > m0["servd_pack_swap_failures_total"], REFUSE_LIMIT,
                                  step=0.01)
             ok(done, "%s: SIGHUP had no effect" % name)
+            eq(s.metrics()["servd_pack_swaps_total"], m0["servd_pack_swaps_total"] + 1,
+               "%s: a copy servd serves at startup is swapped in" % name)
             serve_all(good, s, "after swapping to " + name)
         install(good.data)
         s.hup()

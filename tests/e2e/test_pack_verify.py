@@ -322,6 +322,7 @@ def allocation_failures(work):
     T.eq(p.returncode, 0, "build without a failure")
     want = [open(o, "rb").read() for o in outs]
     T.check(total > 10, "build: allocations counted (%d)" % total)
+    hits = 0
     for n in range(1, total + 1):
         for o in outs:
             if os.path.exists(o):
@@ -329,6 +330,7 @@ def allocation_failures(work):
         p, hit, _ = run(cmd, n, **epoch)
         if not hit:
             continue
+        hits += 1
         err = p.stderr.decode(errors="replace")
         T.check(p.returncode in (0, 1), "build, allocation %d fails: exit status %d (%r)"
                 % (n, p.returncode, err[-300:]))
@@ -339,6 +341,7 @@ def allocation_failures(work):
         else:
             T.check(err.strip() != "", "build, allocation %d fails: exit 1 unexplained" % n)
             T.check(".tmp-" not in err, "build, allocation %d fails: %r" % (n, err[-300:]))
+    T.check(hits > total // 2, "build: the sweep failed allocations (%d of %d)" % (hits, total))
 
     # build --base of the same site, every body taken from the base: a failure is never a
     # verdict on the base, and never names the pack's temporary file ("site.lmdb.tmp-PID:

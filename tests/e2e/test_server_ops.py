@@ -1223,10 +1223,11 @@ def t_fifo_at_the_pack_path_is_refused_and_signals_still_work():
         s.stop()  # SIGTERM, and exit 0
 
 
-def _journal_run(args, env_for, wait_for=None, then=None):
+def _journal_run(args, env_for, wait_for=None, then=None, status=0):
     """Runs servd with its stdout and stderr on a new file; env_for(st_dev, st_ino) gives
     JOURNAL_STREAM. Waits for wait_for in the file, runs then(proc, text), stops servd
-    (without either, waits for it to exit) and returns the file's lines."""
+    (without either, waits for it to exit), checks its exit status and returns the file's
+    lines."""
     path = os.path.join(st.tmpdir(), "journal-%d.log" % random.randrange(1 << 30))
     with open(path, "wb") as f:
         stt = os.fstat(f.fileno())
@@ -1252,6 +1253,7 @@ def _journal_run(args, env_for, wait_for=None, then=None):
         if (wait_for or then) and proc.poll() is None:
             proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=15)
+    eq(proc.returncode, status, "servd %s: exit status\n%s" % (" ".join(args), text()))
     return text().splitlines()
 
 
@@ -1288,7 +1290,7 @@ def t_messages_carry_journal_priorities_under_the_journal():
            "%r said at %s: %r" % (words, prio, lines))
 
     # a usage error of two lines: the priority on each, "servd: " on the first
-    lines = _journal_run(["--idle-timeout", "soon"], lambda d, i: "%d:%d" % (d, i))
+    lines = _journal_run(["--idle-timeout", "soon"], lambda d, i: "%d:%d" % (d, i), status=2)
     eq(lines, ["<3>servd: --idle-timeout 'soon': expected seconds, more than 0 and at most "
                "86400", "<3>Try 'servd --help'."], "a usage error under the journal")
 

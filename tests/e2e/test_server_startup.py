@@ -412,6 +412,7 @@ def t_a_newline_in_the_pack_path_stays_in_one_line():
     finally:
         p.send_signal(signal.SIGTERM)
         rest = p.communicate(timeout=20)[1].decode(errors="replace")
+    eq(p.returncode, 0, "exit status after SIGTERM: %r" % rest)
     for l in rest.splitlines():
         ok(l.startswith("servd: "), "a line that is not servd's: %r in %r" % (l, rest))
 
@@ -720,6 +721,7 @@ def t_default_workers_follow_the_cpu_affinity():
         finally:
             p.send_signal(signal.SIGTERM)
             err = p.communicate(timeout=30)[1].decode(errors="replace")
+        eq(p.returncode, 0, "exit status after SIGTERM on CPUs %s: %r" % (allowed, err))
         n = len(allowed)
         ok("with %d worker%s" % (n, "" if n == 1 else "s") in err,
            "the start-up line names %d worker(s): %r" % (n, err))

@@ -152,6 +152,12 @@ class Client(threading.Thread):
         self.conn = None
 
     def run(self):
+        try:
+            self.loop()
+        except Exception as e:  # noqa: BLE001 - a client that stops is a failure, reported
+            self.stats_error("fail", "client %s stopped: %r" % (self.name, e))
+
+    def loop(self):
         loc = self.local
         while not self.stop.is_set():
             try:
@@ -253,6 +259,7 @@ def t_swaps_under_keepalive_load(ctx):
     for c in clients:
         c.join(30)
         ok(not c.is_alive(), "a client thread hung")
+        ok(c.local["requests"] > 0, "client %s made no request" % c.name)
         c.merge()
 
     # servd may load one pack for several swaps, by design (servd(1) "PACK

@@ -709,9 +709,9 @@ TEST(pack_writer_failed_batch)
     struct rlimit old, lim;
     ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &old), 0);
     if (old.rlim_max != RLIM_INFINITY && old.rlim_max < ((rlim_t)200 << 20)) {
-        sf_writer_abort(w); /* a hard limit below what the test writes: it cannot run */
+        sf_writer_abort(w);
         free(body);
-        return;
+        t_skip("a hard RLIMIT_FSIZE below the 200 MiB this test writes");
     }
     lim = old;
     lim.rlim_cur = (rlim_t)100 << 20; /* the first commits (32 MiB each) fit, a later one not */
