@@ -19,6 +19,10 @@ static struct {
 } slots[SV_MAPGUARD_SLOTS];
 
 static atomic_ulong faults;
+/* The calling thread's open of a pack (sv_mapguard_open_begin): a fault
+ * past the end of a file is its map's, whatever the address. Initial-exec
+ * TLS of the program itself: a plain load in the handler. */
+static _Thread_local volatile sig_atomic_t opening, opening_hit;
 static struct sigaction previous;
 static uintptr_t page_mask;
 
@@ -49,6 +53,17 @@ static void on_sigbus(int sig, siginfo_t *si, void *ctx)
             return; /* the read is retried and finds zeros */
         }
         break;
+    }
+    /* The thread is opening a pack: LMDB's first reads of a map whose range
+     * is not known yet. Not counted in faults: no pack in use was cut. */
+    if (si->si_code == BUS_ADRERR && opening) {
+        void *page = (void *)(a & page_mask);
+        if (mmap(page, ~page_mask + 1, PROT_READ, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) !=
+            MAP_FAILED) {
+            opening_hit = 1;
+            errno = saved;
+            return;
+        }
     }
     /* Not a guarded map: as if there were no guard. A fault repeats when
      * the handler returns; a sent signal is sent again. */
@@ -91,6 +106,25 @@ int sv_mapguard_room(void)
         if (!atomic_load(&slots[i].used))
             return 1;
     return 0;
+}
+
+void sv_mapguard_open_begin(void)
+{
+    opening_hit = 0;
+    opening = 1;
+}
+
+int sv_mapguard_open_cut(void)
+{
+    return opening_hit;
+}
+
+int sv_mapguard_open_end(void)
+{
+    opening = 0;
+    int hit = opening_hit;
+    opening_hit = 0;
+    return hit;
 }
 
 void sv_mapguard_remove(int slot)

@@ -29,6 +29,10 @@
  * reads of the map, before the validation walk) and removed by the thread
  * that drops its last reference, after its last use of the map; the handler
  * reads them with atomic loads only, under a per-slot generation count.
+ * LMDB's first reads come before the range is known (LMDB maps the file
+ * itself, and where is found from a pointer it returns): that thread is
+ * guarded meanwhile on its own (sv_mapguard_open_begin), so that a file cut
+ * in that instant is a refused load, not a dead server.
  */
 #ifndef SV_MAPGUARD_H
 #define SV_MAPGUARD_H
@@ -51,6 +55,20 @@ int sv_mapguard_add(const void *start, size_t len);
 /* 1 when a slot is free for sv_mapguard_add, else 0. Slots are taken only
  * by the load of a snapshot, one at a time, so the answer holds for it. */
 int sv_mapguard_room(void);
+
+/* From here until sv_mapguard_open_end, a fault past the end of a file
+ * that the calling thread takes anywhere reads zeros: the open of a pack,
+ * whose map's range is not known until LMDB has read it. */
+void sv_mapguard_open_begin(void);
+
+/* 1 if the thread has read zeros since sv_mapguard_open_begin, else 0:
+ * the cut() of sf_pack_open_checked. */
+int sv_mapguard_open_cut(void);
+
+/* Ends what sv_mapguard_open_begin began (harmless without it). @return 1
+ * if the thread read zeros meanwhile: the file was cut while it was being
+ * opened, and that map holds pages of zeros, else 0. */
+int sv_mapguard_open_end(void);
 
 /* Stops guarding the range of slot (-1: nothing). */
 void sv_mapguard_remove(int slot);

@@ -30,6 +30,10 @@
 #include "http.h"
 #include "sf/path.h"
 
+/* A load whose first reads of the map found pages of the file gone: a
+ * write in place (cp, install, rsync --inplace) began just then. */
+#define CHANGED_AT_OPEN "the file changed while it was being opened (written in place?)"
+
 /* Room for a key in a message, escaped (sf_escape): longer ones are cut. */
 #define SV_SHOW_KEY 256
 
@@ -446,10 +450,16 @@ int sv_snapshot_load(int fd, const char *path, int nreaders, int cancel_fd, sv_s
     unsigned char head[SV_SNAPSHOT_HEAD] = {0};
     if (rc == 0 && pread(fd, head, sizeof head, 0) < 0)
         memset(head, 0, sizeof head);
-    if (rc == 0)
-        rc = sf_pack_open(fdpath, &pack, err, errlen);
+    if (rc == 0) {
+        sv_mapguard_open_begin(); /* LMDB reads its map before the range is known */
+        rc = sf_pack_open_checked(fdpath, sv_mapguard_open_cut, &pack, err, errlen);
+    }
     close(fd); /* LMDB holds its own descriptor */
     if (rc != 0) {
+        if (sv_mapguard_open_end()) { /* whatever LMDB made of the zeros */
+            snprintf(err, errlen, "%s: %s", fdpath, CHANGED_AT_OPEN);
+            rc = SF_EIO;
+        }
         sf_name_file(err, errlen, fdpath, path);
         /* No verdict on the file: the check could not start (SF_EIO), or
          * ran out of something or was stopped (SF_ENOMEM) or abandoned
@@ -462,6 +472,7 @@ int sv_snapshot_load(int fd, const char *path, int nreaders, int cancel_fd, sv_s
 
     sv_snapshot *s = calloc(1, sizeof *s + (size_t)nreaders * sizeof s->readers[0]);
     if (!s) {
+        sv_mapguard_open_end();
         snprintf(err, errlen, "%s: out of memory", path);
         seen->retry = 1; /* no verdict, as above */
         rc = SF_ENOMEM;
@@ -479,6 +490,12 @@ int sv_snapshot_load(int fd, const char *path, int nreaders, int cancel_fd, sv_s
                    ? sv_mapguard_add(map, (size_t)sf_pack_size(pack))
                    : -1;
     s->cut = sv_mapguard_flag(s->guard);
+    if (sv_mapguard_open_end()) { /* LMDB's first reads found zeros, and took them */
+        sv_mapguard_mark(s->guard);
+        snprintf(err, errlen, "%s: %s", path, CHANGED_AT_OPEN);
+        rc = SF_EIO; /* no verdict on the file: looked at again */
+        goto out_end_readers;
+    }
     for (int i = 0; i < nreaders; i++) {
         if ((rc = sf_reader_begin(pack, &s->readers[i])) != 0) {
             snprintf(err, errlen, "%s: cannot start a reader: %s", path, sf_strerror(rc));

@@ -180,6 +180,12 @@ static int fail(char *err, size_t errlen, int code, const char *fmt, const char 
 
 int sf_pack_open(const char *path, sf_pack **out, char *err, size_t errlen)
 {
+    return sf_pack_open_checked(path, NULL, out, err, errlen);
+}
+
+int sf_pack_open_checked(const char *path, int (*cut)(void), sf_pack **out, char *err,
+                         size_t errlen)
+{
     struct stat st;
     int rc;
 
@@ -236,6 +242,14 @@ int sf_pack_open(const char *path, sf_pack **out, char *err, size_t errlen)
     MDB_txn *txn;
     if ((rc = mdb_txn_begin(p->env, NULL, MDB_RDONLY, &txn)) != 0)
         goto out_lmdb;
+    /* mdb_env_info, mdb_env_stat and mdb_txn_begin have read the meta pages
+     * (the txn holds their roots): were they there? */
+    if (cut && cut()) {
+        mdb_txn_abort(txn);
+        fail(err, errlen, SF_EIO, "%s: %s", path, "the file changed while it was being opened");
+        rc = SF_EIO;
+        goto out_env;
+    }
     if ((rc = mdb_dbi_open(txn, "meta", 0, &p->meta_db)) != 0 ||
         (rc = mdb_dbi_open(txn, "paths", 0, &p->paths_db)) != 0 ||
         (rc = mdb_dbi_open(txn, "bodies", 0, &p->bodies_db)) != 0) {

@@ -284,5 +284,35 @@ class Setup:
     def __exit__(self, et, ev, tb):
         self.sw.stop(check=et is None)
 
+def t_a_pack_cut_as_it_is_opened(sw):
+    """A cp onto the pack in the instant after LMDB mapped it and before it read the map
+    (swap_open.so's CUT_AT_ENV_OPEN: the second open of servd's process, the reload's):
+    LMDB's first reads fault (SIGBUS) before the map's range is known. They read zeros,
+    the load is refused as a file changed while it was opened, servd serves on from the
+    pack it had, and the file, whole again, is loaded."""
+    d = os.path.join(st.tmpdir(), "cut-at-open")
+    os.makedirs(d, exist_ok=True)
+    live = os.path.join(d, "site.lmdb")
+    shutil.copyfile(sw.p1, live)
+    env = st.preload_env(os.path.join(st.BUILD_DIR, "swap_open.so"), CUT_AT_ENV_OPEN="2")
+    with st.Servd(live, extra=["--no-watch"], env=env) as s:
+        eq(st.get(s.port, "/").body, sw.f1["/index.html"], "version 1 before the reload")
+        for attempt in ("cut", "whole"):
+            shutil.copyfile(sw.p2, live + ".new")
+            os.replace(live + ".new", live)
+            s.proc.send_signal(signal.SIGHUP)
+            want = ("changed while it was being opened" if attempt == "cut"
+                    else "now serving")
+            t0 = time.time()
+            while time.time() - t0 < 10 and s.alive() and want not in s.read_log():
+                time.sleep(0.05)
+            ok(s.alive(), "servd died at the reload of a file cut as it was opened "
+               "(exit %r)\n%s" % (s.proc.poll(), s.read_log()[-2000:]))
+            ok(want in s.read_log(), "%s: the log says %r:\n%s" % (attempt, want,
+                                                                  s.read_log()[-2000:]))
+            want_body = sw.f1["/index.html"] if attempt == "cut" else sw.f2["/index.html"]
+            eq(st.get(s.port, "/").body, want_body, "served after the %s file" % attempt)
+
+
 if __name__ == "__main__":
     st.run(st.collect(globals()), setup=Setup)

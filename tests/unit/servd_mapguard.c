@@ -91,6 +91,33 @@ static void read_removed_cut_map(void)
     (void)c;
 }
 
+static void read_cut_map_while_opening(void)
+{
+    if (sv_mapguard_install() != 0)
+        _exit(2);
+    size_t len;
+    volatile const char *p = cut_map(&len);
+    sv_mapguard_open_begin(); /* no range: the thread itself is guarded */
+    if (sv_mapguard_open_cut() || p[0] != 0)
+        _exit(3);
+    if (!sv_mapguard_open_cut() || sv_mapguard_faults() != 0) /* no pack in use was cut */
+        _exit(4);
+    if (sv_mapguard_open_end() != 1 || sv_mapguard_open_end() != 0)
+        _exit(5);
+}
+
+static void read_cut_map_after_opening(void)
+{
+    if (sv_mapguard_install() != 0)
+        _exit(0);
+    size_t len;
+    volatile const char *p = cut_map(&len);
+    sv_mapguard_open_begin();
+    sv_mapguard_open_end();
+    char c = p[len - 1]; /* the open is over: SIGBUS must end the process */
+    (void)c;
+}
+
 static void sigbus_sent_by_kill(void)
 {
     if (sv_mapguard_install() != 0)
@@ -102,6 +129,12 @@ static void sigbus_sent_by_kill(void)
 TEST(mapguard_cut_guarded_map_reads_zeros)
 {
     ASSERT(survives(read_guarded_cut_map));
+}
+
+TEST(mapguard_open_reads_zeros_in_the_opening_thread)
+{
+    ASSERT(survives(read_cut_map_while_opening));
+    ASSERT(!survives(read_cut_map_after_opening));
 }
 
 TEST(mapguard_other_sigbus_still_ends_the_process)

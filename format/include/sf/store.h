@@ -225,6 +225,16 @@ typedef struct sf_reader sf_reader;
  * @return 0, SF_EIO, SF_ELMDB, SF_EMAGIC, SF_EVERSION, SF_ECORRUPT or SF_ENOMEM. */
 int sf_pack_open(const char *path, sf_pack **out, char *err, size_t errlen);
 
+/* sf_pack_open, for a caller that survives reads past the end of the file
+ * (servd's SIGBUS guard, which answers them with pages of zeros): cut() is
+ * asked once LMDB has read the meta pages through its map, before anything
+ * uses them, and says whether those reads found pages of the file gone (a
+ * write in place began just then). LMDB would take a zeroed meta page's
+ * root for a page number and abort on an assertion; the open fails instead,
+ * with SF_EIO and "the file changed while it was being opened". */
+int sf_pack_open_checked(const char *path, int (*cut)(void), sf_pack **out, char *err,
+                         size_t errlen);
+
 /* Closes a pack. Every reader of it must have been ended first. */
 void sf_pack_close(sf_pack *pack);
 
