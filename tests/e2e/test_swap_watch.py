@@ -121,30 +121,34 @@ def t_rename_over_the_symlink_target_reloads(s):
 
 
 def t_a_burst_of_renames_is_read_once(s):
-    s.live.rename_in(s.v.packs[0])
-    s.wait_version(1, "setup")
-    time.sleep(0.3)
-    swaps0, fails0 = s.m("servd_pack_swaps_total"), s.m("servd_pack_swap_failures_total")
-    log0 = len(s.servd.read_log())
-    # mv site.lmdb prev.lmdb; mv new.lmdb site.lmdb - the path is missing in between.
-    tmp = os.path.join(s.live.dir, "next.lmdb")
-    st_copy(s.v.packs[2], tmp)
-    t0 = time.monotonic()
-    os.rename(s.live.path, os.path.join(s.live.dir, "prev.lmdb"))
-    os.rename(tmp, s.live.path)
-    gap = time.monotonic() - t0
-    s.wait_version(3, "after the burst")
-    time.sleep(0.3)
-    eq(s.m("servd_pack_swaps_total"), swaps0 + 1, "swaps for one burst of two renames")
-    eq(s.m("servd_pack_swap_failures_total"), fails0, "refusals during the burst")
     # Within the settle delay (75 ms) the missing path must not be looked at; a test
-    # descheduled between the two renames for longer leaves it missing for real.
-    if gap < 0.07:
-        ok("No such file" not in s.servd.read_log()[log0:],
-           "the half-done burst was looked at: %r" % s.servd.read_log()[log0:])
-    else:
-        print("  NOTE the two renames were %.0f ms apart: the missing-path check is skipped"
-              % (gap * 1000), flush=True)
+    # descheduled between the two renames for longer leaves it missing for real, and
+    # then tries again (a loaded host), up to three bursts.
+    for attempt in range(3):
+        s.live.rename_in(s.v.packs[0])
+        s.wait_version(1, "setup")
+        time.sleep(0.3)
+        swaps0, fails0 = s.m("servd_pack_swaps_total"), s.m("servd_pack_swap_failures_total")
+        log0 = len(s.servd.read_log())
+        # mv site.lmdb prev.lmdb; mv new.lmdb site.lmdb - the path is missing in between.
+        tmp = os.path.join(s.live.dir, "next.lmdb")
+        st_copy(s.v.packs[2], tmp)
+        t0 = time.monotonic()
+        os.rename(s.live.path, os.path.join(s.live.dir, "prev.lmdb"))
+        os.rename(tmp, s.live.path)
+        gap = time.monotonic() - t0
+        s.wait_version(3, "after the burst")
+        time.sleep(0.3)
+        eq(s.m("servd_pack_swaps_total"), swaps0 + 1, "swaps for one burst of two renames")
+        eq(s.m("servd_pack_swap_failures_total"), fails0, "refusals during the burst")
+        if gap < 0.07:
+            ok("No such file" not in s.servd.read_log()[log0:],
+               "the half-done burst was looked at: %r" % s.servd.read_log()[log0:])
+            return
+        print("  NOTE the two renames were %.0f ms apart: once more" % (gap * 1000),
+              flush=True)
+    raise st.Skip("three bursts whose two renames were more than 70 ms apart: the "
+                  "missing-path check could not run")
 
 
 def st_copy(src, dst):
