@@ -234,6 +234,16 @@ int pk_build(const pk_build_opts *o)
         goto out_free;
     if (pk_walk(o->root, b.rules, &b.site, b.err, sizeof b.err) != 0)
         goto out_free;
+    /* An output inside the root must be one the walk skips; an exclude
+     * that skips it is used, even before it exists: checked before the
+     * exclude warnings. */
+    if (pk__check_not_input(&b, "-o", o->output) != 0 ||
+        (o->manifest &&
+         (b.manifest_stream ? pk__check_stream_not_input(&b, o->manifest)
+                            : pk__check_not_input(&b, "--manifest", o->manifest)) != 0)) {
+        code = PK_EXIT_USAGE;
+        goto out_free;
+    }
     pk_rules_warn(b.rules, PK_RULES_EXCLUDE);
     if (b.site.n == 0) {
         /* say where the files went, when the walk saw some */
@@ -249,12 +259,6 @@ int pk_build(const pk_build_opts *o)
                      "rules)",
                      o->root, (unsigned long long)ws->skipped_dot, dots[0] ? " (" : "", dots,
                      dots[0] ? ")" : "", (unsigned long long)ws->skipped_excluded);
-        goto out_free;
-    }
-    if (pk__check_not_input(&b, "-o", o->output) != 0 ||
-        (o->manifest && !b.manifest_stream &&
-         pk__check_not_input(&b, "--manifest", o->manifest) != 0)) {
-        code = PK_EXIT_USAGE;
         goto out_free;
     }
     if (pk__replaceable(&b, "-o", o->output, 0) != 0 ||
@@ -305,10 +309,12 @@ int pk_build(const pk_build_opts *o)
         goto out_free;
     pk_rules_warn(b.rules, PK_RULES_CACHE_CONTROL | PK_RULES_HEADERS);
     /* Every warning about the options, the site and the rules is out by
-     * now; those of the write (another build's turn, a file left by a
-     * killed build) are about the machine, and come later. */
+     * now. Those about the machine (another build's turn, a file left by a
+     * killed build) are not counted (msg.h), wherever they come. */
     if (o->strict && pk_warnings() > 0) {
-        snprintf(b.err, sizeof b.err, "--strict: %lu warning%s above; nothing was written",
+        snprintf(b.err, sizeof b.err,
+                 "--strict: %lu warning%s above about the options, the site or the rules; "
+                 "nothing was built",
                  pk_warnings(), pk_warnings() == 1 ? "" : "s");
         goto out_free;
     }

@@ -165,6 +165,11 @@ int pk__fd_is_file(int fd, const char *path);
  * rules), else 0. */
 int pk__check_not_input(build *b, const char *opt, const char *path);
 
+/* The same for a --manifest written into a descriptor (/dev/stdout): a
+ * regular file there, which the shell made before the walk (> www/m.json),
+ * must not be a file of the site. */
+int pk__check_stream_not_input(build *b, const char *path);
+
 /* -1 with b->err when the existing file at path is not one servd-pack may
  * replace: empty, a pack, or (manifest set) a manifest. Else 0. */
 int pk__replaceable(build *b, const char *opt, const char *path, int manifest);

@@ -306,6 +306,8 @@ int pk__check_not_input(build *b, const char *opt, const char *path)
     char name[PATH_MAX];
     const char *root = b->site.root;
     size_t rl = strcmp(root, "/") == 0 ? 0 : strlen(root);
+    /* pk_walk_skips marks an exclude that skips it used: its warning would
+     * otherwise tell the user to remove the rule that lets this build run */
     if (canonical_name(path, name, sizeof name) != 0 || strncmp(name, root, rl) != 0 ||
         name[rl] != '/' || pk_walk_skips(b->rules, name + rl))
         return 0;
@@ -315,6 +317,24 @@ int pk__check_not_input(build *b, const char *opt, const char *path)
              "skips (one starting with '.', or one an exclude rule matches)",
              opt, path, root, name + rl, root);
     return -1;
+}
+
+int pk__check_stream_not_input(build *b, const char *path)
+{
+    struct stat st;
+    if (b->manifest_fd < 0 || fstat(b->manifest_fd, &st) != 0 || !S_ISREG(st.st_mode))
+        return 0;
+    for (size_t i = 0; i < b->site.n; i++) {
+        const pk_file *f = &b->site.files[i];
+        if (f->dev == (uint64_t)st.st_dev && f->ino == (uint64_t)st.st_ino) {
+            snprintf(b->err, sizeof b->err,
+                     "--manifest %s writes into the file %s of the web root (served as %s), "
+                     "which the shell created before the walk: redirect it outside %s",
+                     path, f->src, f->key, b->site.root);
+            return -1;
+        }
+    }
+    return 0;
 }
 
 /* Writes realpath(dirname(path)) + "/" + basename(path) into out: the name a

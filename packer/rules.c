@@ -443,14 +443,6 @@ int pk_rules_excluded(const pk_rules *r, const char *key, size_t len)
     return r && first(&r->exclude, key, len) != NULL;
 }
 
-int pk_rules_skips(const pk_rules *r, const char *key, size_t len)
-{
-    for (size_t i = 0; r && i < r->exclude.n; i++)
-        if (pk_glob_match(r->exclude.v[i].glob, key, len))
-            return 1;
-    return 0;
-}
-
 int pk_rules_excluded_dir(const pk_rules *r, const char *dirkey, size_t len)
 {
     for (size_t i = 0; r && i < r->exclude.n; i++)

@@ -56,10 +56,6 @@ void pk_rules_free(pk_rules *r);
 
 /* All queries accept r == NULL (no rules file: defaults only). */
 int pk_rules_excluded(const pk_rules *r, const char *key, size_t len);
-/* 1 if the walk would skip a file at key by the excludes: as
- * pk_rules_excluded (a glob that covers a directory matches every key under
- * it), without marking the rule used: for a file that is not in the tree. */
-int pk_rules_skips(const pk_rules *r, const char *key, size_t len);
 /* 1 if an exclude glob matches every path under the directory dirkey
  * (e.g. "/drafts/ **" without the space, or "**"): the walk then skips the
  * directory without reading it. */

@@ -283,7 +283,7 @@ static int hidden_key(const char *key)
 
 int pk_walk_skips(const pk_rules *rules, const char *key)
 {
-    return hidden_key(key) || pk_rules_skips(rules, key, strlen(key));
+    return hidden_key(key) || pk_rules_excluded(rules, key, strlen(key));
 }
 
 /* 1 if what lives at realkey would be skipped by the rules at that place. */

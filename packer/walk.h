@@ -68,7 +68,8 @@ int pk_walk(const char *root, const pk_rules *rules, pk_site *site, char *err, s
 const pk_file *pk_site_find(const pk_site *site, const char *key);
 
 /* 1 if the walk would skip a regular file at key (a hidden name or an
- * exclude), 0 if it would pack it; marks no rule used. */
+ * exclude), 0 if it would pack it; an exclude that skips it is marked used,
+ * as the walk marks it (for a file not in the tree yet: an output). */
 int pk_walk_skips(const pk_rules *rules, const char *key);
 
 /* "a FIFO", "a socket", ...: what a file that is not regular is, for messages. */

@@ -160,7 +160,7 @@ def t_recipe(d):
     write_site(bad, dict(V2, **{"/old/index.htm": b"<p>an index servd never serves</p>\n"}))
     p = d.sh('build_pack warned "%s" "%s"' % (bad, RULES), check=False, cwd=d.ci)
     err = p.stderr.decode(errors="replace")
-    ok(p.returncode == 1 and "index.htm" in err and "--strict: 1 warning above" in err,
+    ok(p.returncode == 1 and "index.htm" in err and "--strict: 1 warning above about" in err,
        "build_pack of a tree with a warning: exit %d, %r" % (p.returncode, err))
     ok(not os.path.exists(os.path.join(d.ci, "site-warned.lmdb")) and
        not os.path.exists(os.path.join(d.ci, "site-warned.json")),

@@ -266,7 +266,8 @@ def strict(work):
     with open(os.path.join(root, "old", "index.htm"), "wb") as f:
         f.write(b"<p>old</p>\n")
     cases = [
-        ([], ["index.htm", "--strict: 1 warning above; nothing was written"], "an index.htm"),
+        ([], ["index.htm", "--strict: 1 warning above about the options, the site or the rules; "
+                    "nothing was built"], "an index.htm"),
         (["--rules", rules], ["/exclude/0", "--strict: 2 warnings above"], "an unused rule"),
     ]
     for extra, needles, what in cases:

@@ -104,16 +104,33 @@ def main():
         os.mkdir(os.path.join(root, ".out"))
         excl = os.path.join(work, "excl.json")
         write(excl, b'{"exclude": ["/build/**"]}\n')
+        # an exclude of the output alone matches nothing on the first build: used all
+        # the same, not warned about (--strict would fail on the warning)
+        excl_file = os.path.join(work, "excl-file.json")
+        write(excl_file, b'{"exclude": ["/site.lmdb"]}\n')
         os.mkdir(os.path.join(root, "build"))
         for out, extra in ((os.path.join(root, ".site.lmdb"), []),
                            (os.path.join(root, ".out", "site.lmdb"), []),
-                           (os.path.join(root, "build", "site.lmdb"), ["--rules", excl])):
+                           (os.path.join(root, "build", "site.lmdb"), ["--rules", excl]),
+                           (os.path.join(root, "site.lmdb"), ["--rules", excl_file, "--strict"])):
             for _ in range(2):  # and again: the pack is not part of the site
                 T.build(root, out, *extra)
                 T.eq(T.ls(out), packed, "a pack at %s holds the site alone" % out)
             os.unlink(out)
         shutil.rmtree(os.path.join(root, ".out"))
         os.rmdir(os.path.join(root, "build"))
+        # A manifest sent to standard output, which the shell redirected into the root:
+        # the file exists (empty) before the walk, which would pack it.
+        inside_json = os.path.join(root, "m.json")
+        with open(inside_json, "wb") as f:
+            p = subprocess.run([T.PACK, "build", root, "-o", pack + ".s", "--manifest",
+                                "/dev/stdout", "-q"], stdout=f, stderr=subprocess.PIPE)
+        err = p.stderr.decode(errors="replace")
+        T.eq(p.returncode, 2, "--manifest /dev/stdout > ROOT/m.json: exit status (%s)" % err)
+        T.check("which the shell created before the walk" in err and "/m.json" in err,
+                "--manifest /dev/stdout > ROOT/m.json: %r" % err)
+        T.check(not os.path.exists(pack + ".s"), "no pack written when the stream is refused")
+        os.unlink(inside_json)
 
         # A file that servd-pack did not write is never replaced: a mistyped -o or
         # --manifest loses nothing. A pack (even a damaged one: LMDB's magic is enough)
