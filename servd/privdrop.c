@@ -9,10 +9,12 @@
 
 #include <errno.h>
 #include <grp.h>
+#include <linux/capability.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 /* Buffer for getpwnam_r/getpwuid_r when sysconf gives no hint: glibc's own
@@ -115,6 +117,17 @@ int sv_user_switch(const sv_user *u, char *err, size_t errlen)
     if (u->uid != 0 && (setuid(0) == 0 || seteuid(0) == 0)) {
         snprintf(err, errlen, "--user %s: root could be regained after the switch; refusing to run",
                  u->name);
+        return -1;
+    }
+    /* The switch emptied the permitted, effective and ambient sets, not the
+     * inheritable one, which a launcher may have filled (setpriv
+     * --inh-caps, a container runtime): no capability is left. */
+    struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
+    struct __user_cap_data_struct none[_LINUX_CAPABILITY_U32S_3];
+    memset(none, 0, sizeof none);
+    if (u->uid != 0 && syscall(SYS_capset, &h, none) != 0) {
+        snprintf(err, errlen, "--user %s: cannot clear the inheritable capabilities: %s", u->name,
+                 strerror(errno));
         return -1;
     }
     return 0;

@@ -491,7 +491,6 @@ int sv_snapshot_load(int fd, const char *path, int nreaders, int cancel_fd, sv_s
                    : -1;
     s->cut = sv_mapguard_flag(s->guard);
     if (sv_mapguard_open_end()) { /* LMDB's first reads found zeros, and took them */
-        sv_mapguard_mark(s->guard);
         snprintf(err, errlen, "%s: %s", path, CHANGED_AT_OPEN);
         rc = SF_EIO; /* no verdict on the file: looked at again */
         goto out_end_readers;

@@ -68,6 +68,11 @@ class Ctx:
         cmd = [st.SERVD, "--pack", self.pack, "--listen", "127.0.0.1:%d" % self.port,
                "--workers", "2", "--admin", "127.0.0.1:%d" % self.adm, "--user", USER,
                "--access-log", self.access]
+        # Started with an inheritable capability (as a container runtime or setpriv
+        # may leave): the switch must clear it too.
+        setpriv = shutil.which("setpriv")
+        if setpriv:
+            cmd = [setpriv, "--inh-caps", "+net_bind_service"] + cmd
         with open(self.log, "wb") as logf:
             self.proc = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL)
