@@ -157,8 +157,19 @@ def t_swap_with_a_response_in_flight(sw):
     c2 = st.Conn.__new__(st.Conn)
     c2.sock, c2.buf, c2.eof = c, rest[BIG:], False
     r2 = c2.read_response()
-    eq(r2.status, 404, "the request pipelined behind the in-flight body (answered from "
-       "version 2, which lacks the path): %r" % r2.body[:80])
+    # Answered from version 2 (which lacks the path) when the 12 MB body could not all
+    # leave before the swap: servd paused this connection with it in flight. A host whose
+    # send buffers may grow past the body (tcp_wmem) can let the body go at once, and the
+    # request behind it be answered from version 1 before the swap.
+    with open("/proc/sys/net/ipv4/tcp_wmem") as f:
+        wmem_max = int(f.read().split()[2])
+    if wmem_max < BIG // 2:
+        eq(r2.status, 404, "the request pipelined behind the in-flight body (answered from "
+           "version 2, which lacks the path): %r" % r2.body[:80])
+    else:
+        ok((r2.status, r2.body) == (200, sw.f1["/v1-only.txt"]) or r2.status == 404,
+           "the request pipelined behind the in-flight body: %d %r" % (r2.status,
+                                                                      r2.body[:80]))
     c.close()
     # With its last byte written the old pack is unmapped.
     t0 = time.time()
