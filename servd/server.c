@@ -264,6 +264,8 @@ static void load_work(uv_work_t *req)
 {
     sv_server *srv = req->data;
     struct sv_load *ld = &srv->load;
+    /* libuv's pool thread, which runs nothing else: named as servd's own */
+    pthread_setname_np(pthread_self(), "servd-load");
     ld->rc = sv_snapshot_load(ld->fd, srv->cfg->pack_path, srv->nworkers, srv->stop_fd, &ld->s,
                               &ld->seen, ld->err, sizeof ld->err);
 }

@@ -295,6 +295,28 @@ class Setup:
     def __exit__(self, et, ev, tb):
         self.sw.stop(check=et is None)
 
+def t_every_thread_is_named(sw):
+    """docs/architecture.md "Threads": each thread names itself, libuv's pool thread too
+    (servd-load, once a reload has run on it), so that top -H tells them apart."""
+    cur = sw.index()
+    sw.install_copy(sw.p2 if cur == sw.f1["/index.html"] else sw.p1)
+    sw.hup()
+    sw.wait_index(sw.f2["/index.html"] if cur == sw.f1["/index.html"] else sw.f1["/index.html"],
+                  "after SIGHUP")
+    pid = sw.servd.proc.pid
+    names = []
+    for t in os.listdir("/proc/%d/task" % pid):
+        with open("/proc/%d/task/%s/comm" % (pid, t)) as f:
+            names.append(f.read().strip())
+    # ThreadSanitizer's runtime adds a thread of its own, which keeps the process's name
+    with open(os.path.join(st.BUILD_DIR, "CMakeCache.txt")) as f:
+        tsan = "SERVD_TSAN:BOOL=ON" in f.read().split()
+    if tsan and names.count("servd") > 1:
+        names.remove("servd")
+    eq(sorted(names), sorted(["servd", "servd-w0", "servd-w1", "servd-admin", "servd-load"]),
+       "thread names")
+
+
 def t_a_pack_cut_as_it_is_opened(sw):
     """A cp onto the pack in the instant after LMDB mapped it and before it read the map
     (swap_open.so's CUT_AT_ENV_OPEN: the second open of servd's process, the reload's):
