@@ -34,36 +34,30 @@ static void on_sigbus(int sig, siginfo_t *si, void *ctx)
     uintptr_t a = (uintptr_t)si->si_addr;
     /* Only a read past the end of a mapped file (BUS_ADRERR; not a kill or
      * sigqueue, si_code <= 0, nor a memory error) can be a map cut short. */
-    for (int i = 0; si->si_code == BUS_ADRERR && i < SV_MAPGUARD_SLOTS; i++) {
+    int slot = -1;
+    for (int i = 0; si->si_code == BUS_ADRERR && i < SV_MAPGUARD_SLOTS && slot < 0; i++) {
         /* A consistent (lo, hi): no change began or ended in between. */
         unsigned g = atomic_load_explicit(&slots[i].gen, memory_order_acquire);
         uintptr_t lo = atomic_load_explicit(&slots[i].lo, memory_order_acquire);
         uintptr_t hi = atomic_load_explicit(&slots[i].hi, memory_order_acquire);
-        if ((g & 1) || g != atomic_load_explicit(&slots[i].gen, memory_order_acquire))
-            continue;
-        if (!lo || a < lo || a >= hi)
-            continue;
-        /* mmap is a plain system call: safe here in practice. */
-        void *page = (void *)(a & page_mask);
-        if (mmap(page, ~page_mask + 1, PROT_READ, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) !=
-            MAP_FAILED) {
-            atomic_store_explicit(&slots[i].hit, 1, memory_order_relaxed);
-            atomic_fetch_add_explicit(&faults, 1, memory_order_relaxed);
-            errno = saved;
-            return; /* the read is retried and finds zeros */
-        }
-        break;
+        if (!(g & 1) && g == atomic_load_explicit(&slots[i].gen, memory_order_acquire) && lo &&
+            a >= lo && a < hi)
+            slot = i;
     }
-    /* The thread is opening a pack: LMDB's first reads of a map whose range
-     * is not known yet. Not counted in faults: no pack in use was cut. */
-    if (si->si_code == BUS_ADRERR && opening) {
-        void *page = (void *)(a & page_mask);
-        if (mmap(page, ~page_mask + 1, PROT_READ, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) !=
-            MAP_FAILED) {
+    /* A guarded map, or one the thread is opening (LMDB's first reads of a
+     * map whose range is not known yet: not counted in faults, no pack in
+     * use was cut). mmap is a plain system call: safe here in practice. */
+    if ((slot >= 0 || (si->si_code == BUS_ADRERR && opening)) &&
+        mmap((void *)(a & page_mask), ~page_mask + 1, PROT_READ,
+             MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) != MAP_FAILED) {
+        if (slot >= 0) {
+            atomic_store_explicit(&slots[slot].hit, 1, memory_order_relaxed);
+            atomic_fetch_add_explicit(&faults, 1, memory_order_relaxed);
+        } else {
             opening_hit = 1;
-            errno = saved;
-            return;
         }
+        errno = saved;
+        return; /* the read is retried and finds zeros */
     }
     /* Not a guarded map: as if there were no guard. A fault repeats when
      * the handler returns; a sent signal is sent again. */
