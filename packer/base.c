@@ -145,7 +145,7 @@ void pk_base_close(pk_base *b)
     if (!b)
         return;
     sf_reader_end(b->reader);
-    sf_pack_close(b->pack);
+    pk_pack_close(b->pack);
     free(b->v);
     free(b);
 }

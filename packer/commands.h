@@ -25,6 +25,8 @@ int pk_pack_open_checked(const char *path, sf_pack **pack, char *err, size_t err
  * on failure. @return 0 or an SF_E* code (SF_EIO and SF_ENOMEM: the file
  * could not be read or checked, no verdict on it). */
 int pk_open_pack(const char *path, sf_pack **pack, sf_reader **reader);
+/* Closes a pack of pk_pack_open_checked (NULL: nothing), and its guard. */
+void pk_pack_close(sf_pack *pack);
 void pk_close_pack(sf_pack *pack, sf_reader *reader);
 
 int pk_cmd_ls(const char *site, int json);

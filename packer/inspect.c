@@ -9,6 +9,7 @@
  * same tree gives the same listing.
  */
 #include "commands.h"
+#include "guard.h"
 #include "jsonw.h"
 #include "msg.h"
 
@@ -53,8 +54,11 @@ int pk_pack_open_checked(const char *path, sf_pack **pack, char *err, size_t err
     }
     rc = sf_check_isolated(sf_pack_check_structure, SF_CHECK_NO_HASH, fdpath,
                            sf_check_timeout_ms((uint64_t)st.st_size), err, errlen);
-    if (rc == 0)
+    if (rc == 0) {
+        int slot = pk_guard_open_begin(path);
         rc = sf_pack_open(fdpath, pack, err, errlen);
+        pk_guard_open_end(slot, rc == 0 ? *pack : NULL);
+    }
     close(fd); /* LMDB holds its own descriptor */
     if (rc != 0) {
         sf_name_file(err, errlen, fdpath, path);
@@ -79,15 +83,21 @@ int pk_open_pack(const char *path, sf_pack **pack, sf_reader **reader)
     rc = sf_reader_begin(*pack, reader);
     if (rc != 0) {
         pk_err("%s: %s", path, sf_strerror(rc));
-        sf_pack_close(*pack);
+        pk_pack_close(*pack);
     }
     return rc;
+}
+
+void pk_pack_close(sf_pack *pack)
+{
+    pk_guard_forget(pack);
+    sf_pack_close(pack);
 }
 
 void pk_close_pack(sf_pack *pack, sf_reader *reader)
 {
     sf_reader_end(reader);
-    sf_pack_close(pack);
+    pk_pack_close(pack);
 }
 
 typedef struct ls_ctx {
@@ -313,7 +323,7 @@ int pk_cmd_cat(const char *site, const char *path, int encoding, int headers)
                 listed_hint(r, path, hint, sizeof hint);
                 sf_reader_end(r);
             }
-            sf_pack_close(pack);
+            pk_pack_close(pack);
         }
         pk_err("cat: \"%s\" is not a URL path%s", path,
                hint[0]          ? hint
@@ -378,7 +388,10 @@ int pk_cmd_cat(const char *site, const char *path, int encoding, int headers)
         goto out_close_pack;
     }
     if ((out.len && fwrite(out.ptr, 1, out.len, stdout) != out.len) || fflush(stdout) != 0) {
-        pk_err("writing to stdout: %s", strerror(errno));
+        if (errno == EFAULT) /* the kernel read a page of the map cut off (guard.h) */
+            pk_err("%s: the file was cut short while it was read (written in place?)", site);
+        else
+            pk_err("writing to stdout: %s", strerror(errno));
         goto out_close_pack;
     }
     status = PK_EXIT_OK;

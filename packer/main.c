@@ -9,6 +9,7 @@
 #include "msg.h"
 #include "commands.h"
 #include "compress.h"
+#include "guard.h"
 #include "pool.h"
 #include "progress.h"
 #include "sf/cpus.h"
@@ -483,6 +484,8 @@ int main(int argc, char **argv)
      * message naming the file, not kill the process with temporary files
      * left behind. */
     signal(SIGXFSZ, SIG_IGN);
+    /* A pack cut short while it is read ends the command with a line naming it. */
+    pk_guard_install();
     /* An inherited SIG_IGN has children reaped unseen: the exit status of
      * a pack's check in a child (sf_check_isolated) would be lost. */
     signal(SIGCHLD, SIG_DFL);

@@ -45,6 +45,27 @@ void pk_err(const char *fmt, ...)
     va_end(ap);
 }
 
+void pk_format_line(char *out, size_t cap, const char *fmt, ...)
+{
+    static const char prefix[] = "servd-pack: ";
+    char buf[PK_MSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    if (cap < sizeof prefix + SF_ESCAPE_CHAR_MAX + 2) {
+        if (cap)
+            out[0] = '\0';
+        return;
+    }
+    memcpy(out, prefix, sizeof prefix - 1);
+    size_t at = sizeof prefix - 1;
+    sf_escape(buf, strlen(buf), out + at, cap - at - 1); /* room for the newline */
+    at += strlen(out + at);
+    out[at] = '\n';
+    out[at + 1] = '\0';
+}
+
 static atomic_ulong warnings;
 
 void pk_vwarn(const char *fmt, va_list ap)

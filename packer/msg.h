@@ -23,6 +23,11 @@
 void pk_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void pk_verr(const char *fmt, va_list ap);
 
+/* The line pk_err would print, "\n" included, into out[cap] (cut to fit):
+ * for a signal handler, which may only write(2) what was made beforehand. */
+void pk_format_line(char *out, size_t cap, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 /* Prints "servd-pack: warning: " + the text, as pk_err, and counts it: a
  * warning about what is packed (the options, the site, the rules), on
  * which build --strict fails (build.c). A warning about the machine (a

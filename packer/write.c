@@ -6,6 +6,7 @@
  */
 #include "build_int.h"
 #include "msg.h"
+#include "guard.h"
 
 #include "headers.h"
 #include "manifest.h"
@@ -36,24 +37,36 @@
 
 /* Temporary names removed if a signal ends the process mid-write, and the
  * line that says what the signal left (written before and after the pack
- * is in place: all prepared beforehand, as a handler may only write). */
+ * is in place: all prepared beforehand, as a handler may only write), for
+ * a stop signal and for a pack read cut short under its map (guard.h). */
 static char sig_tmp_pack[PATH_MAX], sig_tmp_manifest[PATH_MAX];
-static char sig_msg[2][PATH_MAX + 64];
+static char sig_msg[2][PATH_MAX + 64], fault_msg[2][PATH_MAX + 64];
 static volatile sig_atomic_t sig_in_place;
 
-static void on_signal(int sig)
+/* Removes what the build has not put in place, and says what it left. */
+static void clean_up(char msg[2][PATH_MAX + 64])
 {
     if (sig_tmp_pack[0])
         unlink(sig_tmp_pack);
     if (sig_tmp_manifest[0])
         unlink(sig_tmp_manifest);
     pk_manifest_rollback(NULL, 0); /* a no-op unless the manifest was renamed */
-    const char *m = sig_msg[sig_in_place ? 1 : 0];
+    const char *m = msg[sig_in_place ? 1 : 0];
     if (m[0] && write(STDERR_FILENO, m, strlen(m)) < 0) {
         /* nothing left to tell */
     }
+}
+
+static void on_signal(int sig)
+{
+    clean_up(sig_msg);
     signal(sig, SIG_DFL);
     raise(sig);
+}
+
+static void on_fault(void)
+{
+    clean_up(fault_msg);
 }
 
 /* The signals that end a build: each blocks the others while it is handled,
@@ -70,10 +83,11 @@ static void stop_signals(sigset_t *set)
  * changed at -o before the pack is in place). */
 void pk__catch_signals(const pk_build_opts *o)
 {
-    snprintf(sig_msg[0], sizeof sig_msg[0], "servd-pack: interrupted; %s was not changed\n",
-             o->output);
-    snprintf(sig_msg[1], sizeof sig_msg[1], "servd-pack: interrupted; %s is the new pack\n",
-             o->output);
+    pk_format_line(sig_msg[0], sizeof sig_msg[0], "interrupted; %s was not changed", o->output);
+    pk_format_line(sig_msg[1], sizeof sig_msg[1], "interrupted; %s is the new pack", o->output);
+    pk_format_line(fault_msg[0], sizeof fault_msg[0], "%s was not changed", o->output);
+    pk_format_line(fault_msg[1], sizeof fault_msg[1], "%s is the new pack", o->output);
+    pk_guard_on_fault(on_fault);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;

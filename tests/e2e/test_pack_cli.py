@@ -145,6 +145,45 @@ def killed_during_its_check(work):
     T.eq(alive, [], "the check child of a killed servd-pack is still running")
 
 
+def cut_while_read(work):
+    """A pack written in place while a command reads it (cp onto it cuts it to nothing
+    first): the command ends with a line naming the file and exit status 1, not by
+    SIGBUS ("Bus error", no file named). Cut as LMDB opens it (before servd-pack knows
+    where the map lies) and once it is open; and a build's --base cut while the new pack
+    is being written: the temporary files go, and the pack and manifest at -o stay.
+    swap_open.so does the cut (CUT_AT_TXN_BEGIN)."""
+    root = os.path.join(work, "cut-site")
+    T.make_site(root)
+    good, pack = os.path.join(work, "cut-good.lmdb"), os.path.join(work, "cut.lmdb")
+    T.build(root, good)
+    cut = "%s: the file was cut short while it was read (written in place?)" % pack
+    for args in (["ls", pack], ["verify", pack], ["cat", pack, "/index.html"],
+                 ["diff", good, pack]):
+        for n, when in ((1, "as it is opened"), (2, "once it is open")):
+            shutil.copyfile(good, pack)
+            expect_failure(args, 1, [cut], "%s of a pack cut %s" % (args[0], when),
+                           env=T.shim_env(CUT_AT_TXN_BEGIN=str(n), CUT_ON="/cut.lmdb"))
+            T.eq(os.path.getsize(pack), 0, "%s: the pack was cut %s" % (args[0], when))
+    outdir = os.path.join(work, "cut-out")
+    os.makedirs(outdir)
+    out, manifest = os.path.join(outdir, "site.lmdb"), os.path.join(outdir, "site.json")
+    T.build(root, out, "--manifest", manifest)
+    before = (open(out, "rb").read(), open(manifest, "rb").read())
+    with open(os.path.join(root, "index.html"), "ab") as f:
+        f.write(b"<!-- changed -->\n")
+    for n, on, what in ((2, "/cut.lmdb", "as the build indexes it"),
+                        (1, "/site.lmdb.tmp-", "as the new pack is written")):
+        shutil.copyfile(good, pack)
+        expect_failure(["build", root, "-o", out, "--manifest", manifest, "--base", pack, "-q"],
+                       1, [cut, "%s was not changed" % out], "a --base cut " + what,
+                       env=T.shim_env(CUT_AT_TXN_BEGIN=str(n), CUT_ON=on, CUT_FILE=pack))
+        T.eq(os.path.getsize(pack), 0, "the base was cut " + what)
+        T.eq((open(out, "rb").read(), open(manifest, "rb").read()), before,
+             "a --base cut %s: the pack and the manifest are the previous ones" % what)
+        T.eq([f for f in os.listdir(outdir) if ".tmp-" in f or ".old-" in f], [],
+             "a --base cut %s: no temporary file left" % what)
+
+
 def progress_lines(work):
     """Where no bar can be drawn (a CI log), a long build is not silent: a line every 10 s
     says the phase and how far it is. A short build prints none."""
@@ -1059,6 +1098,7 @@ def main():
         io_errors(work)
         strict(work)
         killed_during_its_check(work)
+        cut_while_read(work)
     T.finish("test_pack_cli")
 
 

@@ -57,3 +57,18 @@ TEST(msg_escapes_long_text_whole)
     fclose(f);
     ASSERT_STR_EQ(got, want);
 }
+
+/* A line made beforehand for a signal handler (guard.c, write.c) is the
+ * line pk_err prints: escaped, one newline, cut to fit. */
+TEST(msg_format_line_is_an_escaped_line_cut_to_fit)
+{
+    char line[64];
+    pk_format_line(line, sizeof line, "%s: cut", "a\nb\xff.lmdb");
+    ASSERT_STR_EQ(line, "servd-pack: a\\x0ab\\xff.lmdb: cut\n");
+    char small[24];
+    pk_format_line(small, sizeof small, "%s", "0123456789abcdefghij");
+    ASSERT_STR_EQ(small, "servd-pack: 0123456789\n");
+    char tiny[8] = "x";
+    pk_format_line(tiny, sizeof tiny, "%s", "name");
+    ASSERT_STR_EQ(tiny, "");
+}
