@@ -31,6 +31,11 @@ int sv_addr_parse(const char *s, sv_addr *out, char *err, size_t errlen)
         bracket = 1;
     } else {
         const char *colon = strrchr(s, ':');
+        if (!colon && s[0] && strspn(s, "0123456789") == strlen(s)) {
+            /* a port alone, as nginx's listen takes it */
+            snprintf(err, errlen, "'%s': expected HOST:PORT (:%s for every IPv4 address)", s, s);
+            return -1;
+        }
         if (!colon || (size_t)(colon - s) >= sizeof host) {
             snprintf(err, errlen, "'%s': expected HOST:PORT", s);
             return -1;

@@ -230,6 +230,7 @@ def t_usage_errors():
         (["--pack", pack, "--workers", " 2"], "--workers with a space (as --idle-timeout ' 5')"),
         (["--pack", pack, "--max-conns", "+5"], "--max-conns with a sign"),
         (["--pack", pack, "--listen", "nonsense"], "--listen without a port"),
+        (["--pack", pack, "--listen", "8089"], "--listen a port alone"),
         (["--pack", pack, "--listen", "::1:80"], "--listen IPv6 without brackets"),
         (["--pack", pack, "--listen", "127.0.0.1:99999"], "--listen port out of range"),
         (["--pack", pack, "--listen", "[::1]80"], "--listen bad brackets"),
@@ -288,6 +289,10 @@ def t_usage_errors():
         ok("--help" in err, "%s: no pointer to --help: %r" % (what, err))
     rc, out, err = run_servd([pack])
     ok("(the pack is given with --pack FILE)" in err, "a pack without --pack: no hint: %r" % err)
+    # a port alone (nginx's "listen 8089"): the message says how to write every address
+    rc, out, err = run_servd(["--pack", pack, "--listen", "8089"])
+    ok("'8089': expected HOST:PORT (:8089 for every IPv4 address)" in err,
+       "--listen a port alone: no hint: %r" % err)
     # an option with one value, given twice: named by its long name, whatever the spelling
     # ("--workers 4 -w 1" took 1 before 2026-12-06)
     rc, out, err = run_servd(["--pack", pack, "--workers=2", "-w", "1"])
