@@ -181,6 +181,8 @@ int sf_check_isolated(sf_check_fn check, void *arg, const char *path, int timeou
         snprintf(err, errlen, "%s: cannot check the pack: pipe: %s", path, strerror(errno));
         return SF_EIO;
     }
+    struct stat before;
+    int sized = stat(path, &before) == 0;
     pid_t parent = getpid(), pid = fork();
     if (pid < 0) {
         snprintf(err, errlen, "%s: cannot check the pack: fork: %s", path,
@@ -210,6 +212,14 @@ int sf_check_isolated(sf_check_fn check, void *arg, const char *path, int timeou
         return not_waited(path, err, errlen);
     if (WIFSIGNALED(st) && stopped_from_outside(WTERMSIG(st)))
         return stopped(path, WTERMSIG(st), err, errlen);
+    struct stat after;
+    if (WIFSIGNALED(st) && WTERMSIG(st) == SIGBUS && sized && stat(path, &after) == 0 &&
+        after.st_size < before.st_size) {
+        /* a read past the end of a file that shrank: written in place, not damaged */
+        snprintf(err, errlen, "%s: the file was cut short while it was checked (written in place?)",
+                 path);
+        return SF_EIO;
+    }
     if (WIFSIGNALED(st) || !WIFEXITED(st) || WEXITSTATUS(st) != 0 ||
         got < offsetof(struct report, msg)) {
         int sig = WIFSIGNALED(st) ? WTERMSIG(st) : 0;

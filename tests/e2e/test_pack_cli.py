@@ -157,12 +157,20 @@ def cut_while_read(work):
     good, pack = os.path.join(work, "cut-good.lmdb"), os.path.join(work, "cut.lmdb")
     T.build(root, good)
     cut = "%s: the file was cut short while it was read (written in place?)" % pack
+    checked = "%s: the file was cut short while it was checked (written in place?)" % pack
     for args in (["ls", pack], ["verify", pack], ["cat", pack, "/index.html"],
                  ["diff", good, pack]):
-        for n, when in ((1, "as it is opened"), (2, "once it is open")):
+        for n, when, child, needle in ((1, "as it is opened", "", cut),
+                                       (2, "once it is open", "", cut),
+                                       # in the child that walks it first ("corrupt pack:
+                                       # reading it crashed (signal Bus error)" before)
+                                       (1, "as its check reads it", "1", checked)):
             shutil.copyfile(good, pack)
-            expect_failure(args, 1, [cut], "%s of a pack cut %s" % (args[0], when),
-                           env=T.shim_env(CUT_AT_TXN_BEGIN=str(n), CUT_ON="/cut.lmdb"))
+            shim = dict(CUT_AT_TXN_BEGIN=str(n), CUT_ON="/cut.lmdb")
+            if child:
+                shim["CUT_IN_CHILD"] = child
+            expect_failure(args, 1, [needle], "%s of a pack cut %s" % (args[0], when),
+                           env=T.shim_env(**shim))
             T.eq(os.path.getsize(pack), 0, "%s: the pack was cut %s" % (args[0], when))
     outdir = os.path.join(work, "cut-out")
     os.makedirs(outdir)
