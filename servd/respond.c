@@ -395,10 +395,13 @@ static int send_304(sv__resp *c, const sf_variant *v)
 }
 
 /* Conditionals (RFC 9110 §13.2.2 steps 1-4), dates compared with c->lm
- * unless it is a normalised date. @return 1 when a response (304 or 412)
- * was planned, 0 to go on. */
+ * unless it is a normalised date. For a method other than GET and HEAD
+ * (OPTIONS), a matching If-None-Match is a 412 and If-Modified-Since does
+ * not apply (§13.1.2, §13.1.3). @return 1 when a response (304 or 412) was
+ * planned, 0 to go on. */
 static int preconditions(sv__resp *c, const sf_variant *v, int vary)
 {
+    int get = c->req->method == SV_M_GET || c->req->method == SV_M_HEAD;
     const sv_request *req = c->req;
     int64_t t;
     if (req->n_if_match) {
@@ -412,14 +415,24 @@ static int preconditions(sv__resp *c, const sf_variant *v, int vary)
     }
     if (req->n_if_none_match) {
         if (any_etag_match(req, "if-none-match", v->etag, 1))
-            return send_304(c, v), 1;
-    } else if (req->n_if_modified_since == 1 && c->lm >= SF_DATE_NORMALISED &&
+            return get ? send_304(c, v) : fail_file(c, 412, vary, v->h200, NULL, NULL), 1;
+    } else if (get && req->n_if_modified_since == 1 && c->lm >= SF_DATE_NORMALISED &&
                sf_http_date_parse(req->if_modified_since.ptr, req->if_modified_since.len, &t) ==
                    0 &&
                c->lm <= t) {
         return send_304(c, v), 1;
     }
     return 0;
+}
+
+/* The Last-Modified e is served with: its own, or the Date when that is
+ * ahead of the clock. */
+static void set_last_modified(sv__resp *c, const sf_entry *e)
+{
+    c->lm = e->last_modified;
+    c->lm_future = c->lm > c->now;
+    if (c->lm_future)
+        c->lm = c->now;
 }
 
 /* The date an If-Range may name for v (RFC 9110 §13.1.5, §8.8.2.2), when
@@ -457,10 +470,7 @@ int sv__serve(sv__resp *c, const sf_entry *e, int is404, const sf_view *bodies)
         idx = 0; /* one representation, or an error page: sent rather than refused */
     }
     const sf_variant *v = &e->variants[idx];
-    c->lm = e->last_modified;
-    c->lm_future = c->lm > c->now;
-    if (c->lm_future)
-        c->lm = c->now;
+    set_last_modified(c, e);
 
     if (!is404 && preconditions(c, v, vary))
         return 0;
@@ -636,7 +646,9 @@ static int redirect_encoded(sv__resp *c)
  * then gets the 301, which carries them too), and a missing path the 200
  * with the lines of the site's 404 page when it has any (the GET gets that
  * page, with them): else a cross-origin script that sends a custom header
- * saw a network error where it would see the 301's page or the 404. */
+ * saw a network error where it would see the 301's page or the 404.
+ * Preconditions are those of the file a GET would get with a 200 (RFC 9110
+ * §13.2.1: an If-Match that fails is a 412 for OPTIONS too). */
 static int options(sv__resp *c)
 {
     static const char head[] = "HTTP/1.1 200 OK\r\n";
@@ -646,6 +658,7 @@ static int options(sv__resp *c)
     if (c->req->target_form != SV_TF_ASTERISK) {
         char key[KEY_ROOM];
         size_t klen;
+        int conditional = 0;
         switch (resolve(c, &e, key, &klen)) {
         case R_DONE:
             return 0;
@@ -655,8 +668,10 @@ static int options(sv__resp *c)
                 return sv__fail(c, 404);
             break;
         case R_DIR:
+            break;
         case R_FOUND:
         case R_SPA:
+            conditional = 1;
             break;
         }
         if (e.kind == SF_KIND_REDIRECT)
@@ -664,6 +679,13 @@ static int options(sv__resp *c)
         if (e.kind != SF_KIND_FILE || e.nvariants == 0)
             return sv__fail(c, 500);
         h = e.variants[0].h200;
+        if (conditional) {
+            int vary = (e.flags & SF_ENTRY_NEGOTIABLE) != 0, idx = negotiate(c->req, &e);
+            set_last_modified(c, &e);
+            /* not where the GET gets a 406 */
+            if ((idx >= 0 || !vary) && preconditions(c, &e.variants[idx < 0 ? 0 : idx], vary))
+                return 0;
+        }
     }
     c->plan->status = 200;
     sv__add(c->plan, head, sizeof head - 1);
