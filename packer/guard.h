@@ -10,8 +10,8 @@
  * (LMDB reads its map before anyone can know where it lies). A fault there
  * ends servd-pack with one line naming the file and exit status 1, after a
  * build's own cleanup (pk_guard_on_fault): nothing at -o has changed. A
- * fault anywhere else is not the guard's: the default action is restored
- * and the fault repeats, so real bugs still crash.
+ * fault anywhere else is not the guard's: the previous disposition is
+ * restored and the fault repeats, so real bugs still crash.
  *
  * servd answers the same fault with a page of zeros and serves on
  * (servd/mapguard.c): it must. A command reading a file that is being

@@ -401,8 +401,8 @@ static int send_304(sv__resp *c, const sf_variant *v)
  * planned, 0 to go on. */
 static int preconditions(sv__resp *c, const sf_variant *v, int vary)
 {
-    int get = c->req->method == SV_M_GET || c->req->method == SV_M_HEAD;
     const sv_request *req = c->req;
+    int get = req->method == SV_M_GET || req->method == SV_M_HEAD;
     int64_t t;
     if (req->n_if_match) {
         if (!any_etag_match(req, "if-match", v->etag, 0))

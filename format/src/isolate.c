@@ -212,16 +212,16 @@ int sf_check_isolated(sf_check_fn check, void *arg, const char *path, int timeou
         return not_waited(path, err, errlen);
     if (WIFSIGNALED(st) && stopped_from_outside(WTERMSIG(st)))
         return stopped(path, WTERMSIG(st), err, errlen);
-    struct stat after;
-    if (WIFSIGNALED(st) && WTERMSIG(st) == SIGBUS && sized && stat(path, &after) == 0 &&
-        after.st_size < before.st_size) {
-        /* a read past the end of a file that shrank: written in place, not damaged */
-        snprintf(err, errlen, "%s: the file was cut short while it was checked (written in place?)",
-                 path);
-        return SF_EIO;
-    }
     if (WIFSIGNALED(st) || !WIFEXITED(st) || WEXITSTATUS(st) != 0 ||
         got < offsetof(struct report, msg)) {
+        struct stat after;
+        if (sized && stat(path, &after) == 0 && after.st_size < before.st_size) {
+            /* a crash (SIGBUS, or a sanitizer's report of it) reading a file
+             * that shrank meanwhile: written in place, not damaged */
+            snprintf(err, errlen,
+                     "%s: the file was cut short while it was checked (written in place?)", path);
+            return SF_EIO;
+        }
         int sig = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
         snprintf(err, errlen, "%s: corrupt pack: reading it crashed (%s%s%s)", path,
                  sig ? "signal " : "exit status", sig ? strsignal(sig) : "",
