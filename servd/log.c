@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -108,7 +109,13 @@ static void write_all(sv_log *log, const char *p, size_t n)
 {
     size_t done = 0;
     /* After a write that stopped inside a line, the next lines start on
-     * one of their own: a parser loses the cut line, not the next. */
+     * one of their own: a parser loses the cut line, not the next. Unless
+     * the file was emptied meanwhile (logrotate's copytruncate): the cut
+     * line went with the copy, and the new file would begin with an empty
+     * line. */
+    struct stat st;
+    if (log->mid_line && fstat(log->fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0)
+        log->mid_line = 0;
     int rc = log->mid_line ? write_whole(log->fd, "\n", 1, &done) : 0;
     if (rc == 0) {
         log->mid_line = 0;

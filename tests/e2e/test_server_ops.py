@@ -1108,6 +1108,28 @@ def t_access_log_over_the_file_size_limit_loses_lines_not_the_server():
         ok(len(cut) <= 1, "at most the one line the limit cut is not whole: %r" % cut)
         eq(len([line for line in lines if "?after=" in line and LOG_LINE.match(line)]), 5,
            "the lines after the recovery, each whole")
+        # The limit cuts a line again, then logrotate's copytruncate empties the file:
+        # the next line is the file's first, with no empty line before it.
+        size = os.path.getsize(log)
+        resource.prlimit(s.proc.pid, resource.RLIMIT_FSIZE,
+                         (size + 100, resource.prlimit(s.proc.pid, resource.RLIMIT_FSIZE)[1]))
+        m0 = st.metrics(adm)["servd_access_log_dropped_total"]
+        for i in range(5):
+            eq(st.get(s.port, "/index.html?cut=%d" % i).status, 200, "served at the limit")
+        st.wait_metrics(adm, lambda m: m["servd_access_log_dropped_total"] > m0)
+        with open(log, "rb") as f:
+            ok(not f.read().endswith(b"\n"), "the limit cut a line")
+        os.truncate(log, 0)
+        resource.prlimit(s.proc.pid, resource.RLIMIT_FSIZE,
+                         (resource.RLIM_INFINITY, resource.prlimit(s.proc.pid,
+                                                                   resource.RLIMIT_FSIZE)[1]))
+        eq(st.get(s.port, "/index.html?truncated").status, 200, "served after the truncation")
+        t0 = time.time()
+        while b"?truncated" not in open(log, "rb").read() and time.time() - t0 < 5:
+            time.sleep(0.1)
+        first = open(log, "rb").read().decode("ascii").split("\n")[0]
+        ok(LOG_LINE.match(first) and "?truncated" in first,
+           "the truncated file's first line is the next line, whole: %r" % first)
 
 
 def t_access_log_blocked_writer_does_not_block_the_stop():
