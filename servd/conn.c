@@ -204,16 +204,24 @@ static void on_shutdown(uv_shutdown_t *req, int status)
     free(req);
     if (c->state == SV_CS_CLOSED)
         return;
-    if (status < 0 || c->eof) {
+    /* (once the client has closed, a FIN alone unacknowledged is no reason
+     * to stay: SIOCOUTQ counts it as one byte) */
+    if (status < 0 || (c->eof && sv__conn_kernel_unacked(c) <= 1)) {
         sv__conn_close(c);
         return;
     }
     /* Everything is written and the FIN sent: drain input until the client
-     * closes too, so that no RST overtakes the response. */
+     * closes too, so that no RST overtakes the response. A client that
+     * closed its side already sends nothing more, but may still be reading
+     * what the kernel holds: kept (under --max-conns) until it has taken it
+     * all, or the send timeout resets it (sweep.c). Closed now, the kernel
+     * kept an orphaned socket holding up to a send buffer for minutes, out
+     * of every bound of servd's. */
     c->state = SV_CS_LINGER;
     c->t_active = uv_now(&c->w->loop);
     release_input(c);
-    start_reading(c);
+    if (!c->eof)
+        start_reading(c);
 }
 
 /* Shuts the write side down once the write queue is empty (libuv waits). */
@@ -317,8 +325,17 @@ static void answer(sv_conn *c, sv_request *req, size_t body_here)
         if (plan->overflow) /* a plan cut short (http.h): a 500, not a wrong length */
             sv_respond_error_method(500, 1, req->method, &w->date, plan);
     }
-    if (sc->used)
+    if (sc->used) {
         w->nscratch++;
+        /* The heap bound counts the batch's copies too, which queuing it
+         * would make: eight formatted responses (a 301 of a long query is
+         * 12 KiB) went out in one batch before it was looked at, 96 KiB
+         * queued for a client reading nothing. Past it, the connection's
+         * turn ends here (process() pauses it). */
+        w->batch_copied += sc->used;
+        if (c->wr_heap + w->batch_copied >= SV_CONN_HEAP_BYTES)
+            c->turn_bytes = SV_CONN_TURN_BYTES;
+    }
     add_plan(c, plan);
     if (w->log)
         sv__log_note(c, req, plan->status, plan->body_bytes, plan->encoding);
@@ -375,6 +392,7 @@ static size_t process(sv_conn *c, const char *buf, size_t len)
              * header timeout of a connection that is only idle. */
             if (sv_http1_empty_lines(buf + pos, len - pos) == len - pos) {
                 pos = len;
+                w->blank = 1; /* no timer restarts for them (on_read) */
                 break;
             }
             if (len - pos < SV_MAX_HEAD)
@@ -458,7 +476,9 @@ static void after_input(sv_conn *c)
     if (c->inlen || c->drain) {
         if (!c->t_head)
             c->t_head = uv_now(&c->w->loop); /* a head (or body) is now pending */
-    } else {
+    } else if (!c->w->blank) {
+        /* (empty lines alone leave it: a new connection's, from the accept,
+         * or that of the "\r" of a "\r\n" split in two) */
         c->t_head = 0; /* during a stop, the sweep closes it once idle (idle_limit) */
     }
 }
@@ -470,6 +490,7 @@ void sv__conn_resume(sv_conn *c)
     if (c->inlen)
         consume_held(c);
     after_input(c);
+    c->w->blank = 0;
     if (c->state == SV_CS_OPEN && !c->paused)
         start_reading(c);
 }
@@ -533,7 +554,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     }
     if (c->state == SV_CS_CLOSING) { /* input after the last request: discarded */
         if (nread == UV_EOF)
-            c->eof = 1; /* closed at once when the response is out (on_shutdown) */
+            c->eof = 1; /* closed once the client took the response (on_shutdown) */
         else if (nread < 0)
             sv__conn_close(c); /* reset: the rest of the response cannot arrive */
         return;
@@ -549,8 +570,9 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
             sv__conn_close(c);
             return;
         }
-        /* The client will send nothing more; finish what is queued. */
-        if (sv__conn_queued(c) == 0) {
+        /* The client will send nothing more; finish what is queued, and
+         * what the kernel holds (on_shutdown). */
+        if (sv__conn_queued(c) == 0 && sv__conn_kernel_unacked(c) == 0) {
             sv__conn_close(c);
             return;
         }
@@ -559,7 +581,6 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         sv__conn_start_shutdown(c);
         return;
     }
-    c->t_active = uv_now(&w->loop);
     if (w->log && c->inlen == 0)
         c->t_req_us = uv_hrtime() / 1000;
     if (buf->base == w->rbuf) {
@@ -570,6 +591,13 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         consume_held(c);
     }
     after_input(c);
+    /* Input that ended in empty lines alone is no activity (process() set
+     * w->blank): else a client sending a CRLF now and then would hold its
+     * connection, and its --max-conns slot, for good. */
+    if (w->blank)
+        w->blank = 0;
+    else
+        c->t_active = uv_now(&w->loop);
 }
 
 /* ---- Entry points from worker.c ---- */

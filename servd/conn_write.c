@@ -216,6 +216,7 @@ void sv__conn_flush(sv_conn *c)
     w->niov = 0;
     w->nscratch = 0;
     w->batch_bytes = 0;
+    w->batch_copied = 0;
     if (c->state == SV_CS_CLOSED)
         goto out;
     if (n) {

@@ -259,6 +259,8 @@ typedef struct sv_worker {
     unsigned niov;
     unsigned nscratch;
     size_t batch_bytes;
+    size_t batch_copied; /* of the scratch: what queuing the batch would copy */
+    int blank;           /* the input just processed ended in empty lines alone */
     uv_buf_t iov[SV_BATCH_IOV];
     sv_scratch scratch[SV_BATCH_SCRATCH];
     sv_plan plan;

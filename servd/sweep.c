@@ -131,7 +131,8 @@ void sv__conn_sweep(sv_worker *w)
              * on which some stacks (Windows) drop what the client has not
              * read yet (RFC 9112 section 9.6); the next read discards the
              * input, a later sweep closes. */
-            if ((w->draining && now - c->t_active >= idle_limit(w) && peek_input(c) <= 0) ||
+            if (c->eof || /* closed by the client, which now has it all */
+                (w->draining && now - c->t_active >= idle_limit(w) && peek_input(c) <= 0) ||
                 now - c->t_active >= SV_LINGER_MS)
                 sv__conn_close(c);
         } else if (c->state == SV_CS_OPEN && !c->paused) {

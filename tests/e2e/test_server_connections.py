@@ -9,6 +9,7 @@ import os
 import random
 import signal
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -314,6 +315,98 @@ def t_an_empty_line_after_a_request_is_not_a_head():
             c.send(b"\r\n" + st.req("GET", "/small.txt"))
             eq(c.read_response().status, 200, "a request after the empty lines")
         eq(st.metrics(adm)['servd_timeouts_total{kind="header"}'], 0, "header timeouts")
+
+
+def t_empty_lines_alone_extend_no_timeout():
+    """Empty lines start no head and are no activity: a client that sends a CRLF every
+    0.3 s and never a request is cut by the header timeout (counted from the accept) on
+    a fresh connection, and by the idle timeout after a response. Each CRLF restarted
+    both, and such a client held its connection, and its --max-conns slot, for good."""
+    adm = st.free_port()
+    with st.Servd(pack(), extra=["--header-timeout", "1", "--idle-timeout", "2",
+                                 "--admin", "127.0.0.1:%d" % adm]) as s:
+        def keep_sending_crlf(c, limit, parts=(b"\r\n",)):
+            t0 = time.time()
+            c.sock.settimeout(0.3)
+            while time.time() - t0 < limit:
+                try:
+                    c.send(parts[0])
+                    parts = parts[1:] + parts[:1]
+                    if c.sock.recv(100) == b"":
+                        return time.time() - t0
+                except socket.timeout:
+                    pass
+                except (BrokenPipeError, ConnectionResetError):
+                    return time.time() - t0
+            return None
+
+        with st.Conn(s.port) as c:
+            t = keep_sending_crlf(c, 6)
+            ok(t is not None and t <= 4.0, "CRLFs from the accept: cut after %r s "
+               "(header timeout 1 s)" % t)
+        with st.Conn(s.port) as c:
+            c.send(st.req("GET", "/small.txt"))
+            eq(c.read_response().status, 200, "the request")
+            t = keep_sending_crlf(c, 8)
+            ok(t is not None and 1.5 <= t <= 5.0, "CRLFs after a response: cut after %r s "
+               "(idle timeout 2 s)" % t)
+        # the CR and the LF apart: the CR is the start of a head, which the LF does not end
+        with st.Conn(s.port) as c:
+            c.send(st.req("GET", "/small.txt"))
+            eq(c.read_response().status, 200, "the request")
+            t = keep_sending_crlf(c, 8, (b"\r", b"\n"))
+            ok(t is not None and t <= 4.0, "CR and LF apart after a response: cut after %r s "
+               "(header timeout 1 s)" % t)
+        m = st.metrics(adm)
+        ok(m['servd_timeouts_total{kind="header"}'] >= 1 and
+           m['servd_timeouts_total{kind="idle"}'] >= 1, "both timeouts counted: %r" % m)
+
+
+def t_half_closed_client_that_stops_reading_is_reset():
+    """A client that sends its request, closes its side (shutdown(SHUT_WR)) and reads
+    nothing: servd keeps the connection, under --max-conns, until the client has taken
+    the response or the send timeout resets it. servd closed it as soon as its writes
+    were done, and the kernel kept the unread response in an orphaned socket for
+    minutes (LAST-ACK, megabytes of send queue each), out of every bound of servd's."""
+    adm = st.free_port()
+    with st.Servd(pack(), extra=["--send-timeout", "1", "--admin", "127.0.0.1:%d" % adm]) as s:
+        socks = []
+        for _ in range(3):
+            c = socket.socket()
+            c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            c.connect(("127.0.0.1", s.port))
+            # 2 MB: a response the kernel takes whole, so that servd's writes are done
+            c.sendall(st.req("GET", "/big.bin", [("Range", "bytes=0-1999999")]))
+            c.shutdown(socket.SHUT_WR)
+            socks.append(c)
+        m = st.wait_metrics(adm, lambda m: m['servd_timeouts_total{kind="send"}'] >= 3)
+        eq(m['servd_timeouts_total{kind="send"}'], 3, "the three were reset by the send timeout")
+        # nothing of them is left in the kernel: no orphan holding the rest of /big.bin
+        t0 = time.time()
+        while True:
+            held = subprocess.run(["ss", "-tnH", "state", "all", "( sport = :%d )" % s.port],
+                                  capture_output=True, text=True).stdout.split("\n")
+            held = [x for x in held if x.strip() and "LISTEN" not in x]
+            if not held or time.time() - t0 > 5:
+                break
+            time.sleep(0.2)
+        eq(held, [], "no socket of servd's left for the half-closed clients")
+        for c in socks:
+            c.close()
+        # a half-closed client that reads gets its whole response
+        c = socket.create_connection(("127.0.0.1", s.port))
+        c.sendall(st.req("GET", "/small.txt"))
+        c.shutdown(socket.SHUT_WR)
+        data = b""
+        c.settimeout(st.IO_TIMEOUT)
+        while True:
+            chunk = c.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+        c.close()
+        ok(data.startswith(b"HTTP/1.1 200 ") and data.endswith(FILES["/small.txt"]),
+           "a half-closed client that reads: %r" % data[:80])
 
 
 def t_idle_timeout_serves_a_request_that_just_arrived():
