@@ -366,6 +366,58 @@ def unread_small_responses(logged):
            "%d)" % (" (access log)" if logged else "", per, limit))
 
 
+def t_unread_long_redirects_in_one_batch_hold_little_heap():
+    """The same bound where one read holds eight answers of 12 KiB each: a first head
+    past 16 KiB moves the connection to a 32 KiB input buffer, and 301s of a query of
+    '%' (each escaped three times over in the Location) fill a batch. The bound was
+    looked at between batches only, and a client reading nothing held 117 KB per
+    connection (an attacker's audit, 2026-12-06); the batch's copies now count."""
+    n = 50
+    scale = 1.5 if ht.sanitized() else 1.0
+    long_head = (st.req("GET", ht.TINY, [("X-P%d" % i, "a" * 1000) for i in range(20)]))
+    one = st.req("GET", "/docs?" + "%" * 4050)
+    burst = one * 64
+    with ht.Proc(ht.site_pack(), admin=True,
+                 extra=["--header-timeout", "60", "--idle-timeout", "60"]) as s:
+        for _ in range(20):
+            ht.normal_get(s.port)
+        time.sleep(0.2)
+        rss0 = ht.rss_kib(s.proc.pid)
+        socks = []
+        try:
+            for _ in range(n):
+                c = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 2048)
+                c.connect(("127.0.0.1", s.port))
+                c.sendall(long_head[:17000])
+                socks.append(c)
+            time.sleep(0.3)
+            for c in socks:
+                c.sendall(long_head[17000:])
+                c.setblocking(False)
+            sent = [0] * n
+            t0 = time.time()
+            while time.time() - t0 < 5:  # requests as long as servd takes them, read nothing
+                for i, c in enumerate(socks):
+                    at = sent[i] % len(one)
+                    try:
+                        sent[i] += c.send(burst[at:at + 200000])
+                    except BlockingIOError:
+                        pass
+                time.sleep(0.05)
+            time.sleep(0.5)
+            rss1 = ht.rss_kib(s.proc.pid)
+            ok(min(sent) > 100000, "each client sent its requests (%d B at least)" % min(sent))
+        finally:
+            close_all(socks)
+        per = (rss1 - rss0) * 1024.0 / n
+        print("  MEASURE %d unread connections of long redirects: VmRSS %d -> %d KiB, %.0f B "
+              "per connection" % (n, rss0, rss1, per), flush=True)
+        limit = int(72 * 1024 * scale)
+        ok(per <= limit, "unread long redirects: %.0f bytes of RSS per connection (limit %d)"
+           % (per, limit))
+
+
 def t_held_requests_then_the_rest_of_a_head():
     """Requests held back by the per-turn cap end in half a head; the rest of it comes
     later. The held bytes sit in a buffer of their own size, which must become a whole
