@@ -15,7 +15,8 @@
  * content coding of the body or "-", MICROS the microseconds from the arrival
  * of the request's first byte until the kernel took the response's last byte
  * (lines are written then: conn_log.c). Quotes, backslashes, control
- * and non-ASCII bytes inside quoted fields are written as \" \\ \xHH.
+ * and non-ASCII bytes inside quoted fields are written as \xhh (\x22,
+ * \x5c, ...).
  */
 #ifndef SV_LOG_H
 #define SV_LOG_H
