@@ -5,6 +5,7 @@
  */
 #include "conn.h"
 #include "say.h"
+#include "tcpinfo.h"
 
 #include <linux/sockios.h>
 #include <sys/ioctl.h>
@@ -99,6 +100,14 @@ void sv__conn_sweep(sv_worker *w)
         size_t flight = sv__conn_queued(c);
         if (flight || c->in_kernel) {
             size_t k = sv__conn_kernel_unacked(c);
+            uv_os_fd_t fd;
+            /* A client that closed, then reset at the data still coming
+             * (it read none of it): nothing is in flight any more, though
+             * SIOCOUTQ still counts it. Looked at only for those, which
+             * linger unread (on_shutdown) and would wait for the send
+             * timeout. */
+            if (k && c->eof && uv_fileno((uv_handle_t *)&c->tcp, &fd) == 0 && sv_tcp_reset(fd))
+                k = 0;
             /* The client took the last bytes since the last sweep; a stop
              * counts its idle time from now (stop_closes), not from servd's
              * last write (a large response to a slow reader drains long

@@ -13,4 +13,8 @@
  * readable after a reset. @return it, or 0 when the kernel does not say. */
 uint64_t sv_tcp_bytes_acked(int fd);
 
+/* 1 when TCP socket fd is closed in the kernel (a reset came: what it held
+ * to send is dropped, although SIOCOUTQ still counts it), else 0. */
+int sv_tcp_reset(int fd);
+
 #endif

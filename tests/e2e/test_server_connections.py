@@ -393,6 +393,29 @@ def t_half_closed_client_that_stops_reading_is_reset():
         eq(held, [], "no socket of servd's left for the half-closed clients")
         for c in socks:
             c.close()
+        # Half-closed clients that then close for good, the response unread (their kernel
+        # resets): servd lets them go at once, not at the send timeout (SIOCOUTQ still
+        # counts what the reset dropped).
+        adm2 = st.free_port()
+        with st.Servd(pack(), extra=["--send-timeout", "30", "--admin",
+                                     "127.0.0.1:%d" % adm2]) as s2:
+            socks = []
+            for _ in range(3):
+                c = socket.socket()
+                c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+                c.connect(("127.0.0.1", s2.port))
+                c.sendall(st.req("GET", "/big.bin", [("Range", "bytes=0-1999999")]))
+                c.shutdown(socket.SHUT_WR)
+                socks.append(c)
+            time.sleep(1.5)  # servd has written all; it waits for the clients to read
+            for c in socks:
+                c.close()
+            t0 = time.time()
+            m = st.wait_metrics(adm2, lambda m: m["servd_connections_open"] == 0, limit=10)
+            took = time.time() - t0
+            print("  MEASURE half-closed clients that reset: let go after %.1f s" % took)
+            eq(m["servd_connections_open"], 0, "servd let go of the clients that closed")
+            ok(took < 3, "let go after %.1f s (send timeout 30 s)" % took)
         # a half-closed client that reads gets its whole response
         c = socket.create_connection(("127.0.0.1", s.port))
         c.sendall(st.req("GET", "/small.txt"))
