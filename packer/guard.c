@@ -77,8 +77,7 @@ int pk_guard_open_begin(const char *path)
         int free_slot = 0;
         if (!atomic_compare_exchange_strong(&slots[i].taken, &free_slot, 1))
             continue;
-        pk_format_line(slots[i].line, sizeof slots[i].line,
-                       "%s: the file was cut short while it was read (written in place?)", path);
+        pk_format_line(slots[i].line, sizeof slots[i].line, "%s: " PK_GUARD_CUT, path);
         opening = i;
         return i;
     }

@@ -23,6 +23,9 @@
 
 #include "sf/store.h"
 
+/* What a pack cut short under its map is told as, after "FILE: ". */
+#define PK_GUARD_CUT "the file was cut short while it was read (written in place?)"
+
 /* Packs guarded at once (diff opens two, a build one). */
 #define PK_GUARD_SLOTS 4
 

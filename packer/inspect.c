@@ -389,7 +389,7 @@ int pk_cmd_cat(const char *site, const char *path, int encoding, int headers)
     }
     if ((out.len && fwrite(out.ptr, 1, out.len, stdout) != out.len) || fflush(stdout) != 0) {
         if (errno == EFAULT) /* the kernel read a page of the map cut off (guard.h) */
-            pk_err("%s: the file was cut short while it was read (written in place?)", site);
+            pk_err("%s: " PK_GUARD_CUT, site);
         else
             pk_err("writing to stdout: %s", strerror(errno));
         goto out_close_pack;
