@@ -362,6 +362,20 @@ def t_empty_lines_alone_extend_no_timeout():
            m['servd_timeouts_total{kind="idle"}'] >= 1, "both timeouts counted: %r" % m)
 
 
+def half_closed_clients(port, n=3):
+    """n clients that each ask for 2 MB of /big.bin (a response the kernel takes whole,
+    so that servd's writes are done), close their side and read nothing."""
+    socks = []
+    for _ in range(n):
+        c = socket.socket()
+        c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        c.connect(("127.0.0.1", port))
+        c.sendall(st.req("GET", "/big.bin", [("Range", "bytes=0-1999999")]))
+        c.shutdown(socket.SHUT_WR)
+        socks.append(c)
+    return socks
+
+
 def t_half_closed_client_that_stops_reading_is_reset():
     """A client that sends its request, closes its side (shutdown(SHUT_WR)) and reads
     nothing: servd keeps the connection, under --max-conns, until the client has taken
@@ -370,15 +384,7 @@ def t_half_closed_client_that_stops_reading_is_reset():
     minutes (LAST-ACK, megabytes of send queue each), out of every bound of servd's."""
     adm = st.free_port()
     with st.Servd(pack(), extra=["--send-timeout", "1", "--admin", "127.0.0.1:%d" % adm]) as s:
-        socks = []
-        for _ in range(3):
-            c = socket.socket()
-            c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-            c.connect(("127.0.0.1", s.port))
-            # 2 MB: a response the kernel takes whole, so that servd's writes are done
-            c.sendall(st.req("GET", "/big.bin", [("Range", "bytes=0-1999999")]))
-            c.shutdown(socket.SHUT_WR)
-            socks.append(c)
+        socks = half_closed_clients(s.port)
         m = st.wait_metrics(adm, lambda m: m['servd_timeouts_total{kind="send"}'] >= 3)
         eq(m['servd_timeouts_total{kind="send"}'], 3, "the three were reset by the send timeout")
         # nothing of them is left in the kernel: no orphan holding the rest of /big.bin
@@ -399,14 +405,7 @@ def t_half_closed_client_that_stops_reading_is_reset():
         adm2 = st.free_port()
         with st.Servd(pack(), extra=["--send-timeout", "30", "--admin",
                                      "127.0.0.1:%d" % adm2]) as s2:
-            socks = []
-            for _ in range(3):
-                c = socket.socket()
-                c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-                c.connect(("127.0.0.1", s2.port))
-                c.sendall(st.req("GET", "/big.bin", [("Range", "bytes=0-1999999")]))
-                c.shutdown(socket.SHUT_WR)
-                socks.append(c)
+            socks = half_closed_clients(s2.port)
             time.sleep(1.5)  # servd has written all; it waits for the clients to read
             for c in socks:
                 c.close()
@@ -416,20 +415,13 @@ def t_half_closed_client_that_stops_reading_is_reset():
             print("  MEASURE half-closed clients that reset: let go after %.1f s" % took)
             eq(m["servd_connections_open"], 0, "servd let go of the clients that closed")
             ok(took < 3, "let go after %.1f s (send timeout 30 s)" % took)
-        # a half-closed client that reads gets its whole response
-        c = socket.create_connection(("127.0.0.1", s.port))
-        c.sendall(st.req("GET", "/small.txt"))
-        c.shutdown(socket.SHUT_WR)
-        data = b""
-        c.settimeout(st.IO_TIMEOUT)
-        while True:
-            chunk = c.recv(65536)
-            if not chunk:
-                break
-            data += chunk
-        c.close()
-        ok(data.startswith(b"HTTP/1.1 200 ") and data.endswith(FILES["/small.txt"]),
-           "a half-closed client that reads: %r" % data[:80])
+        # a half-closed client that reads gets its whole response, then the close
+        with st.Conn(s.port) as c:
+            c.send(st.req("GET", "/small.txt"))
+            c.sock.shutdown(socket.SHUT_WR)
+            r = c.read_response()
+            eq((r.status, r.body), (200, FILES["/small.txt"]), "a half-closed client that reads")
+            c.expect_closed("a half-closed client after its response")
 
 
 def t_idle_timeout_serves_a_request_that_just_arrived():
