@@ -15,7 +15,9 @@
  * Here the scraper waits in the backlog instead, and accepting pauses.
  */
 #include <errno.h>
+#include <netinet/in.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,8 +28,15 @@
 #include "admin.h"
 
 /* Admin connections open at once: a scraper or two and a health checker;
- * more are refused so a flood on the admin port stays cheap. */
+ * more take the place of one (SV_ADMIN_RECLAIM_MS) or are refused, so a
+ * flood on the admin port stays cheap: 64 connections and those closed in
+ * the turn (at most SV_ACCEPT_BATCH). */
 #define SV_ADMIN_MAX_CONNS 64
+/* At the limit, a newcomer takes the place of a connection still without
+ * its request (or lingering after its answer) from the address that holds
+ * the most; when every address holds one, of the oldest of them once it is
+ * this old (a scraper's request follows its connect within milliseconds). */
+#define SV_ADMIN_RECLAIM_MS 1000
 /* Connections the kernel queues for the admin thread to accept. */
 #define SV_ADMIN_BACKLOG 64
 /* A request must arrive whole within this time. */
@@ -48,11 +57,16 @@ struct sv_admin {
     uv_thread_t thread;
     sv_metrics *m;
     atomic_int *stopping;
-    int nconns;
+    sv_link live; /* the connections not closing, oldest first */
+    int nlive;
 };
 
 typedef struct aconn {
     uv_tcp_t tcp;
+    sv_link link; /* in a->live until it closes */
+    uint64_t t_accept;
+    unsigned char peer[16]; /* the client's address, without its port */
+    unsigned char peer_len; /* 4, 16, or 0 when getpeername failed */
     uv_timer_t timer;
     uv_write_t wr;
     uv_shutdown_t shut;
@@ -70,13 +84,16 @@ static void on_aconn_closed(uv_handle_t *h)
     aconn *c = h->data;
     if (--c->handles > 0)
         return;
-    c->a->nconns--;
     free(c->out);
     free(c);
 }
 
 static void aconn_close(aconn *c)
 {
+    if (c->link.next != &c->link) {
+        sv__list_del(&c->link);
+        c->a->nlive--;
+    }
     if (!uv_is_closing((uv_handle_t *)&c->tcp))
         uv_close((uv_handle_t *)&c->tcp, on_aconn_closed);
     if (!uv_is_closing((uv_handle_t *)&c->timer))
@@ -258,6 +275,56 @@ static void on_pause_end(uv_timer_t *t)
         uv_timer_start(&a->pause, on_pause_end, SV_ACCEPT_PAUSE_MS, 0);
 }
 
+static void set_peer(aconn *c, int fd)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof ss;
+    if (getpeername(fd, (struct sockaddr *)&ss, &len) != 0)
+        return;
+    if (ss.ss_family == AF_INET) {
+        memcpy(c->peer, &((struct sockaddr_in *)&ss)->sin_addr, 4);
+        c->peer_len = 4;
+    } else if (ss.ss_family == AF_INET6) {
+        memcpy(c->peer, &((struct sockaddr_in6 *)&ss)->sin6_addr, 16);
+        c->peer_len = 16;
+    }
+}
+
+static int same_peer(const aconn *x, const aconn *y)
+{
+    return x->peer_len && x->peer_len == y->peer_len && memcmp(x->peer, y->peer, x->peer_len) == 0;
+}
+
+/* The connection a newcomer at the limit takes the place of, or NULL: one
+ * still without its request, or lingering after its answer (not one whose
+ * answer is being written), of the address that holds the most connections,
+ * the oldest of those; when every address holds one, the oldest once it is
+ * SV_ADMIN_RECLAIM_MS old. Whoever holds the admin port's connections from
+ * one address, re-opening them as they time out, so keeps a health checker
+ * from another out no longer (it answered 503 to it); from many addresses,
+ * it must open a connection for each one it holds every second. At most 64
+ * by 64 comparisons, only at the limit. */
+static aconn *victim(sv_admin *a, uint64_t now)
+{
+    aconn *best = NULL;
+    int best_n = 0;
+    for (sv_link *l = a->live.next; l != &a->live; l = l->next) {
+        aconn *c = SV__CONTAINER(l, aconn, link);
+        if (c->answered && !c->lingering)
+            continue;
+        int n = 0;
+        for (sv_link *m = a->live.next; m != &a->live; m = m->next)
+            n += m == l || same_peer(c, SV__CONTAINER(m, aconn, link));
+        if (n > best_n) { /* on a tie, the older stays */
+            best = c;
+            best_n = n;
+        }
+    }
+    if (best && best_n == 1 && now - best->t_accept < SV_ADMIN_RECLAIM_MS)
+        return NULL;
+    return best;
+}
+
 /* Takes an accepted socket: a connection, or a refusal when there are too
  * many, or nothing when there is no memory for it. */
 static void take(sv_admin *a, int fd)
@@ -269,16 +336,23 @@ static void take(sv_admin *a, int fd)
     }
     c->a = a;
     c->tcp.data = c->timer.data = c;
+    sv__list_init(&c->link);
     uv_tcp_init(&a->loop, &c->tcp);
     uv_timer_init(&a->loop, &c->timer);
     c->handles = 2;
-    a->nconns++;
     if (uv_tcp_open(&c->tcp, fd) != 0) {
         close(fd);
         aconn_close(c);
         return;
     }
-    if (a->nconns > SV_ADMIN_MAX_CONNS) {
+    set_peer(c, fd);
+    c->t_accept = uv_now(&a->loop);
+    aconn *old = a->nlive >= SV_ADMIN_MAX_CONNS ? victim(a, c->t_accept) : NULL;
+    if (old) {
+        /* closed as the request timeout would (the slot is free at once;
+         * its memory when its handles have closed, at the end of the turn) */
+        aconn_close(old);
+    } else if (a->nlive >= SV_ADMIN_MAX_CONNS) {
         /* Say why, in one non-blocking write from static memory, and close:
          * a flood must not get buffers or timers. A HEAD that arrived with
          * the connection gets the head alone (RFC 9110 §9.3.2). */
@@ -298,6 +372,8 @@ static void take(sv_admin *a, int fd)
         aconn_close(c);
         return;
     }
+    sv__list_push(&a->live, &c->link);
+    a->nlive++;
     uv_timer_start(&c->timer, on_timeout, SV_ADMIN_TIMEOUT_MS, 0);
     if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) != 0)
         aconn_close(c);
@@ -367,6 +443,7 @@ int sv_admin_start(int fd, const char *addr_text, sv_metrics *m, atomic_int *sto
     }
     a->m = m;
     a->stopping = stopping;
+    sv__list_init(&a->live);
     /* out of descriptors (the loop's epoll, the eventfd) or memory: no admin */
     if ((rc = uv_loop_init(&a->loop)) != 0) {
         close(fd);

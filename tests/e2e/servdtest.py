@@ -449,8 +449,9 @@ class Skip(Exception):
 
 
 class Conn:
-    def __init__(self, port, timeout=IO_TIMEOUT):
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    def __init__(self, port, timeout=IO_TIMEOUT, source=None):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout,
+                                             source_address=source and (source, 0))
         self.sock.settimeout(timeout)
         self.buf = b""
         self.eof = False

@@ -293,7 +293,7 @@ def t_admin_answers_what_it_refuses_before_it_closes():
     """The admin port's refusals reach the client: an oversized head gets its 431 and a
     request with a body its 405, then a clean close (FIN, never a reset: input left
     unread at close makes the kernel send RST, which can destroy the answer still in
-    flight), and a connection over the admin limit gets a 503."""
+    flight)."""
     adm = st.free_port()
 
     def outcome(data):
@@ -330,30 +330,78 @@ def t_admin_answers_what_it_refuses_before_it_closes():
             head, _, body = got.partition(b"\r\n\r\n")
             eq(body, b"", "%s: no body after the head %r" % (what, head))
             ok(re.search(rb"\r\nContent-Length: [1-9]", head), "%s: %r" % (what, head))
-        held = []
+
+
+def t_admin_connections_held_give_way():
+    """At the admin port's limit of 64 connections, a newcomer takes the place of one
+    still without its request, from the address that holds the most (at once), or,
+    when each address holds one, of the oldest once it is a second old. Before
+    2026-12-06 whoever held the 64 from anywhere, re-opening them as they timed out,
+    had a health checker answered 503 (a readiness probe then takes the instance
+    out). Young connections from 64 addresses still make a newcomer's 503."""
+    adm = st.free_port()
+
+    def hold(addrs):
+        # every address of 127/8 is the loopback's; the kernel queues 65 at most,
+        # so the 64 and one more are all accepted
+        return [socket.create_connection(("127.0.0.1", adm), timeout=5, source_address=(a, 0))
+                for a in addrs]
+
+    def closed(c, wait):
+        c.settimeout(wait)
         try:
-            for _ in range(8):  # in steps: a full accept queue would delay some
-                held += [socket.create_connection(("127.0.0.1", adm)) for _ in range(8)]
-                time.sleep(0.05)
-            time.sleep(1.5)  # a handshake the full queue did drop completes within ~1 s
-            r, closed = st.raw_outcome(adm, st.req("GET", "/healthz"))
-            ok(r is not None, "over the admin connection limit: no answer")
-            eq((r.status, r.get("Retry-After"), closed), (503, "1", True), "over the limit")
-            ok(b"too many admin connections" in r.body, "503 body %r" % r.body)
+            return c.recv(100) == b""
+        except ConnectionResetError:
+            return True
+        except socket.timeout:
+            return False
+
+    def let_go(held):
+        for h in held:
+            h.close()
+        deadline = time.time() + 5  # servd sees the closes as its loop reads them
+        while st.get(adm, "/healthz").status != 200 and time.time() < deadline:
+            time.sleep(0.1)
+
+    distinct = ["127.0.0.%d" % (2 + i) for i in range(64)]
+    with st.Servd(pack(), extra=["--admin", "127.0.0.1:%d" % adm]) as s:
+        for _ in range(5):  # all within 0.8 s of the first connect, else again
+            t0 = time.monotonic()
+            held = hold(distinct)
+            r, was_closed = st.raw_outcome(adm, st.req("GET", "/healthz"))
             # a HEAD there when servd reads it (servd stopped while it arrives): the
             # head alone (2026-12-06: it had the body)
             got = st.sent_while_frozen(s.proc, adm, st.req("HEAD", "/healthz"))
+            if time.monotonic() - t0 < 0.8:
+                break
+            let_go(held)
+        else:
+            raise st.Fail("64 connections and two requests took 0.8 s or more five times")
+        try:
+            ok(r is not None, "over the admin connection limit: no answer")
+            eq((r.status, r.get("Retry-After"), was_closed), (503, "1", True),
+               "64 young connections from 64 addresses")
+            ok(b"too many admin connections" in r.body, "503 body %r" % r.body)
             head, _, body = got.partition(b"\r\n\r\n")
             ok(head.startswith(b"HTTP/1.1 503 ") and b"\r\nContent-Length: 38" in head,
                "a HEAD over the admin connection limit: %r" % got[:300])
             eq(body, b"", "a HEAD over the admin connection limit: no body")
+            time.sleep(max(0.0, t0 + 1.3 - time.monotonic()))
+            eq(st.get(adm, "/healthz").status, 200, "64 connections from 64 addresses, 1.3 s old")
+            ok(closed(held[0], 3), "the oldest connection was not closed for the newcomer")
+            ok(not closed(held[1], 0.2), "the second oldest was closed too")
         finally:
-            for h in held:
-                h.close()
-        deadline = time.time() + 5  # servd sees the 64 closes as its loop reads them
-        while st.get(adm, "/healthz").status != 200 and time.time() < deadline:
-            time.sleep(0.1)
-        eq(st.get(adm, "/healthz").status, 200, "served again once the connections closed")
+            let_go(held)
+        for source in ("127.0.0.1", "127.0.0.2"):
+            held = hold(["127.0.0.2"] * 64)
+            try:
+                with st.Conn(adm, source=source) as c:
+                    c.send(st.req("GET", "/healthz"))
+                    eq(c.read_response().status, 200, "64 young ones from 127.0.0.2, from %s" % source)
+                ok(closed(held[0], 3), "the oldest from 127.0.0.2 was not closed (%s)" % source)
+                ok(not closed(held[1], 0.2), "the second from 127.0.0.2 was closed too (%s)" % source)
+            finally:
+                let_go(held)
 
 
 LOG_LINE = re.compile(r'^(\S+) - - \[(\d\d/[A-Z][a-z]{2}/\d{4}:\d\d:\d\d:\d\d \+0000)\] '
