@@ -400,7 +400,8 @@ static size_t process(sv_conn *c, const char *buf, size_t len)
             r = -431; /* the parser's contract; never wait on a full buffer */
         }
         if (r < 0) {
-            answer_error(c, NULL, -r);
+            /* logged with its request line when that was read whole */
+            answer_error(c, w->req.version.len ? &w->req : NULL, -r);
             pos = len;
             break;
         }

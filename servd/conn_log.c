@@ -105,9 +105,11 @@ static void defer(sv_conn *c, sv_logpend *p)
     sv_log_entry *e = &p->e;
     cap_view(&e->method, SV_LOG_METHOD_MAX);
     cap_view(&e->target, SV_LOG_TARGET_MAX);
+    cap_view(&e->version, SV_LOG_VERSION_MAX);
     cap_view(&e->referer, SV_LOG_HEADER_MAX);
     cap_view(&e->user_agent, SV_LOG_HEADER_MAX);
-    size_t need = e->method.len + e->target.len + e->referer.len + e->user_agent.len;
+    size_t need =
+        e->method.len + e->target.len + e->version.len + e->referer.len + e->user_agent.len;
     sv_logrec *r = malloc(sizeof *r + need);
     if (!r) { /* logged now, with the bytes out so far */
         sv__count(&c->w->ctr->errors[SV_ERR_NOMEM], 1);
@@ -119,6 +121,7 @@ static void defer(sv_conn *c, sv_logpend *p)
     char *d = r->data;
     d = keep_view(d, &r->p.e.method);
     d = keep_view(d, &r->p.e.target);
+    d = keep_view(d, &r->p.e.version);
     d = keep_view(d, &r->p.e.referer);
     keep_view(d, &r->p.e.user_agent);
     r->heap = sizeof *r + need;
@@ -139,7 +142,6 @@ void sv__log_note(sv_conn *c, const sv_request *req, int status, uint64_t body_b
     }
     sv_logpend *p = &w->logb[w->nlog++];
     memset(&p->e, 0, sizeof p->e);
-    p->e.minor = -1;
     p->has_peer = c->peer.sa.sa_family != 0;
     struct sockaddr_storage client;
     if (p->has_peer && req && sv_realip_client(&w->cfg->realip, &c->peer.sa, req, &client))
@@ -149,7 +151,7 @@ void sv__log_note(sv_conn *c, const sv_request *req, int status, uint64_t body_b
     if (req) {
         p->e.method = req->method_tok;
         p->e.target = req->target;
-        p->e.minor = req->minor;
+        p->e.version = req->version;
         p->e.referer = find_header(req, "referer", 7);
         p->e.user_agent = find_header(req, "user-agent", 10);
     }
@@ -230,7 +232,6 @@ void sv__conn_log_header_timeout(sv_conn *c)
     e.peer = c->peer.sa.sa_family ? &c->peer.sa : NULL;
     e.time = w->logtime;
     e.time_len = w->logtime_len;
-    e.minor = -1;
     e.status = 408;
     e.encoding = -1;
     uint64_t now_us = uv_hrtime() / 1000;

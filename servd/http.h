@@ -115,6 +115,8 @@ typedef struct sv_request {
                           (a static "/" when the URI has none); asterisk-form: empty */
     sf_view query;     /* from '?' on, including it; empty when there is none */
     int minor;         /* 0 for HTTP/1.0, 1 for HTTP/1.1 (and HTTP/1.2..1.9) */
+    sf_view version;   /* "HTTP/1.1" as sent ("HTTP/2.0" of a 505 too); empty until
+                          the request line has been read whole */
     int keep_alive;    /* after the version default and Connection tokens */
     size_t head_len;   /* bytes of the head, including the blank line */
     uint64_t body_len; /* Content-Length (0 when absent) */
@@ -167,7 +169,9 @@ enum sv_target_form {
  *                line on its first SV_MAX_REQUEST_LINE - 1), so that a head
  *                arriving whole and in pieces gets the same answer. On
  *                error req->minor (1 until parsed) and req->method (0 until
- *                parsed) are set. */
+ *                parsed) are set, and, when the request line was read whole
+ *                (the error lies after it, or is its version's 505),
+ *                method_tok, target and version. */
 int sv_http1_parse(const char *buf, size_t len, sv_request *req);
 
 /* Length of the run of empty lines (CRLF pairs) that buf[0, len) starts

@@ -392,6 +392,7 @@ static int request_line(const char *p, size_t n, int complete, sv_request *req)
     size_t vlen = n - i;
     if (complete && vlen == 8 && memcmp(p + i, "HTTP/1.1", 8) == 0) {
         req->minor = 1;
+        req->version = (sf_view){p + i, 8};
         return 1;
     }
     static const char pat[] = "HTTP/9.9";
@@ -406,6 +407,7 @@ static int request_line(const char *p, size_t n, int complete, sv_request *req)
         return MORE;
     if (vlen != 8)
         return -400;
+    req->version = (sf_view){p + i, 8};
     if (p[i + 5] != '1')
         return -505;
     req->minor = p[i + 7] == '0' ? 0 : 1;
@@ -718,7 +720,7 @@ static void reset(sv_request *req)
 {
     sf_view none = {"", 0};
     req->method = 0;
-    req->method_tok = req->target = req->path = req->query = none;
+    req->method_tok = req->target = req->path = req->query = req->version = none;
     req->minor = 1;
     req->keep_alive = 0;
     req->head_len = 0;

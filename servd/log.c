@@ -422,13 +422,14 @@ size_t sv_log_format(const sv_log_entry *e, char *buf)
     add(&l, " - - ", 5);
     add(&l, e->time, e->time_len);
     add(&l, " \"", 2);
-    if (e->minor < 0) {
+    if (!e->version.len) {
         add(&l, "-", 1);
-    } else {
+    } else { /* the line as the client sent it, as nginx's $request */
         add_esc(&l, e->method, SV_LOG_METHOD_MAX);
         add(&l, " ", 1);
         add_esc(&l, e->target, SV_LOG_TARGET_MAX);
-        add_str(&l, e->minor ? " HTTP/1.1" : " HTTP/1.0");
+        add(&l, " ", 1);
+        add_esc(&l, e->version, SV_LOG_VERSION_MAX);
     }
     add(&l, "\" ", 2);
     add_u64(&l, (uint64_t)e->status);

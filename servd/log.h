@@ -40,9 +40,10 @@
 /* The most bytes each client-given field takes in a line (escaped, "..."
  * included); with the fixed fields (under 200 bytes) they fit in
  * SV_LOG_LINE_MAX, so no line is ever cut. */
-#define SV_LOG_METHOD_MAX 64
-#define SV_LOG_TARGET_MAX 1536
-#define SV_LOG_HEADER_MAX 768
+#define SV_LOG_METHOD_MAX  64
+#define SV_LOG_TARGET_MAX  1536
+#define SV_LOG_HEADER_MAX  768
+#define SV_LOG_VERSION_MAX 8 /* the parser's "HTTP/d.d" */
 
 typedef struct sv_log sv_log;
 
@@ -71,7 +72,7 @@ typedef struct sv_log_entry {
     const char *time;            /* "[..]" of the current second */
     size_t time_len;
     sf_view method, target;
-    int minor; /* -1: no request line (it could not be parsed) */
+    sf_view version; /* empty: no request line read whole ("-") */
     int status;
     uint64_t body_bytes;
     sf_view referer, user_agent;

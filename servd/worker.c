@@ -87,7 +87,6 @@ static void reject(sv_worker *w, int fd)
                      : NULL;
         e.time = w->logtime;
         e.time_len = w->logtime_len;
-        e.minor = -1;
         e.status = 503;
         e.body_bytes = w->plan.body_bytes;
         e.encoding = -1;

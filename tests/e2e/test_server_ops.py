@@ -456,8 +456,11 @@ def t_access_log_and_reopen():
         st.get(s.port, "/absent?q=1")
         st.get(s.port, "/index.html", [("User-Agent", 'evil"agent\\ \xe9')])
         st.raw_outcome(s.port, b"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n")
-        lines = read_lines(log, 5)
-        eq(len(lines), 5, "access log lines")
+        st.raw_outcome(s.port, b"GET /app.js HTTP/1.2\r\nHost: a\r\n\r\n")
+        st.raw_outcome(s.port, b"GET /app.js HTTP/2.0\r\nHost: a\r\n\r\n")
+        st.raw_outcome(s.port, b"GET  /app.js HTTP/1.1\r\nHost: a\r\n\r\n")
+        lines = read_lines(log, 8)
+        eq(len(lines), 8, "access log lines")
         parsed = []
         for line in lines:
             m = LOG_LINE.match(line)
@@ -471,7 +474,12 @@ def t_access_log_and_reopen():
         eq((parsed[2][2], parsed[2][3]), ("GET /absent?q=1 HTTP/1.1", "404"), "404 line")
         # as nginx escapes: no quote inside a field for a parser that splits on quotes
         eq(parsed[3][6], 'evil\\x22agent\\x5c \\xe9', "escaped User-Agent")
-        eq((parsed[4][2], parsed[4][3]), ("-", "400"), "unparsable request")
+        # the request line as sent (nginx's $request), of a request refused too
+        # (2026-12-06: "-", and HTTP/1.2 as HTTP/1.1)
+        eq((parsed[4][2], parsed[4][3]), ("GET / HTTP/1.1", "400"), "two Host lines")
+        eq((parsed[5][2], parsed[5][3]), ("GET /app.js HTTP/1.2", "200"), "HTTP/1.2")
+        eq((parsed[6][2], parsed[6][3]), ("GET /app.js HTTP/2.0", "505"), "HTTP/2.0")
+        eq((parsed[7][2], parsed[7][3]), ("-", "400"), "a request line that cannot be parsed")
         ok(all(int(p[8]) < 10_000_000 for p in parsed), "durations in microseconds")
 
         # Rotation: move the file away, SIGUSR1, and the next lines go to a new file.
@@ -485,7 +493,7 @@ def t_access_log_and_reopen():
         eq(len(new), 1, "lines in the reopened log")
         ok('"after-rotation"' in new[0], "the reopened log has the new request: %r" % new)
         with open(log + ".1") as f:
-            eq(len(f.read().splitlines()), 5, "lines in the rotated file")
+            eq(len(f.read().splitlines()), 8, "lines in the rotated file")
 
 
 def check_delivered_and_stopped(s, data, path, signame):

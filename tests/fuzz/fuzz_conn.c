@@ -251,7 +251,7 @@ static void build_model(const uint8_t *p, size_t len, model *m)
 /* ---- The log lines, seen on their way (-Wl,--wrap=sv_log_write) ---- */
 
 static struct {
-    int status, minor;
+    int status;
     uint64_t body;
     char target[64]; /* its first bytes */
     size_t tlen;
@@ -263,7 +263,6 @@ void __wrap_sv_log_write(sv_log *log, int worker, const sv_log_entry *e)
 {
     if (nlines < MAX_MODEL) {
         lines[nlines].status = e->status;
-        lines[nlines].minor = e->minor;
         lines[nlines].body = e->body_bytes;
         lines[nlines].tlen = e->target.len;
         if (e->target.len)

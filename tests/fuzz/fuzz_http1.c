@@ -155,6 +155,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         if (req.minor != 0 && req.minor != 1)
             fz_die("minor");
+        within(req.version, buf, size, "version");
+        if (req.version.len != 8 || memcmp(req.version.ptr, "HTTP/1.", 7) != 0 ||
+            req.minor != (req.version.ptr[7] != '0'))
+            fz_die("the version view is not the HTTP/1.x that minor says");
         int high = 0;
         for (size_t i = 0; i < req.target.len; i++)
             high |= (unsigned char)req.target.ptr[i] > 0x7e;
@@ -173,6 +177,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     } else {
         if (rc != -400 && rc != -414 && rc != -431 && rc != -501 && rc != -505)
             fz_die("unexpected error status");
+        /* a refusal's request line, for the access log, lies in the input */
+        within(req.method_tok, buf, size, "method of a refusal");
+        within(req.target, buf, size, "target of a refusal");
+        within(req.version, buf, size, "version of a refusal");
+        if (req.version.len && (req.version.len != 8 || memcmp(req.version.ptr, "HTTP/", 5) != 0))
+            fz_die("a refusal's version view is not HTTP/d.d");
         check_refusal_streaming(buf, size, rc, &req);
     }
     free(buf);

@@ -120,7 +120,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                                 : (const struct sockaddr *)&v6;
     e.time = "[30/Nov/2026:14:55:01 +0000]";
     e.time_len = strlen(e.time);
-    e.minor = (data[1] % 3) - 1;
+    static const char *const versions[] = {"", "HTTP/1.0", "HTTP/1.1", "HTTP/2.0"};
+    e.version = (sf_view){versions[data[1] % 4], strlen(versions[data[1] % 4])};
     e.status = 100 + (data[2] | data[3] << 8) % 900;
     e.encoding = (data[4] % 5) - 1;
     e.body_bytes = data[2];
@@ -150,12 +151,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         die("an IPv4-mapped peer not written as IPv4", line, n);
     const char *req = q[0] + 1;
     size_t reqn = (size_t)(q[1] - req);
-    if (e.minor < 0) {
+    if (!e.version.len) {
         if (reqn != 1 || req[0] != '-')
             die("an unparsed request is not \"-\"", line, n);
     } else {
-        const char *ver = e.minor ? " HTTP/1.1" : " HTTP/1.0";
-        if (reqn < 9 || memcmp(req + reqn - 9, ver, 9) != 0)
+        if (reqn < 9 || req[reqn - 9] != ' ' || memcmp(req + reqn - 8, e.version.ptr, 8) != 0)
             die("the version is not at the end of the request", line, n);
         const char *sp = memchr(req, ' ', reqn - 9);
         if (!sp)

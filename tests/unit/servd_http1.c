@@ -226,8 +226,10 @@ TEST(http1_versions)
 {
     GOOD("GET / HTTP/1.0\r\n\r\n");
     ASSERT_EQ(req.minor, 0);
+    VIEW_IS(req.version, "HTTP/1.0");
     GOOD("GET / HTTP/1.2\r\nHost: h\r\n\r\n");
     ASSERT_EQ(req.minor, 1);
+    VIEW_IS(req.version, "HTTP/1.2"); /* logged as sent */
     GOOD("GET / HTTP/1.9\r\nHost: h\r\n\r\n");
     ASSERT_EQ(req.minor, 1);
     BAD("GET / HTTP/2.0\r\nHost: h\r\n\r\n", 505);
@@ -243,6 +245,16 @@ TEST(http1_versions)
     /* the method is known even when the version is refused */
     BAD("HEAD / HTTP/2.0\r\n\r\n", 505);
     ASSERT_EQ(req.method, SV_M_HEAD);
+    /* the request line of a refusal, for the access log: read whole, it is
+     * kept (a 505, an error after it); else there is none */
+    VIEW_IS(req.target, "/");
+    VIEW_IS(req.version, "HTTP/2.0");
+    BAD("GET /x HTTP/1.1\r\nHost: h\r\nHost: i\r\n\r\n", 400);
+    VIEW_IS(req.method_tok, "GET");
+    VIEW_IS(req.target, "/x");
+    VIEW_IS(req.version, "HTTP/1.1");
+    BAD("GET / HTTP/1.10\r\nHost: h\r\n\r\n", 400);
+    VIEW_IS(req.version, "");
 }
 
 /* A request line of exactly n bytes including its CRLF. */
