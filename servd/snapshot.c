@@ -33,6 +33,7 @@
 /* A load whose first reads of the map found pages of the file gone: a
  * write in place (cp, install, rsync --inplace) began just then. */
 #define CHANGED_AT_OPEN "the file changed while it was being opened (written in place?)"
+#define CUT_IN_CHECK    "the file was cut short while it was checked (written in place?)"
 
 /* Room for a key in a message, escaped (sf_escape): longer ones are cut. */
 #define SV_SHOW_KEY 256
@@ -446,6 +447,13 @@ int sv_snapshot_load(int fd, const char *path, int nreaders, int cancel_fd, sv_s
         argv[0] = "/proc/self/exe"; /* the binary was replaced on disk */
         rc = sf_check_spawn(argv, path, timeout_ms, cancel_fd, err, errlen);
     }
+    struct stat after;
+    if (rc == SF_ECORRUPT && fstat(fd, &after) == 0 && after.st_size < seen->stamp.size) {
+        /* the check's verdict (a crash, SIGBUS, or what it read) is of a
+         * file that shrank meanwhile: written in place, not damaged */
+        snprintf(err, errlen, "%s: %s", path, CUT_IN_CHECK);
+        rc = SF_EIO;
+    }
     fcntl(fd, F_SETFD, FD_CLOEXEC);
     unsigned char head[SV_SNAPSHOT_HEAD] = {0};
     if (rc == 0 && pread(fd, head, sizeof head, 0) < 0)
@@ -461,8 +469,9 @@ int sv_snapshot_load(int fd, const char *path, int nreaders, int cancel_fd, sv_s
             rc = SF_EIO;
         }
         sf_name_file(err, errlen, fdpath, path);
-        /* No verdict on the file: the check could not start (SF_EIO), or
-         * ran out of something or was stopped (SF_ENOMEM) or abandoned
+        /* No verdict on the file: the check could not start, or the file
+         * was cut short while it was checked (SF_EIO), or it ran out of
+         * something or was stopped (SF_ENOMEM) or abandoned
          * (SF_ECANCELED), or it passed and servd could not then open the
          * pack (SF_EIO, SF_ENOMEM from the system). Only a start that
          * failed tries /proc/self/exe. */
