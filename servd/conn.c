@@ -124,6 +124,7 @@ void sv__conn_close(sv_conn *c)
         sv__count(&c->w->ctr->bytes_sent, c->wr_queued - sv__conn_queued(c));
     c->wr_queued = 0;
     c->state = SV_CS_CLOSED;
+    c->w->nclosing++;
     if (c->in_ready) {
         sv__list_del(&c->ready);
         c->in_ready = 0;
@@ -151,6 +152,7 @@ static void on_close(uv_handle_t *h)
     release_input(c);
     sv__list_del(&c->link);
     w->nconns--;
+    w->nclosing--;
     sv__count(&w->ctr->conns_closed, 1);
     free(c);
     if (w->draining && w->nconns == 0)

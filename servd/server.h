@@ -67,6 +67,12 @@
  * while they sit. Long enough not to take a connection between the requests
  * of a client's burst. */
 #define SV_RECLAIM_IDLE_MS 3000
+/* The connections that have been sent nothing a look for room asks the
+ * kernel about (recv MSG_PEEK: has the client gone?), newest first: a
+ * client that connects and leaves at once is a new one, and a look over
+ * all of them cost a system call per connection held, for every newcomer
+ * at --max-conns. */
+#define SV_RECLAIM_PEEKS 64
 /* During a graceful stop, a keep-alive connection is closed once it has
  * been idle this long (at the first sweep after), not the moment the stop
  * finds it idle: a client sends its next request as soon as it has read
@@ -239,10 +245,11 @@ typedef struct sv_worker {
     uint64_t turn;
     int handles_open; /* loop handles not yet closed on stop */
 
-    sv_link conns; /* every connection of this loop */
+    sv_link conns; /* every connection of this loop, in accept order */
     sv_link ready; /* connections paused by the per-turn cap, nothing queued */
     unsigned nconns;
-    void *inbuf_free; /* spare input buffers (singly linked through their first bytes) */
+    unsigned nclosing; /* of them, closed, their handles not yet (the turn's end) */
+    void *inbuf_free;  /* spare input buffers (singly linked through their first bytes) */
     unsigned ninbuf_free;
 
     sv_date date;       /* Date lines of the current second */

@@ -164,23 +164,22 @@ void sv__conn_sweep(sv_worker *w)
     }
 }
 
-/* Whether c may be closed to make room. Pass 0: a client that has gone (its
- * FIN, with nothing before it, not yet read: a probe that connects and
- * leaves, in the same poll batch as the newcomer); only a connection that
- * has been sent nothing is looked at, so that the scan of a full worker
- * costs few system calls. Pass 1: a connection idle for SV_RECLAIM_IDLE_MS
- * or longer with nothing queued, in the kernel or on its way: a keep-alive
- * one, or one that has sent nothing since its accept (t_head is set at
- * accept), as idle as a keep-alive one: closing it loses no request.
- * Without the latter, a few silent sockets (preconnects, or a client
- * holding slots) kept new clients at 503 until the header timeout. */
-static int reclaimable(sv_conn *c, int pass, uint64_t now)
+/* Whether c holds nothing servd would lose by closing it: no request on
+ * its way that servd has seen, nothing queued. */
+static int quiet(sv_conn *c)
 {
-    if (c->state != SV_CS_OPEN || c->paused || c->inlen || c->drain || sv__conn_queued(c))
-        return 0;
-    if (pass == 0)
-        return c->produced == 0 && peek_input(c) == 0;
-    if (now - c->t_active < SV_RECLAIM_IDLE_MS || sv__conn_kernel_unacked(c))
+    return c->state == SV_CS_OPEN && !c->paused && !c->inlen && !c->drain && !sv__conn_queued(c);
+}
+
+/* Whether c may be closed to make room for a newcomer: idle for
+ * SV_RECLAIM_IDLE_MS or longer with nothing queued, in the kernel or on its
+ * way: a keep-alive one, or one that has sent nothing since its accept
+ * (t_head is set at accept), as idle as a keep-alive one: closing it loses
+ * no request. Without the latter, a few silent sockets (preconnects, or a
+ * client holding slots) kept new clients at 503 until the header timeout. */
+static int reclaimable_idle(sv_conn *c, uint64_t now)
+{
+    if (!quiet(c) || now - c->t_active < SV_RECLAIM_IDLE_MS || sv__conn_kernel_unacked(c))
         return 0;
     return peek_input(c) <= 0 && (!c->t_head || c->produced == 0);
 }
@@ -188,23 +187,36 @@ static int reclaimable(sv_conn *c, int pass, uint64_t now)
 unsigned sv__conn_make_room(sv_worker *w, unsigned max)
 {
     uint64_t now = uv_now(&w->loop);
-    unsigned found = 0;
     /* Closed earlier in this turn (its client's FIN read in the same poll
      * batch as the newcomer): its slot frees at the end of the turn, as
      * one closed here would. */
-    for (sv_link *l = w->conns.next; l != &w->conns && found < max; l = l->next)
-        found += SV__CONTAINER(l, sv_conn, link)->state == SV_CS_CLOSED;
-    /* w->conns is in accept order: the oldest connections come first */
-    for (int pass = 0; pass < 2 && found < max; pass++)
-        for (sv_link *l = w->conns.next; l != &w->conns && found < max; l = l->next) {
-            sv_conn *c = SV__CONTAINER(l, sv_conn, link);
-            if (!reclaimable(c, pass, now))
-                continue;
-            if (pass == 1) /* a client that has gone is no timeout */
-                sv__count(&w->ctr->timeouts[SV_TO_IDLE], 1);
+    unsigned found = w->nclosing < max ? w->nclosing : max;
+    /* A client that has gone (its FIN, with nothing before it, not yet
+     * read: a probe that connects and leaves, in the same poll batch as
+     * the newcomer): closing it costs nobody anything. Only a connection
+     * that has been sent nothing is asked, and SV_RECLAIM_PEEKS of them at
+     * most, newest first (w->conns is in accept order). */
+    unsigned peeks = 0;
+    for (sv_link *l = w->conns.prev; l != &w->conns && found < max && peeks < SV_RECLAIM_PEEKS;
+         l = l->prev) {
+        sv_conn *c = SV__CONTAINER(l, sv_conn, link);
+        if (!quiet(c) || c->produced)
+            continue;
+        peeks++;
+        if (peek_input(c) == 0) {
             sv__conn_close(c);
             found++;
         }
+    }
+    /* Then the idle, oldest first. */
+    for (sv_link *l = w->conns.next; l != &w->conns && found < max; l = l->next) {
+        sv_conn *c = SV__CONTAINER(l, sv_conn, link);
+        if (reclaimable_idle(c, now)) {
+            sv__count(&w->ctr->timeouts[SV_TO_IDLE], 1);
+            sv__conn_close(c);
+            found++;
+        }
+    }
     return found;
 }
 
