@@ -402,7 +402,11 @@ static size_t process(sv_conn *c, const char *buf, size_t len)
             r = -431; /* the parser's contract; never wait on a full buffer */
         }
         if (r < 0) {
-            /* logged with its request line when that was read whole */
+            /* Logged with its request line when that was read whole, but
+             * none of its field lines: the head was not read whole, and a
+             * client's X-Forwarded-For before the fault would stand in for
+             * the line a trusted proxy appends after it (--real-ip-from). */
+            w->req.nheaders = 0;
             answer_error(c, w->req.version.len ? &w->req : NULL, -r);
             pos = len;
             break;

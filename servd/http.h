@@ -170,8 +170,8 @@ enum sv_target_form {
  *                arriving whole and in pieces gets the same answer. On
  *                error req->minor (1 until parsed) and req->method (0 until
  *                parsed) are set, and, when the request line was read whole
- *                (the error lies after it, or is its version's 505),
- *                method_tok, target and version. */
+ *                and split (the error lies in its target or after it, or
+ *                is its version's 505), method_tok, target and version. */
 int sv_http1_parse(const char *buf, size_t len, sv_request *req);
 
 /* Length of the run of empty lines (CRLF pairs) that buf[0, len) starts

@@ -987,11 +987,14 @@ def t_sigint_and_second_signal():
 
 def t_access_log_real_ip_behind_a_trusted_proxy():
     """Behind a CDN the peer is the CDN: with --real-ip-header and --real-ip-from the log
-    names the client the trusted proxy passed on, and only from such a proxy."""
+    names the client the trusted proxy passed on, and only from such a proxy. A request
+    refused before its head was read whole is logged with the peer: the proxy's line may
+    come after the fault (2026-12-06: the client's own line before it was logged)."""
     log = os.path.join(st.tmpdir(), "realip.log")
     for trusted, want in (("10.0.0.0/8,127.0.0.0/8",
-                           ["203.0.113.9", "127.0.0.1", "127.0.0.1", "2001:db8::7", "192.0.2.4"]),
-                          ("10.0.0.0/8", ["127.0.0.1"] * 5)):
+                           ["203.0.113.9", "127.0.0.1", "127.0.0.1", "2001:db8::7", "192.0.2.4",
+                            "127.0.0.1"]),
+                          ("10.0.0.0/8", ["127.0.0.1"] * 6)):
         if os.path.exists(log):
             os.unlink(log)
         with st.Servd(pack(), extra=["--access-log", log, "--real-ip-header", "X-Forwarded-For",
@@ -1003,7 +1006,10 @@ def t_access_log_real_ip_behind_a_trusted_proxy():
             st.get(s.port, "/index.html", [("X-Forwarded-For", "unknown")])
             st.get(s.port, "/index.html", [("x-forwarded-for", "[2001:db8::7]:4711")])
             st.get(s.port, "/index.html", [("X-Forwarded-For", "::ffff:192.0.2.4")])
-            lines = read_lines(log, 5)
+            r, _ = st.raw_outcome(s.port, b"GET / HTTP/1.1\r\nHost: a\r\nX-Forwarded-For: "
+                                  b"6.6.6.6\r\nno colon\r\nX-Forwarded-For: 10.9.9.9\r\n\r\n")
+            eq(r.status, 400, "a field line without a colon")
+            lines = read_lines(log, 6)
         eq([LOG_LINE.match(line).group(1) for line in lines], want,
            "client addresses logged with --real-ip-from %s" % trusted)
     with st.Servd(pack(), extra=["--access-log", log, "--real-ip-header", "X-Forwarded-For",
