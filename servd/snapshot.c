@@ -30,10 +30,13 @@
 #include "http.h"
 #include "sf/path.h"
 
-/* A load whose first reads of the map found pages of the file gone: a
- * write in place (cp, install, rsync --inplace) began just then. */
-#define CHANGED_AT_OPEN "the file changed while it was being opened (written in place?)"
-#define CUT_IN_CHECK    "the file was cut short while it was checked (written in place?)"
+/* Refusals of a file written in place (cp, install, rsync --inplace) while
+ * it was loaded, not verdicts on it: a write that began as LMDB first read
+ * the map (its pages gone), or during the check (the file now shorter, or
+ * another size or mtime). */
+#define CHANGED_AT_OPEN  "the file changed while it was being opened (written in place?)"
+#define CUT_IN_CHECK     "the file was cut short while it was checked (written in place?)"
+#define CHANGED_IN_CHECK "the file changed while it was checked (written in place?)"
 
 /* Room for a key in a message, escaped (sf_escape): longer ones are cut. */
 #define SV_SHOW_KEY 256
@@ -448,10 +451,15 @@ int sv_snapshot_load(int fd, const char *path, int nreaders, int cancel_fd, sv_s
         rc = sf_check_spawn(argv, path, timeout_ms, cancel_fd, err, errlen);
     }
     struct stat after;
-    if (rc == SF_ECORRUPT && fstat(fd, &after) == 0 && after.st_size < seen->stamp.size) {
-        /* the check's verdict (a crash, SIGBUS, or what it read) is of a
-         * file that shrank meanwhile: written in place, not damaged */
-        snprintf(err, errlen, "%s: %s", path, CUT_IN_CHECK);
+    sv_file_stamp now = seen->stamp;
+    if (rc == SF_ECORRUPT && fstat(fd, &after) == 0)
+        now = stamp_of(&after);
+    if (rc == SF_ECORRUPT && !sv_file_stamp_eq(&seen->stamp, &now)) {
+        /* The check's verdict (a crash, SIGBUS, or what it read) is of a
+         * file written meanwhile (a cp in place cuts it, then writes it
+         * again, often back to its size by now): no verdict on it. */
+        snprintf(err, errlen, "%s: %s", path,
+                 now.size < seen->stamp.size ? CUT_IN_CHECK : CHANGED_IN_CHECK);
         rc = SF_EIO;
     }
     fcntl(fd, F_SETFD, FD_CLOEXEC);

@@ -173,6 +173,21 @@ static int not_waited(const char *path, char *err, size_t errlen)
     return SF_EIO;
 }
 
+/* A crash or a verdict of corruption on a file written while it was
+ * checked (a cp in place cuts it, then writes it again) is no verdict: says
+ * so in err. @return 1 when the file at path is no longer as before. */
+static int written_meanwhile(const char *path, const struct stat *before, char *err, size_t errlen)
+{
+    struct stat after;
+    if (stat(path, &after) != 0 ||
+        (after.st_size == before->st_size && after.st_mtim.tv_sec == before->st_mtim.tv_sec &&
+         after.st_mtim.tv_nsec == before->st_mtim.tv_nsec))
+        return 0;
+    snprintf(err, errlen, "%s: the file %s while it was checked (written in place?)", path,
+             after.st_size < before->st_size ? "was cut short" : "changed");
+    return 1;
+}
+
 int sf_check_isolated(sf_check_fn check, void *arg, const char *path, int timeout_ms, char *err,
                       size_t errlen)
 {
@@ -214,20 +229,19 @@ int sf_check_isolated(sf_check_fn check, void *arg, const char *path, int timeou
         return stopped(path, WTERMSIG(st), err, errlen);
     if (WIFSIGNALED(st) || !WIFEXITED(st) || WEXITSTATUS(st) != 0 ||
         got < offsetof(struct report, msg)) {
-        struct stat after;
-        if (sized && stat(path, &after) == 0 && after.st_size < before.st_size) {
-            /* a crash (SIGBUS, or a sanitizer's report of it) reading a file
-             * that shrank meanwhile: written in place, not damaged */
-            snprintf(err, errlen,
-                     "%s: the file was cut short while it was checked (written in place?)", path);
+        /* a crash (SIGBUS, or a sanitizer's report of it) reading a file
+         * that was written meanwhile: written in place, not damaged */
+        if (sized && written_meanwhile(path, &before, err, errlen))
             return SF_EIO;
-        }
         int sig = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
         snprintf(err, errlen, "%s: corrupt pack: reading it crashed (%s%s%s)", path,
                  sig ? "signal " : "exit status", sig ? strsignal(sig) : "",
                  sig ? "" : (WIFEXITED(st) && WEXITSTATUS(st) ? " non-zero" : " without a report"));
         return SF_ECORRUPT;
     }
+    /* a refusal (corrupt, LMDB's MDB_CORRUPTED) of what was being written */
+    if (r.rc != 0 && r.rc != SF_ENOMEM && sized && written_meanwhile(path, &before, err, errlen))
+        return SF_EIO;
     if (r.rc != 0) {
         size_t n = got - offsetof(struct report, msg);
         snprintf(err, errlen, "%.*s", (int)n, r.msg);

@@ -158,20 +158,30 @@ def cut_while_read(work):
     T.build(root, good)
     cut = "%s: the file was cut short while it was read (written in place?)" % pack
     checked = "%s: the file was cut short while it was checked (written in place?)" % pack
+    changed = "%s: the file changed while it was checked (written in place?)" % pack
     for args in (["ls", pack], ["verify", pack], ["cat", pack, "/index.html"],
                  ["diff", good, pack]):
         for n, when, child, needle in ((1, "as it is opened", "", cut),
                                        (2, "once it is open", "", cut),
                                        # in the child that walks it first ("corrupt pack:
                                        # reading it crashed (signal Bus error)" before)
-                                       (1, "as its check reads it", "1", checked)):
+                                       (1, "as its check reads it", "1", checked),
+                                       # and made its size again, zeros (a cp in place
+                                       # that has written it back): "corrupt pack" before
+                                       (1, "and written back as its check reads it", "1",
+                                        changed)):
             shutil.copyfile(good, pack)
             shim = dict(CUT_AT_TXN_BEGIN=str(n), CUT_ON="/cut.lmdb")
             if child:
                 shim["CUT_IN_CHILD"] = child
+            if needle is changed:
+                shim["CUT_REGROW"] = "1"
+                # an mtime of the copy apart from the cut's, whatever the clock's tick
+                os.utime(pack, (time.time() - 60, time.time() - 60))
             expect_failure(args, 1, [needle], "%s of a pack cut %s" % (args[0], when),
                            env=T.shim_env(**shim))
-            T.eq(os.path.getsize(pack), 0, "%s: the pack was cut %s" % (args[0], when))
+            T.eq(os.path.getsize(pack), os.path.getsize(good) if needle is changed else 0,
+                 "%s: the pack's size once cut %s" % (args[0], when))
     outdir = os.path.join(work, "cut-out")
     os.makedirs(outdir)
     out, manifest = os.path.join(outdir, "site.lmdb"), os.path.join(outdir, "site.json")

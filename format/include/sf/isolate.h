@@ -36,9 +36,11 @@ typedef int (*sf_check_fn)(void *arg, const char *path, char *err, size_t errlen
  *         pack: reading it did not finish ...") when it did not finish in
  *         time, a refusal too, but one that says nothing of which bytes;
  *         SF_EIO when the child could not be started, or when it crashed
- *         and the file at path is now shorter than when the check began
- *         ("PATH: the file was cut short while it was checked (written in
- *         place?)": no verdict on the pack); SF_ENOMEM when it
+ *         or refused the pack and the file at path is now shorter
+ *         than when the check began ("PATH: the file was cut short while
+ *         it was checked (written in place?)") or of another size or
+ *         modification time ("PATH: the file changed while it was checked
+ *         (written in place?)"): no verdict on the pack; SF_ENOMEM when it
  *         ran but gave no verdict on the pack, worth trying again: it was
  *         stopped by a signal sent from outside (SIGKILL - the OOM
  *         killer's among them -, SIGTERM, SIGINT, SIGHUP, SIGQUIT). */
