@@ -176,12 +176,15 @@ static int quiet(sv_conn *c)
  * way: a keep-alive one, or one that has sent nothing since its accept
  * (t_head is set at accept), as idle as a keep-alive one: closing it loses
  * no request. Without the latter, a few silent sockets (preconnects, or a
- * client holding slots) kept new clients at 503 until the header timeout. */
+ * client holding slots) kept new clients at 503 until the header timeout.
+ * @return 0 no, 1 idle, 2 its client has gone (its FIN unread). */
 static int reclaimable_idle(sv_conn *c, uint64_t now)
 {
-    if (!quiet(c) || now - c->t_active < SV_RECLAIM_IDLE_MS || sv__conn_kernel_unacked(c))
+    if (!quiet(c) || now - c->t_active < SV_RECLAIM_IDLE_MS || (c->t_head && c->produced) ||
+        sv__conn_kernel_unacked(c))
         return 0;
-    return peek_input(c) <= 0 && (!c->t_head || c->produced == 0);
+    int in = peek_input(c);
+    return in < 0 ? 1 : in == 0 ? 2 : 0;
 }
 
 unsigned sv__conn_make_room(sv_worker *w, unsigned max)
@@ -211,11 +214,13 @@ unsigned sv__conn_make_room(sv_worker *w, unsigned max)
     /* Then the idle, oldest first. */
     for (sv_link *l = w->conns.next; l != &w->conns && found < max; l = l->next) {
         sv_conn *c = SV__CONTAINER(l, sv_conn, link);
-        if (reclaimable_idle(c, now)) {
+        int why = reclaimable_idle(c, now);
+        if (!why)
+            continue;
+        if (why == 1) /* a client that has gone is no timeout */
             sv__count(&w->ctr->timeouts[SV_TO_IDLE], 1);
-            sv__conn_close(c);
-            found++;
-        }
+        sv__conn_close(c);
+        found++;
     }
     return found;
 }
