@@ -32,10 +32,11 @@
  * flood on the admin port stays cheap: 64 connections and those closed in
  * the turn (at most SV_ACCEPT_BATCH). */
 #define SV_ADMIN_MAX_CONNS 64
-/* At the limit, a newcomer takes the place of a connection still without
- * its request (or lingering after its answer) from the address that holds
- * the most; when every address holds one, of the oldest of them once it is
- * this old (a scraper's request follows its connect within milliseconds). */
+/* At the limit, a newcomer takes the place of a connection lingering after
+ * its answer, or of one still without its request from the address that
+ * holds the most; when every address holds one, of the oldest of them once
+ * it is this old (a scraper's request follows its connect within
+ * milliseconds). */
 #define SV_ADMIN_RECLAIM_MS 1000
 /* Connections the kernel queues for the admin thread to accept. */
 #define SV_ADMIN_BACKLOG 64
@@ -295,27 +296,41 @@ static int same_peer(const aconn *x, const aconn *y)
     return x->peer_len && x->peer_len == y->peer_len && memcmp(x->peer, y->peer, x->peer_len) == 0;
 }
 
-/* The connection a newcomer at the limit takes the place of, or NULL: one
- * still without its request, or lingering after its answer (not one whose
- * answer is being written), of the address that holds the most connections,
- * the oldest of those; when every address holds one, the oldest once it is
- * SV_ADMIN_RECLAIM_MS old. Whoever holds the admin port's connections from
- * one address, re-opening them as they time out, so keeps a health checker
- * from another out no longer (it answered 503 to it); from many addresses,
- * it must open a connection for each one it holds every second. At most 64
- * by 64 comparisons, only at the limit. */
+/* Whether the kernel holds input from c that the loop has not read: a
+ * request that has just come. */
+static int input_waiting(aconn *c)
+{
+    uv_os_fd_t fd;
+    char b;
+    return uv_fileno((uv_handle_t *)&c->tcp, &fd) == 0 &&
+           recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) > 0;
+}
+
+/* The connection a newcomer at the limit takes the place of, or NULL: the
+ * oldest lingering after its answer (the client has it); else one still
+ * without its request and none arriving, of the address that holds the
+ * most connections, the oldest of those; when every address holds one,
+ * the oldest once it is SV_ADMIN_RECLAIM_MS old. Whoever holds the admin
+ * port's connections from one address, re-opening them as they time out,
+ * so keeps a health checker from another out no longer (it answered 503 to
+ * it); from many addresses, it must open a connection for each one it
+ * holds every second. At most 64 by 64 comparisons, and a recv for each
+ * connection that becomes the best so far, only at the limit. */
 static aconn *victim(sv_admin *a, uint64_t now)
 {
+    for (sv_link *l = a->live.next; l != &a->live; l = l->next)
+        if (SV__CONTAINER(l, aconn, link)->lingering)
+            return SV__CONTAINER(l, aconn, link);
     aconn *best = NULL;
     int best_n = 0;
     for (sv_link *l = a->live.next; l != &a->live; l = l->next) {
         aconn *c = SV__CONTAINER(l, aconn, link);
-        if (c->answered && !c->lingering)
+        if (c->answered) /* its answer is being written */
             continue;
         int n = 0;
         for (sv_link *m = a->live.next; m != &a->live; m = m->next)
             n += m == l || same_peer(c, SV__CONTAINER(m, aconn, link));
-        if (n > best_n) { /* on a tie, the older stays */
+        if (n > best_n && !input_waiting(c)) { /* on a tie, the older stays */
             best = c;
             best_n = n;
         }
