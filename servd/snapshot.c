@@ -478,7 +478,7 @@ int sv_snapshot_load(int fd, const char *path, int nreaders, int cancel_fd, sv_s
         }
         sf_name_file(err, errlen, fdpath, path);
         /* No verdict on the file: the check could not start, or the file
-         * was cut short while it was checked (SF_EIO), or it ran out of
+         * was written while it was checked (SF_EIO), or it ran out of
          * something or was stopped (SF_ENOMEM) or abandoned
          * (SF_ECANCELED), or it passed and servd could not then open the
          * pack (SF_EIO, SF_ENOMEM from the system). Only a start that

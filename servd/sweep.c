@@ -217,7 +217,7 @@ unsigned sv__conn_make_room(sv_worker *w, unsigned max)
         int why = reclaimable_idle(c, now);
         if (!why)
             continue;
-        if (why == 1) /* a client that has gone is no timeout */
+        if (why == 1) /* idle: a timeout; a client that has gone is none */
             sv__count(&w->ctr->timeouts[SV_TO_IDLE], 1);
         sv__conn_close(c);
         found++;

@@ -173,9 +173,9 @@ static int not_waited(const char *path, char *err, size_t errlen)
     return SF_EIO;
 }
 
-/* A crash or a verdict of corruption on a file written while it was
- * checked (a cp in place cuts it, then writes it again) is no verdict: says
- * so in err. @return 1 when the file at path is no longer as before. */
+/* A crash or a refusal of a file written while it was checked (a cp in
+ * place cuts it, then writes it again) is no verdict: says so in err.
+ * @return 1 when the file at path is no longer as before. */
 static int written_meanwhile(const char *path, const struct stat *before, char *err, size_t errlen)
 {
     struct stat after;
