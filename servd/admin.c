@@ -296,16 +296,6 @@ static int same_peer(const aconn *x, const aconn *y)
     return x->peer_len && x->peer_len == y->peer_len && memcmp(x->peer, y->peer, x->peer_len) == 0;
 }
 
-/* Whether the kernel holds input from c that the loop has not read: a
- * request that has just come. */
-static int input_waiting(aconn *c)
-{
-    uv_os_fd_t fd;
-    char b;
-    return uv_fileno((uv_handle_t *)&c->tcp, &fd) == 0 &&
-           recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) > 0;
-}
-
 /* The connection a newcomer at the limit takes the place of, or NULL: the
  * oldest lingering after its answer (the client has it); else one still
  * without its request and none arriving, of the address that holds the
@@ -330,7 +320,8 @@ static aconn *victim(sv_admin *a, uint64_t now)
         int n = 0;
         for (sv_link *m = a->live.next; m != &a->live; m = m->next)
             n += m == l || same_peer(c, SV__CONTAINER(m, aconn, link));
-        if (n > best_n && !input_waiting(c)) { /* on a tie, the older stays */
+        /* on a tie, the older stays; not one whose request has just come */
+        if (n > best_n && sv__peek_input(&c->tcp) <= 0) {
             best = c;
             best_n = n;
         }

@@ -318,6 +318,10 @@ void sv__worker_idle(sv_worker *w);
  * some stacks let a reset destroy the answer before it is read. */
 void sv__drop_arrived(int fd, char *buf, size_t len);
 
+/* What the kernel holds from the peer of t that the loop has not read,
+ * without taking it: 1 bytes, 0 its FIN (the peer has closed), -1 nothing. */
+int sv__peek_input(uv_tcp_t *t);
+
 /* Accepts one connection from the non-blocking listening socket lfd
  * (non-blocking and close-on-exec itself), skipping those aborted before
  * their turn. @return its descriptor; SV_ACCEPT_NONE when none waits; or

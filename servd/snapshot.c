@@ -450,11 +450,10 @@ int sv_snapshot_load(int fd, const char *path, int nreaders, int cancel_fd, sv_s
         argv[0] = "/proc/self/exe"; /* the binary was replaced on disk */
         rc = sf_check_spawn(argv, path, timeout_ms, cancel_fd, err, errlen);
     }
-    struct stat after;
+    sv_file_id same;
     sv_file_stamp now = seen->stamp;
-    if (rc == SF_ECORRUPT && fstat(fd, &after) == 0)
-        now = stamp_of(&after);
-    if (rc == SF_ECORRUPT && !sv_file_stamp_eq(&seen->stamp, &now)) {
+    if (rc == SF_ECORRUPT && sv_file_state_of(fd, &same, &now) == 0 &&
+        !sv_file_stamp_eq(&seen->stamp, &now)) {
         /* The check's verdict (a crash, SIGBUS, or what it read) is of a
          * file written meanwhile (a cp in place cuts it, then writes it
          * again, often back to its size by now): no verdict on it. */

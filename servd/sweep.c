@@ -39,16 +39,19 @@ static uint64_t idle_limit(const sv_worker *w)
     return ms > w->cfg->shutdown_ms / 2 ? w->cfg->shutdown_ms / 2 : ms;
 }
 
-/* What the kernel holds from the client that the loop has not read: 1
- * bytes, 0 its FIN (the client has closed), -1 nothing. */
-static int peek_input(sv_conn *c)
+int sv__peek_input(uv_tcp_t *t)
 {
     uv_os_fd_t fd;
     char b;
-    if (uv_fileno((uv_handle_t *)&c->tcp, &fd) != 0)
+    if (uv_fileno((uv_handle_t *)t, &fd) != 0)
         return -1;
     ssize_t r = recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
     return r > 0 ? 1 : r == 0 ? 0 : -1;
+}
+
+static int peek_input(sv_conn *c)
+{
+    return sv__peek_input(&c->tcp);
 }
 
 /* Whether c has sent nothing since its accept (t_head is set at accept and
