@@ -64,7 +64,7 @@ int sv_etag_match(sf_view list, sf_view etag, int weak)
     while (i < n && sv_is_ows(s[i]))
         i++;
     if (n - i == 1 && s[i] == '*')
-        return 1;
+        return 2;
 
     int our_weak;
     sf_view ours;

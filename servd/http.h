@@ -236,9 +236,10 @@ int sv_range_parse(sf_view value, uint64_t len, sv_range *out, int max);
 
 /* Compares an entity-tag list (If-Match / If-None-Match) with etag.
  * @param weak  1 for the weak comparison (If-None-Match), 0 for strong.
- * @return 1 on a match (including "*"), 0 otherwise, -1 when list is not an
- * entity-tag list (which matches nothing; the caller treats the whole field,
- * all its lines, as matching nothing). */
+ * @return 1 on a match, 2 when list is "*" (which matches any current
+ * representation, but only as the field's whole value), 0 otherwise, -1 when
+ * list is not an entity-tag list (which matches nothing; the caller treats
+ * the whole field, all its lines, as matching nothing). */
 int sv_etag_match(sf_view list, sf_view etag, int weak);
 
 /* A last_modified for sv_if_range when no date is a strong validator of

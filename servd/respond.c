@@ -355,19 +355,21 @@ char *sv__sfmt(sv_scratch *s, size_t *len, const char *fmt, ...)
     return p;
 }
 
-/* Does any If-Match / If-None-Match line match etag? Lines of a list field
- * form one list (RFC 9110 §5.3), so one malformed line makes the whole field
- * match nothing. */
-static int any_etag_match(const sv_request *req, const char *name, sf_view etag, int weak)
+/* Does the If-Match / If-None-Match field, its nlines lines, match etag?
+ * Lines of a list field form one list (RFC 9110 §5.3), so one malformed line
+ * makes the whole field match nothing, and so does a "*" line among others:
+ * "*, \"x\"" is neither "*" nor an entity-tag list (§13.1.1, §13.1.2). */
+static int any_etag_match(const sv_request *req, const char *name, unsigned nlines, sf_view etag,
+                          int weak)
 {
     int found = 0;
     for (size_t i = 0; i < req->nheaders; i++) {
         if (!sv_ieq(req->headers[i].name.ptr, req->headers[i].name.len, name))
             continue;
         int r = sv_etag_match(req->headers[i].value, etag, weak);
-        if (r < 0)
+        if (r < 0 || (r == 2 && nlines > 1))
             return 0;
-        found |= r;
+        found |= r != 0;
     }
     return found;
 }
@@ -407,7 +409,7 @@ static inline __attribute__((always_inline)) int preconditions(sv__resp *c, cons
     const sv_request *req = c->req;
     int64_t t;
     if (req->n_if_match) {
-        if (!any_etag_match(req, "if-match", v->etag, 0))
+        if (!any_etag_match(req, "if-match", req->n_if_match, v->etag, 0))
             return fail_file(c, 412, vary, v->h200, NULL, NULL), 1;
     } else if (req->n_if_unmodified_since == 1 && c->lm >= SF_DATE_NORMALISED &&
                sf_http_date_parse(req->if_unmodified_since.ptr, req->if_unmodified_since.len, &t) ==
@@ -416,7 +418,7 @@ static inline __attribute__((always_inline)) int preconditions(sv__resp *c, cons
         return fail_file(c, 412, vary, v->h200, NULL, NULL), 1;
     }
     if (req->n_if_none_match) {
-        if (any_etag_match(req, "if-none-match", v->etag, 1))
+        if (any_etag_match(req, "if-none-match", req->n_if_none_match, v->etag, 1))
             return get ? send_304(c, v) : fail_file(c, 412, vary, v->h200, NULL, NULL), 1;
     } else if (get && req->n_if_modified_since == 1 && c->lm >= SF_DATE_NORMALISED &&
                sf_http_date_parse(req->if_modified_since.ptr, req->if_modified_since.len, &t) ==

@@ -885,6 +885,14 @@ TEST(respond_if_none_match)
     ASSERT_EQ(get("/img.png", f), 200);
     snprintf(f, sizeof f, "If-Match: %s\r\nIf-Match: \"x\" \"y\"\r\n", etag_of("/img.png", 0));
     ASSERT_EQ(get("/img.png", f), 412);
+    /* and so does "*" among other lines: "*, \"x\"" is no valid value, as on one line */
+    ASSERT_EQ(get("/img.png", "If-None-Match: *, \"x\"\r\n"), 200);
+    ASSERT_EQ(get("/img.png", "If-None-Match: *\r\nIf-None-Match: \"x\"\r\n"), 200);
+    ASSERT_EQ(get("/img.png", "If-None-Match: \"x\"\r\nIf-None-Match: *\r\n"), 200);
+    ASSERT_EQ(get("/img.png", "If-Match: *, \"x\"\r\n"), 412);
+    ASSERT_EQ(get("/img.png", "If-Match: *\r\nIf-Match: \"x\"\r\n"), 412);
+    ASSERT_EQ(get("/img.png", "If-Match: *\r\nIf-Match: *\r\n"), 412);
+    ASSERT_EQ(get("/img.png", "If-Match: *\r\n"), 200);
     /* compared with the variant that WOULD be selected */
     snprintf(f, sizeof f, "If-None-Match: %s\r\nAccept-Encoding: gzip\r\n", etag_of("/app.js", 0));
     ASSERT_EQ(get("/app.js", f), 200);
