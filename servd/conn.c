@@ -362,6 +362,17 @@ static void answer_error(sv_conn *c, const sv_request *req, int status)
     close_after_write(c);
 }
 
+/* Counts n empty lines before a request line (RFC 9112 §2.2) with those
+ * the connection dropped since its last head. @return 0, or -400 past
+ * SV_MAX_LEADING_CRLF, the parser's limit for those that arrive with it. */
+static int empty_lines(sv_conn *c, size_t n)
+{
+    if (n > (size_t)(SV_MAX_LEADING_CRLF - c->empty_lines))
+        return -400;
+    c->empty_lines = (uint8_t)(c->empty_lines + n);
+    return 0;
+}
+
 /* Answers every complete request in buf[0, len), in order, and writes the
  * batch. @return the bytes consumed; the caller keeps the rest (an
  * incomplete head, or input held back because the connection paused). */
@@ -391,15 +402,31 @@ static size_t process(sv_conn *c, const char *buf, size_t len)
         if (r == SV_PARSE_INCOMPLETE) {
             /* Empty lines alone (RFC 9112 §2.2: an old client's CRLF
              * after a body) start no head: dropped, they do not arm the
-             * header timeout of a connection that is only idle. */
+             * header timeout of a connection that is only idle. They count
+             * towards the next head's SV_MAX_LEADING_CRLF, so that it gets
+             * the same answer however its bytes arrive. */
             if (sv_http1_empty_lines(buf + pos, len - pos) == len - pos) {
-                pos = len;
-                w->blank = 1; /* no timer restarts for them (on_read) */
+                r = empty_lines(c, (len - pos) / 2);
+                if (r == 0) {
+                    pos = len;
+                    w->blank = 1; /* no timer restarts for them (on_read) */
+                    break;
+                }
+            } else if (len - pos < SV_MAX_HEAD) {
                 break;
+            } else {
+                r = -431; /* the parser's contract; never wait on a full buffer */
             }
-            if (len - pos < SV_MAX_HEAD)
-                break;
-            r = -431; /* the parser's contract; never wait on a full buffer */
+        } else if (r > 0 && c->empty_lines) {
+            /* The head's own empty lines count with those dropped before
+             * it; past the limit it is refused as the parser refuses a
+             * head that brings them all: before its request line is read. */
+            if (empty_lines(c, sv_http1_empty_lines(buf + pos, (size_t)r) / 2) != 0) {
+                w->req.method = 0;
+                w->req.version.len = 0;
+                r = -400;
+            }
+            c->empty_lines = 0;
         }
         if (r < 0) {
             /* Logged with its request line when that was read whole, but

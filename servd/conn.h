@@ -47,6 +47,7 @@ typedef struct sv_conn {
     uint8_t eof;         /* the client sent FIN */
     uint8_t in_kernel;   /* wrote since the sweep last saw the kernel's send queue empty */
     uint8_t flight_seen; /* the last sweep saw response bytes in flight */
+    uint8_t empty_lines; /* dropped since the last head (SV_MAX_LEADING_CRLF) */
     uint64_t drain;      /* request body bytes still to discard */
     uint64_t t_head;     /* uv_now() when the pending head began; 0: none pending */
     uint64_t t_active;   /* uv_now() of the last read, response or write completion,

@@ -317,6 +317,60 @@ def t_an_empty_line_after_a_request_is_not_a_head():
         eq(st.metrics(adm)['servd_timeouts_total{kind="header"}'], 0, "header timeouts")
 
 
+def t_empty_lines_count_however_they_arrive():
+    """SV_MAX_LEADING_CRLF (16) empty lines are skipped before a request line, and the
+    17th gets a 400 and a close, whether they arrive with the request, alone, or a few
+    at a time: the empty lines servd drops on their own count towards the next head.
+    A head with 17 was refused whole and answered 200 when sent in pieces, and 17 sent
+    alone were refused where 16 were dropped."""
+    with st.Servd(pack()) as s:
+        def pieces(c, data, size):
+            for i in range(0, len(data), size):
+                c.send(data[i:i + size])
+                time.sleep(0.02)  # a read each
+
+        request = st.req("GET", "/small.txt")
+        cases = [  # (what, the bytes, the size of each send, the status)
+            ("16 and the request whole", b"\r\n" * 16 + request, None, 200),
+            ("17 and the request whole", b"\r\n" * 17 + request, None, 400),
+            ("16 and the request 2 bytes at a time", b"\r\n" * 16 + request, 2, 200),
+            ("17 and the request 2 bytes at a time", b"\r\n" * 17 + request, 2, 400),
+            ("17 and the request 1 byte at a time", b"\r\n" * 17 + request, 1, 400),
+            ("10 alone, then 7 and the request", b"\r\n" * 10, None, None),
+            ("17 alone", b"\r\n" * 17, None, 400),
+        ]
+        for what, data, size, status in cases:
+            with st.Conn(s.port) as c:
+                if size:
+                    pieces(c, data, size)
+                else:
+                    c.send(data)
+                if status is None:  # the rest of the case in a later read
+                    time.sleep(0.1)
+                    c.send(b"\r\n" * 7 + request)
+                    status = 400
+                eq(c.read_response().status, status, what)
+                if status == 400:
+                    c.expect_closed(what)
+        with st.Conn(s.port) as c:
+            c.send(b"\r\n" * 16)
+            ok(not c.closed_after(0.3), "16 alone: the connection stays open")
+            c.send(request)
+            eq(c.read_response().status, 200, "16 alone, then the request")
+            # 16 dropped alone and 16 before the request
+            c.send(b"\r\n" * 16)
+            time.sleep(0.1)
+            c.send(b"\r\n" * 16 + request)
+            eq(c.read_response().status, 400, "32 before the second request")
+            c.expect_closed("32 before the second request")
+        with st.Conn(s.port) as c:  # the count starts again after each head
+            for _ in range(3):
+                c.send(b"\r\n" * 12)
+                time.sleep(0.05)
+                c.send(request)
+                eq(c.read_response().status, 200, "12 alone before each of three requests")
+
+
 def t_empty_lines_alone_extend_no_timeout():
     """Empty lines start no head and are no activity: a client that sends a CRLF every
     0.3 s and never a request is cut by the header timeout (counted from the accept) on
