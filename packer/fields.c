@@ -223,8 +223,8 @@ const char *pk_header_syntax_problem(const char *name, const char *v, char *why,
         snprintf(why, cap, "%s", bad);
     else if (strcasecmp(name, "Access-Control-Allow-Credentials") == 0 && strcmp(v, "true") != 0)
         snprintf(why, cap, "is not \"true\", its only value (leave the field out for false)");
-    else if (strcasecmp(name, "Access-Control-Max-Age") == 0 &&
-             !all_digits(v + (v[0] == '-'), n - (v[0] == '-')))
+    else if (strcasecmp(name, "Access-Control-Max-Age") == 0 && !all_digits(v, n) &&
+             strcmp(v, "-1") != 0)
         snprintf(why, cap, "is not a number of seconds (-1 turns the cache off)");
     else if (strcasecmp(name, "X-Content-Type-Options") == 0 && strcasecmp(v, "nosniff") != 0)
         snprintf(why, cap, "is not \"nosniff\", its only value");

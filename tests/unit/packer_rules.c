@@ -423,6 +423,9 @@ TEST(rules_header_values_recipients_check)
             "one origin");
     rejects(ONE("Access-Control-Allow-Credentials", "false"), "/headers/0/value", "true");
     rejects(ONE("Access-Control-Max-Age", "1h"), "/headers/0/value", "seconds");
+    rejects(ONE("Access-Control-Max-Age", "-5"), "/headers/0/value", "seconds");
+    rejects(ONE("Access-Control-Max-Age", "-0"), "/headers/0/value", "seconds");
+    rejects(ONE("Access-Control-Max-Age", "-"), "/headers/0/value", "seconds");
     rejects(ONE("X-Content-Type-Options", "no-sniff"), "/headers/0/value", "nosniff");
     rejects(ONE("Strict-Transport-Security", "max-age=banana"), "/headers/0/value", "max-age");
     rejects(ONE("Strict-Transport-Security", "includeSubDomains"), "/headers/0/value",
