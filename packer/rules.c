@@ -443,11 +443,29 @@ int pk_rules_excluded(const pk_rules *r, const char *key, size_t len)
     return r && first(&r->exclude, key, len) != NULL;
 }
 
+/* Whether another exclude than the one that skips the directory dirkey
+ * would have matched something in it: it covers the directory too, or it
+ * is an anchored glob that starts with the directory's path and a '/'
+ * ("/drafts/old.txt" beside "/drafts/" and "**"). Such a rule is marked
+ * matched, as one behind another at file level (pk_rules_warn): the walk
+ * enters no skipped directory, so no rule is asked about what it holds. */
+static int behind_in_dir(const rule *x, const char *dirkey, size_t len)
+{
+    return pk_glob_covers(x->glob, dirkey, len) ||
+           (strncmp(x->pattern, dirkey, len) == 0 && x->pattern[len] == '/');
+}
+
 int pk_rules_excluded_dir(const pk_rules *r, const char *dirkey, size_t len)
 {
     for (size_t i = 0; r && i < r->exclude.n; i++)
         if (pk_glob_covers(r->exclude.v[i].glob, dirkey, len)) {
             mark(&r->exclude, i, SEEN_USED);
+            for (size_t j = 0; j < r->exclude.n; j++)
+                if (j != i &&
+                    !(atomic_load_explicit(&r->exclude.seen[j], memory_order_relaxed) &
+                      SEEN_MATCHED) &&
+                    behind_in_dir(&r->exclude.v[j], dirkey, len))
+                    mark(&r->exclude, j, SEEN_MATCHED);
             return 1;
         }
     /* Not skipped: note the excludes that name this directory itself, with

@@ -100,6 +100,19 @@ def main():
         T.check('/exclude/0 "/dupe/**" matched no path the walk reached' in err,
                 "an anchored exclude that matched nothing: " + err)
 
+        # Excludes that name what another one takes with its whole directory, before
+        # it or after it, are behind it as at file level: no warning, and --strict
+        # builds. They were "matched no path the walk reached" (the walk does not
+        # enter a skipped directory).
+        behind_rules = os.path.join(work, "behind.json")
+        with open(behind_rules, "w") as f:
+            json.dump({"exclude": ["/dup/one.txt", "/dup/**", "/dup/two.txt", "/dup/*.txt",
+                                   "/dup/**"]}, f)
+        p = T.run(["build", root, "-o", os.path.join(work, "behind.lmdb"), "--rules",
+                   behind_rules, "-q", "--strict"])
+        T.eq((p.returncode, p.stderr.decode()), (0, ""),
+             "excludes behind a directory's exclude: no warning, --strict builds")
+
         # A rules file shared by many sites may hold thousands of rules one site does not
         # use: ten warnings, then a count (an audit of 2026-12-05 got 100,000 lines).
         many_rules = os.path.join(work, "many-idle.json")
