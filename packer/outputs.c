@@ -279,6 +279,31 @@ int pk__fd_is_file(int fd, const char *path)
 
 static int canonical_name(const char *path, char *out, size_t cap);
 
+/* An output inside the root that the walk skips (an exclude rule matches
+ * it) still has temporary names the rule may not match: a killed build's
+ * "<key>.tmp-<pid>", and a manifest's "<key>.old-<pid>" (warn_leftovers).
+ * The walk found such a file as one of the site's, to be served as a URL:
+ * refused, as the output itself would be. */
+static int check_no_leftover_packed(build *b, const char *opt, const char *path, const char *key)
+{
+    size_t kl = strlen(key);
+    for (size_t i = 0; i < b->site.n; i++) {
+        const pk_file *f = &b->site.files[i];
+        size_t fl = 0;
+        if ((sf_name_pid(f->key, ".tmp-", &fl) > 0 || sf_name_pid(f->key, ".old-", &fl) > 0) &&
+            fl == kl && memcmp(f->key, key, kl) == 0) {
+            snprintf(b->err, sizeof b->err,
+                     "%s %s: %s, a temporary file of a build of it (one that did not finish, "
+                     "or one still running), lies inside the web root %s, where this build "
+                     "would pack it (as %s): remove it, or make the exclude rule match it "
+                     "too (\"%s*\")",
+                     opt, path, f->src, b->site.root, f->key, key);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* Refuses an output that is one of the inputs: writing it would destroy a
  * file of the site (or the rules) that the build was reading. And one that
  * would become an input: a new file where the walk would pack it, which the
@@ -309,8 +334,10 @@ int pk__check_not_input(build *b, const char *opt, const char *path)
     /* pk_walk_skips marks an exclude that skips it used: its warning would
      * otherwise tell the user to remove the rule that lets this build run */
     if (canonical_name(path, name, sizeof name) != 0 || strncmp(name, root, rl) != 0 ||
-        name[rl] != '/' || pk_walk_skips(b->rules, name + rl))
+        name[rl] != '/')
         return 0;
+    if (pk_walk_skips(b->rules, name + rl))
+        return check_no_leftover_packed(b, opt, path, name + rl);
     snprintf(b->err, sizeof b->err,
              "%s %s lies inside the web root %s, where the next build would pack it (as %.400s) "
              "and then refuse to replace it: choose an output outside %s, or a name the walk "

@@ -117,6 +117,18 @@ def main():
                 T.build(root, out, *extra)
                 T.eq(T.ls(out), packed, "a pack at %s holds the site alone" % out)
             os.unlink(out)
+        # The temporary names of such an output are no part of the site either: a killed
+        # build's SITE.tmp-PID, or a manifest's .old-PID, that the exclude of the output
+        # alone does not match was packed as a URL (and --strict passed).
+        inside = os.path.join(root, "site.lmdb")
+        T.build(root, inside, "--rules", excl_file)
+        for left in (inside + ".tmp-99999", inside + ".old-4242"):
+            shutil.copyfile(inside, left)
+            refused(["build", root, "-o", inside, "--rules", excl_file, "--strict", "-q"], 2,
+                    ["%s, a temporary file of a build of it" % left, "(as /%s)" %
+                     os.path.basename(left), '("/site.lmdb*")'], "a leftover of -o in the root")
+            os.unlink(left)
+        os.unlink(inside)
         shutil.rmtree(os.path.join(root, ".out"))
         os.rmdir(os.path.join(root, "build"))
         # A manifest sent to standard output, which the shell redirected into the root:
