@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <utf8proc.h>
 
 /* Files over PK_FILE_MAX named in the message; the rest are counted. */
 #define OVERSIZE_NAMES 3
@@ -561,16 +562,23 @@ static void warn_index_htm(const pk_site *site)
                 n, first->src);
 }
 
-/* Whether key holds a combining diacritical mark (U+0300-U+036F, UTF-8
- * CC 80 to CD AF): an accent written apart from its letter, as in NFD. */
-static int has_combining_mark(const char *key, size_t len)
+/* Whether key, UTF-8, is not in Unicode's composed form (NFC): an accent
+ * written apart from a letter it has a composed form with, as in NFD. A
+ * mark that composes with nothing (Yoruba's U+1EB9 U+0301, "n" U+0308) is
+ * NFC as it is. ASCII is always NFC; utf8proc decides the rest. */
+static int not_nfc(const char *key, size_t len)
 {
-    for (size_t i = 0; i + 1 < len; i++) {
-        unsigned char a = (unsigned char)key[i], b = (unsigned char)key[i + 1];
-        if ((a == 0xcc && b >= 0x80 && b <= 0xbf) || (a == 0xcd && b >= 0x80 && b <= 0xaf))
-            return 1;
-    }
-    return 0;
+    size_t i = 0;
+    while (i < len && (unsigned char)key[i] < 0x80)
+        i++;
+    if (i == len)
+        return 0;
+    utf8proc_uint8_t *nfc = NULL;
+    utf8proc_ssize_t n = utf8proc_map((const utf8proc_uint8_t *)key, (utf8proc_ssize_t)len, &nfc,
+                                      UTF8PROC_STABLE | UTF8PROC_COMPOSE);
+    int differs = n >= 0 && ((size_t)n != len || memcmp(nfc, key, len) != 0);
+    free(nfc);
+    return differs;
 }
 
 /* File names copied from macOS (HFS+), or unpacked by some zip tools, are
@@ -584,17 +592,17 @@ static void warn_decomposed(const pk_site *site)
     size_t n = 0;
     const pk_file *first = NULL;
     for (size_t i = 0; i < site->n; i++)
-        if (has_combining_mark(site->files[i].key, site->files[i].key_len) && n++ == 0)
+        if (not_nfc(site->files[i].key, site->files[i].key_len) && n++ == 0)
             first = &site->files[i];
     if (n == 1)
-        pk_warn("%s holds a combining accent (decomposed, NFD, as macOS writes "
-                "names): a link in the usual composed form (NFC) does not reach it; rename it "
-                "to NFC (convmv -f utf8 -t utf8 --nfc -r --notest DIR)",
+        pk_warn("%s is in the decomposed form (NFD, as macOS writes names): a link in the "
+                "usual composed form (NFC) does not reach it; rename it to NFC (convmv -f utf8 "
+                "-t utf8 --nfc -r --notest DIR)",
                 first->src);
     else if (n > 1)
-        pk_warn("%zu paths hold a combining accent (decomposed, NFD, as macOS writes "
-                "names), the first %s: links in the usual composed form (NFC) do not reach "
-                "them; rename them to NFC (convmv -f utf8 -t utf8 --nfc -r --notest DIR)",
+        pk_warn("%zu paths are in the decomposed form (NFD, as macOS writes names), the first "
+                "%s: links in the usual composed form (NFC) do not reach them; rename them to "
+                "NFC (convmv -f utf8 -t utf8 --nfc -r --notest DIR)",
                 n, first->src);
 }
 

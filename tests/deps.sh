@@ -5,7 +5,7 @@
 #                          clang for sanitizers and fuzzers, compressors, ...)
 set -eu
 pkgs="build-essential cmake pkg-config liblmdb-dev libuv1-dev zlib1g-dev libzstd-dev
-      libbrotli-dev libmagic-dev libdeflate-dev libjansson-dev libssl-dev"
+      libbrotli-dev libmagic-dev libdeflate-dev libjansson-dev libutf8proc-dev libssl-dev"
 if [ "${1:-}" = test ]; then
     pkgs="$pkgs clang libclang-rt-14-dev curl python3 gzip brotli zstd lmdb-utils"
     # the hardening tests (tests/e2e/test_harden_*.py): slow-client attacks and

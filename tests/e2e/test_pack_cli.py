@@ -501,17 +501,26 @@ def main():
         T.make_site(nfd_root)
         nfd, nfc = "cafe\u0301.html", "caf\u00e9.txt"
         os.makedirs(os.path.join(nfd_root, "u\u0308ber"))
-        for name in (nfd, nfc, "u\u0308ber/index.html"):
+        # NFC as they are, with a mark that composes with nothing (Yoruba, "n" + U+0308):
+        # no warning (each was one, and --strict could not build such a site)
+        marked = ("\u1eb9\u0301k\u1ecd\u0301.html", "Spin\u0308al.txt")
+        for name in (nfd, nfc, "u\u0308ber/index.html") + marked:
             with open(os.path.join(nfd_root, name), "w") as f:
                 f.write("<p>accent</p>\n")
         p = T.run(["build", nfd_root, "-o", out, "-q"])
         T.eq(p.returncode, 0, "NFD site: " + p.stderr.decode())
-        T.eq(p.stderr.decode(), "servd-pack: warning: 2 paths hold a combining accent "
-             "(decomposed, NFD, as macOS writes names), the first %s/%s: links in the usual "
+        T.eq(p.stderr.decode(), "servd-pack: warning: 2 paths are in the decomposed form "
+             "(NFD, as macOS writes names), the first %s/%s: links in the usual "
              "composed form (NFC) do not reach them; rename them to NFC (convmv -f utf8 -t utf8 "
              "--nfc -r --notest DIR)\n" % (nfd_root, nfd), "the NFD warning")
         paths = [e["path"] for e in T.ls_json(out)]
         T.check("/" + nfd in paths and "/" + nfc in paths, "NFD and NFC names packed: %r" % paths)
+        os.unlink(out)
+        os.unlink(os.path.join(nfd_root, nfd))
+        shutil.rmtree(os.path.join(nfd_root, "u\u0308ber"))
+        p = T.run(["build", nfd_root, "-o", out, "-q", "--strict"])
+        T.eq((p.returncode, p.stderr.decode()), (0, ""),
+             "NFC names with marks that compose with nothing: no warning under --strict")
         os.unlink(out)
         # Netlify's and Cloudflare Pages' configuration at the root (_headers, _redirects;
         # Cloudflare's _worker.js, a file or a directory, and _routes.json): read by those
