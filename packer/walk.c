@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <utf8proc.h>
@@ -530,36 +531,39 @@ const pk_file *pk_site_find(const pk_site *site, const char *key)
     return bsearch(&probe, site->files, site->n, sizeof *site->files, cmp_file);
 }
 
-/* A site moved from a server that also took index.htm for a directory
+/* A site moved from a server that also took index.htm for a directory, or
+ * from a file system that ignores letter case (IIS, Windows: Index.html),
  * loses that directory's URL here without a word: servd answers "/dir/"
  * with index.html only. Says so (the files are packed all the same, under
  * their own paths). site->files is sorted. */
 static void warn_index_htm(const pk_site *site)
 {
-    static const char htm[] = "/index.htm";
     size_t n = 0;
     const pk_file *first = NULL;
     for (size_t i = 0; i < site->n; i++) {
         const pk_file *f = &site->files[i];
-        size_t hl = sizeof htm - 1;
-        if (f->key_len < hl || memcmp(f->key + f->key_len - hl, htm, hl) != 0)
+        const char *base = strrchr(f->key, '/') + 1;
+        if ((strcasecmp(base, "index.htm") != 0 && strcasecmp(base, "index.html") != 0) ||
+            strcmp(base, "index.html") == 0)
             continue;
         char html[PATH_MAX];
-        snprintf(html, sizeof html, "%sl", f->key);
+        snprintf(html, sizeof html, "%.*sindex.html", (int)(base - f->key), f->key);
         if (pk_site_find(site, html))
             continue;
         if (n++ == 0)
             first = f;
     }
-    if (n == 1)
-        pk_warn("%s: servd answers %.*s with the directory's index.html, never an "
-                "index.htm (rename it to index.html)",
-                first->src, (int)(first->key_len - 9), first->key);
-    else if (n > 1)
-        pk_warn("%zu directories have an index.htm and no index.html, the first %s: "
-                "servd answers a directory with its index.html, never an index.htm (rename "
-                "them)",
+    if (n == 1) {
+        const char *base = strrchr(first->key, '/') + 1;
+        pk_warn("%s: servd answers %.*s with the directory's index.html, never an %s (rename "
+                "it to index.html)",
+                first->src, (int)(base - first->key), first->key, base);
+    } else if (n > 1) {
+        pk_warn("%zu files name an index page otherwise than index.html (index.htm, "
+                "Index.html) in a directory without one, the first %s: servd answers a "
+                "directory with its index.html only (rename them)",
                 n, first->src);
+    }
 }
 
 /* Whether key, UTF-8, is not in Unicode's composed form (NFC): an accent

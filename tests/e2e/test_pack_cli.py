@@ -483,7 +483,8 @@ def main():
         htm_root = os.path.join(work, "htm-site")
         T.make_site(htm_root)
         for d, names in (("old", ["index.htm"]), ("both", ["index.htm", "index.html"]),
-                         ("bak", ["index.htm.bak", "index.html"])):
+                         ("bak", ["index.htm.bak", "index.html"]),
+                         ("cased", ["Index.html", "index.html"])):
             os.makedirs(os.path.join(htm_root, d))
             for name in names:
                 with open(os.path.join(htm_root, d, name), "w") as f:
@@ -494,6 +495,25 @@ def main():
              "the directory's index.html, never an index.htm (rename it to index.html)\n"
              % htm_root, "index.htm warning, for the one directory without index.html")
         T.check("/old/index.htm" in [e["path"] for e in T.ls_json(out)], "index.htm still packed")
+        os.unlink(out)
+        # The same for an index page in other letters' case (a site from IIS or Windows):
+        # each was packed without a word.
+        for d, name in (("iis", "Index.html"), ("dos", "INDEX.HTM")):
+            os.makedirs(os.path.join(htm_root, d))
+            with open(os.path.join(htm_root, d, name), "w") as f:
+                f.write("<p>%s</p>\n" % name)
+        p = T.run(["build", htm_root, "-o", out, "-q"])
+        T.eq(p.returncode, 0, "Index.html site: " + p.stderr.decode())
+        T.eq(p.stderr.decode(), "servd-pack: warning: 3 files name an index page otherwise than "
+             "index.html (index.htm, Index.html) in a directory without one, the first "
+             "%s/dos/INDEX.HTM: servd answers a directory with its index.html only (rename "
+             "them)\n" % htm_root, "the warning for index pages in other letter cases")
+        shutil.rmtree(os.path.join(htm_root, "dos"))
+        shutil.rmtree(os.path.join(htm_root, "old"))
+        p = T.run(["build", htm_root, "-o", out, "-q"])
+        T.eq(p.stderr.decode(), "servd-pack: warning: %s/iis/Index.html: servd answers /iis/ "
+             "with the directory's index.html, never an Index.html (rename it to index.html)\n"
+             % htm_root, "the warning for one Index.html")
         os.unlink(out)
         # A name in the decomposed form (NFD: "e" + U+0301, as macOS writes names): links
         # in the composed form (NFC) miss it, so a warning names it; packed all the same.
