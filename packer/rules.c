@@ -446,7 +446,7 @@ int pk_rules_excluded(const pk_rules *r, const char *key, size_t len)
 /* Whether another exclude than the one that skips the directory dirkey
  * would have matched something in it: it covers the directory too, or it
  * is an anchored glob that starts with the directory's path and a '/'
- * ("/drafts/old.txt" beside "/drafts/" and "**"). Such a rule is marked
+ * ("/drafts/old.txt" beside an exclude of all of /drafts). Such a rule is marked
  * matched, as one behind another at file level (pk_rules_warn): the walk
  * enters no skipped directory, so no rule is asked about what it holds. */
 static int behind_in_dir(const rule *x, const char *dirkey, size_t len)
