@@ -373,6 +373,27 @@ static int empty_lines(sv_conn *c, size_t n)
     return 0;
 }
 
+/* The parser's verdict r on buf[0, len), which follows empty lines the
+ * connection dropped: the head's own empty lines count with them, and past
+ * SV_MAX_LEADING_CRLF it is refused before anything else, as the parser
+ * refuses a head that brings them all (before its request line is read,
+ * whatever follows, complete or not). Input of empty lines alone is
+ * counted as it is dropped (process()). */
+static int after_empty_lines(sv_conn *c, const char *buf, size_t len, int r)
+{
+    size_t e = sv_http1_empty_lines(buf, len);
+    if (e == len)
+        return r;
+    if (e / 2 > (size_t)(SV_MAX_LEADING_CRLF - c->empty_lines)) {
+        c->w->req.method = 0;
+        c->w->req.version.len = 0;
+        return -400;
+    }
+    if (r > 0)
+        c->empty_lines = 0;
+    return r;
+}
+
 /* Answers every complete request in buf[0, len), in order, and writes the
  * batch. @return the bytes consumed; the caller keeps the rest (an
  * incomplete head, or input held back because the connection paused). */
@@ -399,6 +420,8 @@ static size_t process(sv_conn *c, const char *buf, size_t len)
             break;
         }
         int r = sv_http1_parse(buf + pos, len - pos, &w->req);
+        if (__builtin_expect(c->empty_lines != 0, 0))
+            r = after_empty_lines(c, buf + pos, len - pos, r);
         if (r == SV_PARSE_INCOMPLETE) {
             /* Empty lines alone (RFC 9112 §2.2: an old client's CRLF
              * after a body) start no head: dropped, they do not arm the
@@ -417,16 +440,6 @@ static size_t process(sv_conn *c, const char *buf, size_t len)
             } else {
                 r = -431; /* the parser's contract; never wait on a full buffer */
             }
-        } else if (r > 0 && c->empty_lines) {
-            /* The head's own empty lines count with those dropped before
-             * it; past the limit it is refused as the parser refuses a
-             * head that brings them all: before its request line is read. */
-            if (empty_lines(c, sv_http1_empty_lines(buf + pos, (size_t)r) / 2) != 0) {
-                w->req.method = 0;
-                w->req.version.len = 0;
-                r = -400;
-            }
-            c->empty_lines = 0;
         }
         if (r < 0) {
             /* Logged with its request line when that was read whole, but

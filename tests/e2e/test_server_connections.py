@@ -363,6 +363,12 @@ def t_empty_lines_count_however_they_arrive():
             c.send(b"\r\n" * 16 + request)
             eq(c.read_response().status, 400, "32 before the second request")
             c.expect_closed("32 before the second request")
+        with st.Conn(s.port) as c:
+            # refused for its empty lines before anything else, as when whole: not a 505
+            pieces(c, b"\r\n" * 16, 2)
+            c.send(b"\r\nGET / HTTP/0.1\r\nHost: a\r\n\r\n")
+            eq(c.read_response().status, 400, "16 alone, then 1 and an HTTP/0.1 request")
+            c.expect_closed("16 alone, then 1 and an HTTP/0.1 request")
         with st.Conn(s.port) as c:  # the count starts again after each head
             for _ in range(3):
                 c.send(b"\r\n" * 12)
