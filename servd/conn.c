@@ -362,38 +362,6 @@ static void answer_error(sv_conn *c, const sv_request *req, int status)
     close_after_write(c);
 }
 
-/* Counts n empty lines before a request line (RFC 9112 §2.2) with those
- * the connection dropped since its last head. @return 0, or -400 past
- * SV_MAX_LEADING_CRLF, the parser's limit for those that arrive with it. */
-static int empty_lines(sv_conn *c, size_t n)
-{
-    if (n > (size_t)(SV_MAX_LEADING_CRLF - c->empty_lines))
-        return -400;
-    c->empty_lines = (uint8_t)(c->empty_lines + n);
-    return 0;
-}
-
-/* The parser's verdict r on buf[0, len), which follows empty lines the
- * connection dropped: the head's own empty lines count with them, and past
- * SV_MAX_LEADING_CRLF it is refused before anything else, as the parser
- * refuses a head that brings them all (before its request line is read,
- * whatever follows, complete or not). Input of empty lines alone is
- * counted as it is dropped (process()). */
-static int after_empty_lines(sv_conn *c, const char *buf, size_t len, int r)
-{
-    size_t e = sv_http1_empty_lines(buf, len);
-    if (e == len)
-        return r;
-    if (e / 2 > (size_t)(SV_MAX_LEADING_CRLF - c->empty_lines)) {
-        c->w->req.method = 0;
-        c->w->req.version.len = 0;
-        return -400;
-    }
-    if (r > 0)
-        c->empty_lines = 0;
-    return r;
-}
-
 /* Answers every complete request in buf[0, len), in order, and writes the
  * batch. @return the bytes consumed; the caller keeps the rest (an
  * incomplete head, or input held back because the connection paused). */
@@ -419,27 +387,32 @@ static size_t process(sv_conn *c, const char *buf, size_t len)
             c->paused = 1;
             break;
         }
-        int r = sv_http1_parse(buf + pos, len - pos, &w->req);
-        if (__builtin_expect(c->empty_lines != 0, 0))
-            r = after_empty_lines(c, buf + pos, len - pos, r);
-        if (r == SV_PARSE_INCOMPLETE) {
-            /* Empty lines alone (RFC 9112 §2.2: an old client's CRLF
-             * after a body) start no head: dropped, they do not arm the
-             * header timeout of a connection that is only idle. They count
-             * towards the next head's SV_MAX_LEADING_CRLF, so that it gets
-             * the same answer however its bytes arrive. */
-            if (sv_http1_empty_lines(buf + pos, len - pos) == len - pos) {
-                r = empty_lines(c, (len - pos) / 2);
-                if (r == 0) {
-                    pos = len;
-                    w->blank = 1; /* no timer restarts for them (on_read) */
-                    break;
-                }
-            } else if (len - pos < SV_MAX_HEAD) {
+        if (__builtin_expect(buf[pos] == '\r', 0)) {
+            /* Empty lines before a request line (RFC 9112 §2.2: an old
+             * client's CRLF after a body) are dropped here, and counted
+             * since the last head, so that SV_MAX_LEADING_CRLF gives the
+             * same answer however the bytes arrive. Dropped alone, they
+             * start no head: they do not arm the header timeout of a
+             * connection that is only idle. */
+            size_t e = sv_http1_empty_lines(buf + pos, len - pos);
+            if (e / 2 > (size_t)(SV_MAX_LEADING_CRLF - c->empty_lines)) {
+                w->req.method = 0; /* no request line was read */
+                answer_error(c, NULL, 400);
+                pos = len;
                 break;
-            } else {
-                r = -431; /* the parser's contract; never wait on a full buffer */
             }
+            c->empty_lines = (uint8_t)(c->empty_lines + e / 2);
+            pos += e;
+            if (pos == len) {
+                w->blank = 1; /* no timer restarts for them (on_read) */
+                break;
+            }
+        }
+        int r = sv_http1_parse(buf + pos, len - pos, &w->req);
+        if (r == SV_PARSE_INCOMPLETE) {
+            if (len - pos < SV_MAX_HEAD)
+                break;
+            r = -431; /* the parser's contract; never wait on a full buffer */
         }
         if (r < 0) {
             /* Logged with its request line when that was read whole, but
@@ -453,6 +426,7 @@ static size_t process(sv_conn *c, const char *buf, size_t len)
         }
         pos += (size_t)r;
         c->t_head = 0;
+        c->empty_lines = 0;
         if (w->req.chunked) {
             /* Skipped like a body of that Content-Length when it is all
              * here; one still arriving is not waited for: the connection

@@ -176,8 +176,8 @@ int sv_http1_parse(const char *buf, size_t len, sv_request *req);
 
 /* Length of the run of empty lines (CRLF pairs) that buf[0, len) starts
  * with. The parser skips up to SV_MAX_LEADING_CRLF of them before a request
- * line; the connection drops input that is nothing else, and counts what it
- * dropped towards the next head's limit. */
+ * line; the connection drops them before it calls the parser and counts
+ * them since its last head, so that the limit holds however they arrive. */
 size_t sv_http1_empty_lines(const char *buf, size_t len);
 
 /* Measures the chunked body (RFC 9112 §7.1) that buf[0, len) starts with,

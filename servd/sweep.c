@@ -49,11 +49,6 @@ int sv__peek_input(uv_tcp_t *t)
     return r > 0 ? 1 : r == 0 ? 0 : -1;
 }
 
-static int peek_input(sv_conn *c)
-{
-    return sv__peek_input(&c->tcp);
-}
-
 /* Whether c has sent nothing since its accept (t_head is set at accept and
  * cleared when a head is answered; the bytes of one arriving are held). */
 static int silent_since_accept(const sv_conn *c)
@@ -76,7 +71,7 @@ static int stop_closes(sv_worker *w, sv_conn *c, uint64_t now)
     uint64_t since = c->t_active > c->t_taken ? c->t_active : c->t_taken;
     if (now - since < idle_limit(w))
         return 0;
-    return silent_since_accept(c) ? peek_input(c) <= 0 : !sv__conn_request_coming(c);
+    return silent_since_accept(c) ? sv__peek_input(&c->tcp) <= 0 : !sv__conn_request_coming(c);
 }
 
 /* The timeouts, checked every sweep. A connection with response bytes in
@@ -144,7 +139,8 @@ void sv__conn_sweep(sv_worker *w)
              * read yet (RFC 9112 section 9.6); the next read discards the
              * input, a later sweep closes. */
             if (c->eof || /* closed by the client, which now has it all */
-                (w->draining && now - c->t_active >= idle_limit(w) && peek_input(c) <= 0) ||
+                (w->draining && now - c->t_active >= idle_limit(w) &&
+                 sv__peek_input(&c->tcp) <= 0) ||
                 now - c->t_active >= SV_LINGER_MS)
                 sv__conn_close(c);
         } else if (c->state == SV_CS_OPEN && !c->paused) {
@@ -186,7 +182,7 @@ static int reclaimable_idle(sv_conn *c, uint64_t now)
     if (!quiet(c) || now - c->t_active < SV_RECLAIM_IDLE_MS || (c->t_head && c->produced) ||
         sv__conn_kernel_unacked(c))
         return 0;
-    int in = peek_input(c);
+    int in = sv__peek_input(&c->tcp);
     return in < 0 ? 1 : in == 0 ? 2 : 0;
 }
 
@@ -209,7 +205,7 @@ unsigned sv__conn_make_room(sv_worker *w, unsigned max)
         if (!quiet(c) || c->produced)
             continue;
         peeks++;
-        if (peek_input(c) == 0) {
+        if (sv__peek_input(&c->tcp) == 0) {
             sv__conn_close(c);
             found++;
         }
@@ -238,7 +234,7 @@ unsigned sv__conn_make_room(sv_worker *w, unsigned max)
  * draining); the header timeout and --shutdown-timeout still bound them. */
 int sv__conn_request_coming(sv_conn *c)
 {
-    return c->t_head || c->inlen || c->drain || c->paused || peek_input(c) > 0;
+    return c->t_head || c->inlen || c->drain || c->paused || sv__peek_input(&c->tcp) > 0;
 }
 
 void sv__conn_stop_all(sv_worker *w, int force)

@@ -369,6 +369,15 @@ def t_empty_lines_count_however_they_arrive():
             c.send(b"\r\nGET / HTTP/0.1\r\nHost: a\r\n\r\n")
             eq(c.read_response().status, 400, "16 alone, then 1 and an HTTP/0.1 request")
             c.expect_closed("16 alone, then 1 and an HTTP/0.1 request")
+        with st.Conn(s.port) as c:
+            # the 400 is no answer to the HEAD before it: it has its body
+            c.send(st.req("HEAD", "/small.txt"))
+            eq(c.read_response("HEAD").status, 200, "a HEAD request")
+            c.send(b"\r\n" * 17)
+            r = c.read_response()
+            eq(r.status, 400, "17 alone after a HEAD request")
+            ok(len(r.body) > 0, "the 400 after a HEAD request has its body")
+            c.expect_closed("17 alone after a HEAD request")
         with st.Conn(s.port) as c:  # the count starts again after each head
             for _ in range(3):
                 c.send(b"\r\n" * 12)
