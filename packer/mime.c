@@ -45,7 +45,6 @@ static const char *const text_apps[] = {
     "application/javascript", "application/ecmascript", "application/x-javascript",
     "application/json",       "application/xml",        "application/yaml",
     "application/toml",       "application/x-ndjson",   "application/x-sh",
-    "application/rtf",
 };
 
 /* A buffer for a base type: real types are far shorter (RFC 6838 caps each
@@ -78,6 +77,9 @@ static const char *const text_nocharset[] = {
     "application/pgp-signature",
     "application/pgp-encrypted",
     "application/postscript",
+    /* RTF names its own code page (\ansicpg); its registration defines no
+     * parameter. */
+    "application/rtf",
 };
 
 static const char *const font_types[] = {

@@ -168,6 +168,7 @@ TEST(mime_compression_classes)
     ASSERT_EQ(pk_mime_class("application/pgp-keys"), PK_CLASS_TEXT);
     ASSERT_EQ(pk_mime_class("application/postscript"), PK_CLASS_TEXT);
     ASSERT_EQ(pk_mime_is_text("application/x-subrip"), 0); /* no charset parameter */
+    ASSERT_EQ(pk_mime_class("application/rtf"), PK_CLASS_TEXT);
     /* Already compressed: never recompressed. */
     static const char *const none[] = {"image/png",
                                        "image/jpeg",
@@ -251,6 +252,10 @@ TEST(mime_decide_charset_by_type)
             t__fail(__FILE__, __LINE__, "%s: %s, want %s", json[i].key, t, json[i].want);
         free(t);
     }
+    /* RTF defines no charset parameter: it names its code page itself. */
+    t = decide("/a.rtf", NULL, "{\\rtf1\\ansi\\ansicpg1252 x}", 26);
+    ASSERT_STR_EQ(t, "application/rtf");
+    free(t);
     /* ... but libmagic's JSON still compresses as text. */
     ASSERT_EQ(pk_mime_class("application/json"), PK_CLASS_TEXT);
     t = decide("/a.jsx", NULL, "x", 1);
