@@ -14,6 +14,7 @@
 static struct {
     atomic_int used;
     atomic_int hit;
+    atomic_int served;        /* faults count (sv_mapguard_serve) */
     atomic_uint gen;          /* odd while a thread changes lo and hi */
     _Atomic uintptr_t lo, hi; /* lo 0: not (yet) a range */
 } slots[SV_MAPGUARD_SLOTS];
@@ -52,7 +53,8 @@ static void on_sigbus(int sig, siginfo_t *si, void *ctx)
              MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) != MAP_FAILED) {
         if (slot >= 0) {
             atomic_store_explicit(&slots[slot].hit, 1, memory_order_relaxed);
-            atomic_fetch_add_explicit(&faults, 1, memory_order_relaxed);
+            if (atomic_load_explicit(&slots[slot].served, memory_order_relaxed))
+                atomic_fetch_add_explicit(&faults, 1, memory_order_relaxed);
         } else {
             opening_hit = 1;
         }
@@ -130,6 +132,7 @@ void sv_mapguard_remove(int slot)
     atomic_store_explicit(&slots[slot].hi, 0, memory_order_release);
     atomic_fetch_add_explicit(&slots[slot].gen, 1, memory_order_acq_rel);
     atomic_store_explicit(&slots[slot].hit, 0, memory_order_relaxed);
+    atomic_store_explicit(&slots[slot].served, 0, memory_order_relaxed);
     atomic_store(&slots[slot].used, 0);
 }
 
@@ -143,6 +146,12 @@ const atomic_int *sv_mapguard_flag(int slot)
 {
     static const atomic_int never;
     return slot >= 0 && slot < SV_MAPGUARD_SLOTS ? &slots[slot].hit : &never;
+}
+
+void sv_mapguard_serve(int slot)
+{
+    if (slot >= 0 && slot < SV_MAPGUARD_SLOTS)
+        atomic_store_explicit(&slots[slot].served, 1, memory_order_relaxed);
 }
 
 unsigned long sv_mapguard_faults(void)

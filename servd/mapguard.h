@@ -83,7 +83,13 @@ const atomic_int *sv_mapguard_flag(int slot);
  * of the pack being served change in place. */
 void sv_mapguard_mark(int slot);
 
-/* Pages replaced by zeros since startup. */
+/* From here on, faults in slot's range count in sv_mapguard_faults: its
+ * pack is served (the load that guarded it succeeded). Those of a load's
+ * validation walk are the load's own refusal, not a pack in use cut. */
+void sv_mapguard_serve(int slot);
+
+/* Pages of served packs (sv_mapguard_serve) replaced by zeros since
+ * startup. */
 unsigned long sv_mapguard_faults(void);
 
 #endif

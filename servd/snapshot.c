@@ -37,6 +37,7 @@
 #define CHANGED_AT_OPEN  "the file changed while it was being opened (written in place?)"
 #define CUT_IN_CHECK     "the file was cut short while it was checked (written in place?)"
 #define CHANGED_IN_CHECK "the file changed while it was checked (written in place?)"
+#define CHANGED_IN_WALK  "the file changed while it was validated (written in place?)"
 
 /* Room for a key in a message, escaped (sf_escape): longer ones are cut. */
 #define SV_SHOW_KEY 256
@@ -394,6 +395,21 @@ static void link_target(const char *path, int fd, char *target, size_t cap)
         target[0] = '\0';
 }
 
+/* Whether a refusal rc judged the file's bytes, rather than running out of
+ * something, being abandoned or failing to read it (SF_EIO). */
+static int verdict(int rc)
+{
+    return rc != SF_EIO && rc != SF_ENOMEM && rc != SF_ECANCELED;
+}
+
+/* Whether the file open at fd was written since it was seen. */
+static int written_since(int fd, const sv_file_seen *seen)
+{
+    sv_file_id id;
+    sv_file_stamp now = seen->stamp;
+    return fd >= 0 && sv_file_state_of(fd, &id, &now) == 0 && !sv_file_stamp_eq(&seen->stamp, &now);
+}
+
 int sv_snapshot_load(int fd, const char *path, int nreaders, int cancel_fd, sv_snapshot **out,
                      sv_file_seen *seen, char *err, size_t errlen)
 {
@@ -465,16 +481,19 @@ int sv_snapshot_load(int fd, const char *path, int nreaders, int cancel_fd, sv_s
     unsigned char head[SV_SNAPSHOT_HEAD] = {0};
     if (rc == 0 && pread(fd, head, sizeof head, 0) < 0)
         memset(head, 0, sizeof head);
-    if (rc == 0) {
+    int opened = rc == 0;
+    if (opened) {
         sv_mapguard_open_begin(); /* LMDB reads its map before the range is known */
         rc = sf_pack_open_checked(fdpath, sv_mapguard_open_cut, &pack, err, errlen);
     }
-    close(fd); /* LMDB holds its own descriptor */
     if (rc != 0) {
-        if (sv_mapguard_open_end()) { /* whatever LMDB made of the zeros */
+        /* whatever LMDB made of the zeros, or what the open read of a
+         * file written since its check passed */
+        if (sv_mapguard_open_end() || (opened && verdict(rc) && written_since(fd, seen))) {
             snprintf(err, errlen, "%s: %s", fdpath, CHANGED_AT_OPEN);
             rc = SF_EIO;
         }
+        close(fd);
         sf_name_file(err, errlen, fdpath, path);
         /* No verdict on the file: the check could not start, or the file
          * was written while it was checked (SF_EIO), or it ran out of
@@ -482,9 +501,10 @@ int sv_snapshot_load(int fd, const char *path, int nreaders, int cancel_fd, sv_s
          * (SF_ECANCELED), or it passed and servd could not then open the
          * pack (SF_EIO, SF_ENOMEM from the system). Only a start that
          * failed tries /proc/self/exe. */
-        seen->retry = rc == SF_EIO || rc == SF_ENOMEM || rc == SF_ECANCELED;
+        seen->retry = !verdict(rc);
         return rc;
     }
+    close(fd); /* LMDB holds its own descriptor */
 
     sv_snapshot *s = calloc(1, sizeof *s + (size_t)nreaders * sizeof s->readers[0]);
     if (!s) {
@@ -500,7 +520,7 @@ int sv_snapshot_load(int fd, const char *path, int nreaders, int cancel_fd, sv_s
     s->head_hash = head_hash(head, sizeof head);
     memcpy(s->target, target, sizeof target);
     /* Guarded before the validation walk reads every page. */
-    int map_fd;
+    int map_fd = -1;
     const char *map;
     s->guard = sf_pack_file(pack, &map_fd, &map) == 0
                    ? sv_mapguard_add(map, (size_t)sf_pack_size(pack))
@@ -511,26 +531,35 @@ int sv_snapshot_load(int fd, const char *path, int nreaders, int cancel_fd, sv_s
         rc = SF_EIO; /* no verdict on the file: looked at again */
         goto out_end_readers;
     }
-    for (int i = 0; i < nreaders; i++) {
-        if ((rc = sf_reader_begin(pack, &s->readers[i])) != 0) {
+    for (int i = 0; i < nreaders && rc == 0; i++) {
+        if ((rc = sf_reader_begin(pack, &s->readers[i])) != 0)
             snprintf(err, errlen, "%s: cannot start a reader: %s", path, sf_strerror(rc));
-            goto out_end_readers;
-        }
-        s->nreaders = i + 1;
+        else
+            s->nreaders = i + 1;
     }
-    if ((rc = validate(path, pack, s->readers[0], cancel_fd, &s->n_paths, err, errlen)) != 0)
+    if (rc == 0)
+        rc = validate(path, pack, s->readers[0], cancel_fd, &s->n_paths, err, errlen);
+    /* What the readers and the walk read of a file cut or written meanwhile
+     * (pages past a cut read as zeros; a rewrite of the same size faults
+     * nowhere, and may pass) is no verdict on it, as the check's is not. */
+    if (verdict(rc) && (atomic_load(s->cut) || written_since(map_fd, seen))) {
+        snprintf(err, errlen, "%s: %s", path, CHANGED_IN_WALK);
+        rc = SF_EIO;
+    }
+    if (rc != 0)
         goto out_end_readers;
 
     sf_pack_id_hex(sf_pack_meta(pack)->pack_id, s->id_hex);
     s->loaded_at = (int64_t)time(NULL);
     atomic_init(&s->refs, 1);
     atomic_fetch_add(&live_snapshots, 1);
+    sv_mapguard_serve(s->guard);
     *out = s;
     return 0;
 
 out_end_readers:
     /* out of memory for a reader or the walk, or abandoned: no verdict, as above */
-    seen->retry = rc == SF_EIO || rc == SF_ENOMEM || rc == SF_ECANCELED;
+    seen->retry = !verdict(rc);
     for (int i = 0; i < s->nreaders; i++)
         sf_reader_end(s->readers[i]);
     sv_mapguard_remove(s->guard);

@@ -386,5 +386,76 @@ def t_a_pack_cut_while_it_is_checked(sw):
             eq(st.get(s.port, "/").body, sw.f1["/index.html"], "served on from version 1")
 
 
+def cut_case(name, sw):
+    """A directory with whole/site.lmdb (version 1), cut/site.lmdb (version 2) and the
+    pack path site.lmdb a symlink to whole/: a reload after the link is flipped to cut/
+    opens the file the shim cuts. @return (the pack path, the file to cut)."""
+    d = os.path.join(st.tmpdir(), name)
+    for sub in ("whole", "cut"):
+        os.makedirs(os.path.join(d, sub), exist_ok=True)
+        shutil.copyfile(sw.p1 if sub == "whole" else sw.p2, os.path.join(d, sub, "site.lmdb"))
+    link = os.path.join(d, "site.lmdb")
+    if os.path.lexists(link):
+        os.unlink(link)
+    os.symlink("whole/site.lmdb", link)
+    return link, os.path.join(d, "cut", "site.lmdb")
+
+
+def flip_and_reload(s, link, want):
+    """Points link at cut/, sends SIGHUP and waits until the log says want."""
+    os.symlink("cut/site.lmdb", link + ".new")
+    os.replace(link + ".new", link)
+    s.proc.send_signal(signal.SIGHUP)
+    t0 = time.time()
+    while time.time() - t0 < 10 and s.alive() and want not in s.read_log():
+        time.sleep(0.05)
+    ok(s.alive(), "servd died (exit %r)\n%s" % (s.proc.poll(), s.read_log()[-2000:]))
+    ok(want in s.read_log(), "the log says %r:\n%s" % (want, s.read_log()[-2000:]))
+
+
+def t_a_pack_cut_after_its_check(sw):
+    """A pack cut in place after its check passed and before servd opens it (swap_open.so's
+    WAIT_CUT: when the reload's check is reaped) is refused as a file changed while it was
+    opened, looked at again, not judged: it was refused as "not a servd pack" and never
+    retried, where servd(1) promises no verdict on it."""
+    link, cut = cut_case("cut-after-check", sw)
+    env = st.preload_env(os.path.join(st.BUILD_DIR, "swap_open.so"), WAIT_CUT=cut,
+                         WAIT_CUT_N="2")
+    with st.Servd(link, workers=1, extra=["--no-watch"], env=env) as s:
+        eq(st.get(s.port, "/").body, sw.f1["/index.html"], "version 1 before the reload")
+        flip_and_reload(s, link, "the file changed while it was being opened (written in place?)"
+                        "; still serving pack")
+        ok("not a servd pack" not in s.read_log().split("changed while it was being opened")[0],
+           "judged before it was looked at again:\n%s" % s.read_log()[-2000:])
+        eq(st.get(s.port, "/").body, sw.f1["/index.html"], "served on from version 1")
+
+
+def t_a_pack_cut_while_it_is_validated(sw):
+    """A pack cut in place while servd's own walk validates it (swap_open.so's
+    CUT_AT_TXN_BEGIN: at the begin of the reader the walk uses) reads zeros past the cut:
+    refused as a file changed while it was validated and looked at again, not judged ("an
+    LMDB error"), and not counted as pages of a pack in use cut: no pack served was. Made
+    its size again (CUT_REGROW: zeros, nothing faults), the same."""
+    for regrow in (None, "1"):
+        name = "cut-in-walk-%s" % (regrow or "0")
+        link, cut = cut_case(name, sw)
+        adm = st.free_port()
+        shim = dict(CUT_AT_TXN_BEGIN="2", CUT_ON="/%s/cut/site.lmdb" % name,
+                    CUT_NOT_IN_CHECK="1")
+        if regrow:
+            shim["CUT_REGROW"] = regrow
+        env = st.preload_env(os.path.join(st.BUILD_DIR, "swap_open.so"), **shim)
+        with st.Servd(link, workers=1, extra=["--no-watch", "--admin", "127.0.0.1:%d" % adm],
+                      env=env) as s:
+            eq(st.get(s.port, "/").body, sw.f1["/index.html"], "version 1 before the reload")
+            flip_and_reload(s, link, "the file changed while it was validated (written in "
+                            "place?); still serving pack")
+            eq(st.metrics(adm)["servd_pack_cut_pages_total"], 0, "pages of a pack in use cut")
+            s.proc.send_signal(signal.SIGHUP)  # the next reload says nothing of pages cut
+            time.sleep(0.5)
+            ok("page(s) of a pack in use" not in s.read_log(), s.read_log()[-2000:])
+            eq(st.get(s.port, "/").body, sw.f1["/index.html"], "served on from version 1")
+
+
 if __name__ == "__main__":
     st.run(st.collect(globals()), setup=Setup)
