@@ -308,7 +308,10 @@ int sv_watch_start(uv_loop_t *loop, const char *path, const sv_file_seen *curren
         w->dw[i].w = w;
         w->open_handles++;
     }
-    aim_all(w);
+    /* A rename while servd started, after its pack was opened and before
+     * these watches were set, is seen now, not at the first poll (never,
+     * with --watch-interval 0). */
+    look(w, 0);
     if (poll_ms)
         uv_timer_start(&w->poll, on_poll, poll_ms, poll_ms);
     *out = w;

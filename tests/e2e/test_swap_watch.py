@@ -651,6 +651,20 @@ def t_a_deploy_while_servd_starts_is_loaded(s):
            "the startup SIGHUP is logged: " + d.read_log()[-800:])
 
 
+def t_a_rename_while_servd_starts_is_seen_without_polling(s):
+    # The same rename during startup with no SIGHUP: it lands before the watch is set,
+    # so inotify never reports it. The watch looks at the path once it starts; with
+    # --watch-interval 0 the old pack was served for good.
+    live = sw.Live("startup-watch")
+    live.rename_in(s.v.packs[0])
+    new = live.path + ".new"
+    st_copy(s.v.packs[1], new)
+    env = st.preload_env(os.path.join(st.BUILD_DIR, "swap_open.so"), WAIT_RENAME_FROM=new,
+                         WAIT_RENAME_TO=live.path)
+    with st.Servd(live.path, workers=1, extra=["--watch-interval", "0"], env=env) as d:
+        wait_body(d.port, s.v.index(2), "--watch-interval 0: a rename during startup")
+
+
 def t_a_directory_replaced_under_the_path_is_watched_again(s):
     # mv live live.old; mkdir live; a pack renamed in. inotify went on watching the old
     # directory, whose own move it reported under the directory's name, which matched no
