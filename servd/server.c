@@ -246,8 +246,11 @@ static void load_result(sv_server *srv)
          * over), which paths served from the path cache would never read
          * through servd's own code. Not a check that only ran out of time
          * (a touched pack on a machine too busy): that says nothing of
-         * the bytes served. */
-        if (ld->rc != SF_ETIMEDOUT && sv_file_id_eq(&ld->seen.id, &ld->served.id) &&
+         * the bytes served, nor does a file servd could not open (made
+         * unreadable to --user: SF_EIO), which would have answered 503 to
+         * every request until a swap. */
+        if (ld->rc != SF_ETIMEDOUT && ld->rc != SF_EIO &&
+            sv_file_id_eq(&ld->seen.id, &ld->served.id) &&
             !sv_file_stamp_eq(&ld->seen.stamp, &ld->served.stamp))
             mark_written_in_place(srv, ld->why);
         return;

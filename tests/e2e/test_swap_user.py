@@ -155,6 +155,29 @@ def t_an_unreadable_pack_is_refused(c):
     c.wait_index(c.v.index(2), "a readable pack after the refused one")
 
 
+def t_the_served_pack_made_unreadable_keeps_serving(c):
+    """The pack served made unreadable to the user and touched, not a byte changed (a
+    chmod and a touch by hand): the reload is refused with the cause, and the pack keeps
+    serving. It was taken for a pack written in place and every request answered 503,
+    for good with the watch (the chmod back moves only the ctime, which it ignores)."""
+    want = c.index()
+    fails0 = sw.metrics(c.adm)["servd_pack_swap_failures_total"]
+    os.chmod(c.pack, 0o600)
+    try:
+        later = time.time() + 5
+        os.utime(c.pack, (later, later))
+        c.proc.send_signal(signal.SIGHUP)
+        ok(sw.wait_metric(c.adm, "servd_pack_swap_failures_total", fails0 + 1) >= fails0 + 1,
+           "the unreadable pack is refused")
+        r = st.get(c.port, "/")
+        eq((r.status, r.body), (200, want), "the pack served keeps serving")
+        ok("written in place" not in c.read_log(), "taken for a pack written in place: %r"
+           % c.read_log()[-800:])
+    finally:
+        os.chmod(c.pack, 0o644)
+    eq(c.index(), want, "after the chmod back")
+
+
 def t_access_log_written_as_the_user(c):
     st.get(c.port, "/robots.txt")
     t0 = time.time()
