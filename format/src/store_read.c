@@ -292,7 +292,7 @@ int sf_pack_open_checked(const char *path, int (*cut)(void), sf_pack **out, char
     if (!p->map) { /* no view could be bounded by the file (in_file) */
         fail(err, errlen, SF_EIO, "%s: %s", path,
              "cannot find where the pack is mapped (/proc/self/maps is unreadable and the "
-             "pack's page size is not the system's)");
+             "pack's page size does not divide the system's)");
         rc = SF_EIO;
         goto out_env;
     }

@@ -59,7 +59,10 @@ int sf_check_isolated(sf_check_fn check, void *arg, const char *path, int timeou
  * wants the check abandoned (servd stopping while it loads a pack): the
  * child is killed at once and SF_ECANCELED returned, with "PATH: the check
  * of the pack was abandoned; not a verdict". Otherwise the same return
- * values as sf_check_isolated. */
+ * values as sf_check_isolated, but for a file written meanwhile: path is
+ * not looked at again, so a crash or refusal is SF_ECORRUPT whatever
+ * happened to the file; the caller, which holds the file open, tells
+ * (servd's snapshot.c). */
 int sf_check_spawn(char *const argv[], const char *path, int timeout_ms, int cancel_fd, char *err,
                    size_t errlen);
 
