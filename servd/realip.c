@@ -168,15 +168,18 @@ static int trusted(const sv_realip *r, const struct sockaddr *sa)
     return 0;
 }
 
-/* Whether s[0, n) is a port: 1 to 5 digits. */
+/* Whether s[0, n) is a port: 1 to 5 digits, at most 65535. */
 static int is_port(const char *s, size_t n)
 {
     if (n < 1 || n > 5)
         return 0;
-    for (size_t i = 0; i < n; i++)
+    unsigned v = 0;
+    for (size_t i = 0; i < n; i++) {
         if (s[i] < '0' || s[i] > '9')
             return 0;
-    return 1;
+        v = v * 10 + (unsigned)(s[i] - '0');
+    }
+    return v <= 65535;
 }
 
 int sv_realip_parse_element(const char *s, size_t n, struct sockaddr_storage *out)

@@ -121,6 +121,7 @@ TEST(realip_elements)
     ASSERT_STR_EQ(element("192.0.2.1"), "192.0.2.1");
     ASSERT_STR_EQ(element(" \t192.0.2.1 "), "192.0.2.1");
     ASSERT_STR_EQ(element("192.0.2.1:4711"), "192.0.2.1");
+    ASSERT_STR_EQ(element("192.0.2.1:65535"), "192.0.2.1");
     ASSERT_STR_EQ(element("2001:db8::1"), "2001:db8::1");
     ASSERT_STR_EQ(element("[2001:db8::1]"), "2001:db8::1");
     ASSERT_STR_EQ(element("[2001:db8::1]:443"), "2001:db8::1");
@@ -131,6 +132,9 @@ TEST(realip_elements)
                                       "_hidden",
                                       "192.0.2.1:",
                                       "192.0.2.1:123456",
+                                      "192.0.2.1:99999",
+                                      "192.0.2.1:65536",
+                                      "[2001:db8::1]:65536",
                                       "192.0.2.1:x",
                                       "[::1]x",
                                       "[::1",
