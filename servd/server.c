@@ -204,6 +204,24 @@ static void on_pack_written(void *arg)
         served_file_changed(srv, "pack written");
 }
 
+/* The signals the main loop takes (main_loop_init). */
+static const int loop_signums[SV_NSIGNALS] = {SIGHUP, SIGUSR1, SIGTERM, SIGINT, SIGQUIT, SIGUSR2};
+
+/* Blocks the main loop's signals in the calling thread, the main thread,
+ * and keeps the mask it had in *old. Every thread servd starts (the
+ * workers, the admin and log threads, libuv's pool) is started inside
+ * such a block and keeps them blocked, so that only the main thread ever
+ * takes them: at the end of a stop it hands them from libuv to SIG_IGN
+ * with no instant at their default action (on_worker_done). */
+static void block_signals(sigset_t *old)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    for (int i = 0; i < SV_NSIGNALS; i++)
+        sigaddset(&set, loop_signums[i]);
+    pthread_sigmask(SIG_BLOCK, &set, old);
+}
+
 static void reload(sv_server *srv, const char *why);
 static void on_retry(uv_timer_t *t)
 {
@@ -357,7 +375,13 @@ static void reload(sv_server *srv, const char *why)
     /* Once the work is queued, its fields are the pool thread's until
      * load_done (all but told): it may be filling them in already. */
     int qrc = 0;
-    if (ld->rc == 0 && (qrc = uv_queue_work(&srv->loop, &ld->work, load_work, load_done)) == 0) {
+    if (ld->rc == 0) {
+        sigset_t old;
+        block_signals(&old); /* the first queued work starts libuv's pool threads */
+        qrc = uv_queue_work(&srv->loop, &ld->work, load_work, load_done);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+    }
+    if (ld->rc == 0 && qrc == 0) {
         srv->loading = 1;
         return;
     }
@@ -501,17 +525,21 @@ static void on_worker_done(uv_async_t *a)
     /* unreferenced below: the last worker's own send came after the count */
     if (!uv_has_ref((uv_handle_t *)a) || atomic_load(&srv->nfinished) < srv->nstarted)
         return;
+    /* Ignored from here: the exit can still wait for the access log (at
+     * most 2 s, log.c), a reload or reopen now is moot, nginx's SIGUSR2
+     * must not end servd with lines unwritten, and a second stop signal
+     * finds no connection left to close (by its default action it would
+     * end servd as killed, status 128 + signal, SIGQUIT with a core).
+     * Closing a handle gives its signal the default action back: blocked
+     * meanwhile (here and in every other thread, block_signals()), one
+     * that comes stays pending, and SIG_IGN discards it. */
+    sigset_t old;
+    block_signals(&old);
     for (int i = 0; i < SV_NSIGNALS; i++)
         uv_close((uv_handle_t *)&srv->sig[i], NULL);
-    /* libuv gave them their default action back, and the exit can still
-     * wait for the access log (at most 2 s, log.c): a reload or reopen now
-     * is moot, nginx's SIGUSR2 must not end servd with lines unwritten,
-     * and a second stop signal finds no connection left to close (by its
-     * default action it would end servd as killed, status 128 + signal,
-     * SIGQUIT with a core) */
-    static const int late[] = {SIGHUP, SIGUSR1, SIGUSR2, SIGTERM, SIGINT, SIGQUIT};
-    for (size_t i = 0; i < sizeof late / sizeof late[0]; i++)
-        signal(late[i], SIG_IGN);
+    for (int i = 0; i < SV_NSIGNALS; i++)
+        signal(loop_signums[i], SIG_IGN);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
     uv_close((uv_handle_t *)&srv->stop_timer, NULL);
     uv_close((uv_handle_t *)&srv->retry_timer, NULL);
     /* Not closed yet: the last worker may still be about to send it (it
@@ -529,7 +557,6 @@ static void on_worker_done(uv_async_t *a)
  * stop_fd), with nothing left open. */
 static int main_loop_init(sv_server *srv)
 {
-    static const int signums[SV_NSIGNALS] = {SIGHUP, SIGUSR1, SIGTERM, SIGINT, SIGQUIT, SIGUSR2};
     /* The first loop of a process makes libuv's process-wide signal pipe
      * after the loop's epoll descriptor, and libuv aborts when it cannot:
      * three descriptors must be free. */
@@ -548,7 +575,7 @@ static int main_loop_init(sv_server *srv)
     for (int i = 0; i < SV_NSIGNALS && rc == 0; i++) {
         if ((rc = uv_signal_init(&srv->loop, &srv->sig[i])) == 0) {
             srv->sig[i].data = srv;
-            rc = uv_signal_start(&srv->sig[i], on_signal, signums[i]);
+            rc = uv_signal_start(&srv->sig[i], on_signal, loop_signums[i]);
         }
     }
     if (rc == 0 && (rc = uv_async_init(&srv->loop, &srv->done, on_worker_done)) == 0)
@@ -856,15 +883,23 @@ int sv_server_run(const sv_config *cfg, sv_snapshot *snap)
     char where[SV_MAX_LISTEN * 100] = ""; /* "addr, addr, ..." for the startup line */
     char admin_where[sizeof cfg->admin.text];
     snprintf(admin_where, sizeof admin_where, "%s", cfg->admin.text);
+    /* The log, admin and worker threads start with the loop's signals
+     * blocked (block_signals()); one sent meanwhile waits until the end
+     * of the block. */
+    sigset_t old_mask;
+    block_signals(&old_mask);
     if (open_sockets(srv, where, sizeof where, admin_where, sizeof admin_where) != 0 ||
-        drop_root_open_log(srv) != 0)
+        drop_root_open_log(srv) != 0) {
+        pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
         goto out_free;
+    }
     if (cfg->has_admin) {
         int fd = srv->admin_fd;
         srv->admin_fd = -1; /* the admin thread owns it now, even on failure */
         if (sv_admin_start(fd, admin_where, &srv->metrics, &srv->stopping, &srv->admin, err,
                            sizeof err) != 0) {
             sv_say(SV_ERR, "admin: %s", err);
+            pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
             goto out_close_log;
         }
     }
@@ -875,6 +910,7 @@ int sv_server_run(const sv_config *cfg, sv_snapshot *snap)
         sv_say(SV_WARNING, "out of memory for the pack watch; only SIGHUP reloads");
 
     rc = start_workers(srv);
+    pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
     if (rc == 0) {
         char via[PATH_MAX + 8];
         sv_say(SV_INFO, "serving pack %s (%llu paths) from %s%s", snap->id_hex,

@@ -999,6 +999,34 @@ def t_sigint_and_second_signal():
         s.stop(check=False)
 
 
+def t_signals_at_the_end_of_a_stop_are_ignored():
+    """Once every connection is closed, the stop closes its signal handles, which gives
+    each signal its default action back, then sets them ignored while the last access-log
+    lines are written: a SIGHUP in between (swap_open.so's SLOW_SIGNAL_CLOSE_MS widens the
+    instant) ended servd as killed, status 129, its log lines unwritten. They are blocked
+    across the change now, in every thread."""
+    log = os.path.join(st.tmpdir(), "late-signals.log")
+    if os.path.exists(log):
+        os.unlink(log)
+    env = st.preload_env(os.path.join(st.BUILD_DIR, "swap_open.so"), SLOW_SIGNAL_CLOSE_MS="50")
+    s = st.Servd(pack(), workers=2, extra=["--access-log", log], env=env).start()
+    try:
+        eq(st.get(s.port, "/index.html").status, 200, "a request to log")
+        s.proc.send_signal(signal.SIGTERM)
+        t0 = time.time()
+        while s.proc.poll() is None and time.time() - t0 < st.STOP_TIMEOUT:
+            try:
+                os.kill(s.proc.pid, signal.SIGHUP)
+            except ProcessLookupError:
+                break
+            time.sleep(0.002)
+        eq(s.proc.wait(timeout=st.STOP_TIMEOUT), 0,
+           "exit status with SIGHUPs through the stop\n" + s.read_log()[-1000:])
+        ok(b"/index.html" in open(log, "rb").read(), "the request's access-log line")
+    finally:
+        s.stop(check=False)
+
+
 def t_access_log_real_ip_behind_a_trusted_proxy():
     """Behind a CDN the peer is the CDN: with --real-ip-header and --real-ip-from the log
     names the client the trusted proxy passed on, and only from such a proxy. A request
