@@ -52,7 +52,7 @@ int sv_user_lookup(const char *name, sv_user *out, char *err, size_t errlen)
         if (!nb) {
             free(buf);
             snprintf(err, errlen, "--user '%s': out of memory", name);
-            return -1;
+            return -2;
         }
         buf = nb;
         rc = numeric ? getpwuid_r((uid_t)num, &pw, buf, cap, &res)
@@ -62,10 +62,12 @@ int sv_user_lookup(const char *name, sv_user *out, char *err, size_t errlen)
         cap *= 2;
     }
     if (rc != 0 || !res) {
+        /* a database that could not be read (LDAP or sssd down: EIO,
+         * EAGAIN) is no usage error, and may answer at the next start */
         snprintf(err, errlen, "--user '%s': %s", name,
                  rc ? strerror(rc) : "no such user in the password database");
         free(buf);
-        return -1;
+        return rc ? -2 : -1;
     }
     snprintf(out->name, sizeof out->name, "%s", pw.pw_name);
     out->uid = pw.pw_uid;

@@ -29,8 +29,9 @@ typedef struct sv_user {
 /* Looks the user up (a name, or a numeric uid) in the password database and
  * checks that this process can switch to it (it runs as root, or already as
  * that user).
- * @return 0; -1 with a sentence in err when there is no such user; -2 when
- * this process cannot switch to it (not root). */
+ * @return 0; -1 with a sentence in err when there is no such user (or the
+ * name is no user's); -2 when the password database could not be read, or
+ * this process cannot switch to the user (not root). */
 int sv_user_lookup(const char *name, sv_user *out, char *err, size_t errlen);
 
 /* Switches the whole process (call it before starting threads) to u: the

@@ -216,6 +216,15 @@ def t_without_root():
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30)
         eq(rc.returncode, 2, "--user %s: exit status (%r)" % (uid, rc.stderr))
         ok(b"not a user id" in rc.stderr, "--user %s: message %r" % (uid, rc.stderr))
+    # a password database that cannot be read (LDAP or sssd down) is no usage error
+    rc = subprocess.run([st.SERVD, "--pack", st.pack(st.WWW, "user-www.lmdb"),
+                         "--listen", "127.0.0.1:%d" % st.free_port(), "--user", USER],
+                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30,
+                        env=st.preload_env(os.path.join(st.BUILD_DIR, "swap_open.so"),
+                                           FAIL_GETPW="1"))
+    eq(rc.returncode, 1, "an unreadable password database: exit status (%r)" % rc.stderr)
+    eq(rc.stderr, b"servd: refusing to start: --user '%s': Input/output error\n" % USER.encode(),
+       "an unreadable password database: message")
     setpriv = shutil.which("setpriv")
     if setpriv is None:  # util-linux has it: not expected on Debian
         raise st.Skip("setpriv is not installed: the half of this test that needs it")
