@@ -152,7 +152,14 @@ int sv_activation_take(sv_activation *out, char *err, size_t errlen)
             goto out_unset;
         }
         fd_name(names, i, name, sizeof name);
-        if (strcmp(name, "admin") == 0 && out->admin_fd < 0) {
+        if (strcmp(name, "admin") == 0 && out->admin_fd >= 0) {
+            snprintf(err, errlen,
+                     "socket activation: descriptors %d and %d are both named admin; "
+                     "one admin socket is served",
+                     out->admin_fd, fd);
+            rc = -1;
+            goto out_unset;
+        } else if (strcmp(name, "admin") == 0) {
             out->admin_fd = fd;
         } else if (out->n == SV_ACTIVATION_MAX) {
             snprintf(err, errlen, "socket activation: more than %d HTTP sockets passed",

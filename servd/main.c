@@ -373,6 +373,15 @@ static int take_sockets(sv_config *cfg)
             "too many listening sockets with the ones passed in (at most " XSTR(SV_MAX_LISTEN) ")");
     for (int i = 0; i < act.n; i++)
         cfg->inherited[cfg->ninherited++] = act.fds[i];
+    if (act.admin_fd >= 0 && cfg->has_admin)
+        usage_error("--admin %s and a passed socket named admin: give one of them",
+                    cfg->admin.text);
+    if (act.admin_fd >= 0 && act.n == 0 && cfg->nlisten == 0) {
+        /* no default address beside passed sockets (servd.1) */
+        sv_say(SV_ERR, "socket activation: only a socket named admin was passed; pass one to "
+                       "serve HTTP on as well, or give --listen");
+        return -1;
+    }
     if (act.admin_fd >= 0) {
         cfg->admin_inherited = act.admin_fd;
         cfg->has_admin = 1;

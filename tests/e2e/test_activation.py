@@ -200,6 +200,7 @@ def t_listen_pid_of_another_process_is_ignored():
 
 def t_bad_activation_is_refused():
     lst = listener()
+    adm = listener()
     conn_only = socket.socket(socket.AF_INET, socket.SOCK_STREAM)  # not listening
     conn_only.bind(("127.0.0.1", 0))
     udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -210,6 +211,16 @@ def t_bad_activation_is_refused():
         ("a UDP socket", [udp.fileno()], {}, "not a stream socket"),
         ("LISTEN_FDS=x", [lst.fileno()], {"fds_env": "x"}, "LISTEN_FDS='x' is not a number"),
         ("LISTEN_FDS=2 with one socket", [lst.fileno()], {"fds_env": "2"}, "descriptor 4"),
+        # the second was served as HTTP: the site on what was meant for metrics
+        ("two sockets named admin", [lst.fileno(), adm.fileno()], {"names": "admin:admin"},
+         "descriptors 3 and 4 are both named admin"),
+        # servd.1: no default address beside passed sockets; 127.0.0.1:8080 was bound
+        ("only a socket named admin", [adm.fileno()], {"names": "admin"},
+         "only a socket named admin was passed"),
+        # it was ignored without a word, its address never bound
+        ("--admin and a socket named admin", [lst.fileno(), adm.fileno()],
+         {"names": "web:admin", "args": ["--admin", "127.0.0.1:0"]},
+         "--admin 127.0.0.1:0 and a passed socket named admin: give one of them"),
     ]
     try:
         for what, fds, kw, msg in cases:
@@ -220,10 +231,11 @@ def t_bad_activation_is_refused():
                 d.proc.kill()
                 d.proc.wait()
                 raise st.Fail("%s: servd kept running" % what)
-            eq(d.proc.returncode, 1, "%s: exit status" % what)
+            eq(d.proc.returncode, 2 if msg.startswith("--admin") else 1,
+               "%s: exit status" % what)
             ok(msg in d.read_log(), "%s: message %r not in %r" % (what, msg, d.read_log()))
     finally:
-        for x in (lst, conn_only, udp, f):
+        for x in (lst, adm, conn_only, udp, f):
             x.close()
 
 
