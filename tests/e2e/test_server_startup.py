@@ -303,6 +303,17 @@ def t_usage_errors():
     ok(err.startswith("servd: option '--spa' takes no value\n"), "--spa=1: %r" % err)
     rc, out, err = run_servd(["--pack", pack, "--bogus=1"])
     ok(err.startswith("servd: unknown option '--bogus=1'\n"), "--bogus=1: %r" % err)
+    # an abbreviation of one option is that option; of several, it says which
+    rc, out, err = run_servd(["--pack", pack, "--work", "0"])
+    ok(err.startswith("servd: --workers "), "--work: %r" % err)
+    for arg in ("--w", "--real-ip=X-Real-IP"):
+        rc, out, err = run_servd(["--pack", pack, arg])
+        eq(rc, 2, "%s: exit status" % arg)
+        name = arg.split("=")[0]
+        ok(err.startswith("servd: option '%s' is ambiguous: " % name) and
+           all("--" + o in err.splitlines()[0] for o in (
+               ("workers", "watch-interval") if name == "--w" else
+               ("real-ip-header", "real-ip-from"))), "%s: %r" % (arg, err))
     # an empty value ("--pack=$PACK" with PACK unset) is a usage error, not a file
     # named "" ("refusing to start: : No such file or directory", exit 1)
     for opt, what in (("--pack", "a file name"), ("--access-log", "a file name"),
