@@ -302,18 +302,25 @@ int sv_file_id_get(const char *path, sv_file_id *id)
     return sv_file_state_get(path, id, &unused);
 }
 
-/* The path of this program, for spawning the pack check. Resolved from
- * /proc/self/exe once (under valgrind that link names valgrind itself, but
- * readlink of it is answered with servd's path). */
+/* This program, for spawning the pack check: /proc/self/fd/N of a
+ * descriptor opened on it at the first load, so that the check is always
+ * run by the program serving, even after a package upgrade renamed another
+ * over its path; else its path. Resolved from /proc/self/exe once (under
+ * valgrind that link names valgrind itself, but readlink of it is answered
+ * with servd's path). Only the thread of a load calls it, one at a time. */
 static char *self_exe(void)
 {
     static char exe[4096];
     if (!exe[0]) {
         ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-        if (n <= 0 || (size_t)n >= sizeof exe - 1)
+        if (n <= 0 || (size_t)n >= sizeof exe - 1) {
             snprintf(exe, sizeof exe, "/proc/self/exe");
-        else
+        } else {
             exe[n] = '\0';
+            int fd = open(exe, O_PATH | O_CLOEXEC);
+            if (fd >= 0)
+                snprintf(exe, sizeof exe, "/proc/self/fd/%d", fd);
+        }
     }
     return exe;
 }

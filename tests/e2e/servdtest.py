@@ -247,8 +247,9 @@ class Servd:
     """A running servd. Use as a context manager; leaving it stops servd and checks
     that it exited 0 after SIGTERM (a crash or sanitizer report fails the test)."""
 
-    def __init__(self, pack_path, workers=1, spa=False, extra=(), env=None):
+    def __init__(self, pack_path, workers=1, spa=False, extra=(), env=None, binary=None):
         ensure_binaries()
+        self.binary = binary or SERVD
         self.env = env  # None: this process's environment
         self.pack = pack_path
         self.workers = workers
@@ -262,7 +263,7 @@ class Servd:
         last = ""
         for attempt in range(5):
             self.port = free_port()
-            cmd = [SERVD, "--pack", self.pack, "--listen", "127.0.0.1:%d" % self.port,
+            cmd = [self.binary, "--pack", self.pack, "--listen", "127.0.0.1:%d" % self.port,
                    "--workers", str(self.workers)] + (["--spa"] if self.spa else []) + self.extra
             self.log = os.path.join(tmpdir(), "servd-%d-%d.log" % (self.port, attempt))
             logf = open(self.log, "wb")

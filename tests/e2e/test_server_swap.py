@@ -457,5 +457,40 @@ def t_a_pack_cut_while_it_is_validated(sw):
             eq(st.get(s.port, "/").body, sw.f1["/index.html"], "served on from version 1")
 
 
+def t_the_check_is_run_by_the_program_serving(sw):
+    """A package upgrade renames another program over servd's path while it runs: a
+    reload's check is still run by the program serving (from a descriptor on it), not by
+    whatever the path names now - another version with other checks, here a stand-in
+    that passes everything and leaves a mark. It ran the path's."""
+    d = os.path.join(st.tmpdir(), "upgraded")
+    os.makedirs(d, exist_ok=True)
+    exe = os.path.join(d, "servd")
+    shutil.copy2(st.SERVD, exe)
+    live = os.path.join(d, "site.lmdb")
+    shutil.copyfile(sw.p1, live)
+    mark = os.path.join(d, "stand-in-ran")
+    with st.Servd(live, extra=["--no-watch"], binary=exe) as s:
+        eq(st.get(s.port, "/").body, sw.f1["/index.html"], "version 1")
+        with open(exe + ".new", "w") as f:
+            f.write("#!/bin/sh\ntouch '%s'\necho ok\n" % mark)
+        os.chmod(exe + ".new", 0o755)
+        os.replace(exe + ".new", exe)
+        for pack, want in ((None, "refused"), (sw.p2, "now serving")):
+            if pack:
+                shutil.copyfile(pack, live + ".new")
+            else:
+                with open(live + ".new", "wb") as f:
+                    f.write(os.urandom(65536))
+            os.replace(live + ".new", live)
+            n = s.read_log().count(want)
+            s.proc.send_signal(signal.SIGHUP)
+            t0 = time.time()
+            while time.time() - t0 < 10 and s.read_log().count(want) == n:
+                time.sleep(0.05)
+            ok(s.read_log().count(want) > n, "the log says %r:\n%s" % (want, s.read_log()))
+        ok(not os.path.exists(mark), "the program at servd's path ran the check")
+        eq(st.get(s.port, "/").body, sw.f2["/index.html"], "version 2, checked")
+
+
 if __name__ == "__main__":
     st.run(st.collect(globals()), setup=Setup)
