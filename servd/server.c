@@ -374,18 +374,16 @@ static void reload(sv_server *srv, const char *why)
         sv_watch_note(srv->watch, &ld->seen);
     /* Once the work is queued, its fields are the pool thread's until
      * load_done (all but told): it may be filling them in already. */
-    int qrc = 0;
     if (ld->rc == 0) {
         sigset_t old;
         block_signals(&old); /* the first queued work starts libuv's pool threads */
-        qrc = uv_queue_work(&srv->loop, &ld->work, load_work, load_done);
+        int qrc = uv_queue_work(&srv->loop, &ld->work, load_work, load_done);
         pthread_sigmask(SIG_SETMASK, &old, NULL);
-    }
-    if (ld->rc == 0 && qrc == 0) {
-        srv->loading = 1;
-        return;
-    }
-    if (ld->rc == 0) { /* uv_queue_work fails only for a missing callback */
+        if (qrc == 0) { /* ld is the pool thread's now: not read again here */
+            srv->loading = 1;
+            return;
+        }
+        /* uv_queue_work fails only for a missing callback */
         close(ld->fd);
         snprintf(ld->err, sizeof ld->err, "%s: cannot start its load: %s", srv->cfg->pack_path,
                  uv_strerror(qrc));
