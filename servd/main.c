@@ -473,6 +473,9 @@ int main(int argc, char **argv)
          * servd may have ended before the request: its pid is the last
          * argument. */
         prctl(PR_SET_PDEATHSIG, SIGKILL);
+        /* run from /proc/self/fd/N (snapshot.c), the kernel named it "N":
+         * named servd, as ps, top, pgrep and killall look for it */
+        prctl(PR_SET_NAME, "servd");
         if (argc == 4 && (long)getppid() != atol(argv[3]))
             return SF_CHECK_EXIT_NO_VERDICT;
         char err[1024] = "";

@@ -302,15 +302,16 @@ int sv_file_id_get(const char *path, sv_file_id *id)
     return sv_file_state_get(path, id, &unused);
 }
 
-/* This program, for spawning the pack check: /proc/self/fd/N of a
- * descriptor opened on it at the first load, so that the check is always
- * run by the program serving, even after a package upgrade renamed another
- * over its path; else its path. Resolved from /proc/self/exe once (under
- * valgrind that link names valgrind itself, but readlink of it is answered
- * with servd's path). Only the thread of a load calls it, one at a time. */
-static char *self_exe(void)
+/* This program, for spawning the pack check: @return the path to run,
+ * /proc/self/fd/N of a descriptor opened on it at the first load, so that
+ * the check is always run by the program serving, even after a package
+ * upgrade renamed another over its path (else the path itself); *name its
+ * path, resolved from /proc/self/exe once (under valgrind that link names
+ * valgrind itself, but readlink of it is answered with servd's path). Only
+ * the thread of a load calls it, one at a time. */
+static const char *self_exe(const char **name)
 {
-    static char exe[4096];
+    static char exe[4096], run[32];
     if (!exe[0]) {
         ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
         if (n <= 0 || (size_t)n >= sizeof exe - 1) {
@@ -319,10 +320,11 @@ static char *self_exe(void)
             exe[n] = '\0';
             int fd = open(exe, O_PATH | O_CLOEXEC);
             if (fd >= 0)
-                snprintf(exe, sizeof exe, "/proc/self/fd/%d", fd);
+                snprintf(run, sizeof run, "/proc/self/fd/%d", fd);
         }
     }
-    return exe;
+    *name = exe;
+    return run[0] ? run : exe;
 }
 
 int sv_snapshot_open_file(const char *path, int *fdp, sv_file_seen *seen, char *err, size_t errlen)
@@ -417,6 +419,16 @@ static int written_since(int fd, const sv_file_seen *seen)
     return fd >= 0 && sv_file_state_of(fd, &id, &now) == 0 && !sv_file_stamp_eq(&seen->stamp, &now);
 }
 
+/* Whether the file open at fd now has another size than when it was seen,
+ * or other first bytes than s's head, read then. */
+static int rewritten(int fd, const sv_file_seen *seen, const sv_snapshot *s)
+{
+    sv_file_id id;
+    sv_file_stamp now = seen->stamp;
+    return fd >= 0 && sv_file_state_of(fd, &id, &now) == 0 &&
+           (now.size != seen->stamp.size || !sv_snapshot_head_same(s, fd));
+}
+
 int sv_snapshot_load(int fd, const char *path, int nreaders, int cancel_fd, sv_snapshot **out,
                      sv_file_seen *seen, char *err, size_t errlen)
 {
@@ -463,16 +475,20 @@ int sv_snapshot_load(int fd, const char *path, int nreaders, int cancel_fd, sv_s
      * another thread holds. The descriptor is inherited for the spawn only.
      * The child is told servd's pid, to tell whether servd ended before it
      * asked to end with it (main.c). */
+    /* The first bytes as the file is seen, before the check: a rewrite from
+     * then on shows in them (rewritten()). */
+    unsigned char head[SV_SNAPSHOT_HEAD] = {0};
+    if (pread(fd, head, sizeof head, 0) < 0)
+        memset(head, 0, sizeof head);
     char pid[24];
     snprintf(pid, sizeof pid, "%ld", (long)getpid());
-    char *argv[] = {self_exe(), "--check-pack", fdpath, pid, NULL};
+    const char *name, *prog = self_exe(&name);
+    char *argv[] = {(char *)name, "--check-pack", fdpath, pid, NULL};
     fcntl(fd, F_SETFD, 0);
     int timeout_ms = sf_check_timeout_ms((uint64_t)seen->stamp.size);
-    rc = sf_check_spawn(argv, path, timeout_ms, cancel_fd, err, errlen);
-    if (rc == SF_EIO && strcmp(argv[0], "/proc/self/exe") != 0) {
-        argv[0] = "/proc/self/exe"; /* the binary was replaced on disk */
-        rc = sf_check_spawn(argv, path, timeout_ms, cancel_fd, err, errlen);
-    }
+    rc = sf_check_spawn(prog, argv, path, timeout_ms, cancel_fd, err, errlen);
+    if (rc == SF_EIO && strcmp(prog, "/proc/self/exe") != 0) /* a start that failed */
+        rc = sf_check_spawn("/proc/self/exe", argv, path, timeout_ms, cancel_fd, err, errlen);
     sv_file_id same;
     sv_file_stamp now = seen->stamp;
     if (rc == SF_ECORRUPT && sv_file_state_of(fd, &same, &now) == 0 &&
@@ -485,9 +501,6 @@ int sv_snapshot_load(int fd, const char *path, int nreaders, int cancel_fd, sv_s
         rc = SF_EIO;
     }
     fcntl(fd, F_SETFD, FD_CLOEXEC);
-    unsigned char head[SV_SNAPSHOT_HEAD] = {0};
-    if (rc == 0 && pread(fd, head, sizeof head, 0) < 0)
-        memset(head, 0, sizeof head);
     int opened = rc == 0;
     if (opened) {
         sv_mapguard_open_begin(); /* LMDB reads its map before the range is known */
@@ -547,9 +560,13 @@ int sv_snapshot_load(int fd, const char *path, int nreaders, int cancel_fd, sv_s
     if (rc == 0)
         rc = validate(path, pack, s->readers[0], cancel_fd, &s->n_paths, err, errlen);
     /* What the readers and the walk read of a file cut or written meanwhile
-     * (pages past a cut read as zeros; a rewrite of the same size faults
-     * nowhere, and may pass) is no verdict on it, as the check's is not. */
-    if (verdict(rc) && (atomic_load(s->cut) || written_since(map_fd, seen))) {
+     * (pages past a cut read as zeros) is no verdict on it, as the check's
+     * is not; nor is a pass of a file rewritten at its size (nothing
+     * faulted), which the check never saw whole: other first bytes, as
+     * LMDB's meta pages are for any other pack. A touch alone (an mtime)
+     * changes no byte, and does not refuse a pack that passed. */
+    if (verdict(rc) && (atomic_load(s->cut) ||
+                        (rc != 0 ? written_since(map_fd, seen) : rewritten(map_fd, seen, s)))) {
         snprintf(err, errlen, "%s: %s", path, CHANGED_IN_WALK);
         rc = SF_EIO;
     }

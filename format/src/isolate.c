@@ -273,8 +273,8 @@ int sf_fd_path(int fd, const char *path, char *out, size_t outlen, char *err, si
 
 extern char **environ;
 
-int sf_check_spawn(char *const argv[], const char *path, int timeout_ms, int cancel_fd, char *err,
-                   size_t errlen)
+int sf_check_spawn(const char *prog, char *const argv[], const char *path, int timeout_ms,
+                   int cancel_fd, char *err, size_t errlen)
 {
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) != 0) {
@@ -297,7 +297,7 @@ int sf_check_spawn(char *const argv[], const char *path, int timeout_ms, int can
         if ((rc = posix_spawn_file_actions_adddup2(&fa, fds[1], 1)) == 0 &&
             (rc = posix_spawnattr_setsigmask(&attr, &none)) == 0 &&
             (rc = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK)) == 0)
-            rc = posix_spawn(&pid, argv[0], &fa, &attr, argv, environ);
+            rc = posix_spawn(&pid, prog, &fa, &attr, argv, environ);
         posix_spawnattr_destroy(&attr);
         posix_spawn_file_actions_destroy(&fa);
     }

@@ -78,8 +78,8 @@ def t_a_limit_on_processes_is_named():
     env = dict(os.environ, ASAN_OPTIONS=os.environ.get("ASAN_OPTIONS", "") + ":detect_leaks=0")
     for limit, cmd, want in (
             ("1", [st.SERVD, "--pack", pack, "--listen", "127.0.0.1:0"],
-             "servd: refusing to start: %s: cannot check the pack: /proc/self/exe: %s\n"
-             % (pack, reason)),
+             "servd: refusing to start: %s: cannot check the pack: %s: %s\n"
+             % (pack, os.path.realpath(st.SERVD), reason)),
             ("2", [st.SERVD, "--pack", pack, "--listen", "127.0.0.1:0", "--workers", "2"],
              "servd: cannot start worker 1: %s\n" % reason),
             ("1", [st.SERVD_PACK, "build", st.WWW, "-o", pack + ".new", "-q", "--jobs", "2"],

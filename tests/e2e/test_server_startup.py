@@ -479,7 +479,8 @@ def t_a_stop_while_the_pack_is_checked_ends_servd_and_the_check():
     slow first read of the pack (swap_open.so)."""
     for sig, name in ((signal.SIGTERM, "SIGTERM"), (signal.SIGINT, "SIGINT")):
         env = st.preload_env(os.path.join(st.BUILD_DIR, "swap_open.so"),
-                             SLOW_READ="startup.lmdb", SLOW_READ_MS="20000")
+                             SLOW_READ="startup.lmdb", SLOW_READ_MS="20000",
+                             SLOW_READ_IN_CHECK="1")  # servd reads the pack's head first
         p = subprocess.Popen([st.SERVD, "--pack", good_pack(), "--listen",
                               "127.0.0.1:%d" % st.free_port()],
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,

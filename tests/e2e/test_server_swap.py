@@ -430,6 +430,28 @@ def t_a_pack_cut_after_its_check(sw):
         eq(st.get(s.port, "/").body, sw.f1["/index.html"], "served on from version 1")
 
 
+def t_a_pack_touched_while_it_is_checked_is_loaded(sw):
+    """A touch of the pack (its mtime, not a byte) while it is checked, at startup and at a
+    reload (swap_open.so's WAIT_TOUCH, when the check is reaped): the pack is served. A
+    load refused it as changed while it was validated: servd exited 1 at startup."""
+    link, cut = cut_case("touched", sw)
+    whole = os.path.join(os.path.dirname(link), "whole", "site.lmdb")
+    adm = st.free_port()
+    for target, n in ((whole, "1"), (cut, "2")):  # the startup check, then the reload's
+        env = st.preload_env(os.path.join(st.BUILD_DIR, "swap_open.so"), WAIT_TOUCH=target,
+                             WAIT_CUT_N=n)
+        with st.Servd(link, workers=1, extra=["--no-watch", "--admin", "127.0.0.1:%d" % adm],
+                      env=env) as s:
+            eq(st.get(s.port, "/").body, sw.f1["/index.html"], "version 1, touched as checked")
+            if target == cut:
+                flip_and_reload(s, link, "now serving pack")
+                eq(st.get(s.port, "/").body, sw.f2["/index.html"], "version 2, touched")
+                eq(st.metrics(adm)["servd_pack_swap_failures_total"], 0, "refusals")
+        os.replace(link, link + ".old")  # back to whole/ for the next round
+        os.symlink("whole/site.lmdb", link)
+        os.unlink(link + ".old")
+
+
 def t_a_pack_cut_while_it_is_validated(sw):
     """A pack cut in place while servd's own walk validates it (swap_open.so's
     CUT_AT_TXN_BEGIN: at the begin of the reader the walk uses) reads zeros past the cut:

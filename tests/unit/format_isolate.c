@@ -96,7 +96,7 @@ TEST(check_limit_grows_with_the_pack)
 static int spawned(const char *script, char *err, size_t errlen)
 {
     char *argv[] = {"/bin/sh", "-c", (char *)script, NULL};
-    return sf_check_spawn(argv, "site.lmdb", 10000, -1, err, errlen);
+    return sf_check_spawn(argv[0], argv, "site.lmdb", 10000, -1, err, errlen);
 }
 
 TEST(spawned_check_passes_only_on_its_ok)
@@ -113,6 +113,22 @@ TEST(spawned_check_passes_only_on_its_ok)
     ASSERT_EQ(spawned("exit 3", err, sizeof err), SF_ENOMEM);
     ASSERT_EQ(spawned("kill -SEGV $$", err, sizeof err), SF_ECORRUPT);
     ASSERT(strstr(err, "crashed (signal") != NULL);
+}
+
+/* The program executed and the name it is given apart (servd runs its
+ * check from /proc/self/fd/N, named as itself); the name in messages. */
+TEST(spawned_check_runs_prog_under_argv0)
+{
+    char err[512] = "";
+    char *named[] = {"sf-named-check", "-c",
+                     "[ \"$(tr '\\0' '\\n' < /proc/$$/cmdline | head -n 1)\" = sf-named-check ] "
+                     "&& echo " SF_CHECK_OK,
+                     NULL};
+    ASSERT_EQ(sf_check_spawn("/bin/sh", named, "site.lmdb", 10000, -1, err, sizeof err), SF_OK);
+    char *absent[] = {"sf-named-check", NULL};
+    ASSERT_EQ(sf_check_spawn("/nonexistent/prog", absent, "site.lmdb", 10000, -1, err, sizeof err),
+              SF_EIO);
+    ASSERT(strstr(err, "site.lmdb: cannot check the pack: sf-named-check: ") == err);
 }
 
 /* Writes a byte to the descriptor *arg after 200 ms: a stop that comes
@@ -145,7 +161,7 @@ TEST(spawned_check_is_abandoned_when_cancel_fd_is_readable)
         char err[512] = "";
         struct timespec t0, t1;
         clock_gettime(CLOCK_MONOTONIC, &t0);
-        int rc = sf_check_spawn(argv, "site.lmdb", 60000, fds[0], err, sizeof err);
+        int rc = sf_check_spawn(argv[0], argv, "site.lmdb", 60000, fds[0], err, sizeof err);
         clock_gettime(CLOCK_MONOTONIC, &t1);
         if (during)
             pthread_join(t, NULL);

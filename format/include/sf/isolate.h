@@ -47,8 +47,10 @@ typedef int (*sf_check_fn)(void *arg, const char *path, char *err, size_t errlen
 int sf_check_isolated(sf_check_fn check, void *arg, const char *path, int timeout_ms, char *err,
                       size_t errlen);
 
-/* Like sf_check_isolated, but the child is a fresh program: argv[0] is
- * executed (posix_spawn) and must print SF_CHECK_OK on its standard output
+/* Like sf_check_isolated, but the child is a fresh program: prog is
+ * executed (posix_spawn) with argv (argv[0] its name, in messages too:
+ * prog may be a /proc/self/fd/N path) and must print SF_CHECK_OK on its
+ * standard output
  * and exit 0 when the pack is good, or print one line (the reason) and exit
  * non-zero. An exit 0 without SF_CHECK_OK is a crash (a runtime that ends a
  * crashed process with status 0 must not pass a pack). For a
@@ -63,8 +65,8 @@ int sf_check_isolated(sf_check_fn check, void *arg, const char *path, int timeou
  * not looked at again, so a crash or refusal is SF_ECORRUPT whatever
  * happened to the file; the caller, which holds the file open, tells
  * (servd's snapshot.c). */
-int sf_check_spawn(char *const argv[], const char *path, int timeout_ms, int cancel_fd, char *err,
-                   size_t errlen);
+int sf_check_spawn(const char *prog, char *const argv[], const char *path, int timeout_ms,
+                   int cancel_fd, char *err, size_t errlen);
 
 /* What an sf_check_spawn child prints (one line) when the pack is good. */
 #define SF_CHECK_OK "ok"
