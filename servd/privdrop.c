@@ -61,6 +61,9 @@ int sv_user_lookup(const char *name, sv_user *out, char *err, size_t errlen)
             break;
         cap *= 2;
     }
+    /* getpwnam(3) lists these for a name not found with some sources */
+    if (rc == ENOENT || rc == ESRCH || rc == EBADF || rc == EPERM)
+        rc = 0;
     if (rc != 0 || !res) {
         /* a database that could not be read (LDAP or sssd down: EIO,
          * EAGAIN) is no usage error, and may answer at the next start */
