@@ -216,7 +216,13 @@ static int ls_one(void *arg, sf_view path, const sf_entry *e)
     for (unsigned i = 1; i < e->nvariants; i++)
         printf("%s%s:%llu", i > 1 ? "," : "", sf_encoding_name(e->variants[i].encoding),
                (unsigned long long)e->variants[i].body_len);
-    printf("\t%.*s\t%.*s\n", (int)id->etag.len, id->etag.ptr, (int)e->mime.len, e->mime.ptr);
+    /* escaped as the path is: a rule's media type may hold a tab (OWS
+     * before ';') or a bidi control in a quoted parameter */
+    putchar('\t');
+    pk_esc_fwrite(id->etag.ptr, id->etag.len, stdout);
+    putchar('\t');
+    pk_esc_fwrite(e->mime.ptr, e->mime.len, stdout);
+    putchar('\n');
     return 0;
 }
 

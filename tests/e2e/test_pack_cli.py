@@ -650,6 +650,21 @@ def main():
                              ["max-age=1\\x0d\\x0aSet-Cookie: x=1"], "a rule value with CR LF",
                              outdir, out)
         T.eq(err.count("\n"), 1, "one line for a rule value with CR LF: %r" % err)
+        # ls's columns stay five, and its text inert, whatever a rule's media type holds
+        # (a tab is OWS before ';', a bidi control may sit in a quoted parameter)
+        mime_rules = os.path.join(work, "mime-ctl.json")
+        with open(mime_rules, "w") as f:
+            json.dump({"mime": [{"match": "/tiny.txt", "type": "text/plain;\tcharset=utf-8"},
+                                {"match": "/index.html", "type": 'text/html; x="\u202ez"'}]}, f)
+        T.eq(T.run(["build", root, "-o", out, "-q", "--rules", mime_rules]).returncode, 0,
+             "a pack with odd media types")
+        lines = T.run(["ls", out]).stdout.decode().splitlines()
+        for line in lines:
+            T.eq(len(line.split("\t")), 5, "ls columns: %r" % line)
+            T.check("\u202e" not in line, "ls writes a bidi control raw: %r" % line)
+        T.check(any(line.endswith("\ttext/plain;\\x09charset=utf-8") for line in lines),
+                "the tab in the type escaped: %r" % lines)
+        os.remove(out)
 
         expect_failure(["ls"], 2, ["SITE"], "ls without a pack")
         expect_failure(["ls", "a", "b"], 2, [], "ls with two packs")
