@@ -504,6 +504,8 @@ int pk_cmd_verify(const char *site, int quiet)
     if (m->n_paths != v.paths)
         problem(&v, "meta says %llu paths, the pack has %llu", (unsigned long long)m->n_paths,
                 (unsigned long long)v.paths);
+    else if (v.paths == 0)
+        problem(&v, "the pack holds no paths, which servd refuses");
     if (m->n_bodies != bp.bodies)
         problem(&v, "meta says %llu bodies, the pack has %llu", (unsigned long long)m->n_bodies,
                 (unsigned long long)bp.bodies);

@@ -95,6 +95,13 @@ def keys_no_request_reaches(work, good):
                 "%s with a key that is not UTF-8: message %r" % (args, err))
     listing = json.loads(T.run(["ls", bad, "--json"]).stdout)
     T.eq([e["path"] for e in listing], ["/caf\\xe9.html"], "the JSON listing's paths")
+    # A pack of no path, consistent otherwise: servd refuses it (format.md 7), and verify
+    # said OK.
+    empty = os.path.join(work, "empty.lmdb")
+    subprocess.run([os.path.join(T.BUILD_DIR, "craft_pack"), empty, ""], check=True)
+    rc, _, err = verify(empty)
+    T.eq(rc, 1, "verify of a pack of no path")
+    T.check("the pack holds no paths, which servd refuses" in err, "verify says why: %r" % err)
     for args in (["ls", good], ["diff", good, good]):
         T.eq(T.run(args).returncode, 0, "%s of a good pack" % args)
 
