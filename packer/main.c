@@ -96,9 +96,10 @@ static int usage_error(const char *fmt, const char *arg)
 #define READ_SHORTS  ":qh"
 
 /* getopt's own messages would start with the subcommand, not "servd-pack:"
- * (opterr is 0): says which option is unknown or lacks its argument. shorts
- * is getopt's string of short options. */
-static int option_error(int c, char **argv, const char *shorts)
+ * (opterr is 0): says which option is unknown, ambiguous or lacks its
+ * argument. shorts is getopt's string of short options, opts its long
+ * ones. */
+static int option_error(int c, char **argv, const char *shorts, const struct option *opts)
 {
     char shortopt[3] = {'-', (char)optopt, '\0'};
     if (c == '?' && optopt > 0 && optopt < 256 && !strchr(shorts, optopt))
@@ -114,6 +115,19 @@ static int option_error(int c, char **argv, const char *shorts)
         opt = shortopt; /* one of a cluster of short options: -qx */
     if (c == ':')
         return usage_error("option %s requires an argument", opt);
+    /* getopt_long takes an abbreviation of one option alone (--man) */
+    size_t n = eq ? (size_t)(eq - opt) : strlen(opt);
+    char names[512] = "";
+    int matches = 0;
+    for (const struct option *o = opts; !optopt && n > 2 && o->name; o++)
+        if (strncmp(opt, "--", 2) == 0 && strncmp(o->name, opt + 2, n - 2) == 0)
+            snprintf(names + strlen(names), sizeof names - strlen(names), "%s--%s",
+                     matches++ ? ", " : "", o->name);
+    if (matches > 1) {
+        char what[PK_MSG_MAX];
+        snprintf(what, sizeof what, "%.*s is ambiguous: %s", (int)n, opt, names);
+        return usage_error("option %s", what);
+    }
     return usage_error("unknown option %s", opt);
 }
 
@@ -331,7 +345,7 @@ static int cmd_build(int argc, char **argv)
             break;
         }
         default:
-            return option_error(c, argv, BUILD_SHORTS);
+            return option_error(c, argv, BUILD_SHORTS, opts);
         }
     }
     if (optind + 1 != argc)
@@ -428,7 +442,7 @@ static int parse_simple(int argc, char **argv, int *json, int *quiet, int *encod
             return rc == PK_EXIT_OK ? -1 : rc;
         }
         default:
-            return option_error(c, argv, READ_SHORTS);
+            return option_error(c, argv, READ_SHORTS, opts);
         }
     }
     return 0;

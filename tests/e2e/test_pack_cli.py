@@ -619,6 +619,12 @@ def main():
             T.check(err.startswith("servd-pack: unknown option -x\n"), "%s: %r" % (args, err))
         err = expect_failure(["ls", out, "--encoding"], 2, [], "--encoding without its argument")
         T.check(err.startswith("servd-pack: "), "ls --encoding: %r" % err)
+        # an abbreviation of several long options names them ("unknown option" before)
+        for args, want in ((["build", root, "-o", out, "--m", "x.json"],
+                            "option --m is ambiguous: --manifest, --memory"),
+                           (["cat", out, "/", "--h"], "option --h is ambiguous: --headers, --help")):
+            err = expect_failure(args, 2, [], "%s" % args)
+            T.check(err.startswith("servd-pack: %s\n" % want), "%s: %r" % (args, err))
 
         # Control bytes in names and rule values are escaped, never printed raw.
         ctl_root = os.path.join(work, "ctl-site")
