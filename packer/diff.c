@@ -14,7 +14,8 @@
  * browsers and raw HTTP tools still send it so), and a cache that keys on
  * the request target as received (Varnish's req.url, nginx's $request_uri)
  * holds that spelling: a URL with them is listed in both spellings, the
- * browser's as a derived line "via" the path. A key never used costs a
+ * browser's as a derived line "via" the path; with '^' and one of the
+ * others, in the browsers' of both times (three lines). A key never used costs a
  * purge nothing; a missed one leaves a stale page.
  *
  * Besides the paths of the packs, servd answers URLs derived from them, and
@@ -241,8 +242,8 @@ static char *url_of(const char *path, size_t len, const char *raw, size_t *urlle
 }
 
 /* The characters browsers leave raw in a path that sf_path_to_url escapes
- * (see the top). */
-static const char browser_raw[] = "[]^|";
+ * (see the top): older browsers' and raw tools', and today's. */
+static const char browser_raw[] = "[]^|", browser_raw_now[] = "[]|";
 
 static int push_one(changes *c, change ch)
 {
@@ -258,35 +259,48 @@ static int push_one(changes *c, change ch)
     return 0;
 }
 
-/* Adds the URL of path[0, len), and its browser's spelling when that
- * differs; via names the index path it derives from. */
+/* Adds the browser's spelling of path[0, len) with the characters raw
+ * kept as they are, when that differs from its URL (ulen bytes long);
+ * via: the index it derives from, or the path itself (p). */
+static int push_browser(changes *c, char sign, const char *path, size_t len, const char *raw,
+                        size_t ulen, const char *via, int status)
+{
+    size_t blen;
+    char *b = url_of(path, len, raw, &blen);
+    if (b && blen == ulen) { /* each byte kept raw saves two: none here */
+        free(b);
+        return 0;
+    }
+    char *bp = strndup(path, len);
+    if (!b || !bp || push_one(c, (change){sign, b, blen, bp, via, status ? status : 200, 1}) != 0) {
+        free(b);
+        free(bp);
+        return -1;
+    }
+    return 0;
+}
+
+/* Adds the URL of path[0, len), and its browsers' spellings when they
+ * differ; via names the index path it derives from. */
 static int push(changes *c, char sign, const char *path, size_t len, const char *via, int status)
 {
-    size_t ulen, blen;
+    size_t ulen;
     char *u = url_of(path, len, "", &ulen), *p = strndup(path, len);
     if (!u || !p || push_one(c, (change){sign, u, ulen, p, via, status, 0}) != 0) {
         free(u);
         free(p);
         return -1;
     }
-    char *b = url_of(path, len, browser_raw, &blen);
-    if (b && blen == ulen) { /* each byte kept raw saves two: none here */
-        free(b);
-        return 0;
-    }
-    char *bp = strndup(path, len);
-    if (!b || !bp) {
-        free(b);
-        free(bp);
+    /* via: p is owned by the line above and freed with it, after these are
+     * printed; today's browsers escape '^' (a third line only with '^' and
+     * another character kept raw) */
+    if (push_browser(c, sign, path, len, browser_raw, ulen, via ? via : p, status) != 0)
         return -1;
-    }
-    /* via: the index this derives from, or the path itself (p, owned by the
-     * line above and freed with it, after this one is printed) */
-    if (push_one(c, (change){sign, b, blen, bp, via ? via : p, status ? status : 200, 1}) != 0) {
-        free(b);
-        free(bp);
-        return -1;
-    }
+    int other = 0;
+    for (const char *r = browser_raw_now; *r && !other; r++)
+        other = memchr(path, *r, len) != NULL;
+    if (other && memchr(path, '^', len))
+        return push_browser(c, sign, path, len, browser_raw_now, ulen, via ? via : p, status);
     return 0;
 }
 
