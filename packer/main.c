@@ -116,16 +116,11 @@ static int option_error(int c, char **argv, const char *shorts, const struct opt
     if (c == ':')
         return usage_error("option %s requires an argument", opt);
     /* getopt_long takes an abbreviation of one option alone (--man) */
-    size_t n = eq ? (size_t)(eq - opt) : strlen(opt);
-    char names[512] = "";
-    int matches = 0;
-    for (const struct option *o = opts; !optopt && n > 2 && o->name; o++)
-        if (strncmp(opt, "--", 2) == 0 && strncmp(o->name, opt + 2, n - 2) == 0)
-            snprintf(names + strlen(names), sizeof names - strlen(names), "%s--%s",
-                     matches++ ? ", " : "", o->name);
-    if (matches > 1) {
+    char names[512];
+    if (!optopt && sf_opt_ambiguous(opts, opt, names, sizeof names) > 1) {
         char what[PK_MSG_MAX];
-        snprintf(what, sizeof what, "%.*s is ambiguous: %s", (int)n, opt, names);
+        snprintf(what, sizeof what, "%.*s is ambiguous: %s",
+                 (int)(eq ? (size_t)(eq - opt) : strlen(opt)), opt, names);
         return usage_error("option %s", what);
     }
     return usage_error("unknown option %s", opt);

@@ -316,15 +316,10 @@ static int parse_args(int argc, char **argv, sv_config *cfg, const char **user_n
             if (optopt && eq && strncmp(arg, "--", 2) == 0) /* --spa=1 */
                 usage_error("option '%.*s' takes no value", (int)(eq - arg), arg);
             /* getopt_long takes an abbreviation of one option alone (--work) */
-            size_t n = eq ? (size_t)(eq - arg) : strlen(arg);
-            char names[512] = "";
-            int matches = 0;
-            for (const struct option *o = opts; !optopt && n > 2 && o->name; o++)
-                if (strncmp(arg, "--", 2) == 0 && strncmp(o->name, arg + 2, n - 2) == 0)
-                    snprintf(names + strlen(names), sizeof names - strlen(names), "%s--%s",
-                             matches++ ? ", " : "", o->name);
-            if (matches > 1)
-                usage_error("option '%.*s' is ambiguous: %s", (int)n, arg, names);
+            char names[512];
+            if (!optopt && sf_opt_ambiguous(opts, arg, names, sizeof names) > 1)
+                usage_error("option '%.*s' is ambiguous: %s",
+                            (int)(eq ? (size_t)(eq - arg) : strlen(arg)), arg, names);
             usage_error("unknown option '%s'", arg);
         }
         }

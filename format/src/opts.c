@@ -1,7 +1,9 @@
-/* opts.c - an option given twice (see sf/opts.h). */
+/* opts.c - an option given twice, an ambiguous one (see sf/opts.h). */
 #include "sf/opts.h"
 
 #include <stddef.h>
+#include <stdio.h>
+#include <string.h>
 
 const char *sf_opt_repeated(const struct option *opts, int c, uint64_t *seen)
 {
@@ -15,4 +17,24 @@ const char *sf_opt_repeated(const struct option *opts, int c, uint64_t *seen)
         break;
     }
     return NULL;
+}
+
+int sf_opt_ambiguous(const struct option *opts, const char *arg, char *names, size_t cap)
+{
+    const char *eq = strchr(arg, '=');
+    size_t n = eq ? (size_t)(eq - arg) : strlen(arg);
+    int matches = 0;
+    if (cap)
+        names[0] = '\0';
+    if (strncmp(arg, "--", 2) != 0 || n <= 2)
+        return 0;
+    for (const struct option *o = opts; o->name; o++) {
+        if (strncmp(o->name, arg + 2, n - 2) != 0)
+            continue;
+        size_t used = cap ? strlen(names) : 0;
+        if (used < cap)
+            snprintf(names + used, cap - used, "%s--%s", matches ? ", " : "", o->name);
+        matches++;
+    }
+    return matches;
 }

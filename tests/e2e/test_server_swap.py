@@ -357,30 +357,16 @@ def t_a_pack_cut_while_it_is_checked(sw):
     crashed (signal Bus error)"), and servd serves on from the pack it had."""
     for regrow, want in ((None, "cut short while it was checked (written in place?)"),
                          ("1", "the file changed while it was checked (written in place?)")):
-        d = os.path.join(st.tmpdir(), "cut-in-check-%s" % (regrow or "0"))
-        for sub in ("whole", "cut"):
-            os.makedirs(os.path.join(d, sub), exist_ok=True)
-            shutil.copyfile(sw.p1 if sub == "whole" else sw.p2,
-                            os.path.join(d, sub, "site.lmdb"))
+        link, cut = cut_case("cut-in-check-%s" % (regrow or "0"), sw)
         # an mtime apart from the cut's, whatever the clock's tick
-        os.utime(os.path.join(d, "cut", "site.lmdb"), (time.time() - 60, time.time() - 60))
-        link = os.path.join(d, "site.lmdb")
-        if os.path.lexists(link):
-            os.unlink(link)
-        os.symlink("whole/site.lmdb", link)
+        os.utime(cut, (time.time() - 60, time.time() - 60))
         shim = dict(CUT_AT_TXN_BEGIN="1", CUT_ON="/cut/site.lmdb")
         if regrow:
             shim["CUT_REGROW"] = regrow
         env = st.preload_env(os.path.join(st.BUILD_DIR, "swap_open.so"), **shim)
         with st.Servd(link, extra=["--no-watch"], env=env) as s:
             eq(st.get(s.port, "/").body, sw.f1["/index.html"], "version 1 before the reload")
-            os.symlink("cut/site.lmdb", link + ".new")
-            os.replace(link + ".new", link)
-            s.proc.send_signal(signal.SIGHUP)
-            t0 = time.time()
-            while time.time() - t0 < 10 and s.alive() and want not in s.read_log():
-                time.sleep(0.05)
-            ok(want in s.read_log(), "the log says %r:\n%s" % (want, s.read_log()[-2000:]))
+            flip_and_reload(s, link, want)
             ok("corrupt" not in s.read_log(),
                "a pack written in place called corrupt:\n%s" % s.read_log()[-2000:])
             eq(st.get(s.port, "/").body, sw.f1["/index.html"], "served on from version 1")

@@ -36,3 +36,18 @@ TEST(opt_repeated_counts_only_options_with_a_value)
     ASSERT(sf_opt_repeated(opts, 'j', &seen) == NULL);
     ASSERT_EQ(seen, UINT64_C(1) << 2);
 }
+
+TEST(opt_ambiguous_names_every_option_an_abbreviation_fits)
+{
+    char names[64];
+    ASSERT_EQ(sf_opt_ambiguous(opts, "--ou", names, sizeof names), 2);
+    ASSERT_STR_EQ(names, "--output, --out");
+    ASSERT_EQ(sf_opt_ambiguous(opts, "--o=x.lmdb", names, sizeof names), 2); /* a value */
+    ASSERT_EQ(sf_opt_ambiguous(opts, "--q", names, sizeof names), 1);        /* one: not */
+    ASSERT_EQ(sf_opt_ambiguous(opts, "--x", names, sizeof names), 0);
+    ASSERT_EQ(sf_opt_ambiguous(opts, "--", names, sizeof names), 0);
+    ASSERT_EQ(sf_opt_ambiguous(opts, "-o", names, sizeof names), 0); /* a short option */
+    char small[12];                                                  /* cut to fit */
+    ASSERT_EQ(sf_opt_ambiguous(opts, "--o", small, sizeof small), 2);
+    ASSERT_STR_EQ(small, "--output, -");
+}

@@ -6,6 +6,7 @@
 #define SF_OPTS_H
 
 #include <getopt.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -21,6 +22,13 @@ extern "C" {
  * one that may be repeated is not passed in.
  * @return the long name of a repeated option, NULL the first time. */
 const char *sf_opt_repeated(const struct option *opts, int c, uint64_t *seen);
+
+/* Whether arg ("--w", "--real-ip=X", as getopt_long found it unknown) is
+ * an abbreviation of several of opts' long options, which getopt_long
+ * refuses as it does an unknown one. @return how many it abbreviates (0 or
+ * 1: not ambiguous), with their names in names[cap], "--a, --b" (cut to
+ * fit). */
+int sf_opt_ambiguous(const struct option *opts, const char *arg, char *names, size_t cap);
 
 #ifdef __cplusplus
 }
