@@ -482,13 +482,16 @@ def main():
         # either): packed, with a warning, since servd answers "/dir/" with index.html only.
         htm_root = os.path.join(work, "htm-site")
         T.make_site(htm_root)
-        for d, names in (("old", ["index.htm"]), ("both", ["index.htm", "index.html"]),
-                         ("bak", ["index.htm.bak", "index.html"]),
-                         ("cased", ["Index.html", "index.html"])):
-            os.makedirs(os.path.join(htm_root, d))
-            for name in names:
-                with open(os.path.join(htm_root, d, name), "w") as f:
-                    f.write("<p>%s</p>\n" % name)
+
+        def index_pages(dirs):
+            for d, names in dirs:
+                os.makedirs(os.path.join(htm_root, d))
+                for name in names:
+                    with open(os.path.join(htm_root, d, name), "w") as f:
+                        f.write("<p>%s</p>\n" % name)
+        index_pages((("old", ["index.htm"]), ("both", ["index.htm", "index.html"]),
+                     ("bak", ["index.htm.bak", "index.html"]),
+                     ("cased", ["Index.html", "index.html"])))
         p = T.run(["build", htm_root, "-o", out, "-q"])
         T.eq(p.returncode, 0, "index.htm site: " + p.stderr.decode())
         T.eq(p.stderr.decode(), "servd-pack: warning: %s/old/index.htm: servd answers /old/ with "
@@ -498,10 +501,7 @@ def main():
         os.unlink(out)
         # The same for an index page in other letters' case (a site from IIS or Windows):
         # each was packed without a word.
-        for d, name in (("iis", "Index.html"), ("dos", "INDEX.HTM")):
-            os.makedirs(os.path.join(htm_root, d))
-            with open(os.path.join(htm_root, d, name), "w") as f:
-                f.write("<p>%s</p>\n" % name)
+        index_pages((("iis", ["Index.html"]), ("dos", ["INDEX.HTM"])))
         p = T.run(["build", htm_root, "-o", out, "-q"])
         T.eq(p.returncode, 0, "Index.html site: " + p.stderr.decode())
         T.eq(p.stderr.decode(), "servd-pack: warning: 3 files name an index page otherwise than "

@@ -277,10 +277,10 @@ def t_out_of_descriptors_a_silent_connection_makes_room():
     client waiting in the backlog until the header timeout (10 s) cut them. Out of
     descriptors, servd now closes one silent for 3 s or more, as at --max-conns."""
     with LowFdServd(pack(), 32) as s:
-        # More than the descriptors servd has left for connections (32 less its own,
-        # about a dozen): the rest wait in the backlog. Each silent one closed lets one
-        # of them in; as many waiting as servd holds (40 did, once servd held 12 of its
-        # own) would keep the client behind them for another 3 s.
+        # More than the descriptors servd has left for connections (32 less its own: 20
+        # with one worker, measured 2026-12-07): the rest wait in the backlog, and the
+        # client behind them. 40 made the client wait another 3 s once servd held one
+        # descriptor more (d98a909); 30 serves it in the first round.
         silent = [socket.create_connection(("127.0.0.1", s.port), timeout=10)
                   for _ in range(30)]
         time.sleep(3.5)

@@ -638,31 +638,25 @@ def t_sighup_after_a_flip_to_another_directory_watches_it(s):
 def t_a_deploy_while_servd_starts_is_loaded(s):
     # The deploy renames a new pack over the path after servd opened the old one, and sends
     # SIGHUP, all before servd listens (swap_open.so does both when the pack check is
-    # reaped). The SIGHUP is acted on once servd listens, even with --no-watch.
-    live = sw.Live("startup-live")
-    live.rename_in(s.v.packs[0])
-    new = live.path + ".new"
-    st_copy(s.v.packs[1], new)
-    env = st.preload_env(os.path.join(st.BUILD_DIR, "swap_open.so"), WAIT_RENAME_FROM=new,
-                         WAIT_RENAME_TO=live.path, WAIT_RENAME_SIGHUP="1")
-    with st.Servd(live.path, workers=1, extra=["--no-watch"], env=env) as d:
-        wait_body(d.port, s.v.index(2), "--no-watch: a rename + SIGHUP during startup")
-        ok("SIGHUP during startup: now serving pack" in d.read_log(),
-           "the startup SIGHUP is logged: " + d.read_log()[-800:])
-
-
-def t_a_rename_while_servd_starts_is_seen_without_polling(s):
-    # The same rename during startup with no SIGHUP: it lands before the watch is set,
-    # so inotify never reports it. The watch looks at the path once it starts; with
-    # --watch-interval 0 the old pack was served for good.
-    live = sw.Live("startup-watch")
-    live.rename_in(s.v.packs[0])
-    new = live.path + ".new"
-    st_copy(s.v.packs[1], new)
-    env = st.preload_env(os.path.join(st.BUILD_DIR, "swap_open.so"), WAIT_RENAME_FROM=new,
-                         WAIT_RENAME_TO=live.path)
-    with st.Servd(live.path, workers=1, extra=["--watch-interval", "0"], env=env) as d:
-        wait_body(d.port, s.v.index(2), "--watch-interval 0: a rename during startup")
+    # reaped). The SIGHUP is acted on once servd listens, even with --no-watch. Without
+    # the SIGHUP the rename lands before the watch is set, so inotify never reports it:
+    # the watch looks at the path once it starts (with --watch-interval 0 the old pack was
+    # served for good).
+    for name, sighup, extra in (("startup-live", "1", ["--no-watch"]),
+                                ("startup-watch", None, ["--watch-interval", "0"])):
+        live = sw.Live(name)
+        live.rename_in(s.v.packs[0])
+        new = live.path + ".new"
+        st_copy(s.v.packs[1], new)
+        shim = dict(WAIT_RENAME_FROM=new, WAIT_RENAME_TO=live.path)
+        if sighup:
+            shim["WAIT_RENAME_SIGHUP"] = sighup
+        env = st.preload_env(os.path.join(st.BUILD_DIR, "swap_open.so"), **shim)
+        with st.Servd(live.path, workers=1, extra=extra, env=env) as d:
+            wait_body(d.port, s.v.index(2), "%s: a rename during startup" % " ".join(extra))
+            if sighup:
+                ok("SIGHUP during startup: now serving pack" in d.read_log(),
+                   "the startup SIGHUP is logged: " + d.read_log()[-800:])
 
 
 def t_a_directory_replaced_under_the_path_is_watched_again(s):
