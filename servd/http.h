@@ -68,16 +68,9 @@
 enum sv_method {
     SV_M_GET = 1,
     SV_M_HEAD,
-    SV_M_OTHER,   /* POST PUT DELETE PATCH CONNECT TRACE: 405 */
-    SV_M_UNKNOWN, /* an unrecognised method token: 501 */
+    SV_M_OTHER,   /* any other token (POST, PROPFIND, get): 405 */
     SV_M_OPTIONS, /* the methods and CORS headers of a path, or of "*" */
 };
-
-/* The methods servd answers (the others get 405 or 501). */
-static inline int sv_method_served(int m)
-{
-    return m == SV_M_GET || m == SV_M_HEAD || m == SV_M_OPTIONS;
-}
 
 /* Optional whitespace, OWS (RFC 9110 §5.6.3). */
 static inline int sv_is_ows(char c)
@@ -147,7 +140,7 @@ typedef struct sv_request {
 enum sv_target_form {
     SV_TF_ORIGIN = 1,    /* "/path?q" */
     SV_TF_ABSOLUTE = 2,  /* "http://host[:port]/path?q": host is the URI's authority */
-    SV_TF_ASTERISK = 3,  /* "*": OPTIONS, or methods answered 405/501 (GET/HEAD -> 400) */
+    SV_TF_ASTERISK = 3,  /* "*": OPTIONS only (any other method -> 400) */
     SV_TF_AUTHORITY = 4, /* "host:port": only for CONNECT (§3.2.3), answered 405; path
                             and query are empty, host is the target */
 };
@@ -162,7 +155,8 @@ enum sv_target_form {
  *                len < SV_MAX_HEAD and the request line so far is short).
  *          < 0 : the negated status to answer before closing the connection:
  *                -400, -414 (request line), -431 (head), -501 (transfer coding
- *                not implemented), -505 (HTTP version). Errors are reported
+ *                not implemented, or a method token too long to end
+ *                within the line's limit), -505 (HTTP version). Errors are reported
  *                as soon as the bytes so far prove them (a bad request line
  *                is refused before its CRLF arrives), and judged on the bytes
  *                servd would hold (a head on its first SV_MAX_HEAD, a request
@@ -297,7 +291,7 @@ typedef struct sv_scratch {
 } sv_scratch;
 
 /* Decides the response to a parsed request, in this order (respond.c has
- * the details): method (405 / 501), an https absolute-form target (421),
+ * the details): method (405), an https absolute-form target (421),
  * OPTIONS (200 with Allow), a target with raw bytes above 0x7E
  * (301 to its encoded form, or 400), path normalisation (400), lookup
  * (directory index, trailing-slash 301 keeping the query, SPA fallback, the

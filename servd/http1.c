@@ -15,9 +15,10 @@
  *     skipped (§2.2); every line must end in CRLF: a bare LF or bare CR
  *     anywhere -> 400;
  *   - request-line = method SP request-target SP HTTP-version, single SPs;
- *     method is a token (case-sensitive: GET, HEAD, OPTIONS; POST PUT DELETE
- *     PATCH CONNECT TRACE -> SV_M_OTHER (405); any other token ->
- *     SV_M_UNKNOWN (501)); the target holds no whitespace, control, DEL or
+ *     method is a token (case-sensitive: GET, HEAD, OPTIONS; any other
+ *     token, "get" too, -> SV_M_OTHER, answered 405 as HTTP.md asks, where
+ *     RFC 9110 §15.6.2 allows 501 for a method servd does not know); the
+ *     target holds no whitespace, control, DEL or
  *     '#'; bytes above 0x7E are not request-target syntax either, but
  *     clients send them (curl, given a URL with raw UTF-8): such a target
  *     is parsed, flagged (target_8bit) and answered with a 301 to its
@@ -26,14 +27,14 @@
  *     1.2..1.9 are handled as 1.1 (RFC 9110 §2.5: the highest minor
  *     version we implement); another major -> 505; anything else -> 400;
  *   - a request line longer than SV_MAX_REQUEST_LINE -> 414, even before
- *     its end arrives (501 when its method is one servd does not know);
+ *     its end arrives (501 when no method token has ended in it, §3: a
+ *     method longer than any servd implements);
  *     a head over SV_MAX_HEAD (judged on its first SV_MAX_HEAD bytes) or
  *     more than SV_MAX_HEADERS fields -> 431;
  *   - target forms (§3.2): origin-form; absolute-form with an http URI
  *     (the path is served, the URI's authority is the host, §3.2.2) or an
  *     https one (flagged target_https: answered 421, servd has no TLS);
- *     asterisk-form only for OPTIONS (served; a method servd knows
- *     -> 400, one it does not -> 501);
+ *     asterisk-form only for OPTIONS (served; any other method -> 400);
  *     authority-form, with a non-empty port, for CONNECT and only for it
  *     (refused with 405: servd does not tunnel; CONNECT with any other
  *     form -> 400, RFC 9110 §9.3.6); anything else -> 400;
@@ -222,17 +223,13 @@ static int eq(const char *a, size_t n, const char *s)
 
 static int classify_method(const char *m, size_t n)
 {
-    static const char *const other[] = {"POST", "PUT", "DELETE", "PATCH", "CONNECT", "TRACE"};
     if (eq(m, n, "GET"))
         return SV_M_GET;
     if (eq(m, n, "HEAD"))
         return SV_M_HEAD;
     if (eq(m, n, "OPTIONS"))
         return SV_M_OPTIONS;
-    for (size_t i = 0; i < sizeof other / sizeof other[0]; i++)
-        if (eq(m, n, other[i]))
-            return SV_M_OTHER;
-    return SV_M_UNKNOWN;
+    return SV_M_OTHER;
 }
 
 /* ---- host syntax (RFC 3986 §3.2.2, §3.2.3) ---- */
@@ -325,9 +322,6 @@ static int host_field_check(const char *s, size_t n)
 
 /* ---- request line ---- */
 
-/* Longest method servd knows (OPTIONS, CONNECT): a longer token is unknown. */
-#define SV_METHOD_MAX 7
-
 static int request_line(const char *p, size_t n, int complete, sv_request *req);
 
 /* What the first n bytes of a request line prove when its end has not
@@ -335,8 +329,8 @@ static int request_line(const char *p, size_t n, int complete, sv_request *req);
  * status (and the method, once its token has ended) that those bytes alone
  * give. A line over the limit is judged on its first SV_MAX_REQUEST_LINE - 1
  * bytes, the bytes that show it is: 400 or 505 when they prove that, else
- * 501 for a method servd does not know, as it would be on a short line (RFC
- * 9112 §3: a method longer than any implemented), else 414. So a line is
+ * 501 when no method token ends in them (RFC 9112 §3: a method longer than
+ * any implemented), else 414. So a line is
  * refused with the same status and method however it arrives, whole or a
  * byte at a time: servd answers the first refusal, and a HEAD's has no
  * body. */
@@ -348,9 +342,7 @@ static int line_prefix(const char *p, size_t n, sv_request *req)
     int rc = request_line(p, n, 0, req);
     if (rc < 0 || !over)
         return rc;
-    if (memchr(p, ' ', n) ? req->method == SV_M_UNKNOWN : n > SV_METHOD_MAX)
-        return -501;
-    return -414;
+    return memchr(p, ' ', n) ? -414 : -501;
 }
 
 /* Parses the request line p[0, n) (CRLF excluded). When complete is 0 the
@@ -446,9 +438,8 @@ static int target_form(sv_request *req)
         return 0;
     }
     if (n == 1 && t[0] == '*') {
-        /* only a server-wide OPTIONS takes the asterisk-form (§3.2.4); a
-         * method servd does not know is left to its 501 */
-        if (req->method != SV_M_OPTIONS && req->method != SV_M_UNKNOWN)
+        /* only a server-wide OPTIONS takes the asterisk-form (§3.2.4) */
+        if (req->method != SV_M_OPTIONS)
             return -400;
         req->target_form = SV_TF_ASTERISK;
         req->path.ptr = t + 1;

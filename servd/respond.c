@@ -3,8 +3,8 @@
  *
  * sv_respond() decides, in this order (each step a test in
  * tests/unit/servd_respond.c):
- *   1. method: SV_M_OTHER -> 405 with "Allow: GET, HEAD, OPTIONS";
- *      SV_M_UNKNOWN -> 501;
+ *   1. method: SV_M_OTHER (any but GET, HEAD and OPTIONS) -> 405 with
+ *      "Allow: GET, HEAD, OPTIONS";
  *   1a. an https URI in absolute-form (req->target_https) -> 421: it did not
  *      come over TLS, which servd does not speak (RFC 9110 §7.4: an origin
  *      MUST reject it);
@@ -709,8 +709,6 @@ int sv_respond(const sv_request *req, sf_reader *rd, const sv_site *site, const 
 
     if (req->method == SV_M_OTHER)
         return sv__fail(&c, 405);
-    if (!sv_method_served(req->method))
-        return sv__fail(&c, 501);
     if (req->target_https)
         return sv__fail(&c, 421);
     if (req->target_8bit)

@@ -3,8 +3,8 @@
 (HTTP.md "Message framing", RFC 9112): CL+TE, differing or invalid Content-Length and
 non-chunked Transfer-Encoding -> 400 and close; missing or duplicate Host, whitespace
 before the colon, obs-fold, bare CR/LF, NUL and control bytes -> 400; 414 for a long
-request line, 431 for a large head or too many fields, 505 for HTTP/2.0, 501 for unknown
-methods, 405 with "Allow: GET, HEAD, OPTIONS"; OPTIONS answered 200; a request pipelined after a framing error is never
+request line, 431 for a large head or too many fields, 505 for HTTP/2.0, 405 with
+"Allow: GET, HEAD, OPTIONS" for every method but GET, HEAD and OPTIONS; OPTIONS answered 200; a request pipelined after a framing error is never
 answered; a small body on GET is drained and the next request answered; pipelined
 requests answered in order, however the bytes are split."""
 import os
@@ -452,15 +452,21 @@ def t_long_heads_served(S):
 
 # ---- methods ----
 
-def t_unknown_methods_501(S):
-    for m in ("FOO", "get", "Get", "GETT", "BREW", "PRI"):
+def t_unknown_methods_405(S):
+    """A method servd does not know, or a known one in other letters' case (methods are
+    case-sensitive), is not allowed: 405 with Allow, as HTTP.md asks for every method
+    but GET and HEAD (RFC 9110 allows 501 for an unknown one; nginx 1.22 answers
+    405 too)."""
+    for m in ("FOO", "get", "Get", "GETT", "BREW", "PRI", "PROPFIND", "M-SEARCH"):
         r, after, r2 = read_quick(S, H("%s /tiny.txt HTTP/1.1" % m, "Host: x"))
         what = "method %s" % m
         ok(r is not None, what + ": no response")
-        eq(r.status, 501, what + ": status")
+        eq(r.status, 405, what + ": status")
+        eq(sorted(t.strip() for t in r.need("Allow").split(",")), ["GET", "HEAD", "OPTIONS"],
+           what + ": Allow")
         eq(int(r.need("Content-Length")), len(r.body), what + ": Content-Length")
         # the request is whole (no body): the connection goes on (RFC 9112 §9.3)
-        eq(after, "answered", what + ": what followed the 501")
+        eq(after, "answered", what + ": what followed the 405")
         eq((r2.status, r2.body), (200, S.fixture.files[TINY]), what + ": next response")
 
 
