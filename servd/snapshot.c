@@ -253,12 +253,20 @@ static int validate(const char *file, sf_pack *pack, sf_reader *rd, int cancel_f
     return 0;
 }
 
-static uint64_t head_hash(const unsigned char *p, size_t n)
+int sv_snapshot_head_hash(int fd, uint64_t *hash)
 {
+    /* pread of a short file leaves the rest zero */
+    unsigned char b[2][SV_SNAPSHOT_HEAD] = {{0}};
+    int rc = pread(fd, b[0], sizeof b[0], 0) < 0 ? -1 : 0;
+    size_t psize = sf_lmdb_page_size(b[0], sizeof b[0]);
+    if (rc == 0 && pread(fd, b[1], sizeof b[1], (off_t)(psize ? psize : sizeof b[0])) < 0)
+        rc = -1;
+    const unsigned char *p = (const unsigned char *)b;
     uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < sizeof b; i++)
         h = (h ^ p[i]) * 0x100000001b3ull;
-    return h;
+    *hash = h;
+    return rc;
 }
 
 static sv_file_id id_of(const struct stat *st)
@@ -475,11 +483,10 @@ int sv_snapshot_load(int fd, const char *path, int nreaders, int cancel_fd, sv_s
      * another thread holds. The descriptor is inherited for the spawn only.
      * The child is told servd's pid, to tell whether servd ended before it
      * asked to end with it (main.c). */
-    /* The first bytes as the file is seen, before the check: a rewrite from
+    /* The meta pages as the file is seen, before the check: a rewrite from
      * then on shows in them (rewritten()). */
-    unsigned char head[SV_SNAPSHOT_HEAD] = {0};
-    if (pread(fd, head, sizeof head, 0) < 0)
-        memset(head, 0, sizeof head);
+    uint64_t head;
+    sv_snapshot_head_hash(fd, &head);
     char pid[24];
     snprintf(pid, sizeof pid, "%ld", (long)getpid());
     const char *name, *prog = self_exe(&name);
@@ -537,7 +544,7 @@ int sv_snapshot_load(int fd, const char *path, int nreaders, int cancel_fd, sv_s
     s->pack = pack;
     s->file = seen->id;
     s->stamp = seen->stamp;
-    s->head_hash = head_hash(head, sizeof head);
+    s->head_hash = head;
     memcpy(s->target, target, sizeof target);
     /* Guarded before the validation walk reads every page. */
     int map_fd = -1;
@@ -620,10 +627,8 @@ void sv_snapshot_unref(sv_snapshot *s)
 
 int sv_snapshot_head_same(const sv_snapshot *s, int fd)
 {
-    /* pread of a short file leaves the rest zero, as at open */
-    unsigned char now[SV_SNAPSHOT_HEAD] = {0};
-    ssize_t n = pread(fd, now, sizeof now, 0);
-    return n >= 0 && head_hash(now, sizeof now) == s->head_hash;
+    uint64_t now;
+    return sv_snapshot_head_hash(fd, &now) == 0 && now == s->head_hash;
 }
 
 long sv_snapshot_live(void)

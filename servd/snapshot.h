@@ -83,10 +83,11 @@ static inline int sv_file_seen_same(const sv_file_seen *a, const sv_file_seen *b
     return sv_file_id_eq(&a->id, &b->id) && sv_file_stamp_eq(&a->stamp, &b->stamp);
 }
 
-/* Bytes of a pack's start hashed to tell a rewrite from a touch: LMDB's two
- * meta pages (transaction id, root pages, last page) differ for any other
- * pack. */
-#define SV_SNAPSHOT_HEAD 8192
+/* Bytes of each of a pack's two LMDB meta pages hashed to tell a rewrite
+ * from a touch: they (transaction id, root pages, last page) differ for
+ * almost any other pack. The second starts at the page size the first
+ * states: 4 KiB here, 16 or 64 KiB for a pack built where pages are. */
+#define SV_SNAPSHOT_HEAD 4096
 
 typedef struct sv_snapshot {
     atomic_long refs;
@@ -98,7 +99,7 @@ typedef struct sv_snapshot {
     sv_file_stamp stamp;   /* its size and times then */
     int guard;             /* its map's slot in mapguard.h, or -1 */
     const atomic_int *cut; /* set when a read of its map found the file cut short */
-    uint64_t head_hash;    /* FNV-1a of the file's first SV_SNAPSHOT_HEAD bytes then */
+    uint64_t head_hash;    /* sv_snapshot_head_hash() of the file then */
     char target[PATH_MAX]; /* the file opened, when the path led to it by a symlink; else "" */
     int nreaders;
     sf_reader *readers[]; /* one per worker; readers[i] is used by worker i only */
@@ -153,6 +154,13 @@ int sv_snapshot_load(int fd, const char *path, int nreaders, int cancel_fd, sv_s
  * @return 0 or a negative SF_E* code. */
 int sv_snapshot_check_entry(sf_reader *rd, const sf_entry *e, int is404, const char *file,
                             const char *what, sf_view name, char *err, size_t errlen);
+
+/* The FNV-1a hash of the first SV_SNAPSHOT_HEAD bytes of each LMDB meta
+ * page of the file open at fd: at 0, and at the page size the first states
+ * (at SV_SNAPSHOT_HEAD when it states none: the file's first bytes). Bytes
+ * past its end count as zeros. @return 0, or -1 when a read failed (*hash
+ * is then the hash of what was read, zeros for the rest). */
+int sv_snapshot_head_hash(int fd, uint64_t *hash);
 
 /* Whether the open file fd starts as s's did: 1 yes, 0 no (or it cannot be
  * read). */

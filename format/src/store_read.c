@@ -58,6 +58,14 @@ int sf_lmdb_magic(const void *page, size_t len)
     return len >= 20 && lmdb_ld32((const unsigned char *)page + 16) == LMDB_META_MAGIC;
 }
 
+size_t sf_lmdb_page_size(const void *page, size_t len)
+{
+    if (len < 44 || !sf_lmdb_magic(page, len))
+        return 0;
+    uint32_t psize = lmdb_ld32((const unsigned char *)page + 40);
+    return psize >= 512 && psize <= 65536 && (psize & (psize - 1)) == 0 ? psize : 0;
+}
+
 /* Reads the two LMDB meta pages before LMDB does (it would trust them),
  * then walks every page it can reach from the newer (sf__lmdb_walk).
  * @return SF_OK; or SF_EMAGIC or SF_ECORRUPT with why saying what is wrong
@@ -86,8 +94,8 @@ static int lmdb_header_problem(const char *path, char *why, size_t whylen)
         rc = SF_EMAGIC, what = "not a servd pack (no LMDB magic)";
         goto out;
     }
-    uint32_t psize = lmdb_ld32(h + 40);
-    if (psize < 512 || psize > 65536 || (psize & (psize - 1)) != 0) {
+    uint32_t psize = (uint32_t)sf_lmdb_page_size(h, sizeof h);
+    if (psize == 0) {
         rc = SF_ECORRUPT, what = "corrupt pack (invalid LMDB page size)";
         goto out;
     }

@@ -2,7 +2,8 @@
  * The SIGBUS guard of pack maps (servd/mapguard.c): a read past the end of
  * a guarded map cut short reads zeros and sets its flag; every other SIGBUS
  * still ends the process; slots run out and come back, and while none is
- * free no pack is loaded unguarded. The process-killing
+ * free no pack is loaded unguarded; a pack written in place shows in its
+ * meta pages (sv_snapshot_head_hash). The process-killing
  * cases run in a forked child.
  */
 #include "mapguard.h"
@@ -196,4 +197,62 @@ TEST(mapguard_full_refuses_a_load)
     for (int i = 0; i < SV_MAPGUARD_SLOTS; i++)
         if (i != 3)
             sv_mapguard_remove(slot[i]);
+}
+
+/* The hash of a file opened at fd after one byte at off is set to v. */
+static uint64_t hash_after(int fd, off_t off, unsigned char v)
+{
+    ASSERT_EQ(pwrite(fd, &v, 1, off), 1);
+    uint64_t h;
+    ASSERT_EQ(sv_snapshot_head_hash(fd, &h), 0);
+    return h;
+}
+
+/* What tells a pack written in place from a touch: both LMDB meta pages,
+ * wherever the page size puts the second. servd-pack writes its roots into
+ * the second (transaction 1); on a host of 64 KiB pages it lies past the
+ * first 8 KiB, where a hash of the file's start saw only the first meta
+ * page, alike for every pack. */
+TEST(snapshot_head_hash_covers_both_meta_pages)
+{
+    static const size_t sizes[] = {4096, 16384, 65536};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        size_t ps = sizes[i];
+        char path[4096];
+        snprintf(path, sizeof path, "%s/pages-%zu.lmdb", t_tmpdir(), ps);
+        int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+        ASSERT(fd >= 0);
+        ASSERT_EQ(ftruncate(fd, (off_t)(3 * ps)), 0);
+        unsigned char meta[44] = {0};
+        const unsigned char magic[4] = {0xDE, 0xC0, 0xEF, 0xBE};
+        memcpy(meta + 16, magic, 4);
+        meta[40] = (unsigned char)ps, meta[41] = (unsigned char)(ps >> 8);
+        meta[42] = (unsigned char)(ps >> 16);
+        ASSERT_EQ(pwrite(fd, meta, sizeof meta, 0), (ssize_t)sizeof meta);
+        ASSERT_EQ(pwrite(fd, meta, sizeof meta, (off_t)ps), (ssize_t)sizeof meta);
+        ASSERT_EQ(sf_lmdb_page_size(meta, sizeof meta), ps);
+        uint64_t before = hash_after(fd, 0, 0);
+        /* the second meta page's transaction id and its last page */
+        ASSERT(hash_after(fd, (off_t)ps + 144, 1) != before);
+        ASSERT_EQ(hash_after(fd, (off_t)ps + 144, 0), before);
+        ASSERT(hash_after(fd, (off_t)ps + 136, 7) != before);
+        ASSERT_EQ(hash_after(fd, (off_t)ps + 136, 0), before);
+        /* and the first's */
+        ASSERT(hash_after(fd, 144, 1) != before);
+        ASSERT_EQ(hash_after(fd, 144, 0), before);
+        /* a data page is not looked at */
+        ASSERT_EQ(hash_after(fd, (off_t)(2 * ps) + 100, 9), before);
+        close(fd);
+    }
+    /* A file that is no pack: its first 8 KiB. */
+    char path[4096];
+    snprintf(path, sizeof path, "%s/plain.bin", t_tmpdir());
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    ASSERT(fd >= 0);
+    uint64_t empty;
+    ASSERT_EQ(sv_snapshot_head_hash(fd, &empty), 0);
+    ASSERT(hash_after(fd, 5000, 1) != empty);
+    ASSERT_EQ(hash_after(fd, 5000, 0), empty); /* zeros, as past the end */
+    ASSERT_EQ(hash_after(fd, 9000, 1), empty);
+    close(fd);
 }

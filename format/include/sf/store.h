@@ -214,6 +214,11 @@ void sf_meta_encode(const sf_meta *m, uint8_t buf[SF_META_RECORD_LEN]);
  * the preload and servd-pack's "is this a pack it may replace". */
 int sf_lmdb_magic(const void *page, size_t len);
 
+/* The page size that page, the first len bytes of an LMDB meta page, states
+ * (a power of two from 512 to 65536, at offset 40): the second meta page
+ * starts there. 0 when it holds no magic or another size. */
+size_t sf_lmdb_page_size(const void *page, size_t len);
+
 typedef struct sf_pack sf_pack;
 typedef struct sf_reader sf_reader;
 
