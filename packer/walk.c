@@ -543,9 +543,9 @@ static void warn_index_htm(const pk_site *site)
     for (size_t i = 0; i < site->n; i++) {
         const pk_file *f = &site->files[i];
         const char *base = strrchr(f->key, '/') + 1;
-        if ((strcasecmp(base, "index.htm") != 0 && strcasecmp(base, "index.html") != 0) ||
-            strcmp(base, "index.html") == 0)
-            continue;
+        int index_page = strcasecmp(base, "index.htm") == 0 || strcasecmp(base, "index.html") == 0;
+        if (!index_page || strcmp(base, "index.html") == 0)
+            continue; /* not an index page, or the one servd answers with */
         char html[PATH_MAX];
         snprintf(html, sizeof html, "%.*sindex.html", (int)(base - f->key), f->key);
         if (pk_site_find(site, html))
