@@ -61,7 +61,7 @@ static const char help_text[] =
     "    -q, --quiet           no progress bar or lines, and no summary\n"
     "  ls       one line per path: PATH SIZE ENCODINGS ETAG MIME (tab-separated);\n"
     "           --json for a JSON array\n"
-    "  verify   re-hash every body, check every record and the meta counts\n"
+    "  verify   re-hash every body, check every record and the meta record\n"
     "  diff     URLs added (+), changed (~) and removed (-) between two packs: a purge\n"
     "           list; an index also lists /dir/ (and /dir, its 301, when added,\n"
     "           removed or its 301's lines changed) marked\n"

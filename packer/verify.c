@@ -20,6 +20,9 @@
  *   - every body re-hashes to its key (this is what finds flipped bits),
  *     and every body is used by some path;
  *   - the status:404 entry, if any, points at existing bodies;
+ *   - the meta record's own fields follow docs/format.md §3: a minor this
+ *     servd-pack knows, that minor's length, zero reserved bytes, packer
+ *     NUL-padded UTF-8, profile NUL-padded ASCII;
  *   - the meta counts, byte totals and pack id match what is stored. The id
  *     is recomputed over the records as stored (sf_pack_id_compute, the
  *     function the packer and servd's load check use), and from format
@@ -447,6 +450,78 @@ static int check_body(void *arg, const uint8_t key[SF_KEY_LEN], sf_view bytes)
     return 0;
 }
 
+/* Checks a NUL-padded text field of meta, n bytes at f: its text ends at
+ * its first NUL (or fills it) and every byte after that is NUL; with
+ * ascii, every byte of the text is below 0x80, else the text is UTF-8. */
+static void check_meta_text(verify *v, const char *field, const uint8_t *f, size_t n, int ascii)
+{
+    size_t len = strnlen((const char *)f, n);
+    for (size_t i = len; i < n; i++)
+        if (f[i] != 0) {
+            problem(v,
+                    "meta: the %s field is not NUL-padded: byte %zu, after the NUL that ends "
+                    "\"%.*s\", is 0x%02x where the format requires 0",
+                    field, i, (int)len, (const char *)f, f[i]);
+            return;
+        }
+    for (size_t i = 0; i < len;) {
+        size_t l = ascii ? f[i] < 0x80 : sf_utf8_char(f + i, len - i, NULL);
+        if (l == 0) {
+            problem(v, "meta: the %s \"%.*s\" is not %s: byte %zu is 0x%02x", field, (int)len,
+                    (const char *)f, ascii ? "ASCII" : "UTF-8", i, f[i]);
+            return;
+        }
+        i += l;
+    }
+}
+
+/* Checks the fields of the meta record that docs/format.md (§3) gives
+ * rules and readers ignore: the minor version is one this servd-pack
+ * knows, the record is as long as that minor's, the reserved bytes are 0,
+ * packer is NUL-padded UTF-8 and profile NUL-padded ASCII. (created has no
+ * rule; the counts, totals and ids are checked against the contents.) */
+static void check_meta(verify *v, const sf_meta *m)
+{
+    sf_view rec;
+    int rc = sf_special_record(v->r, "meta", &rec);
+    if (rc == SF_ENOMEM) {
+        v->oom = 1;
+        return;
+    }
+    if (rc != 0 || rec.len < SF_META_RECORD_LEN) { /* sf_pack_open decoded it */
+        problem(v, "meta: the record cannot be read again: %s", sf_strerror(rc ? rc : SF_ECORRUPT));
+        return;
+    }
+    const uint8_t *b = (const uint8_t *)rec.ptr;
+    /* a later minor may append fields and use reserved bytes: neither is
+     * checked in a pack of one, which this servd-pack cannot vouch for */
+    if (m->minor > SF_FORMAT_MINOR) {
+        problem(v,
+                "meta: minor is %u, a format version this servd-pack does not know (it knows "
+                "%d.0 to %d.%d), so the pack cannot be checked against its rules",
+                m->minor, SF_FORMAT_MAJOR, SF_FORMAT_MAJOR, SF_FORMAT_MINOR);
+    } else {
+        if (rec.len != SF_META_RECORD_LEN)
+            problem(v, "meta: the record is %zu bytes; format %d.%u's is exactly %d", rec.len,
+                    SF_FORMAT_MAJOR, m->minor, SF_META_RECORD_LEN);
+        if (b[12] || b[13] || b[14] || b[15])
+            problem(v,
+                    "meta: the reserved bytes 12-15 hold %02x %02x %02x %02x where the format "
+                    "requires 0",
+                    b[12], b[13], b[14], b[15]);
+        /* id_404 from minor 1 on (checked with the 404 entry): reserved
+         * before, and a non-zero one there is still checked as id_404 */
+        static const uint8_t zero[SF_PACK_ID_LEN];
+        if (m->minor == 0 && memcmp(b + 264, zero, sizeof zero) != 0)
+            problem(v,
+                    "meta: bytes 264-279, reserved in format %d.0 (id_404 from %d.1 on), are "
+                    "not all 0 as the format requires",
+                    SF_FORMAT_MAJOR, SF_FORMAT_MAJOR);
+    }
+    check_meta_text(v, "packer", b + 72, 64, 0);
+    check_meta_text(v, "profile", b + 136, 128, 1);
+}
+
 int pk_cmd_verify(const char *site, int quiet)
 {
     sf_pack *pack;
@@ -467,6 +542,7 @@ int pk_cmd_verify(const char *site, int quiet)
     v.minor = m->minor;
     int status = PK_EXIT_FAIL;
     char err[512] = "";
+    check_meta(&v, m);
     rc = sf_foreach_path(v.r, check_path, &v, err, sizeof err);
     if (rc == SF_ENOMEM || v.oom)
         goto out_nomem;

@@ -401,6 +401,35 @@ def allocation_failures(work):
          "nothing left beside the pack's name")
 
 
+def meta_fields(work, good):
+    """The meta record's own fields (docs/format.md §3), which readers ignore: a pack
+    servd-pack wrote, with one of them changed in place, still lists, but verify fails
+    naming the field, what it holds and what the format requires."""
+    with open(good, "rb") as f:
+        data = f.read()
+    at = data.find(b"SERVDPK1")
+    T.check(at >= 0 and data.find(b"SERVDPK1", at + 1) < 0, "one meta record in the pack")
+    minor = struct.unpack_from("<H", data, at + 10)[0]
+    cases = (
+        ("reserved", 12, b"\x00\x00\x07\x00",
+         "meta: the reserved bytes 12-15 hold 00 00 07 00 where the format requires 0"),
+        ("minor", 10, struct.pack("<H", minor + 1),
+         "meta: minor is %d, a format version this servd-pack does not know" % (minor + 1)),
+        ("profile", 136, b"r1 \xe2\x80\xae",
+         "meta: the profile \"r1 \\u202e"),
+        ("packer", 72 + 63, b"!",
+         "meta: the packer field is not NUL-padded: byte 63"),
+    )
+    for name, off, raw, want in cases:
+        bad = os.path.join(work, "meta-%s.lmdb" % name)
+        with open(bad, "wb") as f:
+            f.write(data[:at + off] + raw + data[at + off + len(raw):])
+        rc, _, err = verify(bad)
+        T.eq(rc, 1, "verify of a pack whose meta %s was changed (%s)" % (name, err))
+        T.check(want in err, "verify names the meta %s: %r" % (name, err))
+        T.eq(T.run(["ls", bad]).returncode, 0, "ls of a pack whose meta %s was changed" % name)
+
+
 def main():
     with T.TempDir() as work:
         root = os.path.join(work, "site")
@@ -457,6 +486,7 @@ def main():
         T.check(junk in err, "message names the file: " + err)
 
         keys_no_request_reaches(work, good)
+        meta_fields(work, good)
         runaway_lengths(work)
         out_of_memory(work)
         allocation_failures(work)

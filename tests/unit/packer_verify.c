@@ -9,6 +9,7 @@
 #include "runner.h"
 
 #include <fcntl.h>
+#include <lmdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -305,4 +306,131 @@ TEST(verify_checks_keys_and_redirect_targets)
     tweak.key = "/dir/";
     write_pack(path, text_a);
     check_fails(path, "/dir/: a key that ends in '/'");
+}
+
+/* Rewrites the meta record of the pack at path through LMDB: edit gets a
+ * copy of it (room for 512 bytes) and may change its bytes and length. */
+static void edit_meta(const char *path, void (*edit)(uint8_t *rec, size_t *len))
+{
+    MDB_env *env;
+    MDB_txn *txn;
+    MDB_dbi dbi;
+    MDB_val k = {4, "meta"}, val;
+    static uint8_t rec[512];
+    ASSERT_EQ(mdb_env_create(&env), 0);
+    ASSERT_EQ(mdb_env_set_maxdbs(env, 4), 0);
+    ASSERT_EQ(mdb_env_set_mapsize(env, 4 << 20), 0);
+    ASSERT_EQ(mdb_env_open(env, path, MDB_NOSUBDIR | MDB_NOLOCK, 0644), 0);
+    ASSERT_EQ(mdb_txn_begin(env, NULL, 0, &txn), 0);
+    ASSERT_EQ(mdb_dbi_open(txn, "meta", 0, &dbi), 0);
+    ASSERT_EQ(mdb_get(txn, dbi, &k, &val), 0);
+    size_t len = val.mv_size;
+    ASSERT(len <= sizeof rec);
+    memcpy(rec, val.mv_data, len);
+    edit(rec, &len);
+    val = (MDB_val){len, rec};
+    ASSERT_EQ(mdb_put(txn, dbi, &k, &val, 0), 0);
+    ASSERT_EQ(mdb_txn_commit(txn), 0);
+    mdb_env_close(env);
+}
+
+static void reserved_byte(uint8_t *rec, size_t *len)
+{
+    (void)len;
+    rec[13] = 0x01;
+}
+
+static void minor_ahead(uint8_t *rec, size_t *len)
+{
+    (void)len;
+    rec[10] = SF_FORMAT_MINOR + 1;
+}
+
+static void minor_0_with_bytes_at_264(uint8_t *rec, size_t *len)
+{
+    (void)len;
+    rec[10] = 0;
+    rec[270] = 0x5a;
+}
+
+static void one_byte_longer(uint8_t *rec, size_t *len)
+{
+    rec[(*len)++] = 0;
+}
+
+static void profile_not_ascii(uint8_t *rec, size_t *len)
+{
+    (void)len;
+    memcpy(rec + 136, "r1 gzip=\xc3\xa9", 10); /* UTF-8 for U+00E9, but not ASCII */
+}
+
+static void profile_not_padded(uint8_t *rec, size_t *len)
+{
+    (void)len;
+    rec[136 + 127] = 'x';
+}
+
+static void packer_not_utf8(uint8_t *rec, size_t *len)
+{
+    (void)len;
+    memcpy(rec + 72, "servd-pack \xff", 12);
+}
+
+static void packer_not_padded(uint8_t *rec, size_t *len)
+{
+    (void)len;
+    rec[72 + 40] = 'y';
+}
+
+static void packer_cut_in_a_character(uint8_t *rec, size_t *len)
+{
+    (void)len;
+    memset(rec + 72, 'a', 63);
+    rec[72 + 63] = 0xc3; /* all 64 bytes used, the last one half of a character */
+}
+
+static void packer_full_utf8(uint8_t *rec, size_t *len)
+{
+    (void)len;
+    memset(rec + 72, 'a', 62);
+    memcpy(rec + 72 + 62, "\xc3\xa9", 2); /* no NUL: allowed when all 64 bytes are used */
+}
+
+/* The meta record's own fields (docs/format.md §3), which readers ignore:
+ * verify names the field, what it holds and what the format requires. */
+TEST(verify_checks_the_meta_fields)
+{
+    char path[2048], msg[4096], ahead[256], longer[256];
+    snprintf(path, sizeof path, "%s/meta.lmdb", t_tmpdir());
+    snprintf(ahead, sizeof ahead,
+             "meta: minor is %d, a format version this servd-pack does not know (it knows 1.0 "
+             "to 1.%d)",
+             SF_FORMAT_MINOR + 1, SF_FORMAT_MINOR);
+    snprintf(longer, sizeof longer, "meta: the record is 281 bytes; format 1.%d's is exactly 280",
+             SF_FORMAT_MINOR);
+    const struct {
+        void (*edit)(uint8_t *, size_t *);
+        const char *why;
+    } bad[] = {
+        {reserved_byte, "meta: the reserved bytes 12-15 hold 00 01 00 00 where the format "
+                        "requires 0"},
+        {minor_ahead, ahead},
+        {minor_0_with_bytes_at_264, "meta: bytes 264-279, reserved in format 1.0"},
+        {one_byte_longer, longer},
+        {profile_not_ascii, "is not ASCII: byte 8 is 0xc3"},
+        {profile_not_padded, "meta: the profile field is not NUL-padded: byte 127"},
+        {packer_not_utf8, "meta: the packer \"servd-pack \\xff\" is not UTF-8: byte 11 is 0xff"},
+        {packer_not_padded, "meta: the packer field is not NUL-padded: byte 40, after the NUL "
+                            "that ends \"test\", is 0x79 where the format requires 0"},
+        {packer_cut_in_a_character, "is not UTF-8: byte 63 is 0xc3"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        write_pack(path, text_a);
+        ASSERT_EQ(verify_quietly(path, msg, sizeof msg), PK_EXIT_OK);
+        edit_meta(path, bad[i].edit);
+        check_fails(path, bad[i].why);
+    }
+    write_pack(path, text_a);
+    edit_meta(path, packer_full_utf8);
+    ASSERT_EQ(verify_quietly(path, msg, sizeof msg), PK_EXIT_OK);
 }
