@@ -294,8 +294,10 @@ static int could_be_key(const char *path)
 }
 
 /* When path, taken as a name as ls prints it, is a path of the pack: writes
- * " (ls's /q?.txt is /q%3F.txt as a URL)" to hint, for a cat given what ls
- * printed. Else hint is empty. */
+ * " (ls's \"/q?.txt\" is /q%3F.txt as a URL)" to hint, for a cat given what
+ * ls printed. The name is quoted, as messages quote what was given: it may
+ * hold spaces (pk_err escapes controls); the URL holds none. Else hint is
+ * empty. */
 static void listed_hint(sf_reader *r, const char *path, char *hint, size_t cap)
 {
     char url[3 * SF_KEY_MAX + 1];
@@ -308,7 +310,7 @@ static void listed_hint(sf_reader *r, const char *path, char *hint, size_t cap)
     if (u >= sizeof url) /* 3 * n always fits */
         return;
     url[u] = '\0';
-    snprintf(hint, cap, " (ls's %s is %s as a URL)", path, url);
+    snprintf(hint, cap, " (ls's \"%s\" is %s as a URL)", path, url);
 }
 
 int pk_cmd_cat(const char *site, const char *path, int encoding, int headers)
@@ -355,9 +357,15 @@ int pk_cmd_cat(const char *site, const char *path, int encoding, int headers)
         int dir = sf_lookup(r, key, klen + strlen("/index.html"), &e) == 0;
         key[klen] = '\0';
         if (dir) {
+            /* the URL, as servd's Location writes it and cat takes it: the
+             * key may hold a space ("/a dir/") or a '%' ("/100%/", which is
+             * no URL path) */
+            char url[3 * SF_KEY_MAX + 1];
+            size_t u = sf_path_to_url(key, klen, url, sizeof url - 1);
+            url[u < sizeof url ? u : 0] = '\0'; /* a found key fits: 3 x 511 */
             pk_err("%s: %s: no such path in the pack; servd answers it with a 301 to %s/ "
                    "(cat %s/ for the page)",
-                   site, key, key, key);
+                   site, key, url, url);
             goto out_close_pack;
         }
     }

@@ -1026,19 +1026,41 @@ def main():
         # the URL (a migrating user's "cat /q?.txt" said only "/q: no such path")
         ls_root = os.path.join(work, "ls-names")
         os.makedirs(ls_root)
-        for name in ("q?.txt", "100%.html"):
+        for name in ("q?.txt", "100%.html", "a b%.txt", "x\u202ey%.txt", "75%/index.html",
+                     "a dir/index.html"):
+            os.makedirs(os.path.dirname(os.path.join(ls_root, name)), exist_ok=True)
             with open(os.path.join(ls_root, name), "w") as f:
                 f.write("x\n")
         ls_out = os.path.join(outdir, "ls-names.lmdb")
         T.build(ls_root, ls_out)
         T.eq(sorted(line.split("\t")[0] for line in T.ls(ls_out).splitlines()),
-             ["/100%.html", "/q?.txt"], "ls prints the names")
+             ["/100%.html", "/75%/index.html", "/a b%.txt", "/a dir/index.html", "/q?.txt",
+              "/x\\u202ey%.txt"], "ls prints the names")
         expect_failure(["cat", ls_out, "/q?.txt"], 1,
-                       ["/q: no such path in the pack (ls's /q?.txt is /q%3F.txt as a URL)\n"],
+                       ["/q: no such path in the pack (ls's \"/q?.txt\" is /q%3F.txt as a URL)\n"],
                        "cat of a name with '?' as ls prints it")
         expect_failure(["cat", ls_out, "/100%.html"], 2,
-                       ['cat: "/100%.html" is not a URL path (ls\'s /100%.html is /100%25.html as '
-                        'a URL)\n'], "cat of a name with '%' as ls prints it")
+                       ['cat: "/100%.html" is not a URL path (ls\'s "/100%.html" is /100%25.html '
+                        'as a URL)\n'], "cat of a name with '%' as ls prints it")
+        # the name in the hint is quoted, as the operand is, and escaped: a space does
+        # not read as the end of it, a bidi control does not reorder the line
+        expect_failure(["cat", ls_out, "/a b%.txt"], 2,
+                       ['(ls\'s "/a b%.txt" is /a%20b%25.txt as a URL)\n'],
+                       "cat of a name with a space and '%' as ls prints it")
+        expect_failure(["cat", ls_out, "/x\u202ey%.txt"], 2,
+                       ['(ls\'s "/x\\u202ey%.txt" is /x%E2%80%AEy%25.txt as a URL)\n'],
+                       "cat of a name with a bidi control and '%' as ls prints it")
+        # a directory without its '/': the URL to cat is named as a URL (cat "/75%/"
+        # is no URL path, "/a dir/" no one word)
+        expect_failure(["cat", ls_out, "/75%25"], 1,
+                       ["/75%: no such path in the pack; servd answers it with a 301 to /75%25/ "
+                        "(cat /75%25/ for the page)\n"], "cat of a directory with '%'")
+        expect_failure(["cat", ls_out, "/a%20dir"], 1,
+                       ["/a dir: no such path in the pack; servd answers it with a 301 to "
+                        "/a%20dir/ (cat /a%20dir/ for the page)\n"],
+                       "cat of a directory with a space")
+        for url in ("/75%25/", "/a%20dir/"):
+            T.eq(T.cat(ls_out, url), b"x\n", "cat %s, as the message says" % url)
         expect_failure(["cat", ls_out, "/50%"], 2, ['cat: "/50%" is not a URL path\n'],
                        "cat of a bad URL that names nothing")
         for url in ("/q%3F.txt", "/100%25.html"):
