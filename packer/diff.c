@@ -29,7 +29,15 @@
  *   "+ /docs<TAB>via /docs/index.html (301)"            derived: the redirect
  * or with --json {"added": [...], "changed": [...], "removed": [...] (paths),
  * "derived": [{"url", "via", "change", "status"}], "urls": [every URL to
- * purge, sorted, once]}. Exit 0 either way; a failure to read a pack is 1.
+ * purge, sorted, once], "not_found": null or "added", "changed", "removed"}.
+ * Exit 0 either way; a failure to read a pack is 1.
+ *
+ * The status:404 entry answers every URL that is not a path: when it
+ * differs (its bodies, type or header lines; or one pack has none, and
+ * servd answers with its own), every 404 a cache stored is stale, under
+ * URLs no list can name. It is said, not listed: "not_found" in the JSON,
+ * and in text one line on stderr, "servd-pack: diff: status:404 CHANGE:
+ * ...", since the text lines on stdout are URLs only.
  */
 #include "commands.h"
 #include "msg.h"
@@ -56,7 +64,9 @@ typedef struct list {
     item *v;
     size_t n, cap;
     int failed;
-    int bad_keys; /* keys no request reaches (not sf_path_check's) */
+    int bad_keys;                  /* keys no request reaches (not sf_path_check's) */
+    int has_404;                   /* the pack has a status:404 entry */
+    uint8_t fp_404[PK_DIGEST_LEN]; /* its fingerprint (see fp_404) */
 } list;
 
 static void fp_view(pk_sha *s, sf_view v)
@@ -109,6 +119,53 @@ static void fp_redirect(pk_sha *s, sf_view v)
     }
 }
 
+/* Adds what a client sees of e to s, and the same without Last-Modified
+ * lines to c (when not NULL). */
+static void fp_entry(pk_sha *s, pk_sha *c, const sf_entry *e)
+{
+    /* only the flags a client sees: SF_ENTRY_NEGOTIABLE (Vary); a weak
+     * date (SF_ENTRY_DATE_WEAK) changes no byte sent, and a re-pack that
+     * only marks it is no change to purge */
+    uint32_t head[3] = {(uint32_t)e->kind, e->flags & SF_ENTRY_NEGOTIABLE, e->nvariants};
+    pk_sha_update(s, head, sizeof head);
+    fp_view(s, e->mime);
+    fp_view(s, e->target);
+    if (c) {
+        pk_sha_update(c, head, sizeof head);
+        fp_view(c, e->mime);
+        fp_view(c, e->target);
+    }
+    for (unsigned i = 0; i < e->nvariants; i++) {
+        const sf_variant *v = &e->variants[i];
+        uint32_t enc = (uint32_t)v->encoding;
+        pk_sha_update(s, &enc, sizeof enc);
+        fp_view(s, v->etag);
+        fp_view(s, v->h200);
+        fp_view(s, v->h304);
+        if (c) {
+            pk_sha_update(c, &enc, sizeof enc);
+            fp_view(c, v->etag);
+            fp_block_content(c, v->h200);
+            fp_block_content(c, v->h304);
+        }
+    }
+}
+
+/* The fingerprint of the status:404 entry: what a client sees of it and,
+ * since it has no ETag to stand for them, its bodies. It has no
+ * Last-Modified line, so --content compares the same. @return 0, or
+ * SF_ENOMEM. */
+static int fp_404(const sf_entry *e, uint8_t fp[PK_DIGEST_LEN])
+{
+    pk_sha *s = pk_sha_new();
+    if (!s)
+        return SF_ENOMEM;
+    fp_entry(s, NULL, e);
+    for (unsigned i = 0; i < e->nvariants; i++)
+        pk_sha_update(s, e->variants[i].body_key, SF_KEY_LEN);
+    return pk_sha_final(s, fp) == 0 ? 0 : SF_ENOMEM;
+}
+
 static int collect(void *arg, sf_view path, const sf_entry *e)
 {
     list *l = arg;
@@ -136,28 +193,7 @@ static int collect(void *arg, sf_view path, const sf_entry *e)
         goto out_nomem;
     }
     it->len = path.len;
-    /* only the flags a client sees: SF_ENTRY_NEGOTIABLE (Vary); a weak
-     * date (SF_ENTRY_DATE_WEAK) changes no byte sent, and a re-pack that
-     * only marks it is no change to purge */
-    uint32_t head[3] = {(uint32_t)e->kind, e->flags & SF_ENTRY_NEGOTIABLE, e->nvariants};
-    pk_sha_update(s, head, sizeof head);
-    pk_sha_update(c, head, sizeof head);
-    fp_view(s, e->mime);
-    fp_view(c, e->mime);
-    fp_view(s, e->target);
-    fp_view(c, e->target);
-    for (unsigned i = 0; i < e->nvariants; i++) {
-        const sf_variant *v = &e->variants[i];
-        uint32_t enc = (uint32_t)v->encoding;
-        pk_sha_update(s, &enc, sizeof enc);
-        pk_sha_update(c, &enc, sizeof enc);
-        fp_view(s, v->etag);
-        fp_view(c, v->etag);
-        fp_view(s, v->h200);
-        fp_view(s, v->h304);
-        fp_block_content(c, v->h200);
-        fp_block_content(c, v->h304);
-    }
+    fp_entry(s, c, e);
     if (e->nvariants > 0)
         fp_redirect(r, e->variants[0].h200);
     int rs = pk_sha_final(s, it->fp), rc = pk_sha_final(c, it->content);
@@ -181,6 +217,17 @@ static int load(const char *site, list *l)
         return -1;
     char err[512] = "";
     int rc = sf_foreach_path(r, collect, l, err, sizeof err);
+    if (rc == 0) {
+        /* the answer to every URL that is not a path (format.md §6.4) */
+        sf_entry e;
+        rc = sf_lookup_special(r, SF_SPECIAL_404, &e);
+        if (rc == 0 && (rc = fp_404(&e, l->fp_404)) == 0)
+            l->has_404 = 1;
+        else if (rc == SF_ENOTFOUND)
+            rc = 0;
+        else
+            snprintf(err, sizeof err, "%s: %s", SF_SPECIAL_404, sf_strerror(rc));
+    }
     pk_close_pack(pack, r);
     if (l->bad_keys) {
         pk_err("%s: corrupt pack: a path key that is not a normalised URL path (servd-pack "
@@ -366,7 +413,8 @@ static int print_text(const changes *c)
     return 0;
 }
 
-static int print_json(const changes *c)
+/* not_found: NULL, or how the status:404 entry changed (see pk_cmd_diff). */
+static int print_json(const changes *c, const char *not_found)
 {
     json_t *doc = json_object(), *lists[3] = {json_array(), json_array(), json_array()};
     json_t *derived = json_array(), *urls = json_array();
@@ -396,7 +444,9 @@ static int print_json(const changes *c)
     if (json_object_set(doc, "added", lists[0]) != 0 ||
         json_object_set(doc, "changed", lists[1]) != 0 ||
         json_object_set(doc, "removed", lists[2]) != 0 ||
-        json_object_set(doc, "derived", derived) != 0 || json_object_set(doc, "urls", urls) != 0)
+        json_object_set(doc, "derived", derived) != 0 || json_object_set(doc, "urls", urls) != 0 ||
+        json_object_set_new(doc, "not_found", not_found ? json_string(not_found) : json_null()) !=
+            0)
         goto out_free_json;
     if (json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_ENSURE_ASCII | JSON_PRESERVE_ORDER) != 0)
         goto out_free_json;
@@ -444,11 +494,26 @@ int pk_cmd_diff(const char *old_site, const char *new_site, int json, int conten
     }
     if (c.n)
         qsort(c.v, c.n, sizeof *c.v, cmp_change);
+    /* The 404 response (status:404, or servd's own without it) answers
+     * every URL that is not a path: no list can name the URLs a cache
+     * holds it under, so it is said, not listed. */
+    const char *not_found = a.has_404 != b.has_404 ? (b.has_404 ? "added" : "removed")
+                            : a.has_404 && memcmp(a.fp_404, b.fp_404, PK_DIGEST_LEN) != 0
+                                ? "changed"
+                                : NULL;
     errno = 0;
-    if ((json ? print_json(&c) : print_text(&c)) != 0 || fflush(stdout) != 0 || ferror(stdout)) {
+    if ((json ? print_json(&c, not_found) : print_text(&c)) != 0 || fflush(stdout) != 0 ||
+        ferror(stdout)) {
         pk_err("writing the diff: %s", errno ? strerror(errno) : "failed");
         goto out_free_lists;
     }
+    /* the text lines stay URLs only (cut -c3- makes the purge list of
+     * them): a script reads this line on stderr, or "not_found" in JSON */
+    if (not_found && !json)
+        pk_err("diff: status:404 %s: the 404 response, sent for every URL that is not a path of "
+               "the new pack, differs; caches that store 404 responses hold the old one under URLs "
+               "no purge list can name (purge them by tag, or the whole site)",
+               not_found);
     status = PK_EXIT_OK;
 out_free_lists:
     free_changes(&c);

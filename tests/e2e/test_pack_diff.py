@@ -24,6 +24,80 @@ def copy_site(src, dst, files):
     return dst
 
 
+NOT_FOUND_NOTE = ("servd-pack: diff: status:404 %s: the 404 response, sent for every URL that "
+                  "is not a path of the new pack, differs")
+
+
+def not_found_response(work, a, old, env):
+    """The status:404 entry answers every URL that is not a path: when it changes, every
+    404 a cache stored is stale under URLs no list can name. diff says so, without a URL:
+    "not_found" in --json, one line on stderr beside the text (whose lines stay URLs)."""
+    def diff(x, y, *extra):
+        p = T.run(["diff", x, y] + list(extra))
+        T.eq(p.returncode, 0, "diff %s %s exit status (%s)" % (x, y, p.stderr.decode()))
+        q = T.run(["diff", x, y, "--json"] + list(extra))
+        T.eq(q.returncode, 0, "diff --json %s %s exit status" % (x, y))
+        return p.stdout.decode().splitlines(), p.stderr.decode(), json.loads(q.stdout), q.stderr
+
+    cases = []
+    # the page's bytes
+    with open(os.path.join(a, "404.html"), "rb") as f:
+        page = f.read()
+    i = page.index(b"not found")
+    edited = copy_site(a, os.path.join(work, "nf-bytes"), {})
+    with open(os.path.join(edited, "404.html"), "wb") as f:
+        f.write(page[:i] + b"NOT FOUND" + page[i + 9:])
+    cases.append(("the page's bytes", edited, [], "changed", ["~ /404.html"]))
+    # a rule header for *.html reaches the 404 answers (format.md §6.4)
+    rules = os.path.join(work, "nf-rules.json")
+    with open(rules, "w") as f:
+        json.dump({"headers": [{"match": "/404.html", "name": "X-Robots-Tag",
+                                "value": "noindex"}]}, f)
+    cases.append(("a rule header", a, ["--rules", rules], "changed", ["~ /404.html"]))
+    # /404.html's own Cache-Control changes, the 404's (no-cache) does not
+    cc_rules = os.path.join(work, "nf-cc.json")
+    with open(cc_rules, "w") as f:
+        json.dump({"cache_control": [{"match": "/404.html", "value": "public, max-age=60"}]}, f)
+    cases.append(("/404.html's Cache-Control", a, ["--rules", cc_rules], None, ["~ /404.html"]))
+    gone = copy_site(a, os.path.join(work, "nf-gone"), {})
+    os.unlink(os.path.join(gone, "404.html"))
+    cases.append(("no 404.html", gone, [], "removed", ["- /404.html"]))
+    for what, root, extra, change, lines in cases:
+        pack = os.path.join(work, "nf.lmdb")
+        T.build(root, pack, *extra, env=env)
+        out, err, doc, jerr = diff(old, pack)
+        T.eq(out, lines, "%s: the text lists URLs only" % what)
+        T.eq(doc["urls"], [line[2:] for line in lines], "%s: --json urls" % what)
+        T.eq(doc.get("not_found", "(absent)"), change, "%s: --json not_found" % what)
+        T.eq(jerr, b"", "%s: --json says it in the JSON alone" % what)
+        if change:
+            T.check(err.startswith(NOT_FOUND_NOTE % change) and err.count("\n") == 1,
+                    "%s: the text says the 404 response %s: %r" % (what, change, err))
+        else:
+            T.eq(err, "", "%s: nothing said of the 404 response" % what)
+        if change == "changed":
+            T.eq(diff(old, pack, "--content")[2].get("not_found"), "changed",
+                 "%s: --content sees it too" % what)
+        if change == "removed":
+            out, err, doc, _ = diff(pack, old)
+            T.eq((out, doc.get("not_found")), (["+ /404.html"], "added"), "%s, reversed" % what)
+            T.check(err.startswith(NOT_FOUND_NOTE % "added"), "reversed: %r" % err)
+    # a page too small to compress, changed at the same length: its one header block
+    # is the same, and a 404 has no ETag; only its body tells
+    small = []
+    for text in ("missing\n", "MISSING\n"):
+        root = os.path.join(work, "nf-small-%d" % len(small))
+        os.makedirs(root)
+        for name, content in (("index.html", "home\n"), ("404.html", text)):
+            with open(os.path.join(root, name), "w") as f:
+                f.write(content)
+        small.append(os.path.join(work, "nf-small-%d.lmdb" % len(small)))
+        T.build(root, small[-1], env=env)
+    out, err, doc, _ = diff(small[0], small[1])
+    T.eq((out, doc.get("not_found")), (["~ /404.html"], "changed"), "a small page's bytes")
+    T.check(err.startswith(NOT_FOUND_NOTE % "changed"), "a small page's bytes: %r" % err)
+
+
 def main():
     env = {"SOURCE_DATE_EPOCH": "1700000000"}
     with T.TempDir() as work:
@@ -61,7 +135,8 @@ def main():
                                     "derived": [],
                                     "urls": ["/css/site.css", "/data/site.json",
                                              "/docs/guide/intro.html", "/docs/new.html",
-                                             "/zzz.txt"]}, "diff --json")
+                                             "/zzz.txt"],
+                                    "not_found": None}, "diff --json")
         p = T.run(["diff", new, old])
         T.eq(sorted(p.stdout.decode().splitlines()),
              sorted(["~ /css/site.css", "~ /data/site.json", "- /docs/new.html",
@@ -207,14 +282,17 @@ def main():
                   "~ /docs/\tvia /docs/index.html",
                   "~ /docs/index.html"], "a rule's %s on an index: its 301 listed" % what)
 
+        not_found_response(work, a, old, env)
+
         # Identical packs.
         again = os.path.join(work, "again.lmdb")
         T.build(a, again, env=env)
         p = T.run(["diff", old, again])
         T.eq((p.returncode, p.stdout), (0, b""), "diff of identical packs")
         T.eq(json.loads(T.run(["diff", old, again, "--json"]).stdout),
-             {"added": [], "changed": [], "removed": [], "derived": [], "urls": []},
-             "diff --json of identical packs")
+             {"added": [], "changed": [], "removed": [], "derived": [], "urls": [],
+              "not_found": None}, "diff --json of identical packs")
+        T.eq(T.run(["diff", old, again]).stderr, b"", "diff of identical packs: nothing said")
     T.finish("test_pack_diff")
 
 
