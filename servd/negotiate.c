@@ -9,8 +9,10 @@
  *
  * Decisions (each pinned by tests/unit/servd_negotiate.c):
  *   - the field is parsed element by element, never searched for
- *     substrings ("x-gzip" is gzip, RFC 9110 §8.4.1.3; "gzip;q=0" is not
- *     gzip);
+ *     substrings: "gzip;q=0" is not gzip, and nor is "x-gzip" (HTTP.md
+ *     names it a substring search's mistake; nginx and h2o answer it with
+ *     identity, which every client decodes, where RFC 9110 §8.4.1.3 asks a
+ *     recipient to take it for gzip);
  *   - an element with an invalid weight or a parameter other than q is
  *     ignored, the rest of the field still counts;
  *   - a coding listed twice gets the lower of its weights (a client that
@@ -105,13 +107,13 @@ static void element(prefs *p, const char *s, size_t n)
         set_weight(&p->star, w);
     else if (sv_ieq(tok, tlen, "identity"))
         set_weight(&p->q[SF_ENC_IDENTITY], w);
-    else if (sv_ieq(tok, tlen, "gzip") || sv_ieq(tok, tlen, "x-gzip"))
+    else if (sv_ieq(tok, tlen, "gzip"))
         set_weight(&p->q[SF_ENC_GZIP], w);
     else if (sv_ieq(tok, tlen, "br"))
         set_weight(&p->q[SF_ENC_BR], w);
     else if (sv_ieq(tok, tlen, "zstd"))
         set_weight(&p->q[SF_ENC_ZSTD], w);
-    /* other codings (deflate, compress, ...) have no variants here */
+    /* other codings (deflate, compress, x-gzip, ...) have no variants here */
 }
 
 static void parse_prefs(prefs *p, const sf_view *values, size_t n)
