@@ -172,8 +172,13 @@ static int start_compressors(build *b)
 {
     char dir[PATH_MAX];
     pk__dir_of(b->o->output, dir, sizeof dir);
-    if (b->njobs && pk_spill_open(dir, &b->spill, b->err, sizeof b->err) != 0)
+    char why[1200]; /* pk_spill_open's message: a directory cut at 1024 bytes */
+    if (b->njobs && pk_spill_open(dir, &b->spill, why, sizeof why) != 0) {
+        /* the output's directory, which may take no file at all (/proc
+         * passes the access check for root) */
+        snprintf(b->err, sizeof b->err, "%.800s: %s", b->o->output, why);
         return -1;
+    }
     b->comp = calloc(b->comp_threads, sizeof *b->comp);
     if (!b->comp)
         goto out_nomem;

@@ -803,6 +803,12 @@ def main():
             else:
                 print("SKIP: mount --bind is not permitted here")
 
+        # A directory that takes no file, though root passes its access check
+        # (/proc): the refusal names the output, not only the directory.
+        if os.geteuid() == 0 and os.path.isdir("/proc/self"):
+            expect_failure(["build", ro_root, "-o", "/proc/site.lmdb"], 1,
+                           ["/proc/site.lmdb: ", "/proc"], "an output in /proc, as root")
+
         # A file over the 1 GiB limit (servd-pack(1)) is refused by its size, before it
         # is read (a sparse file: no disk, no time).
         huge_root = os.path.join(work, "huge-site")
