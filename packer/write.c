@@ -444,6 +444,18 @@ static uint64_t distinct_bytes(const body_ref *refs, size_t n, uint64_t *count)
     return bytes;
 }
 
+/* The pack's creation time: the newest Last-Modified of its files (each
+ * at most the time of packing), so that the same tree packed again gives
+ * the same file, byte for byte; now for a site without files. */
+static int64_t created_at(const pk_site *s, int64_t now)
+{
+    int64_t t = INT64_MIN;
+    for (size_t i = 0; i < s->n; i++)
+        if (s->files[i].last_modified > t)
+            t = s->files[i].last_modified;
+    return s->n ? t : now;
+}
+
 /* The message for a failed store into the pack: map full is a bug of
  * map_capacity, and says so. */
 static const char *store_error(int rc)
@@ -740,7 +752,7 @@ int pk__write_pack(build *b, pk_stats *st)
     }
     idsha = NULL;
     meta.stored_bytes = distinct_bytes(refs, r, &meta.n_bodies);
-    meta.created = o->have_epoch ? o->epoch : b->now;
+    meta.created = o->have_epoch ? o->epoch : created_at(s, b->now);
     meta.n_paths = s->n;
     memcpy(meta.pack_id, id, sizeof meta.pack_id);
     snprintf(meta.packer, sizeof meta.packer, "servd-pack %s", SERVD_VERSION);

@@ -1,10 +1,11 @@
 """Reproducibility: the same tree gives the same `ls` output, `ls --json` and manifest
-(and so the same pack id and ETags), whatever the mtimes when SOURCE_DATE_EPOCH is set,
+(and so the same pack id and ETags) and the same pack file, whatever the mtimes when SOURCE_DATE_EPOCH is set,
 whatever the directory the tree sits in, and whatever the number of threads."""
 import json
 import os
 import shutil
 import sys
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "pack"))
 import packtest as T  # noqa: E402
@@ -16,6 +17,11 @@ def set_mtimes(root, t):
     for dirpath, _, files in os.walk(root):
         for f in files:
             os.utime(os.path.join(dirpath, f), (t, t), follow_symlinks=False)
+
+
+def same_bytes(p, q):
+    with open(p, "rb") as f, open(q, "rb") as g:
+        return f.read() == g.read()
 
 
 def pack_and_describe(root, out, *extra, env=None):
@@ -44,10 +50,13 @@ def main():
         h = dict(T.parse_headers(T.cat(os.path.join(work, "a.lmdb"), "/index.html", headers=True))[1])
         T.eq(h.get("Last-Modified"), "Tue, 14 Nov 2023 22:13:20 GMT", "Last-Modified header")
 
-        # The pack files themselves: same records, so the same pack id.
+        # The pack files themselves: same records, so the same pack id, and the
+        # same bytes.
         with open(os.path.join(work, "a.lmdb.json")) as f:
             ida = json.load(f)["pack_id"]
         T.eq(len(ida), 32, "pack id is 16 bytes of hex")
+        T.check(same_bytes(os.path.join(work, "a.lmdb"), os.path.join(work, "b.lmdb")),
+                "the packs of the same tree with SOURCE_DATE_EPOCH are byte-identical")
 
         # Without SOURCE_DATE_EPOCH: packing the same tree twice is still identical.
         l1, _, m1 = pack_and_describe(a, os.path.join(work, "a1.lmdb"))
@@ -56,6 +65,13 @@ def main():
         T.eq(m2, m1, "manifests of two packs of the same tree (no SOURCE_DATE_EPOCH)")
         j1 = T.ls_json(os.path.join(work, "a1.lmdb"))
         T.check(all(e["last_modified"] == 1000000000 for e in j1), "Last-Modified = mtime")
+        # and byte-identical, a deploy pipeline's checksum of its output too, in
+        # another second of packing
+        time.sleep(1.05 - time.time() % 1)
+        T.build(a, os.path.join(work, "a3.lmdb"))
+        T.check(same_bytes(os.path.join(work, "a1.lmdb"), os.path.join(work, "a3.lmdb")),
+                "two packs of the same tree, a second apart (no SOURCE_DATE_EPOCH), are "
+                "byte-identical")
 
         # A file from the future (clock skew) cannot keep its mtime: its Last-Modified
         # is the time of packing, so builds differ, and servd-pack says so.
