@@ -155,8 +155,7 @@ enum sv_target_form {
  *                len < SV_MAX_HEAD and the request line so far is short).
  *          < 0 : the negated status to answer before closing the connection:
  *                -400, -414 (request line), -431 (head), -501 (transfer coding
- *                not implemented, or a method token too long to end
- *                within the line's limit), -505 (HTTP version). Errors are reported
+ *                not implemented), -505 (HTTP version). Errors are reported
  *                as soon as the bytes so far prove them (a bad request line
  *                is refused before its CRLF arrives), and judged on the bytes
  *                servd would hold (a head on its first SV_MAX_HEAD, a request

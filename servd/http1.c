@@ -27,8 +27,7 @@
  *     1.2..1.9 are handled as 1.1 (RFC 9110 §2.5: the highest minor
  *     version we implement); another major -> 505; anything else -> 400;
  *   - a request line longer than SV_MAX_REQUEST_LINE -> 414, even before
- *     its end arrives (501 when no method token has ended in it, §3: a
- *     method longer than any servd implements);
+ *     its end arrives, whatever its method;
  *     a head over SV_MAX_HEAD (judged on its first SV_MAX_HEAD bytes) or
  *     more than SV_MAX_HEADERS fields -> 431;
  *   - target forms (§3.2): origin-form; absolute-form with an http URI
@@ -329,20 +328,16 @@ static int request_line(const char *p, size_t n, int complete, sv_request *req);
  * status (and the method, once its token has ended) that those bytes alone
  * give. A line over the limit is judged on its first SV_MAX_REQUEST_LINE - 1
  * bytes, the bytes that show it is: 400 or 505 when they prove that, else
- * 501 when no method token ends in them (RFC 9112 §3: a method longer than
- * any implemented), else 414. So a line is
- * refused with the same status and method however it arrives, whole or a
- * byte at a time: servd answers the first refusal, and a HEAD's has no
- * body. */
+ * 414, whatever the method (HTTP.md). So a line is refused with the same status and method however
+ * it arrives, whole or a byte at a time: servd answers the first refusal, and a HEAD's has no body.
+ */
 static int line_prefix(const char *p, size_t n, sv_request *req)
 {
     int over = n + 2 > SV_MAX_REQUEST_LINE;
     if (over)
         n = SV_MAX_REQUEST_LINE - 1;
     int rc = request_line(p, n, 0, req);
-    if (rc < 0 || !over)
-        return rc;
-    return memchr(p, ' ', n) ? -414 : -501;
+    return rc < 0 || !over ? rc : -414;
 }
 
 /* Parses the request line p[0, n) (CRLF excluded). When complete is 0 the

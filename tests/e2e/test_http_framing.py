@@ -456,7 +456,7 @@ def t_unknown_methods_405(S):
     """A method servd does not know, or a known one in other letters' case (methods are
     case-sensitive), is not allowed: 405 with Allow, as HTTP.md asks for every method
     but GET and HEAD (RFC 9110 allows 501 for an unknown one; nginx 1.22 answers
-    405 too)."""
+    405 too for one in capitals, and 400 for "get")."""
     for m in ("FOO", "get", "Get", "GETT", "BREW", "PRI", "PROPFIND", "M-SEARCH"):
         r, after, r2 = read_quick(S, H("%s /tiny.txt HTTP/1.1" % m, "Host: x"))
         what = "method %s" % m
