@@ -493,13 +493,14 @@ static void check_meta(verify *v, const sf_meta *m)
         return;
     }
     const uint8_t *b = (const uint8_t *)rec.ptr;
-    /* a later minor may append fields and use reserved bytes: neither is
-     * checked in a pack of one, which this servd-pack cannot vouch for */
+    /* A later minor may append fields and use reserved bytes: neither is
+     * checked in a pack of one. Readers accept every minor (format.md §9)
+     * and servd serves it: said, not failed, so that an older servd-pack
+     * on a deploy host does not refuse a newer one's pack. */
     if (m->minor > SF_FORMAT_MINOR) {
-        problem(v,
-                "meta: minor is %u, a format version this servd-pack does not know (it knows "
-                "%d.0 to %d.%d), so the pack cannot be checked against its rules",
-                m->minor, SF_FORMAT_MAJOR, SF_FORMAT_MAJOR, SF_FORMAT_MINOR);
+        pk_warn("%s: meta: minor is %u, a format version this servd-pack does not know (it "
+                "knows %d.0 to %d.%d): what that version added is not checked",
+                v->site, m->minor, SF_FORMAT_MAJOR, SF_FORMAT_MAJOR, SF_FORMAT_MINOR);
     } else {
         if (rec.len != SF_META_RECORD_LEN)
             problem(v, "meta: the record is %zu bytes; format %d.%u's is exactly %d", rec.len,
