@@ -48,7 +48,7 @@ def not_found_response(work, a, old, env):
     with open(os.path.join(edited, "404.html"), "wb") as f:
         f.write(page[:i] + b"NOT FOUND" + page[i + 9:])
     cases.append(("the page's bytes", edited, [], "changed", ["~ /404.html"]))
-    # a rule header for *.html reaches the 404 answers (format.md §6.4)
+    # a rule header of /404.html reaches the 404 answers (format.md §6.4)
     rules = os.path.join(work, "nf-rules.json")
     with open(rules, "w") as f:
         json.dump({"headers": [{"match": "/404.html", "name": "X-Robots-Tag",
