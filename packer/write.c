@@ -446,14 +446,14 @@ static uint64_t distinct_bytes(const body_ref *refs, size_t n, uint64_t *count)
 
 /* The pack's creation time: the newest Last-Modified of its files (each
  * at most the time of packing), so that the same tree packed again gives
- * the same file, byte for byte; now for a site without files. */
-static int64_t created_at(const pk_site *s, int64_t now)
+ * the same file, byte for byte. A build has at least one file. */
+static int64_t created_at(const pk_site *s)
 {
-    int64_t t = INT64_MIN;
-    for (size_t i = 0; i < s->n; i++)
+    int64_t t = s->files[0].last_modified;
+    for (size_t i = 1; i < s->n; i++)
         if (s->files[i].last_modified > t)
             t = s->files[i].last_modified;
-    return s->n ? t : now;
+    return t;
 }
 
 /* The message for a failed store into the pack: map full is a bug of
@@ -752,7 +752,7 @@ int pk__write_pack(build *b, pk_stats *st)
     }
     idsha = NULL;
     meta.stored_bytes = distinct_bytes(refs, r, &meta.n_bodies);
-    meta.created = o->have_epoch ? o->epoch : created_at(s, b->now);
+    meta.created = o->have_epoch ? o->epoch : created_at(s);
     meta.n_paths = s->n;
     memcpy(meta.pack_id, id, sizeof meta.pack_id);
     snprintf(meta.packer, sizeof meta.packer, "servd-pack %s", SERVD_VERSION);
