@@ -86,7 +86,8 @@ static inline int sv_file_seen_same(const sv_file_seen *a, const sv_file_seen *b
 /* Bytes of each of a pack's two LMDB meta pages hashed to tell a rewrite
  * from a touch: they (transaction id, root pages, last page) differ for
  * almost any other pack. The second starts at the page size the first
- * states: 4 KiB here, 16 or 64 KiB for a pack built where pages are. */
+ * states: 4 KiB here, 16 KiB for a pack built where pages are, 32 KiB
+ * (LMDB's largest) where they are 64 KiB. */
 #define SV_SNAPSHOT_HEAD 4096
 
 typedef struct sv_snapshot {
