@@ -328,9 +328,9 @@ static int request_line(const char *p, size_t n, int complete, sv_request *req);
  * status (and the method, once its token has ended) that those bytes alone
  * give. A line over the limit is judged on its first SV_MAX_REQUEST_LINE - 1
  * bytes, the bytes that show it is: 400 or 505 when they prove that, else
- * 414, whatever the method (HTTP.md). So a line is refused with the same status and method however
- * it arrives, whole or a byte at a time: servd answers the first refusal, and a HEAD's has no body.
- */
+ * 414, whatever the method (HTTP.md). So a line is refused with the same
+ * status and method however it arrives, whole or a byte at a time: servd
+ * answers the first refusal, and a HEAD's has no body. */
 static int line_prefix(const char *p, size_t n, sv_request *req)
 {
     int over = n + 2 > SV_MAX_REQUEST_LINE;
