@@ -490,11 +490,11 @@ int sv__serve(sv__resp *c, const sf_entry *e, int is404, const sf_view *bodies)
          (req->n_if_range == 1 && sv_if_range(req->if_range, v->etag, if_range_date(c, e, v))))) {
         sv_range r[SV_MAX_RANGES];
         int nr = sv_range_parse(req->range, v->body_len, r, SV_MAX_RANGES);
-        /* Past the end of a compressed representation: the whole of it
-         * (RFC 9110 §14.2 lets a server ignore Range). A client resuming
-         * a file it saved decoded (curl --compressed -C -) holds more
-         * bytes than the encoding has, and takes a 416 for "complete". */
-        if (nr == -416 && v->encoding == SF_ENC_IDENTITY)
+        /* 416 of a compressed representation too, with its length
+         * (HTTP.md, RFC 9110 §15.5.17), as h2o 2.2 answers: a client
+         * that resumes a file it saved decoded (curl --compressed -C -)
+         * mistakes the encoded bytes for its own either way. */
+        if (nr == -416)
             return sv__send_416(c, v, vary);
         if (nr == 1)
             return sv__send_206(c, v, body, &r[0]);

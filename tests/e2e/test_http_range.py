@@ -209,12 +209,12 @@ def t_ranges_on_encoded_bytes(S):
         eq((r.status, st.content_encoding(r), r.get("Content-Range")), (200, c, None),
            "%s: several ranges of an encoded variant" % c)
         eq(r.body, enc, "%s: several ranges give the whole encoded body" % c)
-        # Past the end of an encoded variant: the whole variant, not a 416. A client that
-        # resumes a file it saved decoded (curl --compressed -C -) asks from its own
-        # length, past the encoded one, and took the 416 for "already complete".
+        # Past the end of an encoded variant: 416 with the encoded length (HTTP.md:
+        # unsatisfiable -> 416 with bytes */len of the selected representation).
         r = rget(S, BIG, "bytes=%d-" % n, ae=c)
-        eq((r.status, st.content_encoding(r), r.get("Content-Range"), r.body),
-           (200, c, None, enc), "%s: a range past the encoded end" % c)
+        eq((r.status, r.get("Content-Range"), r.body), (416, "bytes */%d" % n, b""),
+           "%s: a range past the encoded end" % c)
+        st.vary_accept_encoding(r, True, "%s: the 416 of a range past the encoded end" % c)
     # Reassembling gzip slices gives a stream that decodes to the file.
     enc = full_bytes(S, BIG, "gzip").body
     pieces = b"".join(rget(S, BIG, "bytes=%d-%d" % (i, min(i + 9999, len(enc) - 1)), ae="gzip").body
