@@ -505,22 +505,23 @@ static void check_meta(verify *v, const sf_meta *m)
         if (rec.len != SF_META_RECORD_LEN)
             problem(v, "meta: the record is %zu bytes; format %d.%u's is exactly %d", rec.len,
                     SF_FORMAT_MAJOR, m->minor, SF_META_RECORD_LEN);
-        if (b[12] || b[13] || b[14] || b[15])
+        const uint8_t *r = b + SF_META_RESERVED_OFF;
+        if (r[0] || r[1] || r[2] || r[3])
             problem(v,
                     "meta: the reserved bytes 12-15 hold %02x %02x %02x %02x where the format "
                     "requires 0",
-                    b[12], b[13], b[14], b[15]);
+                    r[0], r[1], r[2], r[3]);
         /* id_404 from minor 1 on (checked with the 404 entry): reserved
          * before, and a non-zero one there is still checked as id_404 */
         static const uint8_t zero[SF_PACK_ID_LEN];
-        if (m->minor == 0 && memcmp(b + 264, zero, sizeof zero) != 0)
+        if (m->minor == 0 && memcmp(b + SF_META_ID404_OFF, zero, sizeof zero) != 0)
             problem(v,
                     "meta: bytes 264-279, reserved in format %d.0 (id_404 from %d.1 on), are "
                     "not all 0 as the format requires",
                     SF_FORMAT_MAJOR, SF_FORMAT_MAJOR);
     }
-    check_meta_text(v, "packer", b + 72, 64, 0);
-    check_meta_text(v, "profile", b + 136, 128, 1);
+    check_meta_text(v, "packer", b + SF_META_PACKER_OFF, SF_META_PACKER_LEN, 0);
+    check_meta_text(v, "profile", b + SF_META_PROFILE_OFF, SF_META_PROFILE_LEN, 1);
 }
 
 int pk_cmd_verify(const char *site, int quiet)

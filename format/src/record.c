@@ -242,9 +242,9 @@ void sf_meta_encode(const sf_meta *m, uint8_t b[SF_META_RECORD_LEN])
     st64(b + 40, m->identity_bytes);
     st64(b + 48, m->stored_bytes);
     memcpy(b + 56, m->pack_id, 16);
-    memcpy(b + 72, m->packer, strnlen(m->packer, 64));
-    memcpy(b + 136, m->profile, strnlen(m->profile, 128));
-    memcpy(b + 264, m->id_404, 16);
+    memcpy(b + SF_META_PACKER_OFF, m->packer, strnlen(m->packer, SF_META_PACKER_LEN));
+    memcpy(b + SF_META_PROFILE_OFF, m->profile, strnlen(m->profile, SF_META_PROFILE_LEN));
+    memcpy(b + SF_META_ID404_OFF, m->id_404, SF_PACK_ID_LEN);
 }
 
 int sf_meta_decode(const void *rec, size_t n, sf_meta *m)
@@ -264,11 +264,11 @@ int sf_meta_decode(const void *rec, size_t n, sf_meta *m)
     m->identity_bytes = ld64(b + 40);
     m->stored_bytes = ld64(b + 48);
     memcpy(m->pack_id, b + 56, 16);
-    memcpy(m->packer, b + 72, 64);
-    m->packer[64] = '\0';
-    memcpy(m->profile, b + 136, 128);
-    m->profile[128] = '\0';
-    memcpy(m->id_404, b + 264, 16); /* reserved, so zero, in minor 0 */
+    memcpy(m->packer, b + SF_META_PACKER_OFF, SF_META_PACKER_LEN);
+    m->packer[SF_META_PACKER_LEN] = '\0';
+    memcpy(m->profile, b + SF_META_PROFILE_OFF, SF_META_PROFILE_LEN);
+    m->profile[SF_META_PROFILE_LEN] = '\0';
+    memcpy(m->id_404, b + SF_META_ID404_OFF, SF_PACK_ID_LEN); /* reserved, so zero, in minor 0 */
     return SF_OK;
 }
 

@@ -202,6 +202,15 @@ int sf_entry_encode(const sf_entry_spec *spec, uint8_t **out, size_t *outlen);
 /* Decodes and validates a meta record. @return 0, SF_EMAGIC, SF_EVERSION or SF_ECORRUPT. */
 int sf_meta_decode(const void *p, size_t n, sf_meta *out);
 
+/* Fields of the meta record that verify reads raw
+ * (record.c has the whole table) */
+#define SF_META_RESERVED_OFF 12 /* 4 bytes, 0 */
+#define SF_META_PACKER_OFF   72 /* 64 bytes, NUL-padded UTF-8 */
+#define SF_META_PACKER_LEN   64
+#define SF_META_PROFILE_OFF  136 /* 128 bytes, NUL-padded ASCII */
+#define SF_META_PROFILE_LEN  128
+#define SF_META_ID404_OFF    264 /* 16 bytes: id_404 from minor 1, reserved before */
+
 /* Encodes a meta record into buf (at least SF_META_RECORD_LEN bytes). */
 #define SF_META_RECORD_LEN 280
 void sf_meta_encode(const sf_meta *m, uint8_t buf[SF_META_RECORD_LEN]);
