@@ -293,6 +293,18 @@ static int could_be_key(const char *path)
     return n <= SF_KEY_MAX && sf_path_check(path, n) == 0;
 }
 
+/* Writes key[0, n), a key of the pack, as a URL (servd's Location, what
+ * cat takes) into url. @return 0, or -1 when it does not fit (a key of
+ * the pack always does: 3 bytes for each of at most SF_KEY_MAX). */
+static int key_url(const char *key, size_t n, char url[3 * SF_KEY_MAX + 1])
+{
+    size_t u = sf_path_to_url(key, n, url, 3 * SF_KEY_MAX);
+    if (u > 3 * SF_KEY_MAX)
+        return -1;
+    url[u] = '\0';
+    return 0;
+}
+
 /* When path, taken as a name as ls prints it, is a path of the pack: writes
  * " (ls's \"/q?.txt\" is /q%3F.txt as a URL)" to hint, for a cat given what
  * ls printed. The name is quoted, as messages quote what was given: it may
@@ -304,12 +316,8 @@ static void listed_hint(sf_reader *r, const char *path, char *hint, size_t cap)
     size_t n = strlen(path);
     sf_entry e;
     hint[0] = '\0';
-    if (!could_be_key(path) || sf_lookup(r, path, n, &e) != 0)
+    if (!could_be_key(path) || sf_lookup(r, path, n, &e) != 0 || key_url(path, n, url) != 0)
         return;
-    size_t u = sf_path_to_url(path, n, url, sizeof url - 1);
-    if (u >= sizeof url) /* 3 * n always fits */
-        return;
-    url[u] = '\0';
     snprintf(hint, cap, " (ls's \"%s\" is %s as a URL)", path, url);
 }
 
@@ -361,8 +369,8 @@ int pk_cmd_cat(const char *site, const char *path, int encoding, int headers)
              * key may hold a space ("/a dir/") or a '%' ("/100%/", which is
              * no URL path) */
             char url[3 * SF_KEY_MAX + 1];
-            size_t u = sf_path_to_url(key, klen, url, sizeof url - 1);
-            url[u < sizeof url ? u : 0] = '\0'; /* a found key fits: 3 x 511 */
+            if (key_url(key, klen, url) != 0)
+                url[0] = '\0';
             pk_err("%s: %s: no such path in the pack; servd answers it with a 301 to %s/ "
                    "(cat %s/ for the page)",
                    site, key, url, url);
