@@ -13,7 +13,8 @@
  *     lines, none of a header servd-pack writes itself; today's policies
  *     of the rules - the RFC 9111 check, no digests or Age - are not
  *     applied, so older releases still verify), and the negotiable flag
- *     matches the number of variants;
+ *     matches the number of variants; flag bits the pack's minor does
+ *     not define and the variants' reserved bytes are 0;
  *   - every compressed variant decompresses to exactly the identity body of
  *     the same entry (a pack whose hashes all match can still pair a path
  *     with another file's gzip);
@@ -384,6 +385,30 @@ static void check_decodes(verify *v, sf_view path, const sf_entry *e)
     }
 }
 
+/* Checks the bits docs/format.md §4 and §5 say are written as 0, in a pack
+ * of a minor this servd-pack knows (a later one may use them): the entry's
+ * flags beyond those of its minor, and each variant's reserved bytes. */
+static void check_unused_bits(verify *v, sf_view path, const sf_entry *e)
+{
+    if (v->minor > SF_FORMAT_MINOR)
+        return;
+    int sp = (int)(path.len > SHOW_PATH ? SHOW_PATH : path.len);
+    unsigned known = SF_ENTRY_NEGOTIABLE | (v->minor >= 3 ? SF_ENTRY_DATE_WEAK : 0);
+    if (e->flags & ~known)
+        problem(v,
+                "%.*s: its flags 0x%04x set bits format minor %u does not define (0x%04x), "
+                "which servd-pack writes as 0",
+                sp, path.ptr, e->flags, v->minor, e->flags & ~known);
+    for (unsigned i = 0; i < e->nvariants; i++) {
+        uint32_t r = sf_variant_reserved(&e->variants[i]);
+        if (r)
+            problem(v,
+                    "%.*s: the %s variant's reserved bytes are 0x%06x where the format "
+                    "requires 0",
+                    sp, path.ptr, sf_encoding_name(e->variants[i].encoding), (unsigned)r);
+    }
+}
+
 static int check_path(void *arg, sf_view path, const sf_entry *e)
 {
     verify *v = arg;
@@ -399,6 +424,7 @@ static int check_path(void *arg, sf_view path, const sf_entry *e)
     if (e->kind == SF_KIND_REDIRECT && sf_path_check(e->target.ptr, e->target.len) != 0)
         problem(v, "%.*s: redirects to \"%.*s\", which is not a normalised path", sp, path.ptr,
                 (int)(e->target.len > SHOW_PATH ? SHOW_PATH : e->target.len), e->target.ptr);
+    check_unused_bits(v, path, e);
     if (e->kind == SF_KIND_FILE) {
         v->identity_bytes += e->variants[0].body_len;
         if (((e->flags & SF_ENTRY_NEGOTIABLE) != 0) != (e->nvariants > 1))
@@ -556,6 +582,7 @@ int pk_cmd_verify(const char *site, int quiet)
     rc = sf_lookup_special(v.r, "status:404", &e);
     if (rc == 0) {
         sf_view name = {"status:404", 10};
+        check_unused_bits(&v, name, &e);
         for (unsigned i = 0; i < e.nvariants; i++)
             check_variant(&v, name, &e, &e.variants[i], 1);
         check_decodes(&v, name, &e);

@@ -136,6 +136,12 @@ int sf_entry_decode(const void *rec, size_t n, sf_entry *e)
     return SF_OK;
 }
 
+uint32_t sf_variant_reserved(const sf_variant *v)
+{
+    const uint8_t *d = v->body_key - 40; /* the descriptor the key ends */
+    return (uint32_t)d[1] | (uint32_t)d[2] << 8 | (uint32_t)d[3] << 16;
+}
+
 /* Appends s to the blob being built; returns its offset. */
 static uint32_t put(uint8_t *blob, uint32_t *used, sf_view s)
 {

@@ -26,6 +26,7 @@ static struct {
     void (*edit)(pk_buf *h200, pk_buf *h304); /* applied to each variant's blocks */
     const char *key;                          /* the file's key instead of /a.txt */
     const char *redirect;                     /* adds /r, a redirect to this target */
+    void (*edit_rec)(uint8_t *rec);           /* applied to /a.txt's encoded record */
 } tweak;
 
 /* Writes a one-path pack: /a.txt with identity text_a and a gzip variant
@@ -84,6 +85,8 @@ static void write_pack_etags(const char *path, const char *gz_src, int body_only
     uint8_t *rec;
     size_t reclen;
     ASSERT_EQ(sf_entry_encode(&spec, &rec, &reclen), 0);
+    if (tweak.edit_rec)
+        tweak.edit_rec(rec); /* before the pack id is taken over it */
     /* the paths in key order, as the pack id takes them */
     const char *keyv[2] = {tweak.key ? tweak.key : "/a.txt", "/r"};
     uint8_t *recv[2] = {rec, NULL};
@@ -435,4 +438,51 @@ TEST(verify_checks_the_meta_fields)
     edit_meta(path, minor_ahead);
     ASSERT_EQ(verify_quietly(path, msg, sizeof msg), PK_EXIT_OK);
     ASSERT(strstr(msg, "what that version added is not checked") != NULL);
+}
+
+static void flag_bit_2(uint8_t *rec)
+{
+    rec[2] |= 0x4;
+}
+
+static void date_weak(uint8_t *rec)
+{
+    rec[2] |= SF_ENTRY_DATE_WEAK;
+}
+
+static void gzip_reserved_byte(uint8_t *rec)
+{
+    rec[32 + 72 + 2] = 0x01; /* the second descriptor's byte 2 */
+}
+
+/* Entry flag bits a pack's minor does not define and a variant's reserved
+ * bytes are written as 0 (docs/format.md §4, §5): readers ignore them, so
+ * that a later minor may use them; verify finds them set in a pack of a
+ * minor it knows, and passes them in a later one. */
+TEST(verify_checks_unused_entry_bits)
+{
+    char path[2048], msg[4096], want[256];
+    snprintf(path, sizeof path, "%s/bits.lmdb", t_tmpdir());
+    tweak.edit_rec = flag_bit_2;
+    write_pack(path, text_a);
+    snprintf(want, sizeof want,
+             "/a.txt: its flags 0x0005 set bits format minor %d does not define (0x0004)",
+             SF_FORMAT_MINOR);
+    check_fails(path, want);
+    set_minor(path, SF_FORMAT_MINOR + 1);
+    ASSERT_EQ(verify_quietly(path, msg, sizeof msg), PK_EXIT_OK);
+
+    /* the weak date is a bit of minor 3 on */
+    tweak.edit_rec = date_weak;
+    write_pack(path, text_a);
+    ASSERT_EQ(verify_quietly(path, msg, sizeof msg), PK_EXIT_OK);
+    set_minor(path, 2);
+    check_fails(path, "/a.txt: its flags 0x0003 set bits format minor 2 does not define (0x0002)");
+
+    tweak.edit_rec = gzip_reserved_byte;
+    write_pack(path, text_a);
+    check_fails(path, "/a.txt: the gzip variant's reserved bytes are 0x000100 where the format "
+                      "requires 0");
+    set_minor(path, SF_FORMAT_MINOR + 1);
+    ASSERT_EQ(verify_quietly(path, msg, sizeof msg), PK_EXIT_OK);
 }

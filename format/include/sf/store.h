@@ -174,6 +174,11 @@ typedef struct sf_meta {
  * @return 0, or SF_ECORRUPT. */
 int sf_entry_decode(const void *p, size_t n, sf_entry *out);
 
+/* The reserved bytes 1..3 of the variant descriptor sf_entry_decode read v
+ * from, as a little-endian integer: 0 in every pack written so far (readers
+ * ignore them; servd-pack verify checks them). */
+uint32_t sf_variant_reserved(const sf_variant *v);
+
 /* Input to sf_entry_encode: the strings are copied into the record. */
 typedef struct sf_variant_spec {
     int encoding;
