@@ -629,6 +629,8 @@ static int put_paths(build *b, sf_writer *w, sf_pack_id *idsha, size_t done, pk_
         if (b->prog.enabled && i % WRITE_TICK_EVERY == 0)
             pk_progress_tick(&b->prog, done + i, done + s->n);
     }
+    if (b->prog.enabled) /* the last frame before the bar is cleared: done */
+        pk_progress_tick(&b->prog, done + s->n, done + s->n);
     return 0;
 }
 

@@ -88,6 +88,10 @@ def progress_bar(work):
             T.check(len(line) <= cols - 1, "%s: a drawn line of %d columns: %r"
                     % (what, len(line), line))
         T.check(got.count(b"\r\x1b[K") > len(bars), "%s: the bar is cleared at the end" % what)
+        last = {}
+        for m in re.finditer(rb"\x1b\[K([a-z]+) *\[[#.]*\] +(\d+)%", got):
+            last[m.group(1)] = int(m.group(2))
+        T.eq(last, {k: 100 for k in last}, "%s: each phase's last frame shows it done" % what)
         T.check(b"paths" in got or b"path" in got, "%s: the summary follows: %r" % (what, got[-300:]))
 
 
