@@ -419,21 +419,28 @@ static int verdict(int rc)
     return rc != SF_EIO && rc != SF_ENOMEM && rc != SF_ECANCELED;
 }
 
+/* The stamp of the file open at fd now, into *now. @return 1, or 0 when
+ * there is none to compare (no descriptor, or fstat failed). */
+static int stamp_now(int fd, const sv_file_seen *seen, sv_file_stamp *now)
+{
+    sv_file_id id;
+    *now = seen->stamp;
+    return fd >= 0 && sv_file_state_of(fd, &id, now) == 0;
+}
+
 /* Whether the file open at fd was written since it was seen. */
 static int written_since(int fd, const sv_file_seen *seen)
 {
-    sv_file_id id;
-    sv_file_stamp now = seen->stamp;
-    return fd >= 0 && sv_file_state_of(fd, &id, &now) == 0 && !sv_file_stamp_eq(&seen->stamp, &now);
+    sv_file_stamp now;
+    return stamp_now(fd, seen, &now) && !sv_file_stamp_eq(&seen->stamp, &now);
 }
 
 /* Whether the file open at fd now has another size than when it was seen,
  * or other first bytes than s's head, read then. */
 static int rewritten(int fd, const sv_file_seen *seen, const sv_snapshot *s)
 {
-    sv_file_id id;
-    sv_file_stamp now = seen->stamp;
-    return fd >= 0 && sv_file_state_of(fd, &id, &now) == 0 &&
+    sv_file_stamp now;
+    return stamp_now(fd, seen, &now) &&
            (now.size != seen->stamp.size || !sv_snapshot_head_same(s, fd));
 }
 
@@ -496,10 +503,8 @@ int sv_snapshot_load(int fd, const char *path, int nreaders, int cancel_fd, sv_s
     rc = sf_check_spawn(prog, argv, path, timeout_ms, cancel_fd, err, errlen);
     if (rc == SF_EIO && strcmp(prog, "/proc/self/exe") != 0) /* a start that failed */
         rc = sf_check_spawn("/proc/self/exe", argv, path, timeout_ms, cancel_fd, err, errlen);
-    sv_file_id same;
-    sv_file_stamp now = seen->stamp;
-    if (rc == SF_ECORRUPT && sv_file_state_of(fd, &same, &now) == 0 &&
-        !sv_file_stamp_eq(&seen->stamp, &now)) {
+    sv_file_stamp now;
+    if (rc == SF_ECORRUPT && stamp_now(fd, seen, &now) && !sv_file_stamp_eq(&seen->stamp, &now)) {
         /* The check's verdict (a crash, SIGBUS, or what it read) is of a
          * file written meanwhile (a cp in place cuts it, then writes it
          * again, often back to its size by now): no verdict on it. */
