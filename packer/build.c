@@ -191,6 +191,99 @@ out_nomem:
     return -1;
 }
 
+/* Checks the output options and resolves them: b->output and b->manifest
+ * name the files they lead to, and b->o points at b->opts, a copy of o
+ * that names those. @return 0, PK_EXIT_USAGE (said), or -1 with b->err
+ * set. */
+static int resolve_outputs(build *b, const pk_build_opts *o)
+{
+    if (!o->output[0] || (o->manifest && !o->manifest[0])) {
+        pk_err("%s: an empty file name", o->output[0] ? "--manifest" : "-o");
+        return PK_EXIT_USAGE;
+    }
+    b->opts = *o;
+    if (pk__resolve_output(b, "-o", o->output, b->output, sizeof b->output, NULL) != 0 ||
+        (o->manifest && pk__resolve_output(b, "--manifest", o->manifest, b->manifest,
+                                           sizeof b->manifest, &b->manifest_stream) != 0))
+        return -1;
+    /* --manifest may not be -o or --base, whatever the spelling or the links;
+     * nor a stream (/dev/stdout) that is one of them (`> site.lmdb`) */
+    if (o->manifest) {
+        int is_out = b->manifest_stream ? pk__fd_is_file(b->manifest_fd, b->output)
+                                        : pk__same_file(b->manifest, b->output);
+        int is_base = o->base && (b->manifest_stream ? pk__fd_is_file(b->manifest_fd, o->base)
+                                                     : pk__same_file(b->manifest, o->base));
+        if (is_out || is_base) {
+            pk_err("--manifest %s leads to the same file as %s %s", o->manifest,
+                   is_out ? "-o" : "--base", is_out ? o->output : o->base);
+            return PK_EXIT_USAGE;
+        }
+    }
+    b->opts.output = b->output;
+    b->opts.manifest = o->manifest ? b->manifest : NULL;
+    b->o = &b->opts;
+    return 0;
+}
+
+/* Sets b->err for a walk that found nothing to pack, saying where the
+ * files went when it saw some. */
+static void no_files(build *b)
+{
+    const pk_site *ws = &b->site;
+    char dots[512]; /* the names are cut there */
+    pk_names_list(dots, sizeof dots, (const char *const *)ws->dot_names, ws->ndot_names,
+                  ws->skipped_dot);
+    if (ws->skipped_dot + ws->skipped_excluded == 0)
+        snprintf(b->err, sizeof b->err, "%s: no files to pack", b->o->root);
+    else
+        snprintf(b->err, sizeof b->err,
+                 "%.1000s: no files to pack (skipped: %llu dotfiles%s%s%s, %llu excluded by "
+                 "rules)",
+                 b->o->root, (unsigned long long)ws->skipped_dot, dots[0] ? " (" : "", dots,
+                 dots[0] ? ")" : "", (unsigned long long)ws->skipped_excluded);
+}
+
+/* Opens --base. One made with another compression profile is kept open
+ * with nothing indexed (for pk_base_last_modified), and said unless -q.
+ * @return 0, or -1 with b->err set. */
+static int open_base(build *b)
+{
+    const pk_build_opts *o = b->o;
+    char profile[PK_PROFILE_SIZE];
+    int usable = 0;
+    if (pk_profile(profile) != 0) {
+        snprintf(b->err, sizeof b->err, "out of memory");
+        return -1;
+    }
+    if (pk_base_open(o->base, profile, &b->base, &usable, b->err, sizeof b->err) != 0) {
+        name_option(b, "--base");
+        return -1;
+    }
+    if (!usable && !o->quiet)
+        pk_err("%s: made with another compression profile (%s, now %s); compressing everything",
+               o->base, pk_base_profile(b->base), profile);
+    return 0;
+}
+
+/* Adds what the walk and the build saw to the summary's figures. */
+static void add_site_stats(const build *b, pk_stats *st)
+{
+    const pk_site *s = &b->site;
+    st->skipped_dot = s->skipped_dot;
+    st->sidecars = s->sidecars;
+    for (size_t i = 0; i < s->n; i++)
+        st->decoded += (uint64_t)s->files[i].encoded;
+    st->sidecar_names = (const char *const *)s->sidecar_names;
+    st->nsidecar_names = s->nsidecar_names;
+    st->dot_names = (const char *const *)s->dot_names;
+    st->ndot_names = s->ndot_names;
+    st->skipped_excluded = s->skipped_excluded;
+    st->memory = b->o->memory;
+    st->memory_waits = b->budget.waited;
+    st->threads = b->nthreads;
+    st->comp_threads = b->comp_threads;
+}
+
 int pk_build(const pk_build_opts *o)
 {
     build b;
@@ -208,32 +301,12 @@ int pk_build(const pk_build_opts *o)
     memset(&st, 0, sizeof st);
     int ok = 0, code = 1;
 
-    if (!o->output[0] || (o->manifest && !o->manifest[0])) {
-        pk_err("%s: an empty file name", o->output[0] ? "--manifest" : "-o");
-        return PK_EXIT_USAGE;
-    }
-    /* From here on b.o names the files the outputs lead to. */
-    b.opts = *o;
-    if (pk__resolve_output(&b, "-o", o->output, b.output, sizeof b.output, NULL) != 0 ||
-        (o->manifest && pk__resolve_output(&b, "--manifest", o->manifest, b.manifest,
-                                           sizeof b.manifest, &b.manifest_stream) != 0))
+    int rc = resolve_outputs(&b, o);
+    if (rc == PK_EXIT_USAGE)
+        return rc;
+    if (rc != 0)
         goto out_free;
-    /* --manifest may not be -o or --base, whatever the spelling or the links;
-     * nor a stream (/dev/stdout) that is one of them (`> site.lmdb`) */
-    if (o->manifest) {
-        int is_out = b.manifest_stream ? pk__fd_is_file(b.manifest_fd, b.output)
-                                       : pk__same_file(b.manifest, b.output);
-        int is_base = o->base && (b.manifest_stream ? pk__fd_is_file(b.manifest_fd, o->base)
-                                                    : pk__same_file(b.manifest, o->base));
-        if (is_out || is_base) {
-            pk_err("--manifest %s leads to the same file as %s %s", o->manifest,
-                   is_out ? "-o" : "--base", is_out ? o->output : o->base);
-            return PK_EXIT_USAGE;
-        }
-    }
-    b.opts.output = b.output;
-    b.opts.manifest = o->manifest ? b.manifest : NULL;
-    b.o = o = &b.opts;
+    o = b.o; /* from here on it names the files the outputs lead to */
     pk__catch_signals(o);
     if (o->rules && pk_rules_load(o->rules, &b.rules, b.err, sizeof b.err) != 0)
         goto out_free;
@@ -251,19 +324,7 @@ int pk_build(const pk_build_opts *o)
     }
     pk_rules_warn(b.rules, PK_RULES_EXCLUDE);
     if (b.site.n == 0) {
-        /* say where the files went, when the walk saw some */
-        const pk_site *ws = &b.site;
-        char dots[512]; /* the names are cut there */
-        pk_names_list(dots, sizeof dots, (const char *const *)ws->dot_names, ws->ndot_names,
-                      ws->skipped_dot);
-        if (ws->skipped_dot + ws->skipped_excluded == 0)
-            snprintf(b.err, sizeof b.err, "%s: no files to pack", o->root);
-        else
-            snprintf(b.err, sizeof b.err,
-                     "%.1000s: no files to pack (skipped: %llu dotfiles%s%s%s, %llu excluded by "
-                     "rules)",
-                     o->root, (unsigned long long)ws->skipped_dot, dots[0] ? " (" : "", dots,
-                     dots[0] ? ")" : "", (unsigned long long)ws->skipped_excluded);
+        no_files(&b);
         goto out_free;
     }
     if (pk__replaceable(&b, "-o", o->output, 0) != 0 ||
@@ -272,25 +333,8 @@ int pk_build(const pk_build_opts *o)
         goto out_free;
     if (o->manifest && !b.manifest_stream)
         pk__open_commit_lock(&b);
-    if (o->base) {
-        char profile[PK_PROFILE_SIZE];
-        int usable = 0;
-        if (pk_profile(profile) != 0) {
-            snprintf(b.err, sizeof b.err, "out of memory");
-            goto out_free;
-        }
-        if (pk_base_open(o->base, profile, &b.base, &usable, b.err, sizeof b.err) != 0) {
-            name_option(&b, "--base");
-            goto out_free;
-        }
-        if (!usable) {
-            if (!o->quiet)
-                pk_err("%s: made with another compression profile (%s, now %s); "
-                       "compressing everything",
-                       o->base, pk_base_profile(b.base), profile);
-            /* kept open (with nothing indexed) for pk_base_last_modified */
-        }
-    }
+    if (o->base && open_base(&b) != 0)
+        goto out_free;
 
     /* Read and hash every file, and decide its type. */
     b.jobs = malloc(b.site.n * sizeof *b.jobs);
@@ -341,20 +385,8 @@ int pk_build(const pk_build_opts *o)
     if (pk__write_pack(&b, &st) != 0)
         goto out_free;
     ok = 1;
-    st.skipped_dot = b.site.skipped_dot;
-    st.sidecars = b.site.sidecars;
-    for (size_t i = 0; i < b.site.n; i++)
-        st.decoded += (uint64_t)b.site.files[i].encoded;
-    st.sidecar_names = (const char *const *)b.site.sidecar_names;
-    st.nsidecar_names = b.site.nsidecar_names;
-    st.dot_names = (const char *const *)b.site.dot_names;
-    st.ndot_names = b.site.ndot_names;
-    st.skipped_excluded = b.site.skipped_excluded;
+    add_site_stats(&b, &st);
     st.seconds = pk_monotonic_seconds() - t0;
-    st.memory = o->memory;
-    st.memory_waits = b.budget.waited;
-    st.threads = b.nthreads;
-    st.comp_threads = b.comp_threads;
     if (!o->quiet)
         pk_summary_print(stderr, &st, o->output);
 
