@@ -21,13 +21,15 @@
  *   - every body re-hashes to its key (this is what finds flipped bits),
  *     and every body is used by some path;
  *   - the status:404 entry, if any, points at existing bodies;
- *   - the meta record's own fields follow docs/format.md §3: a minor this
- *     servd-pack knows, that minor's length, zero reserved bytes, packer
- *     NUL-padded UTF-8, profile NUL-padded ASCII;
+ *   - the meta record's own fields follow docs/format.md §3: of a minor
+ *     this servd-pack knows, that minor's length and zero reserved bytes
+ *     (a newer minor gets a warning); packer NUL-padded UTF-8, profile
+ *     NUL-padded ASCII;
  *   - the meta counts, byte totals and pack id match what is stored. The id
- *     is recomputed over the records as stored (sf_pack_id_compute, the
- *     function the packer and servd's load check use), and from format
- *     minor 1 meta's id_404 over the status:404 entry (sf_pack_id_404).
+ *     is recomputed over the records as stored (sf_pack_id_compute, which
+ *     servd's load check uses, through the sf_pack_id_add the packer
+ *     writes it with), and from format minor 1 meta's id_404 over the
+ *     status:404 entry (sf_pack_id_404).
  */
 #include "commands.h"
 #include "msg.h"
