@@ -3,7 +3,7 @@
  * (pipelined requests batched into as few writev calls as possible),
  * writing with back-pressure, timeouts and closing.
  *
- * Memory per connection is this struct (472 bytes on x86-64) plus, only while a
+ * Memory per connection is this struct (480 bytes on x86-64) plus, only while a
  * request head is incomplete at the end of a read, one SV_HEAD_BUF input
  * buffer from the loop's free list (SV_MAX_HEAD, from the heap, once the
  * head outgrows it), or, while complete requests are held back by the

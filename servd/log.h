@@ -90,7 +90,7 @@ size_t sv_log_format(const sv_log_entry *e, char *buf);
 void sv_log_write(sv_log *log, int worker, const sv_log_entry *e);
 
 /* Hands worker's partly filled buffer to the log thread (worker thread,
- * once a second, so lines reach the file promptly). */
+ * at every sweep, so lines reach the file promptly). */
 void sv_log_flush(sv_log *log, int worker);
 
 /* Formats the access-log time "[30/Nov/2026:14:55:01 +0000]" for Unix

@@ -25,8 +25,8 @@ enum sv_error {
     SV_ERR_PARSE,  /* malformed request answered with a 4xx/5xx and closed */
     SV_ERR_READ,   /* read failed (reset by peer ...) */
     SV_ERR_WRITE,  /* write failed */
-    SV_ERR_ACCEPT, /* accept failed for another reason than EMFILE */
-    SV_ERR_EMFILE, /* accept paused: out of file descriptors */
+    SV_ERR_ACCEPT, /* accept failed for another reason than those below */
+    SV_ERR_EMFILE, /* accept paused: EMFILE, ENFILE, ENOBUFS or ENOMEM */
     SV_ERR_NOMEM,  /* allocation failed: connection closed */
     SV_ERR_COUNT
 };

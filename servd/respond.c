@@ -56,7 +56,8 @@
  * Nothing is allocated per request (the path cache aside, once per reader:
  * sv_pathcache_put): the plan points into the pack map (header blocks,
  * bodies), the sv_date, the caller's scratch (formatted lines) or static
- * strings here. The only formatting per request is for 206, 416 and 301.
+ * strings here. The only formatting per request is for 206, 301, 406 (its
+ * body) and 416.
  *
  * The answers to ranges (206, multipart 206, 416) are partial.c's, the
  * 301s redirect.c's; respond_int.h is what the three share.
