@@ -295,12 +295,10 @@ static void answer(sv_conn *c, sv_request *req, size_t body_here)
     reserve(c);
     if (c->state != SV_CS_OPEN)
         return;
-    /* A body we will not drain: answer, then close (RFC 9112 §9.6 lets a
+    /* A body we will not skip: answer, then close (RFC 9112 §9.6 lets a
      * server close instead of reading an unwanted body). */
     if (req->body_len > SV_MAX_DRAIN)
         req->keep_alive = 0;
-    else
-        c->drain = req->body_len;
     if (w->draining)
         req->keep_alive = 0;
     /* Answered before its whole body has arrived, a request closes its
@@ -376,12 +374,6 @@ static size_t process(sv_conn *c, const char *buf, size_t len)
         c->turn_bytes = 0;
     }
     while (pos < len && c->state == SV_CS_OPEN) {
-        if (c->drain) {
-            size_t d = len - pos < c->drain ? len - pos : (size_t)c->drain;
-            pos += d;
-            c->drain -= d;
-            continue;
-        }
         if (c->turn_bytes >= SV_CONN_TURN_BYTES || sv__conn_queued(c) >= SV_CONN_TURN_BYTES ||
             c->wr_heap >= SV_CONN_HEAP_BYTES) {
             c->paused = 1;
@@ -443,6 +435,10 @@ static size_t process(sv_conn *c, const char *buf, size_t len)
                 w->req.keep_alive = 0;
         }
         answer(c, &w->req, len - pos);
+        /* Still open, it keeps its connection, so its body (if any) is no
+         * longer than SV_MAX_DRAIN and all here (answer()): skipped. */
+        if (c->state == SV_CS_OPEN)
+            pos += (size_t)w->req.body_len;
     }
     sv__conn_flush(c);
     return pos;
@@ -494,9 +490,9 @@ static void after_input(sv_conn *c)
             defer(c);
         return;
     }
-    if (c->inlen || c->drain) {
+    if (c->inlen) {
         if (!c->t_head)
-            c->t_head = uv_now(&c->w->loop); /* a head (or body) is now pending */
+            c->t_head = uv_now(&c->w->loop); /* a head is now pending */
     } else if (!c->w->blank) {
         /* (empty lines alone leave it: a new connection's, from the accept,
          * or that of the "\r" of a "\r\n" split in two) */

@@ -3,7 +3,7 @@
  * (pipelined requests batched into as few writev calls as possible),
  * writing with back-pressure, timeouts and closing.
  *
- * Memory per connection is this struct (480 bytes on x86-64) plus, only while a
+ * Memory per connection is this struct (472 bytes on x86-64) plus, only while a
  * request head is incomplete at the end of a read, one SV_HEAD_BUF input
  * buffer from the loop's free list (SV_MAX_HEAD, from the heap, once the
  * head outgrows it), or, while complete requests are held back by the
@@ -48,7 +48,6 @@ typedef struct sv_conn {
     uint8_t in_kernel;   /* wrote since the sweep last saw the kernel's send queue empty */
     uint8_t flight_seen; /* the last sweep saw response bytes in flight */
     uint8_t empty_lines; /* dropped since the last head (SV_MAX_LEADING_CRLF) */
-    uint64_t drain;      /* request body bytes still to discard */
     uint64_t t_head;     /* uv_now() when the pending head began; 0: none pending */
     uint64_t t_active;   /* uv_now() of the last read, response or write completion,
                             or of the last sweep that saw bytes in flight */

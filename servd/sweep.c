@@ -53,7 +53,7 @@ int sv__peek_input(uv_tcp_t *t)
  * cleared when a head is answered; the bytes of one arriving are held). */
 static int silent_since_accept(const sv_conn *c)
 {
-    return c->t_head && c->produced == 0 && !c->inlen && !c->drain && !c->paused;
+    return c->t_head && c->produced == 0 && !c->inlen && !c->paused;
 }
 
 /* Whether a graceful stop closes c now: open, nothing queued, in the kernel
@@ -167,7 +167,7 @@ void sv__conn_sweep(sv_worker *w)
  * its way that servd has seen, nothing queued. */
 static int quiet(sv_conn *c)
 {
-    return c->state == SV_CS_OPEN && !c->paused && !c->inlen && !c->drain && !sv__conn_queued(c);
+    return c->state == SV_CS_OPEN && !c->paused && !c->inlen && !sv__conn_queued(c);
 }
 
 /* Whether c may be closed to make room for a newcomer: idle for
@@ -234,7 +234,7 @@ unsigned sv__conn_make_room(sv_worker *w, unsigned max)
  * draining); the header timeout and --shutdown-timeout still bound them. */
 int sv__conn_request_coming(sv_conn *c)
 {
-    return c->t_head || c->inlen || c->drain || c->paused || sv__peek_input(&c->tcp) > 0;
+    return c->t_head || c->inlen || c->paused || sv__peek_input(&c->tcp) > 0;
 }
 
 void sv__conn_stop_all(sv_worker *w, int force)
@@ -243,8 +243,8 @@ void sv__conn_stop_all(sv_worker *w, int force)
     if (force && w->nconns) {
         /* Say what the graceful stop was still waiting for: the forced
          * close is the exception, and the reason is gone once it is done. */
-        unsigned queued_n = 0, unacked = 0, head = 0, held = 0, paused = 0, body = 0, open = 0,
-                 linger = 0, idle = 0;
+        unsigned queued_n = 0, unacked = 0, head = 0, held = 0, paused = 0, open = 0, linger = 0,
+                 idle = 0;
         for (sv_link *l = w->conns.next; l != &w->conns; l = l->next) {
             sv_conn *c = SV__CONTAINER(l, sv_conn, link);
             if (c->state == SV_CS_CLOSED)
@@ -257,22 +257,20 @@ void sv__conn_stop_all(sv_worker *w, int force)
             head += c->t_head != 0 && !silent_since_accept(c);
             held += c->inlen != 0;
             paused += c->paused != 0;
-            body += c->drain != 0;
             linger += c->state == SV_CS_LINGER && k == 0;
             /* kept for a request after its last response or since the
              * accept (stop_closes) */
-            idle +=
-                c->state == SV_CS_OPEN && !q && !k &&
-                (silent_since_accept(c) || (!c->t_head && !c->inlen && !c->paused && !c->drain));
+            idle += c->state == SV_CS_OPEN && !q && !k &&
+                    (silent_since_accept(c) || (!c->t_head && !c->inlen && !c->paused));
         }
         if (open) /* those closed in this turn are not counted */
             sv_say(SV_WARNING,
                    "worker %d: closing %u connection%s (%u with responses queued, %u with "
                    "responses sent but not yet acknowledged, %u with a head pending, %u with "
-                   "input held, %u paused, %u with a body to drain, %u with all sent, waiting "
+                   "input held, %u paused, %u with all sent, waiting "
                    "for the client to close, %u idle after a response or since their accept)",
-                   w->id, open, open == 1 ? "" : "s", queued_n, unacked, head, held, paused, body,
-                   linger, idle);
+                   w->id, open, open == 1 ? "" : "s", queued_n, unacked, head, held, paused, linger,
+                   idle);
     }
     for (sv_link *l = w->conns.next; l != &w->conns; l = l->next) {
         sv_conn *c = SV__CONTAINER(l, sv_conn, link);
