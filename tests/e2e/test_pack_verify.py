@@ -438,6 +438,46 @@ def meta_fields(work, good):
     T.check(" OK" in out, "verify of a pack of a newer minor: OK (%r)" % out)
 
 
+def record_at(data, key, ps=4096):
+    """The offset in data of the record stored under key (a path, or status:404), in its
+    leaf node or, for a record too large for one (F_BIGDATA), its overflow pages."""
+    for no, nflags, k in lmdb_leaf_nodes(data, ps):
+        if k == key:
+            at = no + 8 + len(key)
+            if nflags & 0x01:
+                return struct.unpack_from("<Q", data, at)[0] * ps + 16
+            return at
+    T.check(False, "a record under %r" % key)
+    return 0
+
+
+def entry_bits(work, good):
+    """An entry's flag bits its format minor does not define and a variant's reserved
+    bytes (format.md §4, §5) are written as 0 and ignored by readers: in a pack servd-pack
+    wrote, set in place, in a path's record and in the status:404 entry, verify names
+    them (besides the pack id that no longer matches)."""
+    with open(good, "rb") as f:
+        data = f.read()
+    cases = (
+        ("path-flags", b"/index.html", 2, 0x04,
+         "/index.html: its flags 0x%04x set bits format minor"),
+        ("404-reserved", b"status:404", 32 + 72 + 2, 0x01,
+         "status:404: the gzip variant's reserved bytes are 0x000100 where the format "
+         "requires 0"),
+    )
+    for name, key, off, bit, want in cases:
+        at = record_at(data, key) + off
+        T.eq(data[at] & bit, 0, "%s: the bit is 0 as written" % name)
+        if "%" in want:
+            want = want % (struct.unpack_from("<H", data, at)[0] | bit)
+        bad = os.path.join(work, "bits-%s.lmdb" % name)
+        with open(bad, "wb") as f:
+            f.write(data[:at] + bytes([data[at] | bit]) + data[at + 1:])
+        rc, _, err = verify(bad)
+        T.eq(rc, 1, "verify of a pack with %s set (%s)" % (name, err))
+        T.check(want in err, "verify names %s: %r (wanted %r)" % (name, err, want))
+
+
 def main():
     with T.TempDir() as work:
         root = os.path.join(work, "site")
@@ -495,6 +535,7 @@ def main():
 
         keys_no_request_reaches(work, good)
         meta_fields(work, good)
+        entry_bits(work, good)
         runaway_lengths(work)
         out_of_memory(work)
         allocation_failures(work)
