@@ -725,7 +725,7 @@ def same_except_date(a, b):
     return [h for h in a if h[0].lower() != "date"] == [h for h in b if h[0].lower() != "date"]
 
 
-def check_post_body_keeps_connection(origin, cache, what, rounds=10):
+def check_post_body_keeps_connection(origin, cache, what, rounds=10, batches=4):
     """A client's POST with a chunked body, which a cache passes to the origin (Varnish and
     ATS forward it chunked, with its head): servd answers 405 and skips the body, so the
     cache keeps its origin connection for the next request. cache must be pointed at
@@ -733,26 +733,32 @@ def check_post_body_keeps_connection(origin, cache, what, rounds=10):
     head from its body (servd then answers and closes, as it must for a body still
     arriving). Each round: the POST, then a GET the cache has not stored. Before servd
     measured chunked bodies every POST closed its connection: at least a new connection a
-    round."""
+    round. A cache writes the head and the body apart, though (ATS does), and on a busy
+    machine servd may read between the two writes in every round of a batch: up to
+    batches batches are run, and one that keeps a connection passes."""
     def accepted():
         return int(origin.metrics()["servd_connections_accepted_total"])
 
-    before = accepted()
-    for k in range(rounds):
-        with st.Conn(cache.port, timeout=st.IO_TIMEOUT) as c:
-            c.send(b"POST /index.html HTTP/1.1\r\nHost: cdn.test\r\nTransfer-Encoding: chunked"
-                   b"\r\n\r\n5\r\nhello\r\n3\r\n!!!\r\n0\r\n\r\n")
-            r = c.read_response()
-        eq(r.status, 405, "%s: a POST passed to servd" % what)
-        r = fetch(cache.port, "/vary/1.txt?post-round=%d" % k, ae("gzip"))
-        eq(r.status, 200, "%s: the GET after POST %d" % (what, k))
-    opened = accepted() - before
-    posts = [e for e in origin.log() if e.method == "POST"]
-    eq(len(posts), rounds, "%s: POSTs that reached servd" % what)
-    ok(opened < rounds, "%s: %d origin connections for %d POSTs and GETs: the POSTs' "
-       "connections were closed" % (what, opened, rounds))
-    note("%s: %d chunked POSTs and %d GETs through it took %d origin connection(s)"
-         % (what, rounds, rounds, opened))
+    posts_before = len([e for e in origin.log() if e.method == "POST"])
+    for b in range(batches):
+        before = accepted()
+        for k in range(rounds):
+            with st.Conn(cache.port, timeout=st.IO_TIMEOUT) as c:
+                c.send(b"POST /index.html HTTP/1.1\r\nHost: cdn.test\r\n"
+                       b"Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n3\r\n!!!\r\n0\r\n\r\n")
+                r = c.read_response()
+            eq(r.status, 405, "%s: a POST passed to servd" % what)
+            r = fetch(cache.port, "/vary/1.txt?post-round=%d-%d" % (b, k), ae("gzip"))
+            eq(r.status, 200, "%s: the GET after POST %d" % (what, k))
+        opened = accepted() - before
+        posts = [e for e in origin.log() if e.method == "POST"]
+        eq(len(posts) - posts_before, (b + 1) * rounds, "%s: POSTs that reached servd" % what)
+        if opened < rounds:
+            break
+    ok(opened < rounds, "%s: %d origin connections for %d POSTs and GETs in each of %d "
+       "batches: the POSTs' connections were closed" % (what, opened, rounds, b + 1))
+    note("%s: %d chunked POSTs and %d GETs through it took %d origin connection(s) (batch %d)"
+         % (what, rounds, rounds, opened, b + 1))
 
 
 def check_via_ignored(origin, path, coding):
