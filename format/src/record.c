@@ -34,6 +34,7 @@
 
 #define ENTRY_HEAD  32
 #define VARIANT_LEN 72
+#define VARIANT_KEY 40 /* body_key's offset in a variant descriptor */
 
 static uint16_t ld16(const uint8_t *p)
 {
@@ -131,14 +132,14 @@ int sf_entry_decode(const void *rec, size_t n, sf_entry *e)
         v->rep.ptr = v->h200.ptr + (rep_off - h200_off);
         v->rep.len = v->h200.len - (rep_off - h200_off);
         v->body_len = ld64(d + 32);
-        v->body_key = d + 40;
+        v->body_key = d + VARIANT_KEY;
     }
     return SF_OK;
 }
 
 uint32_t sf_variant_reserved(const sf_variant *v)
 {
-    const uint8_t *d = v->body_key - 40; /* the descriptor the key ends */
+    const uint8_t *d = v->body_key - VARIANT_KEY; /* the descriptor the key ends */
     return (uint32_t)d[1] | (uint32_t)d[2] << 8 | (uint32_t)d[3] << 16;
 }
 
@@ -212,7 +213,7 @@ int sf_entry_encode(const sf_entry_spec *s, uint8_t **out, size_t *outlen)
         st32(d + 24, share(blob, &used, v->h304));
         st32(d + 28, (uint32_t)v->h304.len);
         st64(d + 32, v->body_len);
-        memcpy(d + 40, v->body_key, SF_KEY_LEN);
+        memcpy(d + VARIANT_KEY, v->body_key, SF_KEY_LEN);
     }
     st32(p + 16, share(blob, &used, s->mime));
     st32(p + 20, (uint32_t)s->mime.len);
