@@ -311,24 +311,31 @@ int sv_file_id_get(const char *path, sv_file_id *id)
 }
 
 /* This program, for spawning the pack check: @return the path to run,
- * /proc/self/fd/N of a descriptor opened on it at the first load, so that
- * the check is always run by the program serving, even after a package
- * upgrade renamed another over its path (else the path itself); *name its
- * path, resolved from /proc/self/exe once (under valgrind that link names
- * valgrind itself, but readlink of it is answered with servd's path). Only
- * the thread of a load calls it, one at a time. */
+ * /proc/self/fd/N of a descriptor on it, so that the check is always run by
+ * the program serving, even after a package upgrade renamed another over
+ * its path (else, while no descriptor could be had, the path itself); *name
+ * its path, resolved from /proc/self/exe once. The descriptor is opened
+ * through /proc/self/exe, never through the path, which may name another
+ * program by now, so an open that failed (EMFILE) is tried again at the
+ * next load. Under valgrind the link names valgrind itself, but readlink
+ * and open of it are answered with servd's (and the open's descriptor is a
+ * dup, without O_CLOEXEC: hence the fcntl). Only the thread of a load calls
+ * it, one at a time. */
 static const char *self_exe(const char **name)
 {
     static char exe[4096], run[32];
     if (!exe[0]) {
         ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-        if (n <= 0 || (size_t)n >= sizeof exe - 1) {
+        if (n <= 0 || (size_t)n >= sizeof exe - 1)
             snprintf(exe, sizeof exe, "/proc/self/exe");
-        } else {
+        else
             exe[n] = '\0';
-            int fd = open(exe, O_PATH | O_CLOEXEC);
-            if (fd >= 0)
-                snprintf(run, sizeof run, "/proc/self/fd/%d", fd);
+    }
+    if (!run[0]) {
+        int fd = open("/proc/self/exe", O_PATH | O_CLOEXEC);
+        if (fd >= 0) {
+            fcntl(fd, F_SETFD, FD_CLOEXEC);
+            snprintf(run, sizeof run, "/proc/self/fd/%d", fd);
         }
     }
     *name = exe;

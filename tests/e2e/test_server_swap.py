@@ -470,14 +470,26 @@ def t_the_check_is_run_by_the_program_serving(sw):
     reload's check is still run by the program serving (from a descriptor on it), not by
     whatever the path names now - another version with other checks, here a stand-in
     that passes everything and leaves a mark. It ran the path's."""
-    d = os.path.join(st.tmpdir(), "upgraded")
+    check_run_by_the_program_serving(sw, "upgraded", None)
+
+
+def t_the_check_is_run_by_the_program_serving_after_emfile(sw):
+    """The same when servd could not open its program at the first load (out of
+    descriptors; swap_open.so fails that one open): the next load opens it, through
+    /proc/self/exe rather than the path. It ran the stand-in, from the path, for good."""
+    env = st.preload_env(os.path.join(st.BUILD_DIR, "swap_open.so"), FAIL_O_PATH="1")
+    check_run_by_the_program_serving(sw, "upgraded-emfile", env)
+
+
+def check_run_by_the_program_serving(sw, name, env):
+    d = os.path.join(st.tmpdir(), name)
     os.makedirs(d, exist_ok=True)
     exe = os.path.join(d, "servd")
     shutil.copy2(st.SERVD, exe)
     live = os.path.join(d, "site.lmdb")
     shutil.copyfile(sw.p1, live)
     mark = os.path.join(d, "stand-in-ran")
-    with st.Servd(live, extra=["--no-watch"], binary=exe) as s:
+    with st.Servd(live, extra=["--no-watch"], binary=exe, env=env) as s:
         eq(st.get(s.port, "/").body, sw.f1["/index.html"], "version 1")
         with open(exe + ".new", "w") as f:
             f.write("#!/bin/sh\ntouch '%s'\necho ok\n" % mark)
