@@ -235,6 +235,15 @@ int pk_magic_open(pk_magic **out, char *err, size_t errlen)
     return 0;
 }
 
+/* Where the text of p[0, n) starts: after a UTF-8 BOM and whitespace. */
+static size_t text_start(const unsigned char *p, size_t n)
+{
+    size_t i = n >= 3 && memcmp(p, "\xef\xbb\xbf", 3) == 0 ? 3 : 0;
+    while (i < n && (p[i] == ' ' || p[i] == '\t' || p[i] == '\n' || p[i] == '\r' || p[i] == '\f'))
+        i++;
+    return i;
+}
+
 /* Whether p[0, n) opens as an HTML page: after a UTF-8 BOM and whitespace,
  * one of the patterns WHATWG MIME Sniffing (§7.1, "identifying a resource
  * with an unknown MIME type") gives for HTML, in any case, followed by a
@@ -260,9 +269,7 @@ static int opens_as_html(const unsigned char *p, size_t n)
                                        "<br",
                                        "<p",
                                        "<!--"};
-    size_t i = n >= 3 && memcmp(p, "\xef\xbb\xbf", 3) == 0 ? 3 : 0;
-    while (i < n && (p[i] == ' ' || p[i] == '\t' || p[i] == '\n' || p[i] == '\r' || p[i] == '\f'))
-        i++;
+    size_t i = text_start(p, n);
     for (size_t k = 0; k < sizeof tags / sizeof tags[0]; k++) {
         size_t l = strlen(tags[k]);
         if (n - i > l && strncasecmp((const char *)p + i, tags[k], l) == 0 &&
@@ -274,9 +281,13 @@ static int opens_as_html(const unsigned char *p, size_t n)
 
 /* libmagic's names for types registered since under others: browsers
  * take a font of any type, but servd-pack compresses font/otf and would
- * store an unknown type as it is. */
+ * store an unknown type as it is; RFC 9239 makes text/javascript the
+ * type of JavaScript, the one the table gives .js, and its older names
+ * obsolete. */
 static const char *const magic_renamed[][2] = {
     {"application/vnd.ms-opentype", "font/otf"},
+    {"application/javascript", "text/javascript"},
+    {"application/x-javascript", "text/javascript"},
 };
 
 const char *pk_magic_type(pk_magic *m, const void *p, size_t n)
@@ -292,6 +303,13 @@ const char *pk_magic_type(pk_magic *m, const void *p, size_t n)
     for (size_t i = 0; i < sizeof magic_renamed / sizeof magic_renamed[0]; i++)
         if (strcmp(t, magic_renamed[i][0]) == 0)
             return magic_renamed[i][1];
+    /* libmagic calls text/html any text with "<script" or "<html" near its
+     * start (release notes that show a tag to paste, a Pascal source),
+     * which a browser would then render, running the script: a page or a
+     * fragment opens with a tag. */
+    size_t at = text_start(p, n);
+    if (strcmp(t, "text/html") == 0 && (at == n || ((const unsigned char *)p)[at] != '<'))
+        return "text/plain";
     return t;
 }
 
@@ -391,6 +409,11 @@ char *pk_mime_decide(const char *key, size_t keylen, const char *rule_type, cons
     int add_charset = 0;
     if (!type) {
         type = sf_mime_by_ext(key, keylen);
+        /* .ts is an MPEG transport stream (HLS), which is binary: 188-byte
+         * packets that each start 0x47 and hold control bytes. A .ts of
+         * UTF-8 text (TypeScript, a .d.ts) is shown and compressed. */
+        if (type && strcmp(type, "video/mp2t") == 0 && plain_text(data, n))
+            type = "text/plain";
         if (!type) {
             if (!*magic && pk_magic_open(magic, err, errlen) != 0)
                 return NULL;

@@ -229,6 +229,22 @@ TEST(mime_decide_charset_and_sources)
     free(t);
 }
 
+TEST(mime_decide_ts_of_text)
+{
+    /* .ts is an MPEG transport stream: binary packets that start 0x47 */
+    unsigned char seg[376] = {0};
+    seg[0] = seg[188] = 0x47;
+    seg[1] = 0x40;
+    char *t = decide("/live/seg001.ts", NULL, seg, sizeof seg);
+    ASSERT_STR_EQ(t, "video/mp2t");
+    free(t);
+    /* ... but TypeScript under .ts, or a .d.ts, is text to show and compress */
+    const char *src = "export declare function f(x: number): number;\n";
+    t = decide("/types/index.d.ts", NULL, src, strlen(src));
+    ASSERT_STR_EQ(t, "text/plain; charset=utf-8");
+    free(t);
+}
+
 TEST(mime_decide_charset_by_type)
 {
     /* An HLS playlist is compressed as text but sent without a charset. */
@@ -469,6 +485,27 @@ TEST(mime_decide_libmagic_fallback)
         ASSERT_STR_EQ(t, "text/html; charset=utf-8");
         free(t);
     }
+    /* libmagic 5.44 calls text/html any text with a tag near its start: a
+     * browser would render these and run the script. Not opening with a
+     * tag, they are text; an XHTML page opens with one and stays a page */
+    const char *prose[] = {"Release notes\n=============\n\nTo embed the widget, add:\n\n"
+                           "  <script src=\"/widget.js\"></script>\n\nThanks.\n",
+                           "Changes\n\n<html> tags are now escaped\n"};
+    for (size_t k = 0; k < sizeof prose / sizeof prose[0]; k++) {
+        t = decide("/NOTES", NULL, prose[k], strlen(prose[k]));
+        ASSERT_STR_EQ(t, "text/plain; charset=utf-8");
+        free(t);
+    }
+    const char *xhtml = "<?xml version=\"1.0\"?>\n<html xmlns=\"http://www.w3.org/1999/xhtml\">"
+                        "<head><title>x</title></head><body><p>x</p></body></html>\n";
+    t = decide("/page", NULL, xhtml, strlen(xhtml));
+    ASSERT_EQ(strncmp(t, "text/plain", 10) != 0, 1);
+    free(t);
+    /* JavaScript is text/javascript (RFC 9239), whatever libmagic calls it */
+    const char *js = "import { a } from \"./b.js\";\nexport function f(x) { return a(x) + 1; }\n";
+    t = decide("/app.mts", NULL, js, strlen(js));
+    ASSERT_STR_EQ(t, "text/javascript; charset=utf-8");
+    free(t);
     /* a tag name only when it ends there: <htmlx> and prose are not pages */
     const char *csvs[] = {"<htmlx>,1\nb,2\nc,3\nd,4\n", "<abbr>,1\nb,2\nc,3\nd,4\n",
                           "<pre>,1\nb,2\nc,3\nd,4\n"};
