@@ -610,6 +610,37 @@ static void warn_decomposed(const pk_site *site)
                 n, first->src);
 }
 
+/* A '?' or '#' in a name ends the path of a link that writes the name as it
+ * is (the rest is its query or fragment), and a '%' starts an escape
+ * (WHATWG URL leaves a stray one, which servd then refuses with 400): a
+ * wget mirror's "page.php?id=3", a "100%.html". Such a file is reached only
+ * by a link that escapes them (%3F, %23, %25). Says so once, with the
+ * first such path and the URL that reaches it; the files are packed all
+ * the same. */
+static void warn_link_breaking(const pk_site *site)
+{
+    size_t n = 0;
+    const pk_file *first = NULL;
+    for (size_t i = 0; i < site->n; i++)
+        if (strcspn(site->files[i].key, "?#%") < site->files[i].key_len && n++ == 0)
+            first = &site->files[i];
+    if (n == 0)
+        return;
+    char url[3 * SF_KEY_MAX];
+    size_t ulen = sf_path_to_url(first->key, first->key_len, url, sizeof url);
+    int shown = (int)(ulen < sizeof url ? ulen : sizeof url);
+    if (n == 1)
+        pk_warn("%s has a '?', '#' or '%%' in its path: a link that writes it as it is asks for "
+                "another path (or is refused), and only one that escapes them reaches it, %.*s; "
+                "rename it",
+                first->src, shown, url);
+    else
+        pk_warn("%zu paths have a '?', '#' or '%%' in them, the first %s: a link that writes one "
+                "as it is asks for another path (or is refused), and only one that escapes them "
+                "reaches it, %.*s; rename them",
+                n, first->src, shown, url);
+}
+
 /* A site moved from Netlify or Cloudflare Pages may still hold their
  * configuration at its root: _headers (which can carry Basic-Auth
  * credentials) and _redirects, and Cloudflare Pages' _worker.js (server
@@ -727,6 +758,7 @@ int pk_walk(const char *root, const pk_rules *rules, pk_site *site, char *err, s
         qsort(site->files, site->n, sizeof *site->files, cmp_file);
         warn_index_htm(site);
         warn_decomposed(site);
+        warn_link_breaking(site);
         warn_host_config(site);
     }
     return 0;

@@ -546,6 +546,34 @@ def main():
         T.eq((p.returncode, p.stderr.decode()), (0, ""),
              "NFC names with marks that compose with nothing: no warning under --strict")
         os.unlink(out)
+        # A '?', '#' or '%' in a name (a wget mirror's "page.php?id=3", a "100%.html"):
+        # a link that writes it as it is asks for /page.php or is refused (400), so a
+        # warning names the first such path and the URL that reaches it; packed all the
+        # same, and counted by --strict.
+        odd_root = os.path.join(work, "odd-site")
+        T.make_site(odd_root)
+        for name in ("page.php?id=3", "docs/100%.html", "notes#1.txt"):
+            with open(os.path.join(odd_root, name), "w") as f:
+                f.write("<p>odd</p>\n")
+        p = T.run(["build", odd_root, "-o", out, "-q"])
+        T.eq(p.returncode, 0, "odd names: " + p.stderr.decode())
+        T.eq(p.stderr.decode(), "servd-pack: warning: 3 paths have a '?', '#' or '%%' in them, "
+             "the first %s/docs/100%%.html: a link that writes one as it is asks for another "
+             "path (or is refused), and only one that escapes them reaches it, "
+             "/docs/100%%25.html; rename them\n" % odd_root, "the warning for odd names")
+        paths = [e["path"] for e in T.ls_json(out)]
+        T.check("/page.php?id=3" in paths and "/notes#1.txt" in paths, "packed: %r" % paths)
+        os.unlink(out)
+        for name in ("docs/100%.html", "notes#1.txt"):
+            os.unlink(os.path.join(odd_root, name))
+        p = T.run(["build", odd_root, "-o", out, "-q", "--strict"])
+        T.eq(p.returncode, 1, "one odd name under --strict: " + p.stderr.decode())
+        T.check(p.stderr.decode().startswith(
+            "servd-pack: warning: %s/page.php?id=3 has a '?', '#' or '%%' in its path: a link "
+            "that writes it as it is asks for another path (or is refused), and only one that "
+            "escapes them reaches it, /page.php%%3Fid=3; rename it\n" % odd_root),
+            "the warning for one odd name: " + p.stderr.decode())
+        T.check(not os.path.exists(out), "--strict built nothing")
         # Netlify's and Cloudflare Pages' configuration at the root (_headers, _redirects;
         # Cloudflare's _worker.js, a file or a directory, and _routes.json): read by those
         # hosts and never served; servd-pack packs them (with a warning each), and not below
