@@ -478,6 +478,28 @@ def entry_bits(work, good):
         T.check(want in err, "verify names %s: %r (wanted %r)" % (name, err, want))
 
 
+def identity_shared(work):
+    """A flipped byte in a text's identity body that 25 paths share: no variant decodes
+    to it, and verify says so once, naming the body whose bytes do not match its key,
+    not 75 times that a variant "does not decompress to the identity body" (which hid
+    the one message that names the fault past the first 20)."""
+    root = os.path.join(work, "shared")
+    os.makedirs(root)
+    text = "".join("line %d of a text that 25 pages share\n" % i for i in range(200))
+    for i in range(25):
+        with open(os.path.join(root, "p%02d.txt" % i), "w") as f:
+            f.write(text)
+    good = os.path.join(work, "shared.lmdb")
+    T.build(root, good)
+    bad = os.path.join(work, "shared-flip.lmdb")
+    damaged_copy(good, bad, text.encode())
+    rc, _, err = verify(bad)
+    T.eq(rc, 1, "verify after flipping a byte of a shared identity body")
+    T.check("SHA-256" in err and "the identity variant of /p" in err,
+            "verify names the identity body at fault: " + err)
+    T.check("does not decompress" not in err, "no variant is blamed: " + err)
+
+
 def main():
     with T.TempDir() as work:
         root = os.path.join(work, "site")
@@ -536,6 +558,7 @@ def main():
         keys_no_request_reaches(work, good)
         meta_fields(work, good)
         entry_bits(work, good)
+        identity_shared(work)
         runaway_lengths(work)
         out_of_memory(work)
         allocation_failures(work)
