@@ -54,6 +54,10 @@ typedef struct walk {
     char *problem[PROBLEMS_SHOWN];
     char oversize_names[OVERSIZE_NAMES][PATH_MAX];
     long long oversize_first;
+    /* Files and directories whose mode lets no one read them (chmod 000),
+     * which only root reads: counted, the first by name (warn_no_read). */
+    uint64_t no_read;
+    char no_read_first[PATH_MAX];
 } walk;
 
 /* Counts one more path to the directory (dev, ino). @return how many have
@@ -462,6 +466,8 @@ static int walk_entry(walk *w, const char *dir, const char *dirkey, const char *
                  src, PK_WALK_MAX_LINKED);
         return -1; /* not a problem of one entry: the walk itself must stop */
     }
+    if ((st.st_mode & (S_IRUSR | S_IRGRP | S_IROTH)) == 0 && w->no_read++ == 0)
+        snprintf(w->no_read_first, sizeof w->no_read_first, "%s", src);
     if (S_ISDIR(st.st_mode)) {
         for (int i = 0; i <= depth; i++) {
             if (w->stack[i].dev == st.st_dev && w->stack[i].ino == st.st_ino) {
@@ -641,6 +647,24 @@ static void warn_link_breaking(const pk_site *site)
                 n, first->src, shown, url);
 }
 
+/* A file or a directory whose mode lets no one read it (chmod 000) was
+ * most likely meant to stay private, and a build run as any user but root
+ * fails on it; root reads it all the same, so a build in a container would
+ * publish it without a word. Says so; packed all the same. */
+static void warn_no_read(const walk *w)
+{
+    if (w->no_read == 1)
+        pk_warn("%s: its mode lets no one read it, yet it is packed: servd-pack runs as root, "
+                "which reads it anyway, where a build as another user fails on it (make it "
+                "readable, or exclude it)",
+                w->no_read_first);
+    else if (w->no_read > 1)
+        pk_warn("%llu files and directories have modes that let no one read them, the first %s; "
+                "they are packed: servd-pack runs as root, which reads them anyway, where a build "
+                "as another user fails on them (make them readable, or exclude them)",
+                (unsigned long long)w->no_read, w->no_read_first);
+}
+
 /* A site moved from Netlify or Cloudflare Pages may still hold their
  * configuration at its root: _headers (which can carry Basic-Auth
  * credentials) and _redirects, and Cloudflare Pages' _worker.js (server
@@ -759,6 +783,7 @@ int pk_walk(const char *root, const pk_rules *rules, pk_site *site, char *err, s
         warn_index_htm(site);
         warn_decomposed(site);
         warn_link_breaking(site);
+        warn_no_read(&w);
         warn_host_config(site);
     }
     return 0;

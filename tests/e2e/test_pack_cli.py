@@ -812,6 +812,20 @@ def main():
                         locked + ": cannot open directory: Permission denied",
                         os.path.join(noexec, "b.txt") + ": cannot look it up: Permission denied"],
                        "unreadable file and directories", outdir, out, preexec_fn=drop)
+        if os.geteuid() == 0:
+            # Root reads them all the same: packed (a container's build), with a warning,
+            # since the mode says no one is to read them; --strict fails.
+            os.chmod(noexec, 0o755)
+            p = T.run(["build", ro_root, "-o", out, "-q"])
+            T.eq(p.returncode, 0, "root builds the unreadable site: " + p.stderr.decode())
+            T.eq(p.stderr.decode(), "servd-pack: warning: 2 files and directories have modes that "
+                 "let no one read them, the first %s; they are packed: servd-pack runs as root, "
+                 "which reads them anyway, where a build as another user fails on them (make "
+                 "them readable, or exclude them)\n" % secret, "the warning for mode 000")
+            os.unlink(out)
+            p = T.run(["build", ro_root, "-o", out, "-q", "--strict"])
+            T.eq(p.returncode, 1, "--strict with a mode 000 file: " + p.stderr.decode())
+            T.check(not os.path.exists(out), "--strict built nothing")
         os.chmod(secret, stat.S_IRUSR | stat.S_IWUSR)
         os.chmod(locked, 0o755)
         os.chmod(noexec, 0o755)
