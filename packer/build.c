@@ -75,8 +75,13 @@ static int decide(build *b)
                 old_weak || (b->o->have_epoch && old == b->o->epoch) || old < SF_DATE_NORMALISED;
             continue;
         }
-        if (in_base == 0 && f->last_modified <= old && old < b->now) {
-            f->last_modified = old + 1;
+        /* a changed file's date no later than the base's: weak, even when
+         * the clock has not passed the base's date to give it old + 1 (a
+         * base packed this second), since the date then names two
+         * versions and If-Range must match neither */
+        if (in_base == 0 && f->last_modified <= old) {
+            if (old < b->now)
+                f->last_modified = old + 1;
             f->date_weak = 1;
         }
         if (!b->o->have_epoch && f->mtime > b->now && future++ == 0)
