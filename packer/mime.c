@@ -244,6 +244,15 @@ static size_t text_start(const unsigned char *p, size_t n)
     return i;
 }
 
+int pk_opens_with_tag(const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    if (n >= 2 && ((b[0] == 0xff && b[1] == 0xfe) || (b[0] == 0xfe && b[1] == 0xff)))
+        return 1;
+    size_t at = text_start(b, n);
+    return at < n && b[at] == '<';
+}
+
 /* Whether p[0, n) opens as an HTML page: after a UTF-8 BOM and whitespace,
  * one of the patterns WHATWG MIME Sniffing (§7.1, "identifying a resource
  * with an unknown MIME type") gives for HTML, in any case, followed by a
@@ -307,8 +316,7 @@ const char *pk_magic_type(pk_magic *m, const void *p, size_t n)
      * start (release notes that show a tag to paste, a Pascal source),
      * which a browser would then render, running the script: a page or a
      * fragment opens with a tag. */
-    size_t at = text_start(p, n);
-    if (strcmp(t, "text/html") == 0 && (at == n || ((const unsigned char *)p)[at] != '<'))
+    if (strcmp(t, "text/html") == 0 && !pk_opens_with_tag(p, n))
         return "text/plain";
     return t;
 }

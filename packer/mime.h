@@ -59,6 +59,11 @@ int pk_mime_class_digest(char out[PK_CLASS_DIGEST_SIZE]);
  * makes the usual variants of that. */
 int pk_svgz_key(const char *key, size_t len);
 
+/* 1 if p[0, n) opens with markup, as XML, an SVG or an HTML fragment do: a
+ * '<' after a UTF-8 byte order mark and whitespace, or a UTF-16 byte order
+ * mark (UTF-16 text is not looked into). */
+int pk_opens_with_tag(const void *p, size_t n);
+
 /* The length of the key's compression suffix (".gz", ".br" or ".zst",
  * case-insensitive, after a non-empty name), with its sf_encoding in *enc;
  * else 0. An encoded rule (rules.h) stores such a file as what it contains,

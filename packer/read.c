@@ -260,6 +260,14 @@ int pk__read_file(build *b, pk_file *f, pk_magic **magic, char *err, size_t errl
                          why);
             return -1;
         }
+        if (!sfx && !pk_opens_with_tag(inner, innern)) {
+            free(inner);
+            snprintf(err, errlen,
+                     "%s: an .svgz must be a gzip file of an SVG: it decompresses to bytes that "
+                     "do not start like XML (a '<', after a byte order mark and whitespace)",
+                     f->src);
+            return -1;
+        }
         p = inner;
         n = innern;
         f->encoded = 1;

@@ -1040,6 +1040,19 @@ def main():
             f.write(b"\x1f\x8b" + b"broken" * 10)
         expect_failure(["build", svg_root, "-o", svg_out + ".2"], 1,
                        [os.path.join(svg_root, "logo.svgz"), "gzip"], "corrupt .svgz")
+        # gzip of something else (a JPEG) would be sent as image/svg+xml, which no
+        # browser shows: refused too; an SVG after a BOM and an XML declaration is fine
+        with open(os.path.join(svg_root, "logo.svgz"), "wb") as f:
+            f.write(gzip.compress(b"\xff\xd8\xff\xe0\x00\x10JFIF\x00" + bytes(200)))
+        expect_failure(["build", svg_root, "-o", svg_out + ".2"], 1,
+                       [os.path.join(svg_root, "logo.svgz") + ": an .svgz must be a gzip file "
+                        "of an SVG: it decompresses to bytes that do not start like XML"],
+                       ".svgz of a JPEG")
+        with open(os.path.join(svg_root, "logo.svgz"), "wb") as f:
+            f.write(gzip.compress(b"\xef\xbb\xbf\n<?xml version='1.0'?>\n" + svg))
+        p = T.run(["build", svg_root, "-o", svg_out + ".2", "-q"])
+        T.eq(p.returncode, 0, "an .svgz with a BOM and a declaration: " + p.stderr.decode())
+        os.unlink(svg_out + ".2")
 
         # X.gz beside X is a file of the site like any other, whether or not it is X
         # compressed: a link to it (a download, a sitemap.xml.gz named in robots.txt)
