@@ -313,14 +313,16 @@ int sv_file_id_get(const char *path, sv_file_id *id)
 /* This program, for spawning the pack check: @return the path to run,
  * /proc/self/fd/N of a descriptor on it, so that the check is always run by
  * the program serving, even after a package upgrade renamed another over
- * its path (else, while no descriptor could be had, the path itself); *name
- * its path, resolved from /proc/self/exe once. The descriptor is opened
- * through /proc/self/exe, never through the path, which may name another
- * program by now, so an open that failed (EMFILE) is tried again at the
- * next load. Under valgrind the link names valgrind itself, but readlink
- * and open of it are answered with servd's (and the open's descriptor is a
- * dup, without O_CLOEXEC: hence the fcntl). Only the thread of a load calls
- * it, one at a time. */
+ * its path; *name its path, resolved from /proc/self/exe once. The
+ * descriptor is opened through /proc/self/exe, never through the path,
+ * which may name another program by now, so an open that failed (EMFILE)
+ * is tried again at the next load; until then the check runs
+ * /proc/self/exe itself, which the spawned child resolves to the same
+ * program. Under valgrind the link names valgrind itself, but readlink and
+ * open of it are answered with servd's (and the open's descriptor is a
+ * dup, without O_CLOEXEC: hence the fcntl); an exec of it is not, which is
+ * why the descriptor is wanted. Only the thread of a load calls it, one at
+ * a time. */
 static const char *self_exe(const char **name)
 {
     static char exe[4096], run[32];
@@ -339,7 +341,7 @@ static const char *self_exe(const char **name)
         }
     }
     *name = exe;
-    return run[0] ? run : exe;
+    return run[0] ? run : "/proc/self/exe";
 }
 
 int sv_snapshot_open_file(const char *path, int *fdp, sv_file_seen *seen, char *err, size_t errlen)
