@@ -235,11 +235,16 @@ int pk_magic_open(pk_magic **out, char *err, size_t errlen)
     return 0;
 }
 
+static int space(unsigned char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f';
+}
+
 /* Where the text of p[0, n) starts: after a UTF-8 BOM and whitespace. */
 static size_t text_start(const unsigned char *p, size_t n)
 {
     size_t i = n >= 3 && memcmp(p, "\xef\xbb\xbf", 3) == 0 ? 3 : 0;
-    while (i < n && (p[i] == ' ' || p[i] == '\t' || p[i] == '\n' || p[i] == '\r' || p[i] == '\f'))
+    while (i < n && space(p[i]))
         i++;
     return i;
 }
@@ -247,10 +252,16 @@ static size_t text_start(const unsigned char *p, size_t n)
 int pk_opens_with_tag(const void *p, size_t n)
 {
     const unsigned char *b = p;
-    if (n >= 2 && ((b[0] == 0xff && b[1] == 0xfe) || (b[0] == 0xfe && b[1] == 0xff)))
-        return 1;
-    size_t at = text_start(b, n);
-    return at < n && b[at] == '<';
+    int le = n >= 2 && b[0] == 0xff && b[1] == 0xfe, be = n >= 2 && b[0] == 0xfe && b[1] == 0xff;
+    if (!le && !be) {
+        size_t at = text_start(b, n);
+        return at < n && b[at] == '<';
+    }
+    /* UTF-16: the ASCII byte of each code unit, the other 0 */
+    size_t i = 2;
+    while (i + 1 < n && b[i + le] == 0 && space(b[i + be]))
+        i += 2;
+    return i + 1 < n && b[i + le] == 0 && b[i + be] == '<';
 }
 
 /* Whether p[0, n) opens as an HTML page: after a UTF-8 BOM and whitespace,
@@ -410,18 +421,30 @@ static int text_misnamed(const char *type, const char *key, size_t keylen, const
     return strcmp(type, "text/csv") == 0 || strncmp(type, "message/", 8) == 0;
 }
 
+/* Whether key ends in .ts, .mts or .cts (any case), after a name. */
+static int typescript_name(const char *key, size_t len)
+{
+    static const char *const ext[] = {".ts", ".mts", ".cts"};
+    for (size_t i = 0; i < sizeof ext / sizeof ext[0]; i++) {
+        size_t l = strlen(ext[i]);
+        if (len > l && strncasecmp(key + len - l, ext[i], l) == 0 && key[len - l - 1] != '/')
+            return 1;
+    }
+    return 0;
+}
+
 char *pk_mime_decide(const char *key, size_t keylen, const char *rule_type, const void *data,
                      size_t n, pk_magic **magic, char *err, size_t errlen)
 {
     const char *type = rule_type;
     int add_charset = 0;
     if (!type) {
-        type = sf_mime_by_ext(key, keylen);
-        /* .ts is an MPEG transport stream (HLS), which is binary: 188-byte
-         * packets that each start 0x47 and hold control bytes. A .ts of
-         * UTF-8 text (TypeScript, a .d.ts) is shown and compressed. */
-        if (type && strcmp(type, "video/mp2t") == 0 && plain_text(data, n))
-            type = "text/plain";
+        /* .ts is an MPEG transport stream (HLS), .mts one of AVCHD's, both
+         * binary: 188-byte packets that each start 0x47 and hold control
+         * bytes. UTF-8 text under those names or .cts is TypeScript (a
+         * .d.ts), which no browser runs: shown and compressed. */
+        type = typescript_name(key, keylen) && plain_text(data, n) ? "text/plain"
+                                                                   : sf_mime_by_ext(key, keylen);
         if (!type) {
             if (!*magic && pk_magic_open(magic, err, errlen) != 0)
                 return NULL;

@@ -2,7 +2,8 @@
  * mime.h - deciding a file's Content-Type and whether it is worth compressing.
  *
  * Order: a MIME rule from the rules file (verbatim), else the extension table
- * (sf/mime.h: web types; ".js" is text/javascript per RFC 9239), else libmagic on
+ * (sf/mime.h: web types; ".js" is text/javascript per RFC 9239; but UTF-8
+ * text named .ts, .mts or .cts is TypeScript, text/plain), else libmagic on
  * the content. "; charset=utf-8" is appended to text types from the table
  * or libmagic when the bytes are valid UTF-8 (ASCII is) and the file does
  * not name another encoding itself: a file in another encoding, or one that
@@ -60,8 +61,8 @@ int pk_mime_class_digest(char out[PK_CLASS_DIGEST_SIZE]);
 int pk_svgz_key(const char *key, size_t len);
 
 /* 1 if p[0, n) opens with markup, as XML, an SVG or an HTML fragment do: a
- * '<' after a UTF-8 byte order mark and whitespace, or a UTF-16 byte order
- * mark (UTF-16 text is not looked into). */
+ * '<' after a UTF-8 byte order mark and whitespace, or the same in UTF-16
+ * after its byte order mark. */
 int pk_opens_with_tag(const void *p, size_t n);
 
 /* The length of the key's compression suffix (".gz", ".br" or ".zst",

@@ -55,7 +55,7 @@
 
 typedef struct ref {
     uint8_t key[SF_KEY_LEN];
-    char *path; /* first path that uses the body */
+    char *path; /* a path that uses the body (its encoding below) */
     int encoding;
 } ref;
 
@@ -370,7 +370,8 @@ static void check_decodes(verify *v, sf_view path, const sf_entry *e)
     int sp = (int)(path.len > SHOW_PATH ? SHOW_PATH : path.len);
     sf_view id;
     if (e->nvariants < 2 || sf_body(v->r, &e->variants[0], &id) != 0)
-        return; /* a missing identity body is reported by check_variant */
+        return;       /* a missing identity body is reported by check_variant */
+    int corrupt = -1; /* whether id is corrupt: asked at the first mismatch */
     for (unsigned i = 1; i < e->nvariants; i++) {
         const sf_variant *var = &e->variants[i];
         const char *enc = sf_encoding_name(var->encoding);
@@ -393,9 +394,10 @@ static void check_decodes(verify *v, sf_view path, const sf_entry *e)
         } else {
             int differs = outn != id.len || (outn && memcmp(out, id.ptr, outn) != 0);
             free(out);
-            if (differs && identity_corrupt(v, e, id))
-                return; /* one fault, the identity's, not one per variant */
-            if (differs)
+            if (differs && corrupt < 0)
+                corrupt = identity_corrupt(v, e, id);
+            /* a corrupt identity is one fault, check_body's, not one per variant */
+            if (differs && !corrupt)
                 problem(v, "%.*s: the %s variant does not decompress to the identity body", sp,
                         path.ptr, enc);
         }

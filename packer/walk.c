@@ -54,8 +54,9 @@ typedef struct walk {
     char *problem[PROBLEMS_SHOWN];
     char oversize_names[OVERSIZE_NAMES][PATH_MAX];
     long long oversize_first;
-    /* Files and directories whose mode lets no one read them (chmod 000),
-     * which only root reads: counted, the first by name (warn_no_read). */
+    /* Files whose mode lets no one read them, and directories no one may
+     * read or search (chmod 000), which only root reads: counted, the first
+     * by name (warn_no_read). */
     uint64_t no_read;
     char no_read_first[PATH_MAX];
 } walk;
@@ -466,7 +467,7 @@ static int walk_entry(walk *w, const char *dir, const char *dirkey, const char *
                  src, PK_WALK_MAX_LINKED);
         return -1; /* not a problem of one entry: the walk itself must stop */
     }
-    if ((st.st_mode & (S_IRUSR | S_IRGRP | S_IROTH)) == 0 && w->no_read++ == 0)
+    if ((st.st_mode & (S_ISDIR(st.st_mode) ? 0555 : 0444)) == 0 && w->no_read++ == 0)
         snprintf(w->no_read_first, sizeof w->no_read_first, "%s", src);
     if (S_ISDIR(st.st_mode)) {
         for (int i = 0; i <= depth; i++) {
@@ -537,6 +538,31 @@ const pk_file *pk_site_find(const pk_site *site, const char *key)
     return bsearch(&probe, site->files, site->n, sizeof *site->files, cmp_file);
 }
 
+/* How many files of the site pred holds for; *first the first of them. */
+static size_t count_files(const pk_site *site, int (*pred)(const pk_site *, const pk_file *),
+                          const pk_file **first)
+{
+    size_t n = 0;
+    *first = NULL;
+    for (size_t i = 0; i < site->n; i++)
+        if (pred(site, &site->files[i]) && n++ == 0)
+            *first = &site->files[i];
+    return n;
+}
+
+/* Whether f is an index page servd never answers with (index.htm,
+ * Index.html) in a directory without an index.html. */
+static int stray_index(const pk_site *site, const pk_file *f)
+{
+    const char *base = strrchr(f->key, '/') + 1;
+    int index_page = strcasecmp(base, "index.htm") == 0 || strcasecmp(base, "index.html") == 0;
+    if (!index_page || strcmp(base, "index.html") == 0)
+        return 0; /* not an index page, or the one servd answers with */
+    char html[PATH_MAX];
+    snprintf(html, sizeof html, "%.*sindex.html", (int)(base - f->key), f->key);
+    return pk_site_find(site, html) == NULL;
+}
+
 /* A site moved from a server that also took index.htm for a directory, or
  * from a file system that ignores letter case (IIS, Windows: Index.html),
  * loses that directory's URL here without a word: servd answers "/dir/"
@@ -544,21 +570,8 @@ const pk_file *pk_site_find(const pk_site *site, const char *key)
  * their own paths). site->files is sorted. */
 static void warn_index_htm(const pk_site *site)
 {
-    size_t n = 0;
-    const pk_file *first = NULL;
-    for (size_t i = 0; i < site->n; i++) {
-        const pk_file *f = &site->files[i];
-        const char *base = strrchr(f->key, '/') + 1;
-        int index_page = strcasecmp(base, "index.htm") == 0 || strcasecmp(base, "index.html") == 0;
-        if (!index_page || strcmp(base, "index.html") == 0)
-            continue; /* not an index page, or the one servd answers with */
-        char html[PATH_MAX];
-        snprintf(html, sizeof html, "%.*sindex.html", (int)(base - f->key), f->key);
-        if (pk_site_find(site, html))
-            continue;
-        if (n++ == 0)
-            first = f;
-    }
+    const pk_file *first;
+    size_t n = count_files(site, stray_index, &first);
     if (n == 1) {
         const char *base = strrchr(first->key, '/') + 1;
         pk_warn("%s: servd answers %.*s with the directory's index.html, never an %s (rename "
@@ -591,6 +604,12 @@ static int not_nfc(const char *key, size_t len)
     return differs;
 }
 
+static int decomposed(const pk_site *site, const pk_file *f)
+{
+    (void)site;
+    return not_nfc(f->key, f->key_len);
+}
+
 /* File names copied from macOS (HFS+), or unpacked by some zip tools, are
  * decomposed (NFD: "e" then U+0301), while editors, browsers and link
  * checkers write the composed form (NFC: U+00E9). servd matches paths byte
@@ -599,11 +618,8 @@ static int not_nfc(const char *key, size_t len)
  * path; the files are packed all the same. */
 static void warn_decomposed(const pk_site *site)
 {
-    size_t n = 0;
-    const pk_file *first = NULL;
-    for (size_t i = 0; i < site->n; i++)
-        if (not_nfc(site->files[i].key, site->files[i].key_len) && n++ == 0)
-            first = &site->files[i];
+    const pk_file *first;
+    size_t n = count_files(site, decomposed, &first);
     if (n == 1)
         pk_warn("%s is in the decomposed form (NFD, as macOS writes names): a link in the "
                 "usual composed form (NFC) does not reach it; rename it to NFC (convmv -f utf8 "
@@ -616,35 +632,39 @@ static void warn_decomposed(const pk_site *site)
                 n, first->src);
 }
 
+static int link_breaking(const pk_site *site, const pk_file *f)
+{
+    (void)site;
+    return strcspn(f->key, "?#%") < f->key_len;
+}
+
 /* A '?' or '#' in a name ends the path of a link that writes the name as it
  * is (the rest is its query or fragment), and a '%' starts an escape
  * (WHATWG URL leaves a stray one, which servd then refuses with 400): a
- * wget mirror's "page.php?id=3", a "100%.html". Such a file is reached only
- * by a link that escapes them (%3F, %23, %25). Says so once, with the
- * first such path and the URL that reaches it; the files are packed all
- * the same. */
+ * "100%.html", a page saved as "page.php?id=3". Such a file is reached only
+ * by a link that escapes them (%3F, %23, %25), as wget -k writes a
+ * mirror's. Says so once, with the first such path and the URL that
+ * reaches it, as a note --strict does not count (a mirror's links are
+ * right); the files are packed all the same. */
 static void warn_link_breaking(const pk_site *site)
 {
-    size_t n = 0;
-    const pk_file *first = NULL;
-    for (size_t i = 0; i < site->n; i++)
-        if (strcspn(site->files[i].key, "?#%") < site->files[i].key_len && n++ == 0)
-            first = &site->files[i];
+    const pk_file *first;
+    size_t n = count_files(site, link_breaking, &first);
     if (n == 0)
         return;
     char url[3 * SF_KEY_MAX];
     size_t ulen = sf_path_to_url(first->key, first->key_len, url, sizeof url);
     int shown = (int)(ulen < sizeof url ? ulen : sizeof url);
     if (n == 1)
-        pk_warn("%s has a '?', '#' or '%%' in its path: a link that writes it as it is asks for "
-                "another path (or is refused), and only one that escapes them reaches it, %.*s; "
-                "rename it",
-                first->src, shown, url);
+        pk_err("warning: %s has a '?', '#' or '%%' in its path: only a link that escapes them "
+               "reaches it, %.*s (one that writes it as it is asks for another path, or is "
+               "refused); rename it unless the site's links escape them",
+               first->src, shown, url);
     else
-        pk_warn("%zu paths have a '?', '#' or '%%' in them, the first %s: a link that writes one "
-                "as it is asks for another path (or is refused), and only one that escapes them "
-                "reaches it, %.*s; rename them",
-                n, first->src, shown, url);
+        pk_err("warning: %zu paths have a '?', '#' or '%%' in them, the first %s: only a link "
+               "that escapes them reaches one, %.*s (one that writes it as it is asks for "
+               "another path, or is refused); rename them unless the site's links escape them",
+               n, first->src, shown, url);
 }
 
 /* A file or a directory whose mode lets no one read it (chmod 000) was
@@ -654,14 +674,15 @@ static void warn_link_breaking(const pk_site *site)
 static void warn_no_read(const walk *w)
 {
     if (w->no_read == 1)
-        pk_warn("%s: its mode lets no one read it, yet it is packed: servd-pack runs as root, "
-                "which reads it anyway, where a build as another user fails on it (make it "
-                "readable, or exclude it)",
+        pk_warn("%s: its mode lets no one read it, yet it is packed (a directory: what it "
+                "holds): servd-pack runs as root, which reads it anyway, where a build as another "
+                "user fails on it (make it readable, or exclude it)",
                 w->no_read_first);
     else if (w->no_read > 1)
         pk_warn("%llu files and directories have modes that let no one read them, the first %s; "
-                "they are packed: servd-pack runs as root, which reads them anyway, where a build "
-                "as another user fails on them (make them readable, or exclude them)",
+                "they are packed (a directory: what it holds): servd-pack runs as root, which "
+                "reads them anyway, where a build as another user fails on them (make them "
+                "readable, or exclude them)",
                 (unsigned long long)w->no_read, w->no_read_first);
 }
 

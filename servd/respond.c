@@ -451,7 +451,8 @@ static void set_last_modified(sv__resp *c, const sf_entry *e)
  * second it was written may change again within that second, and a stored
  * date ahead of the clock is sent as the Date itself (c->lm). And not a
  * date servd-pack marked weak: not the file's own mtime (SOURCE_DATE_EPOCH
- * gives two versions of a file one date) or a normalised one. Any other is
+ * gives two versions of a file one date), a normalised one, or one --base
+ * left to a changed file no later than the base's date. Any other is
  * taken as strong, as by every server: a file rewritten under its old
  * mtime (touch -d) is told apart by its ETag, by no date. */
 static int64_t if_range_date(const sv__resp *c, const sf_entry *e, const sf_variant *v)
