@@ -172,9 +172,17 @@ int pk_mime_class(const char *type)
     return PK_CLASS_NONE;
 }
 
+/* Whether the key key[0, len) ends in ext (".svgz"), in any case, after a
+ * name (not a dotfile "/.svgz"). */
+static int name_ends(const char *key, size_t len, const char *ext)
+{
+    size_t l = strlen(ext);
+    return len > l && strncasecmp(key + len - l, ext, l) == 0 && key[len - l - 1] != '/';
+}
+
 int pk_svgz_key(const char *key, size_t len)
 {
-    return len > 5 && strncasecmp(key + len - 5, ".svgz", 5) == 0 && key[len - 6] != '/';
+    return name_ends(key, len, ".svgz");
 }
 
 size_t pk_encoded_suffix(const char *key, size_t len, int *enc)
@@ -184,11 +192,9 @@ size_t pk_encoded_suffix(const char *key, size_t len, int *enc)
         int enc;
     } sfx[] = {{".gz", SF_ENC_GZIP}, {".br", SF_ENC_BR}, {".zst", SF_ENC_ZSTD}};
     for (size_t i = 0; i < sizeof sfx / sizeof sfx[0]; i++) {
-        size_t n = strlen(sfx[i].ext);
-        if (len > n + 1 && strncasecmp(key + len - n, sfx[i].ext, n) == 0 &&
-            key[len - n - 1] != '/') {
+        if (name_ends(key, len, sfx[i].ext)) {
             *enc = sfx[i].enc;
-            return n;
+            return strlen(sfx[i].ext);
         }
     }
     return 0;
@@ -424,13 +430,7 @@ static int text_misnamed(const char *type, const char *key, size_t keylen, const
 /* Whether key ends in .ts, .mts or .cts (any case), after a name. */
 static int typescript_name(const char *key, size_t len)
 {
-    static const char *const ext[] = {".ts", ".mts", ".cts"};
-    for (size_t i = 0; i < sizeof ext / sizeof ext[0]; i++) {
-        size_t l = strlen(ext[i]);
-        if (len > l && strncasecmp(key + len - l, ext[i], l) == 0 && key[len - l - 1] != '/')
-            return 1;
-    }
-    return 0;
+    return name_ends(key, len, ".ts") || name_ends(key, len, ".mts") || name_ends(key, len, ".cts");
 }
 
 char *pk_mime_decide(const char *key, size_t keylen, const char *rule_type, const void *data,

@@ -370,8 +370,9 @@ static void check_decodes(verify *v, sf_view path, const sf_entry *e)
     int sp = (int)(path.len > SHOW_PATH ? SHOW_PATH : path.len);
     sf_view id;
     if (e->nvariants < 2 || sf_body(v->r, &e->variants[0], &id) != 0)
-        return;       /* a missing identity body is reported by check_variant */
-    int corrupt = -1; /* whether id is corrupt: asked at the first mismatch */
+        return; /* a missing identity body is reported by check_variant */
+    /* whether id is corrupt: asked at the first mismatch */
+    int corrupt = -1;
     for (unsigned i = 1; i < e->nvariants; i++) {
         const sf_variant *var = &e->variants[i];
         const char *enc = sf_encoding_name(var->encoding);

@@ -89,7 +89,7 @@ static const ext_type table[] = {
     {"tif", "image/tiff"},
     {"tiff", "image/tiff"},
     {"toml", "application/toml"},
-    {"ts", "video/mp2t"}, /* MPEG transport stream (HLS segments); the packer types text as text */
+    {"ts", "video/mp2t"}, /* MPEG-TS (HLS segments); servd-pack types TypeScript apart */
     {"ttc", "font/collection"},
     {"ttf", "font/ttf"},
     {"txt", "text/plain"},
