@@ -126,6 +126,24 @@ TEST(range_merges_overlaps_and_neighbours)
     RANGE_IS(0, 0, 2);
 }
 
+/* A range that bridges several kept ranges replaces them with one, and the
+ * ranges after them move down: the set stays sorted and disjoint, nothing
+ * stale is left at its end. */
+TEST(range_merge_of_several_moves_the_rest_down)
+{
+    ASSERT_EQ(parse("bytes=0-1,4-5,8-9,2-6", 100), 2);
+    RANGE_IS(0, 0, 6);
+    RANGE_IS(1, 8, 9);
+    ASSERT_EQ(parse("bytes=0-1,3-4,6-7,10-11,13-14,2-6", 100), 3);
+    RANGE_IS(0, 0, 7);
+    RANGE_IS(1, 10, 11);
+    RANGE_IS(2, 13, 14);
+    /* and a later range still merges with the moved ones */
+    ASSERT_EQ(parse("bytes=0-1,3-4,6-7,10-11,13-14,2-6,12-12", 100), 2);
+    RANGE_IS(0, 0, 7);
+    RANGE_IS(1, 10, 14);
+}
+
 TEST(range_count_limit)
 {
     char buf[4096] = "bytes=";
