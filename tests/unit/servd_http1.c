@@ -604,6 +604,9 @@ TEST(http1_host)
     BAD("GET / HTTP/1.1\r\nHost: [::1\r\n\r\n", 400);
     BAD("GET / HTTP/1.1\r\nHost: []\r\n\r\n", 400);
     BAD("GET / HTTP/1.1\r\nHost: a%zz\r\n\r\n", 400);
+    BAD("GET / HTTP/1.1\r\nHost: [::1/]\r\n\r\n", 400); /* not an IP-literal byte */
+    BAD("GET / HTTP/1.1\r\nHost: [::1]x\r\n\r\n", 400); /* a literal, then not a port */
+    BAD("GET http://[::1]x/ HTTP/1.1\r\nHost: h\r\n\r\n", 400);
     GOOD("GET / HTTP/1.0\r\n\r\n");
     GOOD("GET / HTTP/1.1\r\nHOST: Example.COM:8080\r\n\r\n");
     VIEW_IS(req.host, "Example.COM:8080");
@@ -612,6 +615,11 @@ TEST(http1_host)
     GOOD("GET / HTTP/1.1\r\nHost: a:\r\n\r\n");
     GOOD("GET / HTTP/1.1\r\nHost:\r\n\r\n"); /* empty: RFC 9112 §3.2 */
     GOOD("GET / HTTP/1.1\r\nHost: xn--caf-dma.example\r\n\r\n");
+    /* a reg-name may hold pct-encoded bytes (RFC 3986 §3.2.2) */
+    GOOD("GET / HTTP/1.1\r\nHost: ex%41mple.com:8080\r\n\r\n");
+    VIEW_IS(req.host, "ex%41mple.com:8080");
+    GOOD("GET http://caf%C3%A9.example/a HTTP/1.1\r\nHost: h\r\n\r\n");
+    VIEW_IS(req.host, "caf%C3%A9.example");
     /* a valid Host is remembered (http1.c, host_field_check): a value of the
      * same length that differs must still be checked */
     GOOD("GET / HTTP/1.1\r\nHost: a:80\r\n\r\n");
