@@ -179,6 +179,35 @@ TEST(walk_linked_paths_bounded)
     walk_fails("paths reach this directory (/leaf) through symbolic links");
 }
 
+/* The count of paths to a directory survives the growth of the walk's
+ * table of directories (1,024 slots, doubled once half are used): "/a" is
+ * reached once by the walk and 64 times through links that come after 600
+ * other directories, 65 paths in all, one more than PK_WALK_MAX_ALIASES. A
+ * table that lost "/a"'s count when it grew would count 64 and let it by. */
+TEST(walk_linked_paths_counted_across_table_growth)
+{
+    fresh_root("grow");
+    char p[4096];
+    mk("a/f.txt", "f");
+    for (int i = 0; i < 600; i++) {
+        snprintf(p, sizeof p, "b/d%03d/f.txt", i);
+        mk(p, "f");
+    }
+    mk("c", NULL);
+    for (int i = 0; i < PK_WALK_MAX_ALIASES; i++) {
+        snprintf(p, sizeof p, "%s/c/l%02d", root, i);
+        ASSERT_EQ(symlink("../a", p), 0);
+    }
+    walk_fails("more than 64 paths reach this directory (/a)");
+    /* one link fewer: 64 paths, within the limit, and every file listed */
+    snprintf(p, sizeof p, "%s/c/l00", root);
+    ASSERT_EQ(unlink(p), 0);
+    pk_site s;
+    walk_ok(&s, NULL);
+    ASSERT_EQ(s.n, 1 + 600 + PK_WALK_MAX_ALIASES - 1);
+    pk_site_free(&s);
+}
+
 /* Every problem of the tree is found in one run: the walk goes on past a
  * broken link, a FIFO or a bad name, and fails at the end with their count
  * (each was printed on its own line, the first ten). */
