@@ -710,6 +710,28 @@ def t_several_listen_addresses_and_ipv6():
         ok("listening on" in s.read_log(), "startup message: %r" % s.read_log())
 
 
+def t_listen_addresses_up_to_the_limit():
+    """--listen is repeatable up to 16 addresses (SV_MAX_LISTEN): 16 are all served, a
+    17th is a usage error that says the limit, before anything is bound."""
+    with open(os.path.join(site(), "index.html"), "rb") as f:
+        want = f.read()
+    ports = [st.free_port() for _ in range(15)]
+    extra = []
+    for p in ports:
+        extra += ["--listen", "127.0.0.1:%d" % p]
+    with st.Servd(good_pack(), extra=extra) as s:
+        for port in [s.port] + ports:
+            data = fetch(socket.AF_INET, "127.0.0.1", port)
+            ok(data.startswith(b"HTTP/1.1 200 ") and data.endswith(want),
+               "--listen :%d of 16: %r" % (port, data[:60]))
+    extra += ["--listen", "127.0.0.1:%d" % st.free_port(), "--listen",
+              "127.0.0.1:%d" % st.free_port()]
+    rc, out, err = run_servd(["--pack", good_pack()] + extra)
+    eq(rc, 2, "17 --listen: exit status (stderr %r)" % err)
+    ok(err.startswith("servd: too many --listen addresses (at most 16)\n") and "--help" in err,
+       "17 --listen: message %r" % err)
+
+
 def t_many_workers_all_serve():
     """With --workers 3 each loop has its own SO_REUSEPORT socket; the kernel spreads
     connections over them. 60 fresh connections must all be answered."""
