@@ -247,10 +247,12 @@ class Servd:
     """A running servd. Use as a context manager; leaving it stops servd and checks
     that it exited 0 after SIGTERM (a crash or sanitizer report fails the test)."""
 
-    def __init__(self, pack_path, workers=1, spa=False, extra=(), env=None, binary=None):
+    def __init__(self, pack_path, workers=1, spa=False, extra=(), env=None, binary=None,
+                 cwd=None):
         ensure_binaries()
         self.binary = binary or SERVD
         self.env = env  # None: this process's environment
+        self.cwd = cwd  # None: this process's directory (a relative pack_path is from cwd)
         self.pack = pack_path
         self.workers = workers
         self.spa = spa
@@ -268,7 +270,7 @@ class Servd:
             self.log = os.path.join(tmpdir(), "servd-%d-%d.log" % (self.port, attempt))
             logf = open(self.log, "wb")
             self.proc = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL, env=self.env)
+                                         stdin=subprocess.DEVNULL, env=self.env, cwd=self.cwd)
             logf.close()
             deadline = time.time() + START_TIMEOUT
             while time.time() < deadline:

@@ -690,6 +690,28 @@ def t_a_directory_replaced_under_the_path_is_watched_again(s):
         wait_body(d.port, s.v.index(1), "a rename once the directory is back")
 
 
+def t_a_pack_named_without_a_directory_is_watched(s):
+    """--pack site.lmdb, a name without a '/' (servd started in the deploy directory):
+    the watch is on "." and sees a rename over the name; the name removed keeps the
+    pack served, said once, and a file renamed in later is loaded."""
+    live = sw.Live("relative-live")
+    live.rename_in(s.v.packs[0])
+    with st.Servd("site.lmdb", cwd=live.dir, extra=["--watch-interval", "0"]) as d:
+        eq(st.get(d.port, "/").body, s.v.index(1), "served from the relative name")
+        live.rename_in(s.v.packs[1])
+        wait_body(d.port, s.v.index(2), "a rename over site.lmdb (watched in \".\")")
+        os.unlink(live.path)
+        t0 = time.time()
+        while "still serving the current pack" not in d.read_log() and time.time() - t0 < 5:
+            time.sleep(0.05)
+        ok("watch: site.lmdb: No such file or directory; still serving the current pack"
+           in d.read_log(), "the removal is said: %s" % d.read_log()[-600:])
+        eq(st.get(d.port, "/").body, s.v.index(2), "still served once the name is gone")
+        live.rename_in(s.v.packs[2])
+        wait_body(d.port, s.v.index(3), "a file renamed in after the removal")
+        ok("cannot watch" not in d.read_log(), "no watch was lost: %s" % d.read_log()[-600:])
+
+
 def t_no_watch_leaves_reloads_to_sighup(s):
     live = sw.Live("nowatch-live")
     live.rename_in(s.v.packs[0])
