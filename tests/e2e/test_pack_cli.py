@@ -649,6 +649,19 @@ def main():
                      ["build", "--rules=" + out, "-xq", "-o", out, root], ["ls", "--json", "-xq", out]):
             err = expect_failure(args, 2, [], "-x in a cluster: %s" % args)
             T.check(err.startswith("servd-pack: unknown option -x\n"), "%s: %r" % (args, err))
+        # an option of another command: named with the command, a usage error, not run
+        for args, want in ((["verify", out, "--json"], "verify: --json"),
+                           (["cat", out, "/", "--json"], "cat: --json"),
+                           (["ls", out, "-q"], "ls: -q"),
+                           (["ls", out, "--encoding", "gzip"], "ls: --encoding"),
+                           (["diff", out, out, "--encoding", "br"], "diff: --encoding"),
+                           (["verify", out, "--content"], "verify: --content"),
+                           (["ls", out, "--headers"], "ls: --headers")):
+            p = T.run(args)
+            err = p.stderr.decode(errors="replace")
+            T.eq((p.returncode, p.stdout), (2, b""), "%s: exit status and output (%r)" % (args, err))
+            T.check(err.startswith("servd-pack: %s is not an option of this command\n" % want),
+                    "%s: %r" % (args, err))
         err = expect_failure(["ls", out, "--encoding"], 2, [], "--encoding without its argument")
         T.check(err.startswith("servd-pack: "), "ls --encoding: %r" % err)
         # an abbreviation of several long options names them ("unknown option" before)
