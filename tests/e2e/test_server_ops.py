@@ -123,6 +123,15 @@ def t_metrics_and_healthz_on_the_admin_port_only():
         eq((r.status, r.get("Allow")), (405, "GET, HEAD"), "POST /metrics")
         eq(st.get(adm, "/").status, 404, "admin /")
         eq(st.exchange(adm, b"GARBAGE\r\n\r\n").status, 400, "admin garbage")
+        # the parser's other refusals, each with its own reason phrase as line and body
+        for data, status, why in (
+                (b"GET /metrics HTTP/2.0\r\nHost: a\r\n\r\n", 505, "HTTP Version Not Supported"),
+                (st.req("GET", "/metrics", [("Transfer-Encoding", "gzip, chunked")]), 501,
+                 "Not Implemented")):
+            r = st.exchange(adm, data)
+            eq((r.status, r.reason, r.body), (status, why, why.encode() + b"\n"),
+               "admin %r" % data[:40])
+            eq(r.get("Connection"), "close", "admin %d: Connection" % status)
 
         # Exact counters: these requests and nothing else touch the public port.
         received = 0
