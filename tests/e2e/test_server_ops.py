@@ -465,6 +465,20 @@ def t_metrics_stay_utf8_whatever_the_pack_path():
         info = [k for k in m if k.startswith("servd_pack_info{")]
         eq(len(info), 1, "servd_pack_info samples")
         ok('bad\ufffdname\\"q/ops.lmdb"' in info[0], "path label: %r" % info[0])
+    # a newline and a backslash are escaped (\n, \\), so the sample stays one line
+    d = os.path.join(st.tmpdir(), "new\nline\\b")
+    os.makedirs(d, exist_ok=True)
+    path = os.path.join(d, "ops.lmdb")
+    if not os.path.exists(path):
+        os.link(pack(), path)
+    adm = st.free_port()
+    with st.Servd(path, extra=["--admin", "127.0.0.1:%d" % adm]):
+        text = st.get(adm, "/metrics").body.decode("utf-8")
+        lines = [l for l in text.splitlines() if l.startswith("servd_pack_info{")]
+        eq(len(lines), 1, "servd_pack_info lines: %r" % text[:2000])
+        ok(lines[0].endswith('/new\\nline\\\\b/ops.lmdb"} 1'), "path label: %r" % lines[0])
+        ok(all(l.startswith("#") or not l or re.fullmatch(r"[a-z_]+(\{.*\})? \S+", l)
+               for l in text.splitlines()), "every line a sample or a comment: %r" % text[:2000])
 
 
 def t_access_log_and_reopen():
