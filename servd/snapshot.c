@@ -393,6 +393,36 @@ int sv_snapshot_open_file(const char *path, int *fdp, sv_file_seen *seen, char *
     return 0;
 }
 
+/* The absolute path in, its "." and empty segments dropped and each ".."
+ * taking the segment before it away (lexically: a ".." after a symlinked
+ * directory is a path through a link, which the comparison below then
+ * reports), into out (PATH_MAX bytes; never longer than in). */
+static void lexical_clean(const char *in, char *out)
+{
+    size_t w = 0;
+    for (const char *p = in; *p;) {
+        while (*p == '/')
+            p++;
+        const char *s = p;
+        while (*p && *p != '/')
+            p++;
+        size_t len = (size_t)(p - s);
+        if (len == 0 || (len == 1 && s[0] == '.'))
+            continue;
+        if (len == 2 && s[0] == '.' && s[1] == '.') {
+            while (w > 0 && out[--w] != '/')
+                ;
+            continue;
+        }
+        out[w++] = '/';
+        memcpy(out + w, s, len);
+        w += len;
+    }
+    if (w == 0)
+        out[w++] = '/';
+    out[w] = '\0';
+}
+
 /* The file fd holds, into target, when path leads to it through a symlink
  * (a release flip: site.lmdb -> releases/v7.lmdb, or current ->
  * releases/v7 above it), else "": the descriptor's own link, not the
@@ -401,7 +431,7 @@ int sv_snapshot_open_file(const char *path, int *fdp, sv_file_seen *seen, char *
  * built-in site's memfd). */
 static void link_target(const char *path, int fd, char *target, size_t cap)
 {
-    char link[32], abs[PATH_MAX];
+    char link[32], abs[PATH_MAX], clean[PATH_MAX];
     ssize_t n = -1;
     snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
     if (strncmp(path, "/proc/", 6) != 0)
@@ -417,7 +447,9 @@ static void link_target(const char *path, int fd, char *target, size_t cap)
     } else {
         abs[0] = '\0';
     }
-    if (strcmp(target, abs) == 0)
+    /* "./site.lmdb", "dir//site.lmdb": the file itself, not a link to it */
+    lexical_clean(abs, clean);
+    if (strcmp(target, abs) == 0 || (abs[0] && strcmp(target, clean) == 0))
         target[0] = '\0';
 }
 

@@ -732,6 +732,30 @@ def t_listen_addresses_up_to_the_limit():
        "17 --listen: message %r" % err)
 
 
+def t_a_pack_path_without_a_symlink_names_no_link_target():
+    """The startup line adds " (-> FILE)" only when the path leads to the file through a
+    symbolic link (a release flip). A path written with "./", "//" or "dir/.." names the
+    file itself: nothing to add. link_target() compared the file's name with the path
+    made absolute but not normalised, and claimed a link for each of these."""
+    gp = good_pack()
+    d, name = os.path.split(gp)
+    sub = os.path.join(d, "startup-sub")
+    os.makedirs(sub, exist_ok=True)
+    for arg, cwd in (("./" + name, d), (name, d), ("startup-sub/../" + name, d),
+                     (d + "//" + name, None), (d + "/./" + name, None)):
+        with st.Servd(arg, cwd=cwd) as s:
+            eq(st.get(s.port, "/").status, 200, "served from %r" % arg)
+            line = [l for l in s.read_log().splitlines() if "serving pack" in l]
+            eq(len(line), 1, "startup line for %r: %r" % (arg, s.read_log()))
+            ok(line[0].endswith(" from %s" % arg), "--pack %r: %r" % (arg, line[0]))
+    # a symlink is still named with the file it leads to
+    link = os.path.join(d, "startup-link.lmdb")
+    if not os.path.lexists(link):
+        os.symlink(name, link)
+    with st.Servd(link) as s:
+        ok(" from %s (-> %s)" % (link, gp) in s.read_log(), "a symlink: %r" % s.read_log())
+
+
 def t_many_workers_all_serve():
     """With --workers 3 each loop has its own SO_REUSEPORT socket; the kernel spreads
     connections over them. 60 fresh connections must all be answered."""
