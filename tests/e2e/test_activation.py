@@ -6,8 +6,8 @@ preexec_fn, as a service manager does between fork and exec).
 
 servd then serves on the passed socket and binds nothing of its own; a socket named
 "admin" in LISTEN_FDNAMES becomes the admin endpoint; LISTEN_PID of another process is
-ignored; descriptors that are not listening TCP sockets, and malformed variables, are
-refused with exit 1. The restart: while clients loop requests - new connections and
+ignored; descriptors that are not listening TCP sockets, malformed or missing variables and
+more sockets than servd serves are refused with exit 1. The restart: while clients loop requests - new connections and
 keep-alive ones - a second servd starts on the same inherited socket and the first gets
 SIGTERM; three such hand-overs in a row: zero refused connections, zero failed requests,
 each old servd exits 0 within its --shutdown-timeout.
@@ -58,7 +58,9 @@ class Activated:
                 os.dup2(fd, t)  # dup2 clears close-on-exec on the copy
                 os.close(fd)
             os.environ["LISTEN_FDS"] = fds_env if fds_env is not None else str(len(fds))
-            os.environ["LISTEN_PID"] = str(listen_pid if listen_pid is not None else os.getpid())
+            if listen_pid is not False:  # False: LISTEN_FDS without LISTEN_PID
+                os.environ["LISTEN_PID"] = str(listen_pid if listen_pid is not None
+                                               else os.getpid())
             if names is not None:
                 os.environ["LISTEN_FDNAMES"] = names
 
@@ -204,6 +206,10 @@ def t_bad_activation_is_refused():
     conn_only = socket.socket(socket.AF_INET, socket.SOCK_STREAM)  # not listening
     conn_only.bind(("127.0.0.1", 0))
     udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    unix = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)  # listening, but not TCP
+    unix.bind(os.path.join(st.tmpdir(), "act-%d.sock" % os.getpid()))
+    unix.listen(1)
+    many = [listener() for _ in range(17)]
     f = open(pack(), "rb")
     cases = [
         ("a regular file", [f.fileno()], {}, "not a stream socket"),
@@ -211,6 +217,19 @@ def t_bad_activation_is_refused():
         ("a UDP socket", [udp.fileno()], {}, "not a stream socket"),
         ("LISTEN_FDS=x", [lst.fileno()], {"fds_env": "x"}, "LISTEN_FDS='x' is not a number"),
         ("LISTEN_FDS=2 with one socket", [lst.fileno()], {"fds_env": "2"}, "descriptor 4"),
+        ("a listening Unix socket", [unix.fileno()], {},
+         "socket 3 is not a TCP socket (IPv4 or IPv6)"),
+        # a systemd that sets LISTEN_FDS sets LISTEN_PID too: without it the sockets may
+        # be anyone's, and serving on none of them would go unnoticed
+        ("LISTEN_PID missing", [lst.fileno()], {"listen_pid": False},
+         "LISTEN_FDS is set but LISTEN_PID is missing"),
+        ("LISTEN_PID=x", [lst.fileno()], {"listen_pid": "x"},
+         "LISTEN_FDS is set but LISTEN_PID is 'x', not a process id"),
+        # SV_ACTIVATION_MAX: 16 HTTP sockets and one admin; refused before any is looked at
+        ("LISTEN_FDS=18", [lst.fileno()], {"fds_env": "18"},
+         "18 sockets passed; at most 16 HTTP sockets and one admin socket are served"),
+        ("17 HTTP sockets", [s.fileno() for s in many], {},
+         "more than 16 HTTP sockets passed"),
         # the second was served as HTTP: the site on what was meant for metrics
         ("two sockets named admin", [lst.fileno(), adm.fileno()], {"names": "admin:admin"},
          "descriptors 3 and 4 are both named admin"),
@@ -235,7 +254,7 @@ def t_bad_activation_is_refused():
                "%s: exit status" % what)
             ok(msg in d.read_log(), "%s: message %r not in %r" % (what, msg, d.read_log()))
     finally:
-        for x in (lst, adm, conn_only, udp, f):
+        for x in [lst, adm, conn_only, udp, unix, f] + many:
             x.close()
 
 
