@@ -98,6 +98,11 @@ TEST(httpdate_invalid)
     bad_date("Sun, 06-Nov-94 08:49:37 GMT");
     bad_date("Sun Nov 6 08:49:37 1994");
     bad_date("Sun Nov  6 08:49:37 94");
+    /* asctime-date: the month, then one SP, then 2DIGIT or SP DIGIT */
+    bad_date("Sun Nvm  6 08:49:37 1994");
+    bad_date("Sun Nov06 08:49:37 1994");
+    bad_date("Sun Nov   6 08:49:37 1994");
+    bad_date("Sun Nov  x 08:49:37 1994");
     bad_date("1994-11-06T08:49:37Z");
     bad_date("784111777");
     bad_date("Xyz, 06 Nov 1994 08:49:37 GMT");
