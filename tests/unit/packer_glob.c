@@ -79,6 +79,39 @@ TEST(glob_characters_not_bytes)
     ASSERT_EQ(m("/*.txt", "/caf\xc3\xa9.txt"), 1);
 }
 
+/* servd-pack(1): "\\ escapes", in a set too; "***" is "**"; a byte that
+ * is not UTF-8 (a walk refuses such names, but a key may come from a base
+ * pack) is no character: ? and sets never match it, * may. */
+TEST(glob_escapes_runs_of_stars_and_bytes)
+{
+    ASSERT_EQ(m("/[\\]]", "/]"), 1);
+    ASSERT_EQ(m("/[\\]]", "/\\"), 0);
+    ASSERT_EQ(m("/a[\\]x]b", "/axb"), 1);
+    ASSERT_EQ(m("/***/x.js", "/x.js"), 1);
+    ASSERT_EQ(m("/***/x.js", "/a/b/x.js"), 1);
+    ASSERT_EQ(m("/a/***", "/a/b/c"), 1);
+    ASSERT_EQ(m("/a/***", "/b/c"), 0);
+    ASSERT_EQ(m("/?.txt", "/\xff.txt"), 0);
+    ASSERT_EQ(m("/[!a].txt", "/\xff.txt"), 0);
+    ASSERT_EQ(m("/?\xc3\xa9", "/\xc3\xc3\xa9"), 0); /* a lone lead byte, then é */
+    ASSERT_EQ(m("/*.txt", "/\xff.txt"), 1);
+}
+
+/* Keys longer than the matcher's rows on the stack (1 KiB) match as short
+ * ones do. */
+TEST(glob_long_keys)
+{
+    char key[3000];
+    memset(key, 'a', sizeof key);
+    key[0] = '/';
+    key[1500] = '/';
+    memcpy(key + sizeof key - 6, ".html", 6);
+    ASSERT_EQ(m("*.html", key), 1);
+    ASSERT_EQ(m("/a*/**.html", key), 1);
+    ASSERT_EQ(m("/a*/**.css", key), 0);
+    ASSERT_EQ(m("/a*.html", key), 0); /* two segments */
+}
+
 TEST(glob_no_exponential_blowup)
 {
     char key[400];
