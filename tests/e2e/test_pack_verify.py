@@ -410,6 +410,7 @@ def meta_fields(work, good):
     at = data.find(b"SERVDPK1")
     T.check(at >= 0 and data.find(b"SERVDPK1", at + 1) < 0, "one meta record in the pack")
     minor = struct.unpack_from("<H", data, at + 10)[0]
+    n_paths, n_bodies, identity, stored = struct.unpack_from("<4Q", data, at + 24)
     cases = (
         ("reserved", 12, b"\x00\x00\x07\x00",
          "meta: the reserved bytes 12-15 hold 00 00 07 00 where the format requires 0"),
@@ -417,6 +418,15 @@ def meta_fields(work, good):
          "meta: the profile \"r1 \\u202e"),
         ("packer", 72 + 63, b"!",
          "meta: the packer field is not NUL-padded: byte 63"),
+        # the summaries ls and the metrics show (format.md §3): each off by one
+        ("n_paths", 24, struct.pack("<Q", n_paths + 1),
+         "meta says %d paths, the pack has %d" % (n_paths + 1, n_paths)),
+        ("n_bodies", 32, struct.pack("<Q", n_bodies + 1),
+         "meta says %d bodies, the pack has %d" % (n_bodies + 1, n_bodies)),
+        ("identity_bytes", 40, struct.pack("<Q", identity + 1),
+         "meta says %d identity bytes, the entries add up to %d" % (identity + 1, identity)),
+        ("stored_bytes", 48, struct.pack("<Q", stored + 1),
+         "meta says %d stored bytes, the bodies add up to %d" % (stored + 1, stored)),
     )
     for name, off, raw, want in cases:
         bad = os.path.join(work, "meta-%s.lmdb" % name)
@@ -476,6 +486,95 @@ def entry_bits(work, good):
         rc, _, err = verify(bad)
         T.eq(rc, 1, "verify of a pack with %s set (%s)" % (name, err))
         T.check(want in err, "verify names %s: %r (wanted %r)" % (name, err, want))
+
+
+def record_fields(work):
+    """An entry record changed in place (format.md §4, §5) the way a tool that writes
+    packs by hand might get it wrong: verify names the field and the path. Where the
+    change alters what an ETag is derived from (the type, the rule lines), the ETags are
+    forged to match first, so that verify looks past them at the lines themselves."""
+    root = os.path.join(work, "fields")
+    T.make_site(root)
+    rules = os.path.join(work, "fields.json")
+    with open(rules, "w") as f:
+        json.dump({"cache_control": [{"match": "**", "value": "public, max-age=60"}],
+                   "headers": [{"match": "**", "name": "X-Test", "value": "abcdefgh"}]}, f)
+    good = os.path.join(work, "fields.lmdb")
+    T.build(root, good, "--rules", rules)
+    with open(good, "rb") as f:
+        data = f.read()
+
+    def span(d, key):
+        at = record_at(d, key)
+        return at, 32 + 72 * d[at + 1] + struct.unpack_from("<I", d, at + 4)[0]
+
+    def replace(key, old, new):
+        def change(d):
+            at, n = span(d, key)
+            rec = bytes(d[at:at + n])
+            T.check(old in rec and len(old) == len(new), "%r in the record of %r" % (old, key))
+            d[at:at + n] = rec.replace(old, new)
+        return change
+
+    def field(key, off, fmt, value):
+        def change(d):
+            at, _ = span(d, key)
+            struct.pack_into(fmt, d, at + off, value)
+        return change
+
+    def forge_etags(bad, d):
+        """Writes, over each ETag verify says is not derived, the one it derives."""
+        _, _, err = verify(bad)
+        for old, new in re.findall(r'ETag ("[^"]{22}") is not derived from its body, type '
+                                   r'and headers \(("[^"]{22}")\)', err):
+            replace(b"/index.html", old.encode(), new.encode())(d)
+
+    idx = b"/index.html"
+    cases = (
+        ("rule-nul", [replace(idx, b"abcdefgh", b"abc\x00efgh")], True,
+         "/index.html: the identity 200 header block holds a NUL byte after its fixed lines"),
+        ("rule-lf", [replace(idx, b"abcdefgh\r\n", b"abcdefgh\n\n")], True,
+         "/index.html: the identity 200 header block ends in a line without CRLF after its "
+         "fixed lines"),
+        ("rule-colon", [replace(idx, b"X-Test: ", b"X-Test:x")], True,
+         "/index.html: the identity 200 header block has a line that is not \"Name: value\" "
+         "after its fixed lines"),
+        ("rule-control", [replace(idx, b"abcdefgh", b"abc\x01efgh")], True,
+         "/index.html: the identity 200 header block has a line whose value no header may "
+         "hold after its fixed lines"),
+        ("cache-control", [replace(idx, b"max-age=60", b"max-age\x0160")], False,
+         "/index.html: the identity Cache-Control value \"public, max-age\\x0160\" has a "
+         "control character"),
+        # mime_len cut to 4: "text"
+        ("type", [field(idx, 20, "<I", 4)], True,
+         "/index.html: its type \"text\" is not a media type"),
+        # the 404's variants have neither: its etag pair pointed at the blob's first byte
+        ("404-etag", [field(b"status:404", 32 + 4, "<I", 0), field(b"status:404", 32 + 8, "<I", 1)],
+         False, "status:404: the identity variant has an ETag or a 304 block"),
+        ("date", [field(idx, 8, "<q", 1 << 60)], False,
+         "/index.html: the identity header blocks cannot be rendered again (a date out of range)"),
+        # the reader's own checks, before verify's: a body key that names no body, a length
+        ("body-key", [field(idx, 32 + 40, "<B", data[record_at(data, idx) + 72] ^ 1)], False,
+         "corrupt pack: the identity body of /index.html is missing"),
+        ("body-length", [field(idx, 32 + 32, "<Q", struct.unpack_from(
+            "<Q", data, record_at(data, idx) + 64)[0] + 1)], False,
+         "corrupt pack: the identity body of /index.html is damaged (its length is wrong"),
+    )
+    for name, changes, forge, want in cases:
+        bad = os.path.join(work, "field-%s.lmdb" % name)
+        d = bytearray(data)
+        for change in changes:
+            change(d)
+        with open(bad, "wb") as f:
+            f.write(d)
+        if forge:
+            forge_etags(bad, d)
+            with open(bad, "wb") as f:
+                f.write(d)
+        rc, _, err = verify(bad)
+        T.eq(rc, 1, "verify of a pack with its %s changed (%s)" % (name, err))
+        T.check(want in err, "verify names the %s: %r (wanted %r)" % (name, err, want))
+        T.check("is not derived" not in err, "%s: the ETags were forged: %r" % (name, err))
 
 
 def identity_shared(work):
@@ -558,6 +657,7 @@ def main():
         keys_no_request_reaches(work, good)
         meta_fields(work, good)
         entry_bits(work, good)
+        record_fields(work)
         identity_shared(work)
         runaway_lengths(work)
         out_of_memory(work)
