@@ -339,6 +339,19 @@ TEST(mime_decide_charset_by_type)
          "text/html; charset=utf-8"},
         {"/ae.html", "<meta charset=koi8-r http-equiv=content-type content=\"x; charset=utf-8\">",
          "text/html"},
+        /* the content attribute's charset= as the HTML standard extracts
+         * it: spaces around '=', a quoted name, a "charset" without '=' that
+         * a later one follows; an unmatched quote or no name: nothing */
+        {"/af.html", "<meta http-equiv=content-type content=\"text/html; charset = koi8-r\">",
+         "text/html"},
+        {"/ag.html", "<meta http-equiv=content-type content=\"text/html; charset='koi8-r'\">",
+         "text/html"},
+        {"/ah.html", "<meta http-equiv=content-type content=\"charset; charset=koi8-r\">",
+         "text/html"},
+        {"/ai.html", "<meta http-equiv=content-type content='text/html; charset=\"koi8-r'>",
+         "text/html; charset=utf-8"},
+        {"/aj.html", "<meta http-equiv=content-type content=\"text/html; charset=\">",
+         "text/html; charset=utf-8"},
         {"/utf8.html", "<p>caf\xc3\xa9</p>", "text/html; charset=utf-8"},
     };
     for (size_t i = 0; i < sizeof declared / sizeof declared[0]; i++) {
