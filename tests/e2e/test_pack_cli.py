@@ -540,8 +540,16 @@ def main():
         paths = [e["path"] for e in T.ls_json(out)]
         T.check("/" + nfd in paths and "/" + nfc in paths, "NFD and NFC names packed: %r" % paths)
         os.unlink(out)
-        os.unlink(os.path.join(nfd_root, nfd))
         shutil.rmtree(os.path.join(nfd_root, "u\u0308ber"))
+        # one such path: the warning's singular wording names it
+        p = T.run(["build", nfd_root, "-o", out, "-q"])
+        T.eq(p.returncode, 0, "site with one NFD name: " + p.stderr.decode())
+        T.eq(p.stderr.decode(), "servd-pack: warning: %s/%s is in the decomposed form (NFD, as "
+             "macOS writes names): a link in the usual composed form (NFC) does not reach it; "
+             "rename it to NFC (convmv -f utf8 -t utf8 --nfc -r --notest DIR)\n"
+             % (nfd_root, nfd), "the warning for one NFD name")
+        os.unlink(out)
+        os.unlink(os.path.join(nfd_root, nfd))
         p = T.run(["build", nfd_root, "-o", out, "-q", "--strict"])
         T.eq((p.returncode, p.stderr.decode()), (0, ""),
              "NFC names with marks that compose with nothing: no warning under --strict")
@@ -840,6 +848,16 @@ def main():
             p = T.run(["build", ro_root, "-o", out, "-q", "--strict"])
             T.eq(p.returncode, 1, "--strict with a mode 000 file: " + p.stderr.decode())
             T.check(not os.path.exists(out), "--strict built nothing")
+            # one such file: the singular wording names it
+            os.chmod(locked, 0o755)
+            p = T.run(["build", ro_root, "-o", out, "-q"])
+            T.eq(p.returncode, 0, "root builds a site with one mode 000 file: " +
+                 p.stderr.decode())
+            T.eq(p.stderr.decode(), "servd-pack: warning: %s: its mode lets no one read it, yet "
+                 "it is packed (a directory: what it holds): servd-pack runs as root, which reads "
+                 "it anyway, where a build as another user fails on it (make it readable, or "
+                 "exclude it)\n" % secret, "the warning for one mode 000 file")
+            os.unlink(out)
         os.chmod(secret, stat.S_IRUSR | stat.S_IWUSR)
         os.chmod(locked, 0o755)
         os.chmod(noexec, 0o755)
