@@ -98,6 +98,38 @@ def not_found_response(work, a, old, env):
     T.check(err.startswith(NOT_FOUND_NOTE % "changed"), "a small page's bytes: %r" % err)
 
 
+def shared_url(work, env):
+    """A directory's index replaced by a file of the directory's name (/guide/ become a
+    page /guide): the added or removed path and the 301 its index took along share the
+    URL /guide. The path of a pack comes first, then the derived line, whatever their
+    signs; --json's urls hold /guide once."""
+    with_dir = os.path.join(work, "shared-dir")
+    with_file = os.path.join(work, "shared-file")
+    for root, rel in ((with_dir, "guide/index.html"), (with_file, "guide")):
+        os.makedirs(os.path.dirname(os.path.join(root, rel)), exist_ok=True)
+        with open(os.path.join(root, rel), "w") as f:
+            f.write("<p>guide</p>\n")
+    packs = []
+    for root in (with_dir, with_file):
+        packs.append(root + ".lmdb")
+        T.build(root, packs[-1], env=env)
+    p = T.run(["diff", packs[0], packs[1]])
+    T.eq(p.returncode, 0, "diff exit status (stderr: %s)" % p.stderr.decode())
+    T.eq(p.stdout.decode().splitlines(),
+         ["+ /guide", "- /guide\tvia /guide/index.html (301)",
+          "- /guide/\tvia /guide/index.html", "- /guide/index.html"],
+         "diff from an index to a file of its directory's name")
+    p = T.run(["diff", packs[1], packs[0]])
+    T.eq(p.returncode, 0, "diff exit status (stderr: %s)" % p.stderr.decode())
+    T.eq(p.stdout.decode().splitlines(),
+         ["- /guide", "+ /guide\tvia /guide/index.html (301)",
+          "+ /guide/\tvia /guide/index.html", "+ /guide/index.html"],
+         "diff from a file to an index in a directory of its name")
+    p = T.run(["diff", packs[1], packs[0], "--json"])
+    T.eq(json.loads(p.stdout)["urls"], ["/guide", "/guide/", "/guide/index.html"],
+         "diff --json's urls, each once")
+
+
 def main():
     env = {"SOURCE_DATE_EPOCH": "1700000000"}
     with T.TempDir() as work:
@@ -283,6 +315,7 @@ def main():
                   "~ /docs/index.html"], "a rule's %s on an index: its 301 listed" % what)
 
         not_found_response(work, a, old, env)
+        shared_url(work, env)
 
         # Identical packs.
         again = os.path.join(work, "again.lmdb")
