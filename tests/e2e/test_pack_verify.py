@@ -106,6 +106,24 @@ def keys_no_request_reaches(work, good):
         T.eq(T.run(args).returncode, 0, "%s of a good pack" % args)
 
 
+def stored_redirect(work):
+    """A stored redirect (format.md §4, kind 2; servd-pack writes none today, a pack of
+    another writer may hold one): ls shows it as servd-pack(1) says, "-" for size,
+    encodings and ETag and "redirect TARGET" for the type; --json gives path, kind and
+    target only."""
+    pack = os.path.join(work, "redirect.lmdb")
+    subprocess.run([os.path.join(T.BUILD_DIR, "craft_pack"), pack, "/a.html", "/old b",
+                    "/a.html"], check=True)
+    p = T.run(["ls", pack])
+    T.eq(p.returncode, 0, "ls of a pack with a redirect: " + p.stderr.decode())
+    T.eq(p.stdout.decode().splitlines()[1], "/old b\t-\t-\t-\tredirect /a.html",
+         "ls's line for the redirect")
+    p = T.run(["ls", pack, "--json"])
+    T.eq(p.returncode, 0, "ls --json of a pack with a redirect: " + p.stderr.decode())
+    T.eq(json.loads(p.stdout)[1], {"path": "/old b", "kind": "redirect", "target": "/a.html"},
+         "ls --json's object for the redirect")
+
+
 def runaway_lengths(work):
     """A hostile pack whose value lengths run past the end of the file: LMDB takes a
     value's length from its node and never bounds it. Every command refuses the pack,
@@ -655,6 +673,7 @@ def main():
         T.check(junk in err, "message names the file: " + err)
 
         keys_no_request_reaches(work, good)
+        stored_redirect(work)
         meta_fields(work, good)
         entry_bits(work, good)
         record_fields(work)
