@@ -577,6 +577,13 @@ def record_fields(work):
         ("body-length", [field(idx, 32 + 32, "<Q", struct.unpack_from(
             "<Q", data, record_at(data, idx) + 64)[0] + 1)], False,
          "corrupt pack: the identity body of /index.html is damaged (its length is wrong"),
+        # the negotiable flag cleared on an entry of four variants (format.md §4)
+        ("flags", [field(idx, 2, "<H", struct.unpack_from(
+            "<H", data, record_at(data, idx) + 2)[0] & ~1)], False,
+         "corrupt pack: corrupt entry record for path /index.html"),
+        # nvariants of the 404 entry past the 4 encodings: refused as the pack opens
+        ("404-nvariants", [field(b"status:404", 1, "<B", 9)], False,
+         "corrupt pack: the 404 entry cannot be read: corrupt record"),
     )
     for name, changes, forge, want in cases:
         bad = os.path.join(work, "field-%s.lmdb" % name)
