@@ -396,7 +396,8 @@ int sv_snapshot_open_file(const char *path, int *fdp, sv_file_seen *seen, char *
 /* The absolute path in, its "." and empty segments dropped and each ".."
  * taking the segment before it away (lexically: a ".." after a symlinked
  * directory is a path through a link, which the comparison below then
- * reports), into out (PATH_MAX bytes; never longer than in). */
+ * reports unless it leads back to the same file), into out (PATH_MAX bytes;
+ * never longer than in, or "/" for an empty in). */
 static void lexical_clean(const char *in, char *out)
 {
     size_t w = 0;
@@ -427,7 +428,8 @@ static void lexical_clean(const char *in, char *out)
  * (a release flip: site.lmdb -> releases/v7.lmdb, or current ->
  * releases/v7 above it), else "": the descriptor's own link, not the
  * path's, which may have been flipped again since the open, whenever it is
- * not the path itself made absolute. Not for a descriptor's path (the
+ * not the path itself made absolute and cleaned ("./site.lmdb" and
+ * "dir//site.lmdb" name the file itself). Not for a descriptor's path (the
  * built-in site's memfd). */
 static void link_target(const char *path, int fd, char *target, size_t cap)
 {
@@ -447,9 +449,8 @@ static void link_target(const char *path, int fd, char *target, size_t cap)
     } else {
         abs[0] = '\0';
     }
-    /* "./site.lmdb", "dir//site.lmdb": the file itself, not a link to it */
     lexical_clean(abs, clean);
-    if (strcmp(target, abs) == 0 || (abs[0] && strcmp(target, clean) == 0))
+    if (abs[0] && strcmp(target, clean) == 0)
         target[0] = '\0';
 }
 
