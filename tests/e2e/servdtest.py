@@ -33,7 +33,8 @@ import traceback
 SOURCE_DIR = os.environ.get(
     "SERVD_SOURCE_DIR",
     os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")))
-BUILD_DIR = os.environ.get("SERVD_BUILD_DIR", os.path.join(SOURCE_DIR, "build"))
+# absolute: a servd started with cwd= (a relative --pack) is found all the same
+BUILD_DIR = os.path.abspath(os.environ.get("SERVD_BUILD_DIR", os.path.join(SOURCE_DIR, "build")))
 SERVD = os.path.join(BUILD_DIR, "servd")
 SERVD_PACK = os.path.join(BUILD_DIR, "servd-pack")
 FIXTURES = os.path.join(SOURCE_DIR, "tests", "fixtures", "http")

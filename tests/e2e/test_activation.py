@@ -7,10 +7,10 @@ preexec_fn, as a service manager does between fork and exec).
 servd then serves on the passed socket and binds nothing of its own; a socket named
 "admin" in LISTEN_FDNAMES becomes the admin endpoint; LISTEN_PID of another process is
 ignored; descriptors that are not listening TCP sockets, malformed or missing variables and
-more sockets than servd serves are refused with exit 1. The restart: while clients loop requests - new connections and
-keep-alive ones - a second servd starts on the same inherited socket and the first gets
-SIGTERM; three such hand-overs in a row: zero refused connections, zero failed requests,
-each old servd exits 0 within its --shutdown-timeout.
+more sockets than servd serves are refused with exit 1. The restart: while clients loop
+requests - new connections and keep-alive ones - a second servd starts on the same
+inherited socket and the first gets SIGTERM; three such hand-overs in a row: zero refused
+connections, zero failed requests, each old servd exits 0 within its --shutdown-timeout.
 """
 import os
 import signal
@@ -58,7 +58,9 @@ class Activated:
                 os.dup2(fd, t)  # dup2 clears close-on-exec on the copy
                 os.close(fd)
             os.environ["LISTEN_FDS"] = fds_env if fds_env is not None else str(len(fds))
-            if listen_pid is not False:  # False: LISTEN_FDS without LISTEN_PID
+            if listen_pid is False:  # LISTEN_FDS without LISTEN_PID
+                os.environ.pop("LISTEN_PID", None)
+            else:
                 os.environ["LISTEN_PID"] = str(listen_pid if listen_pid is not None
                                                else os.getpid())
             if names is not None:
@@ -207,7 +209,7 @@ def t_bad_activation_is_refused():
     conn_only.bind(("127.0.0.1", 0))
     udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     unix = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)  # listening, but not TCP
-    unix.bind(os.path.join(st.tmpdir(), "act-%d.sock" % os.getpid()))
+    unix.bind("\0servd-act-%d" % os.getpid())  # abstract: no file, no length limit
     unix.listen(1)
     many = [listener() for _ in range(17)]
     f = open(pack(), "rb")

@@ -715,15 +715,22 @@ def t_listen_addresses_up_to_the_limit():
     17th is a usage error that says the limit, before anything is bound."""
     with open(os.path.join(site(), "index.html"), "rb") as f:
         want = f.read()
-    ports = [st.free_port() for _ in range(15)]
-    extra = []
-    for p in ports:
-        extra += ["--listen", "127.0.0.1:%d" % p]
-    with st.Servd(good_pack(), extra=extra) as s:
-        for port in [s.port] + ports:
-            data = fetch(socket.AF_INET, "127.0.0.1", port)
-            ok(data.startswith(b"HTTP/1.1 200 ") and data.endswith(want),
-               "--listen :%d of 16: %r" % (port, data[:60]))
+    for attempt in range(3):
+        # Servd retries a lost port race on its own port only: here on all 16
+        ports = [st.free_port() for _ in range(15)]
+        extra = []
+        for p in ports:
+            extra += ["--listen", "127.0.0.1:%d" % p]
+        try:
+            with st.Servd(good_pack(), extra=extra) as s:
+                for port in [s.port] + ports:
+                    data = fetch(socket.AF_INET, "127.0.0.1", port)
+                    ok(data.startswith(b"HTTP/1.1 200 ") and data.endswith(want),
+                       "--listen :%d of 16: %r" % (port, data[:60]))
+            break
+        except st.Fail as e:
+            if "in use" not in str(e).lower() or attempt == 2:
+                raise
     extra += ["--listen", "127.0.0.1:%d" % st.free_port(), "--listen",
               "127.0.0.1:%d" % st.free_port()]
     rc, out, err = run_servd(["--pack", good_pack()] + extra)
@@ -737,7 +744,7 @@ def t_a_pack_path_without_a_symlink_names_no_link_target():
     symbolic link (a release flip). A path written with "./", "//" or "dir/.." names the
     file itself: nothing to add. link_target() compared the file's name with the path
     made absolute but not normalised, and claimed a link for each of these."""
-    gp = good_pack()
+    gp = os.path.realpath(good_pack())  # servd names the file as the kernel resolves it
     d, name = os.path.split(gp)
     sub = os.path.join(d, "startup-sub")
     os.makedirs(sub, exist_ok=True)

@@ -94,6 +94,7 @@ TEST(glob_escapes_runs_of_stars_and_bytes)
     ASSERT_EQ(m("/?.txt", "/\xff.txt"), 0);
     ASSERT_EQ(m("/[!a].txt", "/\xff.txt"), 0);
     ASSERT_EQ(m("/?\xc3\xa9", "/\xc3\xc3\xa9"), 0); /* a lone lead byte, then é */
+    ASSERT_EQ(m("/?\xa9", "/\xc3\xc3\xa9"), 0);     /* not one character of two bytes */
     ASSERT_EQ(m("/*.txt", "/\xff.txt"), 1);
 }
 
