@@ -397,7 +397,8 @@ int sv_snapshot_open_file(const char *path, int *fdp, sv_file_seen *seen, char *
  * taking the segment before it away (lexically: a ".." after a symlinked
  * directory is a path through a link, which the comparison below then
  * reports unless it leads back to the same file), into out (PATH_MAX bytes;
- * never longer than in, or "/" for an empty in). */
+ * never longer than in, or "/" for an empty in). Not sf_path_from_target:
+ * a file name is no request target (no %-decoding, any bytes but '/'). */
 static void lexical_clean(const char *in, char *out)
 {
     size_t w = 0;
