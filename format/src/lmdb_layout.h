@@ -10,6 +10,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* liblmdb lays its pages out in the host's word size and byte order; the
+ * format fixes both (docs/format.md section 1, and CMakeLists.txt). */
+_Static_assert(sizeof(void *) == 8 && sizeof(size_t) == 8,
+               "a pack's LMDB layout is that of a 64-bit machine");
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "a pack's LMDB layout is that of a little-endian machine"
+#endif
+
 /* PAGEHDRSZ, NODESIZE, sizeof(indx_t), sizeof(pgno_t), MAX_PAGESIZE */
 enum { LMDB_PAGE_HDR = 16, LMDB_NODE_HDR = 8, LMDB_SLOT = 2, LMDB_PGNO = 8 };
 enum { LMDB_MAX_PAGE = 32768 };
