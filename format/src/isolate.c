@@ -264,7 +264,11 @@ int sf_fd_path(int fd, const char *path, char *out, size_t outlen, char *err, si
 {
     struct stat named, open_file;
     snprintf(out, outlen, "/proc/self/fd/%d", fd);
-    if (stat(out, &named) == 0 && fstat(fd, &open_file) == 0 && named.st_dev == open_file.st_dev &&
+    if (fstat(fd, &open_file) != 0) { /* the file's own error (EIO), not /proc's */
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return SF_EIO;
+    }
+    if (stat(out, &named) == 0 && named.st_dev == open_file.st_dev &&
         named.st_ino == open_file.st_ino)
         return 0;
     snprintf(err, errlen, "%s: cannot reach the open file as %s (is /proc mounted?)", path, out);
