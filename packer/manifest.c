@@ -158,12 +158,13 @@ static volatile sig_atomic_t state;
 static char final_name[PATH_MAX], old_name[PATH_MAX];
 
 /* Copies the file at from to a new file at to, with its permission bits.
- * @return 0, or -1 with errno set (nothing is left at to). */
+ * @return 0, 1 when there is no file at from, or -1 with errno set
+ * (nothing is left at to). */
 static int copy_file(const char *from, const char *to)
 {
     int in = open(from, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
     if (in < 0)
-        return -1;
+        return errno == ENOENT ? 1 : -1;
     struct stat st;
     int out = -1, saved = 0;
     if (fstat(in, &st) != 0)
@@ -222,13 +223,16 @@ int pk_manifest_commit(const char *path, char *err, size_t errlen)
      * Without either, nothing is replaced. */
     int previous = link(path, old_name) == 0;
     if (!previous && errno != ENOENT) {
-        if (copy_file(path, old_name) != 0) {
+        /* a link that failed otherwise (EIO) says nothing of whether there
+         * is a previous manifest: the copy finds out */
+        int copied = copy_file(path, old_name);
+        if (copied < 0) {
             snprintf(err, errlen, "%s: cannot keep a copy of the previous manifest (%s): %s", path,
                      old_name, strerror(errno));
             unlink(tmp);
             return -1;
         }
-        previous = 1;
+        previous = copied == 0;
     }
     sf_keep_attributes(tmp, path, 0666);
     if (rename(tmp, path) != 0) {

@@ -149,6 +149,32 @@ def build_over(work):
     T.check(swept > 50, "build: calls swept (%d)" % swept)
 
 
+def manifest_link_fails(work):
+    """The manifest's previous copy is kept as a hard link; a link() that fails otherwise
+    than with ENOENT (EIO) is followed by a copy. With no previous manifest, that copy
+    found none, and the build failed with "cannot keep a copy of the previous manifest
+    (...): No such file or directory". Now the build goes on: there is none to keep."""
+    root = os.path.join(work, "link-site")
+    T.make_site(root)
+    out = os.path.join(work, "link-out")
+    os.makedirs(out)
+    pack, manifest = os.path.join(out, "site.lmdb"), os.path.join(out, "site.json")
+    report = os.path.join(work, "report")
+    cmd = [T.PACK, "build", root, "-o", pack, "--manifest", manifest, "-q", "--jobs", "1"]
+    _, _, calls = run(cmd, 0, out + "/", report, FAIL_IO_CALLS="meta")
+    links = [i + 1 for i, c in enumerate(calls) if c.startswith("link ")]
+    T.eq(len(links), 1, "one link() in the build: %r" % calls)
+    shutil.rmtree(out)
+    os.makedirs(out)
+    p, hit, _ = run(cmd, links[0], out + "/", report, FAIL_IO_CALLS="meta")
+    T.check(hit and hit.startswith("link "), "the link failed (%r)" % hit)
+    T.eq(p.returncode, 0, "build whose link() of a manifest that is not there fails (%r)" %
+         p.stderr.decode(errors="replace"))
+    T.eq(sorted(x for x in os.listdir(out) if not x.startswith(".")), ["site.json", "site.lmdb"],
+         "the outputs, and nothing else")
+    T.eq(T.run(["verify", pack]).returncode, 0, "the pack verifies")
+
+
 def main():
     if T.sanitized():
         print("test_pack_io_failures: skipped: an LD_PRELOAD shim under a sanitizer")
@@ -157,6 +183,7 @@ def main():
     with T.TempDir() as work:
         read_commands(work)
         build_over(work)
+        manifest_link_fails(work)
     T.finish("test_pack_io_failures")
 
 
