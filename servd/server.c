@@ -182,10 +182,11 @@ static int served_file_changed(sv_server *srv, const char *why)
         /* Shorter than when it was mapped, pages of the map are gone: what
          * the kernel sends from them (a cached path's body) is cut, and no
          * fault in servd's own reads may ever tell. Without a descriptor,
-         * the first bytes cannot be compared: the load that follows
-         * decides. */
+         * the first bytes cannot be compared, nor when their read fails
+         * (a touch and a failing disk are no write in place): the load
+         * that follows decides. */
         if (changed && (now.stamp.size < served.stamp.size ||
-                        (fd >= 0 && !sv_snapshot_head_same(srv->current, fd))))
+                        (fd >= 0 && sv_snapshot_head_same(srv->current, fd) == 0)))
             mark_written_in_place(srv, why);
     }
     if (fd >= 0)

@@ -479,12 +479,18 @@ static int written_since(int fd, const sv_file_seen *seen)
 }
 
 /* Whether the file open at fd now has another size than when it was seen,
- * or other first bytes than s's head, read then. */
+ * or other first bytes than s's head, read then. @return 1 or 0, or -1
+ * with errno set when its first bytes could not be read (a failing disk
+ * is no rewrite). */
 static int rewritten(int fd, const sv_file_seen *seen, const sv_snapshot *s)
 {
     sv_file_stamp now;
-    return stamp_now(fd, seen, &now) &&
-           (now.size != seen->stamp.size || !sv_snapshot_head_same(s, fd));
+    if (!stamp_now(fd, seen, &now))
+        return 0;
+    if (now.size != seen->stamp.size)
+        return 1;
+    int same = sv_snapshot_head_same(s, fd);
+    return same < 0 ? -1 : !same;
 }
 
 int sv_snapshot_load(int fd, const char *path, int nreaders, int cancel_fd, sv_snapshot **out,
@@ -536,7 +542,13 @@ int sv_snapshot_load(int fd, const char *path, int nreaders, int cancel_fd, sv_s
     /* The meta pages as the file is seen, before the check: a rewrite from
      * then on shows in them (rewritten()). */
     uint64_t head;
-    sv_snapshot_head_hash(fd, &head);
+    if (sv_snapshot_head_hash(fd, &head) != 0) {
+        /* not "changed while it was validated" once the walk reads them */
+        snprintf(err, errlen, "%s: cannot read it: %s", path, strerror(errno));
+        close(fd);
+        seen->retry = 1; /* no verdict on the file */
+        return SF_EIO;
+    }
     char pid[24];
     snprintf(pid, sizeof pid, "%ld", (long)getpid());
     const char *name, *prog = self_exe(&name);
@@ -620,8 +632,14 @@ int sv_snapshot_load(int fd, const char *path, int nreaders, int cancel_fd, sv_s
      * faulted), which the check never saw whole: other first bytes, as
      * LMDB's meta pages are for any other pack. A touch alone (an mtime)
      * changes no byte, and does not refuse a pack that passed. */
-    if (verdict(rc) && (atomic_load(s->cut) ||
-                        (rc != 0 ? written_since(map_fd, seen) : rewritten(map_fd, seen, s)))) {
+    int changed = !verdict(rc)          ? 0
+                  : atomic_load(s->cut) ? 1
+                  : rc != 0             ? written_since(map_fd, seen)
+                                        : rewritten(map_fd, seen, s);
+    if (changed < 0) { /* a read that failed: no verdict either, and said as such */
+        snprintf(err, errlen, "%s: cannot read it: %s", path, strerror(errno));
+        rc = SF_EIO;
+    } else if (changed) {
         snprintf(err, errlen, "%s: %s", path, CHANGED_IN_WALK);
         rc = SF_EIO;
     }
@@ -676,7 +694,9 @@ void sv_snapshot_unref(sv_snapshot *s)
 int sv_snapshot_head_same(const sv_snapshot *s, int fd)
 {
     uint64_t now;
-    return sv_snapshot_head_hash(fd, &now) == 0 && now == s->head_hash;
+    if (sv_snapshot_head_hash(fd, &now) != 0)
+        return -1;
+    return now == s->head_hash;
 }
 
 long sv_snapshot_live(void)

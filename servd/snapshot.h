@@ -163,8 +163,8 @@ int sv_snapshot_check_entry(sf_reader *rd, const sf_entry *e, int is404, const c
  * is then the hash of what was read, zeros for the rest). */
 int sv_snapshot_head_hash(int fd, uint64_t *hash);
 
-/* Whether the open file fd starts as s's did: 1 yes, 0 no (or it cannot be
- * read). */
+/* Whether the open file fd starts as s's did: 1 yes, 0 no, -1 it cannot be
+ * read (errno set): a failing disk, which says nothing of a rewrite. */
 int sv_snapshot_head_same(const sv_snapshot *s, int fd);
 
 /* Takes one more reference. The caller must already hold one (or own the

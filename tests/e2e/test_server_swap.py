@@ -9,6 +9,7 @@ import random
 import shutil
 import signal
 import socket
+import subprocess
 import sys
 import time
 
@@ -463,6 +464,56 @@ def t_a_pack_cut_while_it_is_validated(sw):
             time.sleep(0.5)
             ok("page(s) of a pack in use" not in s.read_log(), s.read_log()[-2000:])
             eq(st.get(s.port, "/").body, sw.f1["/index.html"], "served on from version 1")
+
+
+def t_a_failing_read_of_the_first_pages(sw):
+    """servd compares a pack's first pages (LMDB's meta pages) to tell a write in place; a
+    read of them that fails (fail_io.so: EIO) is said as such and looked at again, never
+    taken for a write. It was: at startup, the first read failing refused the pack as
+    "the file changed while it was validated (written in place?)", and so did the last
+    read, the comparison after the walk; after a touch of the pack served (its mtime, no
+    byte) and SIGHUP, that read failing called the pack served written in place and
+    answered 503 until the reload ended (2026-12-07)."""
+    d = os.path.join(st.tmpdir(), "head-eio")
+    os.makedirs(d, exist_ok=True)
+    live, count, arm = (os.path.join(d, n) for n in ("site.lmdb", "count", "arm"))
+    shutil.copyfile(sw.p1, live)
+    cmd = [st.SERVD, "--pack", live, "--listen", "127.0.0.1:%d" % st.free_port(), "--no-watch"]
+
+    def env(n, **extra):
+        """the Nth read of a file in d fails, counted over servd and its pack checks"""
+        for f in (count, arm):
+            if os.path.exists(f):
+                os.unlink(f)
+        return st.preload_env(os.path.join(st.BUILD_DIR, "fail_io.so"), FAIL_IO_AT=str(n),
+                              FAIL_IO_CALLS="read", FAIL_IO_UNDER=d + "/", FAIL_IO_SHARED=count,
+                              **extra)
+
+    with st.Servd(live, extra=["--no-watch"], env=env(0)):
+        pass
+    with open(count, "rb") as f:
+        reads = int.from_bytes(f.read(8), "little")  # the start's, the check's among them
+    ok(reads > 2, "reads counted at startup (%d)" % reads)
+    for n in (1, reads):
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env(n),
+                           timeout=60)
+        out = p.stdout.decode(errors="replace")
+        eq(p.returncode, 1, "read %d of %d fails at startup: exit status (%s)" % (n, reads, out))
+        ok("cannot read it: Input/output error" in out and "changed" not in out,
+           "read %d of %d fails at startup: the log says so: %s" % (n, reads, out))
+    with st.Servd(live, extra=["--no-watch"], env=env(1, FAIL_IO_ARM=arm)) as s:
+        open(arm, "w").close()
+        t = time.time() + 60
+        os.utime(live, (t, t))
+        s.proc.send_signal(signal.SIGHUP)
+        t0 = time.time()
+        while time.time() - t0 < 10 and s.alive() and "now serving" not in s.read_log():
+            time.sleep(0.05)
+        ok("written in place" not in s.read_log() and "now serving" in s.read_log(),
+           "a touched pack whose first read fails, reloaded:\n%s" % s.read_log()[-2000:])
+        eq(st.get(s.port, "/").body, sw.f1["/index.html"], "served")
+        with open(count, "rb") as f:
+            ok(int.from_bytes(f.read(8), "little") > 1, "the reads after the arming counted")
 
 
 def t_the_check_is_run_by_the_program_serving(sw):
