@@ -21,18 +21,25 @@ EIO_TEXT = "Input/output error"
 
 
 def run(cmd, n, under, report, **extra):
-    """Runs cmd with the Nth call on a file under under failing with EIO (0: none).
-    @return (CompletedProcess, the call that failed or None, ["NAME PATH" of each call])."""
-    if os.path.exists(report):
-        os.unlink(report)
+    """Runs cmd with the Nth call on a file under under failing with EIO (0: none), counted
+    over the command and the children it forks (the pack check of verify, ls, cat, diff).
+    @return (CompletedProcess, the call that failed or None, ["NAME PATH" of each call,
+    in the order counted])."""
+    count = report + ".count"
+    for f in (report, count):
+        if os.path.exists(f):
+            os.unlink(f)
     env = dict(os.environ, LD_PRELOAD=SHIM, FAIL_IO_AT=str(n), FAIL_IO_UNDER=under,
-               FAIL_IO_REPORT=report, FAIL_IO_TRACE="1", SOURCE_DATE_EPOCH="1700000000",
-               **extra)
+               FAIL_IO_REPORT=report, FAIL_IO_TRACE="1", FAIL_IO_SHARED=count,
+               SOURCE_DATE_EPOCH="1700000000", **extra)
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, timeout=60)
     lines = open(report).read().splitlines() if os.path.exists(report) else []
     hit = [line[4:] for line in lines if line.startswith("hit ")]
-    calls = [line.split(" ", 2)[2] for line in lines if line.startswith("call ")]
-    return p, hit[0] if hit else None, calls
+    calls = sorted((int(line.split(" ", 2)[1]), line.split(" ", 2)[2]) for line in lines
+                   if line.startswith("call "))
+    T.eq([c[0] for c in calls], list(range(1, len(calls) + 1)), "%s: every call counted once"
+         % cmd[1])
+    return p, hit[0] if hit else None, [c[1] for c in calls]
 
 
 def points(calls):
@@ -76,6 +83,7 @@ def read_commands(work):
         T.check(len(calls) > 10, "%s: calls counted (%d)" % (what, len(calls)))
         for n in points(calls):
             p, hit, _ = run([T.PACK] + cmd, n, d + "/", report)
+            T.check(hit is not None, "%s: call %d of %d failed" % (what, n, len(calls)))
             if p.returncode == 0:
                 T.check(p.stdout == want.stdout, "%s, %s fails: exit 0 with other output" %
                         (what, hit))
@@ -129,6 +137,7 @@ def build_over(work):
     for n in points(calls):
         restore()
         p, hit, _ = run(cmd, n, out + "/", report)
+        T.check(hit is not None, "build: call %d of %d failed" % (n, len(calls)))
         swept += 1
         err = p.stderr.decode(errors="replace")
         left = snapshot(out)
