@@ -68,8 +68,9 @@ typedef struct sv_file_seen {
     sv_file_id id;
     sv_file_stamp stamp;
     /* set by sv_snapshot_open (or its halves) when a refusal was no
-     * verdict on the file (servd had no descriptor or memory for it, or
-     * its check could not run or was stopped, or the load was abandoned):
+     * verdict on the file (servd had no descriptor or memory for it, a
+     * read of its first pages failed, its check could not run or was
+     * stopped, or the load was abandoned):
      * worth trying the same file again later */
     int retry;
 } sv_file_seen;
