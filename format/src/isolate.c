@@ -268,9 +268,15 @@ int sf_fd_path(int fd, const char *path, char *out, size_t outlen, char *err, si
         snprintf(err, errlen, "%s: %s", path, strerror(errno));
         return SF_EIO;
     }
-    if (stat(out, &named) == 0 && named.st_dev == open_file.st_dev &&
-        named.st_ino == open_file.st_ino)
+    if (stat(out, &named) != 0) {
+        if (errno != ENOENT && errno != ENOTDIR && errno != EACCES) {
+            /* the name leads on, and the file's own stat failed (EIO) */
+            snprintf(err, errlen, "%s: %s", path, strerror(errno));
+            return SF_EIO;
+        }
+    } else if (named.st_dev == open_file.st_dev && named.st_ino == open_file.st_ino) {
         return 0;
+    }
     snprintf(err, errlen, "%s: cannot reach the open file as %s (is /proc mounted?)", path, out);
     return SF_EIO;
 }
