@@ -8,6 +8,8 @@ pkgs="build-essential cmake pkg-config liblmdb-dev libuv1-dev zlib1g-dev libzstd
       libbrotli-dev libmagic-dev libdeflate-dev libjansson-dev libutf8proc-dev libssl-dev"
 if [ "${1:-}" = test ]; then
     pkgs="$pkgs clang libclang-rt-14-dev curl python3 gzip brotli zstd lmdb-utils"
+    # the client test (tests/e2e/test_http_clients.py) drives wget as users do
+    pkgs="$pkgs wget"
     # the hardening tests (tests/e2e/test_harden_*.py): slow-client attacks and
     # the leak check across pack swaps
     pkgs="$pkgs slowhttptest valgrind"
