@@ -69,9 +69,9 @@ typedef struct sv_file_seen {
     sv_file_stamp stamp;
     /* set by sv_snapshot_open (or its halves) when a refusal was no
      * verdict on the file (servd had no descriptor or memory for it, its
-     * open or a read of its first pages failed with EIO, its check could not run or was
-     * stopped, or the load was abandoned):
-     * worth trying the same file again later */
+     * open or a read of its first pages failed with EIO, its check could
+     * not run or was stopped, or the load was abandoned): worth trying the
+     * same file again later */
     int retry;
 } sv_file_seen;
 

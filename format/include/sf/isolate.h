@@ -111,7 +111,8 @@ void sf_name_file(char *err, size_t errlen, const char *fdpath, const char *path
  * container) it does not, and every later open by that name would say "No
  * such file or directory" about a file that is there.
  * @return 0, or SF_EIO with "PATH: cannot reach ... (is /proc mounted?)", or
- * with "PATH: " and the error of an fstat of fd that failed. */
+ * with "PATH: " and the error of an fstat of fd, or of a stat through /proc
+ * (EIO), that failed. */
 int sf_fd_path(int fd, const char *path, char *out, size_t outlen, char *err, size_t errlen);
 
 /* How long a structure walk in a child may take before the pack is refused:
