@@ -367,8 +367,8 @@ int sv_snapshot_open_file(const char *path, int *fdp, sv_file_seen *seen, char *
         /* a file that exists but cannot be opened (EACCES) is noted as
          * itself, so that the watch does not retry it every poll; one that
          * servd had no descriptor or memory for is worth trying again, as
-         * is one a failing disk kept (EIO: no verdict, as a failed read of
-         * its first pages is not, below) */
+         * is one a failing disk kept from it (EIO says nothing of the file,
+         * nor does a failed read of its first pages, below) */
         if (sv_file_state_get(path, &seen->id, &seen->stamp) != 0)
             *seen = (sv_file_seen){file, {0, 0}, 0};
         seen->retry = rc == -EMFILE || rc == -ENFILE || rc == -ENOMEM || rc == -EIO;

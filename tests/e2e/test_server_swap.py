@@ -527,8 +527,9 @@ def t_a_failing_read_of_the_first_pages(sw):
         while time.time() - t0 < 20 and s.alive() and s.read_log().count("now serving") < 1:
             time.sleep(0.05)
         log = s.read_log()
-        ok("Input/output error" in log and "trying again in 2 s" in log and
-           "now serving" in log, "an open that failed, retried:\n%s" % log[-2000:])
+        ok("SIGHUP: refused %s: Input/output error;" % live in log and
+           "trying again in 2 s" in log and "now serving" in log,
+           "an open that failed, retried:\n%s" % log[-2000:])
         eq(st.get(s.port, "/").body, sw.f2["/index.html"], "version 2 served after the retry")
 
 
