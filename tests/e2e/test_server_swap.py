@@ -473,7 +473,12 @@ def t_a_failing_read_of_the_first_pages(sw):
     "the file changed while it was validated (written in place?)", and so did the last
     read, the comparison after the walk; after a touch of the pack served (its mtime, no
     byte) and SIGHUP, that read failing called the pack served written in place and
-    answered 503 until the reload ended (2026-12-07)."""
+    answered 503 until the reload ended (2026-12-07). Not under ThreadSanitizer: the
+    shim's count, shared through a mapped file, faults (SIGBUS) in its runtime; the
+    normal and the AddressSanitizer builds run it."""
+    with open(os.path.join(st.BUILD_DIR, "CMakeCache.txt")) as f:
+        if "SERVD_TSAN:BOOL=ON" in f.read().split():
+            raise st.Skip("fail_io.so's shared count under ThreadSanitizer")
     d = os.path.join(st.tmpdir(), "head-eio")
     os.makedirs(d, exist_ok=True)
     live, count, arm = (os.path.join(d, n) for n in ("site.lmdb", "count", "arm"))
