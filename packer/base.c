@@ -135,6 +135,11 @@ const pk_base_entry *pk_base_find(const pk_base *b, const uint8_t digest[PK_DIGE
     return bsearch(&probe, b->v, b->n, sizeof *b->v, cmp_entry);
 }
 
+int pk_base_marks_weak(const pk_base *b)
+{
+    return b && sf_pack_meta(b->pack)->minor >= 3;
+}
+
 const char *pk_base_profile(const pk_base *b)
 {
     return sf_pack_meta(b->pack)->profile;

@@ -56,6 +56,11 @@ int pk_base_last_modified(const pk_base *b, const char *key, size_t len,
                           const uint8_t digest[PK_DIGEST_LEN], const char *mime, const char *extras,
                           size_t extras_len, int64_t *lm, int *weak);
 
+/* Whether the old pack could mark a weak date (SF_ENTRY_DATE_WEAK, format
+ * minor 3 on): a pack of an older minor has the bit clear whatever its
+ * dates were. */
+int pk_base_marks_weak(const pk_base *b);
+
 /* The profile of the old pack (valid until pk_base_close). */
 const char *pk_base_profile(const pk_base *b);
 

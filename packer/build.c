@@ -69,10 +69,13 @@ static int decide(build *b)
         if (in_base == 1 && old <= b->now) {
             /* weak as it was; a base older than format 1.3 marks nothing,
              * so a kept date that is SOURCE_DATE_EPOCH's, or normalised,
-             * is weak whatever it says */
+             * is weak whatever it says, and so is one such a base gave a
+             * file whose mtime is in the future: no mtime, the time of
+             * that base's packing */
             f->last_modified = old;
-            f->date_weak =
-                old_weak || (b->o->have_epoch && old == b->o->epoch) || old < SF_DATE_NORMALISED;
+            f->date_weak = old_weak || (b->o->have_epoch && old == b->o->epoch) ||
+                           old < SF_DATE_NORMALISED ||
+                           (f->mtime > b->now && !pk_base_marks_weak(b->base));
             continue;
         }
         /* a changed file's date no later than the base's: weak, even when

@@ -5,7 +5,10 @@ If-Match) -> If-None-Match (weak, lists, "*", 304) -> If-Modified-Since (only wi
 If-None-Match). If-None-Match is compared with the ETag of the variant that WOULD be
 selected for the request's Accept-Encoding. A 304 carries ETag, Vary, Cache-Control,
 Last-Modified and Date, and no body; a 412 of a negotiable file carries Vary."""
+import hashlib
 import os
+import re
+import struct
 import subprocess
 import sys
 import time
@@ -387,6 +390,42 @@ def t_if_range_takes_only_a_date_that_is_the_files_own(S):
     date = resume(build("changed-same-second", v2, mtime=day_ago, env_extra=same, base=own),
                   st.fmt_date(day_ago), v2, "changed under the base's date, with --base", 200)
     eq(date, st.fmt_date(day_ago), "the changed file keeps the base's date")
+    # A file whose mtime is in the future gets the time of packing, weak. A base of a
+    # minor before 3 (format.md §9) marked no such date: a --base build that keeps it
+    # must mark it itself, or an If-Range with it got a 206 of whatever the file holds.
+    ahead = int(time.time()) + 365 * DAY
+    new_base = build("future-v1", v1, mtime=ahead, env_extra=same)
+    older = as_minor_2(new_base, "/f.bin", day_ago)
+    resume(build("future-again", v1, mtime=ahead, base=new_base), st.fmt_date(day_ago), v1,
+           "a packing time kept from a minor 3 base", 200)
+    resume(build("future-again-older", v1, mtime=ahead, base=older), st.fmt_date(day_ago), v1,
+           "a packing time kept from a minor 2 base", 200)
+
+
+def as_minor_2(pack, key, date):
+    """A copy of a one-path pack as a writer of format minor 2 left it: the minor, the
+    path's record with its weak-date bit (minor 3's) clear, and the pack id over it."""
+    with open(pack, "rb") as f:
+        data = bytearray(f.read())
+    meta = data.find(b"SERVDPK1")
+    ok(meta >= 0 and data.find(b"SERVDPK1", meta + 1) < 0, "one meta record in the pack")
+    head = re.compile(re.escape(struct.pack("<BBH", 1, 1, 2)) + b"(.{4})" +
+                      re.escape(struct.pack("<q", date)), re.S)
+    hits = list(head.finditer(data))
+    eq(len(hits), 1, "one record of one variant with a weak date of %d" % date)
+    at = hits[0].start()
+    rec_len = 32 + 72 + struct.unpack("<I", hits[0].group(1))[0]
+    data[at + 2] = 0
+    struct.pack_into("<H", data, meta + 10, 2)
+    key = key.encode()
+    data[meta + 56:meta + 72] = hashlib.sha256(key + b"\0" + data[at:at + rec_len]).digest()[:16]
+    out = pack[:-len(".lmdb")] + "-minor2.lmdb"
+    with open(out, "wb") as f:
+        f.write(data)
+    p = subprocess.run([st.SERVD_PACK, "verify", out], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=60)
+    eq(p.returncode, 0, "verify of the pack made minor 2: %s" % p.stderr.decode())
+    return out
 
 def t_normalised_dates_answer_no_if_modified_since(S):
     """A tree whose mtimes a build normalised (Nix's 1 s, or its SOURCE_DATE_EPOCH of
