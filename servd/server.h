@@ -239,6 +239,8 @@ typedef struct sv_worker {
 
     uv_timer_t sweep;        /* timeouts, log hand-off */
     uv_timer_t accept_pause; /* EMFILE back-off; one turn's wait at --max-conns */
+    int accept_said;         /* the errno of the accept failure last said, */
+    uint64_t accept_said_ms; /* and uv_now() then */
     uint64_t settled_turn;   /* turn + 1 in which the wait at --max-conns ended */
     uv_check_t turn_check;   /* counts loop turns (per-turn write cap) */
     uv_idle_t ready_idle;    /* resumes connections deferred to the next turn */
