@@ -48,6 +48,9 @@ typedef struct sv_conn {
     uint8_t in_kernel;   /* wrote since the sweep last saw the kernel's send queue empty */
     uint8_t flight_seen; /* the last sweep saw response bytes in flight */
     uint8_t empty_lines; /* dropped since the last head (SV_MAX_LEADING_CRLF) */
+    uint8_t pend_state;  /* enum sv_partial of the held incomplete head's last line */
+    uint32_t pend_len;   /* with pend_state: bytes of the held head found incomplete, */
+    uint32_t pend_at;    /* and where its unended line starts (conn.c process()) */
     uint64_t t_head;     /* uv_now() when the pending head began; 0: none pending */
     uint64_t t_active;   /* uv_now() of the last read, response or write completion,
                             or of the last sweep that saw bytes in flight */

@@ -167,6 +167,32 @@ enum sv_target_form {
  *                is its version's 505), method_tok, target and version. */
 int sv_http1_parse(const char *buf, size_t len, sv_request *req);
 
+/* What sv_http1_partial() found the unended last line of an incomplete
+ * head to be: a state in which only some bytes can follow without the
+ * parser's answer changing from incomplete. */
+enum sv_partial {
+    SV_PARTIAL_NONE = 0, /* anything else: the next bytes must be parsed */
+    SV_PARTIAL_TARGET,   /* the request line, within its target */
+    SV_PARTIAL_NAME,     /* a field line, within its name (no colon yet) or not begun */
+    SV_PARTIAL_VALUE,    /* a field line, within its value (not ending in CR) */
+};
+
+/* The unended last line of buf[0, len), a head sv_http1_parse() found
+ * incomplete: its state (enum sv_partial) and, in *at, where it starts.
+ * The connection keeps both, so that more bytes of that line can be
+ * judged alone by sv_http1_still_incomplete() instead of the whole head
+ * being parsed again at each read (a head sent a byte at a time cost a
+ * parse of all it held so far per byte: quadratic in its length). */
+int sv_http1_partial(const char *buf, size_t len, size_t *at);
+
+/* Whether buf[0, len) is certainly still incomplete, given that
+ * sv_http1_parse() found its first old bytes (old < len) incomplete with
+ * sv_http1_partial() giving state and at: the bytes from old on neither
+ * end the line nor could make it invalid, and no limit is reached. Reads
+ * only buf[old, len), once. @return 1: sv_http1_parse() of buf[0, len)
+ * would return SV_PARSE_INCOMPLETE; 0: it must be called. */
+int sv_http1_still_incomplete(int state, size_t at, const char *buf, size_t old, size_t len);
+
 /* Length of the run of empty lines (CRLF pairs) that buf[0, len) starts
  * with. The parser skips up to SV_MAX_LEADING_CRLF of them before a request
  * line; the connection drops them before it calls the parser and counts

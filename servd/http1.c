@@ -4,9 +4,12 @@
  * One pass over buf[0, len) per call, never reading at or past buf + len
  * (tests run it against a PROT_NONE guard page); views into buf, a fixed
  * header array, no allocation. The caller re-parses from the start when
- * more bytes arrive: heads are at most SV_MAX_HEAD bytes, so this costs
- * less than tracking state between calls (a 32 KB head sent a byte at a
- * time: 14% of servd's CPU for it, the rest reads; docs/security.md).
+ * more bytes arrive that may change the answer. Bytes that only go on with
+ * the last, unended line of a head (its target, a field's name or value)
+ * are judged alone (sv_http1_partial(), sv_http1_still_incomplete()): a
+ * parse of the whole head at each read made one sent a byte at a time cost
+ * the square of its length: 578 million instructions for 30 KB, 26
+ * million now (callgrind, bench/RESULTS.md).
  *
  * Every choice below is strict where framing or routing could be in doubt
  * (request smuggling: RFC 9112 §6.3, §11.2) and each one is a named test in
@@ -939,6 +942,44 @@ static inline __attribute__((always_inline)) int parse_head(const char *buf, siz
         return rc;
     req->head_len = pos;
     return (int)pos;
+}
+
+int sv_http1_partial(const char *buf, size_t len, size_t *at)
+{
+    size_t start = sv_http1_empty_lines(buf, len);
+    const char *lf = memrchr(buf + start, '\n', len - start);
+    const char *p = lf ? lf + 1 : buf + start;
+    size_t n = (size_t)(buf + len - p);
+    *at = (size_t)(p - buf);
+    if (lf && n == 0)
+        return SV_PARTIAL_NAME; /* a field line or the blank line to come: a tchar starts a name */
+    if (n == 0 || p[n - 1] == '\r')
+        return SV_PARTIAL_NONE; /* the request line to come, or the CR of a CRLF */
+    if (lf)                     /* a field line: all tchar, or a name, ':' and a value */
+        return memchr(p, ':', n) ? SV_PARTIAL_VALUE : SV_PARTIAL_NAME;
+    /* the request line: within the target once its one SP is there */
+    const char *sp = memchr(p, ' ', n);
+    if (sp && !memchr(sp + 1, ' ', (size_t)(buf + len - sp - 1)))
+        return SV_PARTIAL_TARGET;
+    return SV_PARTIAL_NONE;
+}
+
+int sv_http1_still_incomplete(int state, size_t at, const char *buf, size_t old, size_t len)
+{
+    if (old >= len || len >= SV_MAX_HEAD || at > old)
+        return 0;
+    const char *p = buf + old;
+    size_t n = len - old;
+    switch (state) {
+    case SV_PARTIAL_TARGET:
+        /* (at the limit, line_prefix() answers 414: the parser must see it) */
+        return len - at + 2 <= SV_MAX_REQUEST_LINE && target_span(p, n) == n;
+    case SV_PARTIAL_NAME:
+        return tchar_span(p, n) == n;
+    case SV_PARTIAL_VALUE:
+        return value_span(p, n) == n; /* stops at a CR, LF or a byte refused */
+    }
+    return 0;
 }
 
 /* A refusal of more than SV_MAX_HEAD bytes is judged again on the first

@@ -47,13 +47,25 @@ static void app(char *buf, size_t cap, const char *s)
 static int parse_n(const char *s, size_t n)
 {
     int full = sv_http1_parse(guarded(s, n), n, &req);
-    for (size_t k = 0; k < n; k++) {
+    int state = SV_PARTIAL_NONE; /* of the last prefix found incomplete */
+    size_t at = 0;
+    for (size_t k = 0; k <= n; k++) {
         sv_request r2;
-        int rc = sv_http1_parse(guarded(s, k), k, &r2);
+        const char *g = guarded(s, k);
+        int rc = sv_http1_parse(g, k, &r2);
         if (full > 0 && rc != 0 && (size_t)full > k)
             t__fail(__FILE__, __LINE__, "prefix %zu of a valid head returned %d", k, rc);
         if (full < 0 && rc > 0)
             t__fail(__FILE__, __LINE__, "prefix %zu of a bad head returned %d", k, rc);
+        /* the byte after an incomplete prefix is judged alone only when
+         * the parser would find the longer prefix incomplete too */
+        if (k > 0 && state != SV_PARTIAL_NONE && rc != 0 &&
+            sv_http1_still_incomplete(state, at, g, k - 1, k))
+            t__fail(__FILE__, __LINE__, "byte %zu judged alone: incomplete, parsed: %d", k - 1, rc);
+        state = rc == 0 ? sv_http1_partial(g, k, &at) : SV_PARTIAL_NONE;
+        if (state != SV_PARTIAL_NONE && k < n && full != 0 &&
+            sv_http1_still_incomplete(state, at, guarded(s, n), k, n))
+            t__fail(__FILE__, __LINE__, "the rest after prefix %zu judged incomplete", k);
     }
     /* leave req as the whole input's result */
     return sv_http1_parse(guarded(s, n), n, &req);
@@ -320,18 +332,45 @@ TEST(http1_request_line_limit)
                   cases[i].want);
 }
 
-/* The first refusal of bytes arriving one at a time, as servd parses
- * what has arrived after each read; *method: its request's method. */
-static int first_refusal(const char *buf, size_t len, int *method)
+/* What servd answers buf[0, len) arriving step bytes at a time, as
+ * conn.c's process() judges each read: more bytes of an unended line
+ * alone when sv_http1_still_incomplete() can, else by parsing all that
+ * has arrived. Each read's result is checked against a parse of all of
+ * it. @return the first result that is not "incomplete" (0 if none);
+ * *method: its request's method; *parses: the parser's calls. */
+static int deliver(const char *buf, size_t len, size_t step, int *method, size_t *parses)
 {
-    for (size_t n = 1; n <= len; n++) {
-        int r = sv_http1_parse(guarded(buf, n), n, &req);
+    int state = SV_PARTIAL_NONE;
+    size_t at = 0, old = 0;
+    *parses = 0;
+    for (size_t n = step < len ? step : len;; n = n + step < len ? n + step : len) {
+        const char *g = guarded(buf, n);
+        int r = 0;
+        if (!(state != SV_PARTIAL_NONE && sv_http1_still_incomplete(state, at, g, old, n))) {
+            r = sv_http1_parse(g, n, &req);
+            ++*parses;
+            state = r == 0 ? sv_http1_partial(g, n, &at) : SV_PARTIAL_NONE;
+        }
+        sv_request whole;
+        int want = sv_http1_parse(g, n, &whole);
+        if (r != want)
+            t__fail(__FILE__, __LINE__, "%zu bytes: %d arriving, %d whole", n, r, want);
         if (r != 0) {
             *method = req.method;
             return r;
         }
+        if (n == len)
+            return 0;
+        old = n;
     }
-    return 0;
+}
+
+/* The first refusal of bytes arriving one at a time; *method: its
+ * request's method. */
+static int first_refusal(const char *buf, size_t len, int *method)
+{
+    size_t parses;
+    return deliver(buf, len, 1, method, &parses);
 }
 
 TEST(http1_refused_the_same_whole_or_a_byte_at_a_time)
@@ -370,6 +409,63 @@ TEST(http1_refused_the_same_whole_or_a_byte_at_a_time)
         ASSERT_EQ(first_refusal(buf, n, &method), cases[i].want);
         ASSERT_EQ(method, cases[i].method);
     }
+}
+
+/* A head arriving a byte at a time is parsed again from its start only
+ * when a byte may change the answer: a line's end, a CR, a colon, a byte
+ * that a name or a target cannot hold (a 32 KB head cost 32768 parses of
+ * up to 32 KB each). Its answer is the parser's on all of it (deliver()
+ * checks each read), at every step size. */
+TEST(http1_more_bytes_judged_alone)
+{
+    static char buf[SV_MAX_HEAD + 64];
+    size_t n, parses;
+    int method;
+    /* one value of 30,000 bytes with a cookie's separators */
+    n = (size_t)snprintf(buf, sizeof buf, "GET /index.html HTTP/1.1\r\nHost: h\r\nCookie: ");
+    for (size_t i = 0; i < 6000; i++)
+        memcpy(buf + n + 5 * i, "a=b; ", 5);
+    n += 30000;
+    memcpy(buf + n, "\r\n\r\n", 4);
+    n += 4;
+    for (size_t step = 1; step <= 7; step += 3) {
+        ASSERT_EQ(deliver(buf, n, step, &method, &parses), (int)n);
+        ASSERT(parses < 40); /* at line ends, colons, CRs, and the first bytes */
+    }
+    /* a control byte in that value: the same 400 at the same byte */
+    buf[20000] = '\x01';
+    ASSERT_EQ(deliver(buf, n, 1, &method, &parses), -400);
+    ASSERT_EQ(sv_http1_parse(guarded(buf, 20001), 20001, &req), -400);
+    buf[20000] = 'a';
+    /* a value that reaches the limit: 431 */
+    memset(buf + n - 4, 'v', sizeof buf - (n - 4));
+    ASSERT_EQ(deliver(buf, SV_MAX_HEAD + 10, 1, &method, &parses), -431);
+    /* a long target: 200, and 414 past the limit; a '#' in it: 400 */
+    n = (size_t)snprintf(buf, sizeof buf, "GET /");
+    memset(buf + n, 'a', 8000);
+    n += 8000;
+    n += (size_t)snprintf(buf + n, sizeof buf - n, " HTTP/1.1\r\nHost: h\r\n\r\n");
+    ASSERT_EQ(deliver(buf, n, 1, &method, &parses), (int)n);
+    ASSERT(parses < 40);
+    buf[4000] = '#';
+    ASSERT_EQ(deliver(buf, n, 1, &method, &parses), -400);
+    buf[4000] = 'a';
+    memset(buf + 5, 'a', SV_MAX_REQUEST_LINE);
+    ASSERT_EQ(deliver(buf, SV_MAX_REQUEST_LINE + 5, 1, &method, &parses), -414);
+    ASSERT_EQ(method, SV_M_GET);
+    /* a long name, then a space before its colon: 400; with 100 lines
+     * the 101st is a 431 */
+    n = (size_t)snprintf(buf, sizeof buf, "GET / HTTP/1.1\r\nHost: h\r\nX-");
+    memset(buf + n, 'n', 5000);
+    n += 5000;
+    n += (size_t)snprintf(buf + n, sizeof buf - n, " : v\r\n\r\n");
+    ASSERT_EQ(deliver(buf, n, 1, &method, &parses), -400);
+    n = (size_t)snprintf(buf, sizeof buf, "GET / HTTP/1.1\r\nHost: h\r\n");
+    for (int i = 0; i < SV_MAX_HEADERS; i++)
+        n += (size_t)snprintf(buf + n, sizeof buf - n, "X-%d: %0200d\r\n", i, i);
+    n += (size_t)snprintf(buf + n, sizeof buf - n, "\r\n");
+    ASSERT_EQ(deliver(buf, n, 1, &method, &parses), -431);
+    ASSERT(parses < 4 * (SV_MAX_HEADERS + 2));
 }
 
 TEST(http1_head_limit)
