@@ -182,3 +182,29 @@ TEST(negotiate_weights)
     ASSERT_EQ(sv_accept_weight(&g, 1, SF_ENC_IDENTITY), 1);
     ASSERT_EQ(sv_accept_weight(&g, 1, 99), 0);
 }
+
+/* Values as long as a head allows, of elements that name nothing servd
+ * has: each is read and ignored, and the ones after them still count. */
+TEST(negotiate_long_lists)
+{
+    static char v[32768];
+    sf_entry e = all4();
+    size_t n = 30000;
+    memset(v, '~', n); /* one token of marks */
+    snprintf(v + n, sizeof v - n, ",gzip");
+    PICK(v, SF_ENC_GZIP);
+    n = 0;
+    for (int i = 0; i < 3000; i++)
+        n += (size_t)snprintf(v + n, sizeof v - n, "x%d,", i);
+    snprintf(v + n, sizeof v - n, " br;q=0.5, gzip;q=0.4");
+    PICK(v, SF_ENC_BR);
+    n = 0;
+    for (int i = 0; i < 1500; i++)
+        n += (size_t)snprintf(v + n, sizeof v - n, "gzip;q=0.5,(%d) ,", i);
+    ASSERT(n < 30000);
+    snprintf(v + n, sizeof v - n, "gzip;q=0");
+    PICK(v, SF_ENC_IDENTITY); /* the lowest of gzip's weights */
+    memset(v, ',', 30000);
+    snprintf(v + 30000, sizeof v - 30000, "zstd");
+    PICK(v, SF_ENC_ZSTD);
+}
