@@ -577,6 +577,36 @@ def t_limits_hold_for_slow_clients(S):
         eq(c.read_response().status, 431, "111 fields sent one line at a time")
 
 
+def t_long_head_in_pieces(S):
+    # A head near the limits sent in small pieces: the bytes that only go on
+    # with its last line are judged alone (conn.c, consume_held), and the
+    # answer is the one the whole head gets, at the byte that decides it.
+    cookie = "a=b; " * 6000
+    data = st.req("GET", "/tiny.txt", [("Cookie", cookie)])
+    target = st.req("GET", "/tiny.txt?" + "q" * 8000)
+    for what, d, step in (("cookie", data, 1), ("cookie", data, 7), ("target", target, 1)):
+        with st.Conn(S.port) as c:
+            for i in range(0, len(d), step):
+                c.send(d[i:i + step])
+            r = c.read_response()
+            eq((r.status, r.body), (200, S.fixture.files[TINY]),
+               "a %d-byte head with a long %s sent %d bytes at a time" % (len(d), what, step))
+    # a control byte in the cookie is refused as soon as it arrives, the rest unsent
+    bad = data[:20000] + b"\x01"
+    with st.Conn(S.port) as c:
+        for i in range(len(bad)):
+            c.send(bad[i:i + 1])
+        r = c.read_response()
+        eq(r.status, 400, "a control byte 20,000 bytes into a head sent a byte at a time")
+        c.expect_closed("after the 400")
+    # a name running on past the colon's place, then a space before it: 400
+    name = b"GET /tiny.txt HTTP/1.1\r\nHost: localhost\r\nX-" + b"n" * 5000 + b" :"
+    with st.Conn(S.port) as c:
+        for i in range(len(name)):
+            c.send(name[i:i + 1])
+        eq(c.read_response().status, 400, "whitespace before the colon of a 5,000-byte name")
+
+
 def t_many_pipelined(S):
     n = 300
     paths = ["/tiny.txt", "/A.txt", "/dup1.txt"]
