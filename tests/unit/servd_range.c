@@ -189,3 +189,29 @@ TEST(range_max_argument)
     ASSERT_EQ(sv_range_parse(w, 100, one, 1), 1);
     ASSERT_EQ(one[0].last, 6);
 }
+
+/* Numbers exact up to UINT64_MAX and saturating past it, at each digit
+ * that may overflow (a representation of UINT64_MAX bytes keeps them from
+ * being clamped). */
+TEST(range_numbers_near_the_limit)
+{
+    const uint64_t max = UINT64_MAX;
+    ASSERT_EQ(parse("bytes=18446744073709551609-18446744073709551610", max), 1);
+    RANGE_IS(0, 18446744073709551609ull, 18446744073709551610ull);
+    ASSERT_EQ(parse("bytes=1844674407370955161-18446744073709551614", max), 1);
+    RANGE_IS(0, 1844674407370955161ull, 18446744073709551614ull);
+    ASSERT_EQ(parse("bytes=18446744073709551613-18446744073709551615", max), 1);
+    RANGE_IS(0, 18446744073709551613ull, 18446744073709551614ull); /* clamped */
+    ASSERT_EQ(parse("bytes=18446744073709551615-", max), -416);    /* at len */
+    ASSERT_EQ(parse("bytes=18446744073709551616-", max), -416);    /* saturated */
+    ASSERT_EQ(parse("bytes=18446744073709551620-", max), -416);
+    ASSERT_EQ(parse("bytes=0-18446744073709551616, 5-6", max), 1); /* to the end */
+    RANGE_IS(0, 0, 18446744073709551614ull);
+    ASSERT_EQ(parse("bytes=-18446744073709551614", max), 1);
+    RANGE_IS(0, 1, 18446744073709551614ull);
+    ASSERT_EQ(parse("bytes=00000000000000000000018446744073709551613-"
+                    "18446744073709551613",
+                    max),
+              1);
+    RANGE_IS(0, 18446744073709551613ull, 18446744073709551613ull);
+}
