@@ -19,6 +19,9 @@ if [ "${1:-}" = test ]; then
     pkgs="$pkgs chromium nodejs"
     # the CDN tests (tests/e2e/test_cdn_*.py) start these caches in front of servd
     pkgs="$pkgs varnish trafficserver"
+    # the reverse-proxy test (tests/e2e/test_proxy_reverse.py) starts these in front of
+    # servd (each is skipped when missing; none is left running as a service here)
+    pkgs="$pkgs haproxy nginx-light apache2 caddy"
     # the socket-activation test (tests/e2e/test_activation.py) also runs servd
     # under systemd's own systemd-socket-activate
     pkgs="$pkgs systemd"
