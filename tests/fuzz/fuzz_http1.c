@@ -13,7 +13,9 @@
  *
  * The parser's streaming contract is checked too: a prefix of a head that
  * parses is incomplete (0), never refused, and bytes after a head do not
- * change how it parses (they are the next request's).
+ * change how it parses (they are the next request's); more bytes that
+ * sv_http1_still_incomplete() judges alone to leave an incomplete prefix
+ * incomplete (conn.c then skips the parse) are incomplete to the parser.
  */
 #include "fuzz_site.h"
 #include "http.h"
@@ -125,6 +127,43 @@ static void check_refusal_streaming(const char *buf, size_t size, int rc, const 
     }
 }
 
+/* Bytes judged alone are judged right: for a prefix of the input that is
+ * incomplete, more bytes that sv_http1_still_incomplete() finds to be
+ * incomplete (conn.c then does not call the parser) are incomplete to
+ * the parser too, and it reads only them (exact-size copies). */
+static void check_judged_alone(const char *buf, size_t size)
+{
+    static sv_request r2;
+    if (size < 2)
+        return;
+    size_t cuts[3] = {size / 2, size - 1,
+                      ((unsigned char)buf[size - 1] * 257u + (unsigned char)buf[0]) % size};
+    for (int i = 0; i < 3; i++) {
+        size_t k = cuts[i], at;
+        if (k == 0)
+            continue;
+        char *p = malloc(k);
+        if (!p)
+            return;
+        memcpy(p, buf, k);
+        int state = sv_http1_parse(p, k, &r2) == 0 ? sv_http1_partial(p, k, &at) : SV_PARTIAL_NONE;
+        free(p);
+        if (state == SV_PARTIAL_NONE)
+            continue;
+        size_t ends[3] = {k + 1, k + (size - k + 1) / 2, size};
+        for (int j = 0; j < 3; j++) {
+            size_t n = ends[j];
+            char *q = malloc(n);
+            if (!q)
+                return;
+            memcpy(q, buf, n);
+            if (sv_http1_still_incomplete(state, at, q, k, n) && sv_http1_parse(q, n, &r2) != 0)
+                fz_die("bytes judged alone to leave a head incomplete change the parser's answer");
+            free(q);
+        }
+    }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char *buf = malloc(size ? size : 1);
@@ -185,6 +224,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             fz_die("a refusal's version view is not HTTP/d.d");
         check_refusal_streaming(buf, size, rc, &req);
     }
+    check_judged_alone(buf, size);
     free(buf);
     return 0;
 }
