@@ -140,6 +140,11 @@ int pk_base_marks_weak(const pk_base *b)
     return b && sf_pack_meta(b->pack)->minor >= 3;
 }
 
+int64_t pk_base_created(const pk_base *b)
+{
+    return sf_pack_meta(b->pack)->created;
+}
+
 const char *pk_base_profile(const pk_base *b)
 {
     return sf_pack_meta(b->pack)->profile;

@@ -61,6 +61,10 @@ int pk_base_last_modified(const pk_base *b, const char *key, size_t len,
  * dates were. */
 int pk_base_marks_weak(const pk_base *b);
 
+/* The old pack's creation time (format.md §3: the newest Last-Modified it
+ * holds, or its SOURCE_DATE_EPOCH). */
+int64_t pk_base_created(const pk_base *b);
+
 /* The profile of the old pack (valid until pk_base_close). */
 const char *pk_base_profile(const pk_base *b);
 

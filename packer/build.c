@@ -70,12 +70,14 @@ static int decide(build *b)
             /* weak as it was; a base older than format 1.3 marks nothing,
              * so a kept date that is SOURCE_DATE_EPOCH's, or normalised,
              * is weak whatever it says, and so is one such a base gave a
-             * file whose mtime is in the future: no mtime, the time of
-             * that base's packing */
+             * file whose mtime was in the future then: no mtime, the time
+             * of that base's packing (its creation time, the newest date
+             * it holds), whether or not the clock has passed the mtime */
             f->last_modified = old;
-            f->date_weak = old_weak || (b->o->have_epoch && old == b->o->epoch) ||
-                           old < SF_DATE_NORMALISED ||
-                           (f->mtime > b->now && !pk_base_marks_weak(b->base));
+            f->date_weak =
+                old_weak || (b->o->have_epoch && old == b->o->epoch) || old < SF_DATE_NORMALISED ||
+                (!pk_base_marks_weak(b->base) &&
+                 (f->mtime > b->now || (f->mtime > old && old == pk_base_created(b->base))));
             continue;
         }
         /* a changed file's date no later than the base's: weak, even when

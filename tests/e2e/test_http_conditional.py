@@ -400,6 +400,12 @@ def t_if_range_takes_only_a_date_that_is_the_files_own(S):
            "a packing time kept from a minor 3 base", 200)
     resume(build("future-again-older", v1, mtime=ahead, base=older), st.fmt_date(day_ago), v1,
            "a packing time kept from a minor 2 base", 200)
+    # ... and once the clock has passed that mtime: the kept date is still the time of
+    # that base's packing, not the file's mtime, and no strong validator
+    passed = day_ago + 3600
+    older = as_minor_2(build("passed-v1", v1, mtime=passed, env_extra=same), "/f.bin", day_ago)
+    resume(build("passed-again-older", v1, mtime=passed, base=older), st.fmt_date(day_ago), v1,
+           "a packing time kept from a minor 2 base, the mtime now past", 200)
 
 
 def as_minor_2(pack, key, date):
