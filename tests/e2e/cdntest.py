@@ -491,6 +491,17 @@ def _wait_port(proc, port, what, log_reader, ready=None):
     raise Fail("%s did not start within %.0f s\n%s" % (what, CACHE_START_TIMEOUT, log_reader()))
 
 
+def _tail(path, n=3000):
+    """The last n characters (None: all) of a cache's or proxy's output file ("" if none
+    yet)."""
+    try:
+        with open(path, "rb") as f:
+            text = f.read().decode(errors="replace")
+    except OSError:
+        return ""
+    return text[-n:] if n else text
+
+
 def _stop(proc, what, log_reader):
     if proc is None or proc.poll() is not None:
         return
@@ -570,11 +581,7 @@ class Varnish:
         raise Fail("varnishd could not bind a free port\n" + self.read_out())
 
     def read_out(self):
-        try:
-            with open(self.out, "rb") as f:
-                return f.read().decode(errors="replace")[-3000:]
-        except OSError:
-            return ""
+        return _tail(self.out)
 
     def stop(self, check=True):
         proc, self.proc = self.proc, None
@@ -688,19 +695,10 @@ class TrafficServer:
         raise Fail("traffic_server could not bind a free port\n" + self.read_out())
 
     def read_diags(self):
-        try:
-            with open(self.diags, "rb") as f:
-                return f.read().decode(errors="replace")
-        except OSError:
-            return ""
+        return _tail(self.diags, None)
 
     def read_out(self):
-        try:
-            with open(self.out, "rb") as f:
-                out = f.read().decode(errors="replace")[-2000:]
-        except OSError:
-            out = ""
-        return out + "\n--- diags.log ---\n" + self.read_diags()[-3000:]
+        return _tail(self.out, 2000) + "\n--- diags.log ---\n" + _tail(self.diags)
 
     def stop(self, check=True):
         proc, self.proc = self.proc, None

@@ -76,21 +76,15 @@ class Proxy:
             raise st.Skip("%s is not installed (tests/deps.sh test installs it)" % self.binary)
 
     def read_out(self):
-        try:
-            with open(self.out, "rb") as f:
-                return f.read().decode(errors="replace")[-3000:]
-        except OSError:
-            return ""
+        return ct._tail(self.out)
 
-    def stop(self):
+    def stop(self, check=True):
         proc, self.proc = self.proc, None
-        if proc is not None and proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        try:
+            ct._stop(proc, self.name, self.read_out)
+        except Fail:
+            if check:
+                raise
 
 
 def haproxy_conf(d, port, origin):
@@ -238,7 +232,7 @@ class Ctx:
 
     def __exit__(self, et, ev, tb):
         for p in self.proxies.values():
-            p.stop()
+            p.stop(check=et is None)
         if self.servd:
             self.servd.stop(check=et is None)
         return False
