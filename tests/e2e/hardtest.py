@@ -174,12 +174,7 @@ def sanitized():
     """True when the servd under test was built with AddressSanitizer (its allocator
     adds redzones and a quarantine, so memory figures are larger; LeakSanitizer checks
     at exit) or ThreadSanitizer (the same, and its shadow memory too)."""
-    try:
-        with open(os.path.join(st.BUILD_DIR, "CMakeCache.txt")) as f:
-            return any(line.strip() in ("SERVD_ASAN:BOOL=ON", "SERVD_TSAN:BOOL=ON")
-                       for line in f)
-    except OSError:
-        return False
+    return st.built_with("SERVD_ASAN", "SERVD_TSAN")
 
 
 

@@ -244,6 +244,15 @@ def wait_metrics(port, done, limit=10.0):
     return metrics(port)
 
 
+def built_with(*options):
+    """Whether the build under test has any of the CMake options (e.g. "SERVD_TSAN") on."""
+    try:
+        with open(os.path.join(BUILD_DIR, "CMakeCache.txt")) as f:
+            return any(line.strip() in ["%s:BOOL=ON" % o for o in options] for line in f)
+    except OSError:
+        return False
+
+
 def preload_env(shim, **extra):
     """os.environ with the LD_PRELOAD shim added after any preload already there (ASan's
     runtime, which must stay first), and the variables in extra, which steer the shim."""

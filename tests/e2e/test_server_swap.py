@@ -310,9 +310,7 @@ def t_every_thread_is_named(sw):
         with open("/proc/%d/task/%s/comm" % (pid, t)) as f:
             names.append(f.read().strip())
     # ThreadSanitizer's runtime adds a thread of its own, which keeps the process's name
-    with open(os.path.join(st.BUILD_DIR, "CMakeCache.txt")) as f:
-        tsan = "SERVD_TSAN:BOOL=ON" in f.read().split()
-    if tsan and names.count("servd") > 1:
+    if st.built_with("SERVD_TSAN") and names.count("servd") > 1:
         names.remove("servd")
     eq(sorted(names), sorted(["servd", "servd-w0", "servd-w1", "servd-admin", "servd-load"]),
        "thread names")
@@ -476,9 +474,8 @@ def t_a_failing_read_of_the_first_pages(sw):
     answered 503 until the reload ended (2026-12-07). Not under ThreadSanitizer: the
     shim's count, shared through a mapped file, faults (SIGBUS) in its runtime; the
     normal and the AddressSanitizer builds run it."""
-    with open(os.path.join(st.BUILD_DIR, "CMakeCache.txt")) as f:
-        if "SERVD_TSAN:BOOL=ON" in f.read().split():
-            raise st.Skip("fail_io.so's shared count under ThreadSanitizer")
+    if st.built_with("SERVD_TSAN"):
+        raise st.Skip("fail_io.so's shared count under ThreadSanitizer")
     d = os.path.join(st.tmpdir(), "head-eio")
     os.makedirs(d, exist_ok=True)
     live, count, arm = (os.path.join(d, n) for n in ("site.lmdb", "count", "arm"))
