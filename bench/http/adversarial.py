@@ -31,7 +31,7 @@ def req(path="/index.html", headers="", method="GET"):
     return f"{method} {path} HTTP/1.1\r\n{HOST}{headers}\r\n".encode()
 
 
-def fit(prefix, item, k, sep, budget=31000):
+def fit(item, k, sep, budget=31000):
     """value = sep.join(item(i) for i<k), cut to budget bytes (None when k doesn't fit)"""
     v = sep.join(item(i) for i in range(k))
     return None if len(v) > budget else v
@@ -42,28 +42,28 @@ def cases():
     c["baseline"] = lambda k: req(headers="Accept-Encoding: gzip, br\r\n") if k == 1 else None
     c["junk"] = lambda k: req(headers=f"X-Junk: {'a' * k}\r\n") if k < 31000 else None
     c["ae_tokens"] = lambda k: (lambda v: v and req(headers=f"Accept-Encoding: {v}\r\n"))(
-        fit("", lambda i: f"x{i}", k, ","))
+        fit(lambda i: f"x{i}", k, ","))
     c["ae_q"] = lambda k: (lambda v: v and req(headers=f"Accept-Encoding: {v}\r\n"))(
-        fit("", lambda i: "gzip;q=0.5", k, ","))
+        fit(lambda i: "gzip;q=0.5", k, ","))
     c["ae_punct"] = lambda k: req(headers=f"Accept-Encoding: {'~' * k}\r\n") if k < 31000 else None
     c["ae_ows"] = lambda k: req(headers=f"Accept-Encoding: gzip{' ' * k};q=1\r\n") if k < 31000 else None
     c["ae_lines"] = lambda k: req(headers="".join(f"Accept-Encoding: {'x,' * (k // 2)}gzip\r\n" for _ in range(97))) if 97 * (k + 30) < 31000 else None
     c["inm_tags"] = lambda k: (lambda v: v and req(headers=f"If-None-Match: {v}\r\n"))(
-        fit("", lambda i: f'"{i:022d}"', k, ","))
+        fit(lambda i: f'"{i:022d}"', k, ","))
     c["inm_empty"] = lambda k: req(headers=f"If-None-Match: {',' * k}\r\n") if k < 31000 else None
     c["inm_lines"] = lambda k: req(headers="".join("If-None-Match: " + '"a",' * (k // 4) + '"b"\r\n' for _ in range(97))) if 97 * (k + 20) < 31000 else None
     c["im_tags"] = lambda k: (lambda v: v and req(headers=f"If-Match: {v}, {ETAG_IDX}\r\n"))(
-        fit("", lambda i: f'W/"{i:020d}"', k, ","))
+        fit(lambda i: f'W/"{i:020d}"', k, ","))
     c["range_dup"] = lambda k: (lambda v: v and req(headers=f"Range: bytes={v}\r\n"))(
-        fit("", lambda i: "0-0", k, ","))
+        fit(lambda i: "0-0", k, ","))
     c["range_rev"] = lambda k: (lambda v: v and req(headers=f"Range: bytes={v}\r\n"))(
-        fit("", lambda i: f"{2 * (k - i)}-{2 * (k - i)}", k, ","))
+        fit(lambda i: f"{2 * (k - i)}-{2 * (k - i)}", k, ","))
     c["range_16rev_dup"] = lambda k: (lambda v: v and req(headers=f"Range: bytes={v}\r\n"))(
-        fit("", lambda i: f"{2 * (15 - i % 16)}-{2 * (15 - i % 16)}", k, ","))
+        fit(lambda i: f"{2 * (15 - i % 16)}-{2 * (15 - i % 16)}", k, ","))
     c["range_merge"] = lambda k: (lambda v: v and req(headers=f"Range: bytes={v}\r\n"))(
-        fit("", lambda i: f"{2 * (i % 16)}-{2 * (i % 16)}" if i < k - 1 else "0-", k, ","))
+        fit(lambda i: f"{2 * (i % 16)}-{2 * (i % 16)}" if i < k - 1 else "0-", k, ","))
     c["range_ifr"] = lambda k: (lambda v: v and req(headers=f"If-Range: {ETAG_IDX}\r\nRange: bytes={v}\r\n"))(
-        fit("", lambda i: f"{2 * (15 - i % 16)}-{2 * (15 - i % 16)}", k, ","))
+        fit(lambda i: f"{2 * (15 - i % 16)}-{2 * (15 - i % 16)}", k, ","))
     c["path_dot"] = lambda k: req(path="/" + "./" * k + "index.html") if 2 * k < 8100 else None
     c["path_dotdot"] = lambda k: req(path="/" + "a/../" * k + "index.html") if 5 * k < 8100 else None
     c["path_slash"] = lambda k: req(path="/" * k + "index.html") if k < 8100 else None
@@ -74,11 +74,11 @@ def cases():
     c["lines97"] = lambda k: req(headers="".join(f"X-{i}: {'a=b; ' * (k // 485)}\r\n" for i in range(97))) if k < 31000 else None
     c["longname"] = lambda k: req(headers=f"X-{'n' * k}: v\r\n") if k < 31000 else None
     c["ifr_date_range"] = lambda k: (lambda v: v and req(headers=f"If-Range: {LM_IDX}\r\nRange: bytes={v}\r\n"))(
-        fit("", lambda i: f"{2 * (15 - i % 16)}-{2 * (15 - i % 16)}", k, ","))
+        fit(lambda i: f"{2 * (15 - i % 16)}-{2 * (15 - i % 16)}", k, ","))
     c["ims_lines"] = lambda k: req(headers="".join(f"If-Modified-Since: {LM_IDX}\r\n" for _ in range(k))) if k <= 98 else None
     c["many_hdrs"] = lambda k: req(headers="".join(f"X-{i}: v\r\n" for i in range(k))) if k <= 99 else None
     c["xff"] = lambda k: (lambda v: v and req(headers=f"X-Forwarded-For: {v}\r\n"))(
-        fit("", lambda i: "127.0.0.1", k, ","))
+        fit(lambda i: "127.0.0.1", k, ","))
     c["xff_lines"] = lambda k: req(headers="".join(f"X-Forwarded-For: {'127.0.0.1,' * (k // 10)}127.0.0.1\r\n" for _ in range(97))) if 97 * (k + 30) < 31000 else None
     return c
 
