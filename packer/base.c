@@ -135,14 +135,10 @@ const pk_base_entry *pk_base_find(const pk_base *b, const uint8_t digest[PK_DIGE
     return bsearch(&probe, b->v, b->n, sizeof *b->v, cmp_entry);
 }
 
-int pk_base_marks_weak(const pk_base *b)
+int pk_base_unmarked_packing_time(const pk_base *b, int64_t date)
 {
-    return b && sf_pack_meta(b->pack)->minor >= 3;
-}
-
-int64_t pk_base_created(const pk_base *b)
-{
-    return sf_pack_meta(b->pack)->created;
+    const sf_meta *m = sf_pack_meta(b->pack);
+    return m->minor < 3 && date == m->created;
 }
 
 const char *pk_base_profile(const pk_base *b)

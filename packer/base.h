@@ -56,14 +56,11 @@ int pk_base_last_modified(const pk_base *b, const char *key, size_t len,
                           const uint8_t digest[PK_DIGEST_LEN], const char *mime, const char *extras,
                           size_t extras_len, int64_t *lm, int *weak);
 
-/* Whether the old pack could mark a weak date (SF_ENTRY_DATE_WEAK, format
- * minor 3 on): a pack of an older minor has the bit clear whatever its
- * dates were. */
-int pk_base_marks_weak(const pk_base *b);
-
-/* The old pack's creation time (format.md §3: the newest Last-Modified it
- * holds, or its SOURCE_DATE_EPOCH). */
-int64_t pk_base_created(const pk_base *b);
+/* Whether date is the old pack's time of packing in a pack that marks no
+ * weak date (SF_ENTRY_DATE_WEAK is format minor 3's; every older writer
+ * set the meta record's created to its time of packing, and gave that date
+ * to a file whose mtime was in the future). */
+int pk_base_unmarked_packing_time(const pk_base *b, int64_t date);
 
 /* The profile of the old pack (valid until pk_base_close). */
 const char *pk_base_profile(const pk_base *b);

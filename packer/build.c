@@ -70,14 +70,13 @@ static int decide(build *b)
             /* weak as it was; a base older than format 1.3 marks nothing,
              * so a kept date that is SOURCE_DATE_EPOCH's, or normalised,
              * is weak whatever it says, and so is one such a base gave a
-             * file whose mtime was in the future then: no mtime, the time
-             * of that base's packing (its creation time, the newest date
-             * it holds), whether or not the clock has passed the mtime */
+             * file whose mtime was in the future then: the time of that
+             * base's packing, earlier than the file's mtime (whether or
+             * not the clock has passed it since) */
             f->last_modified = old;
-            f->date_weak =
-                old_weak || (b->o->have_epoch && old == b->o->epoch) || old < SF_DATE_NORMALISED ||
-                (!pk_base_marks_weak(b->base) &&
-                 (f->mtime > b->now || (f->mtime > old && old == pk_base_created(b->base))));
+            f->date_weak = old_weak || (b->o->have_epoch && old == b->o->epoch) ||
+                           old < SF_DATE_NORMALISED ||
+                           (f->mtime > old && pk_base_unmarked_packing_time(b->base, old));
             continue;
         }
         /* a changed file's date no later than the base's: weak, even when
