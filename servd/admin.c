@@ -53,6 +53,7 @@ struct sv_admin {
     uv_loop_t loop;
     uv_poll_t listener; /* readable: connections to accept from lfd */
     uv_timer_t pause;   /* accepting again after running out of descriptors */
+    sv_accept_said said;
     int lfd;
     uv_async_t stop;
     uv_thread_t thread;
@@ -396,6 +397,7 @@ static void on_listen(uv_poll_t *p, int status, int events)
         if (fd == SV_ACCEPT_NONE)
             return;
         if (fd == SV_ACCEPT_PAUSE) {
+            sv__say_accept_failure(&a->said, "admin", errno, uv_now(&a->loop));
             uv_poll_stop(&a->listener);
             uv_timer_start(&a->pause, on_pause_end, SV_ACCEPT_PAUSE_MS, 0);
             return;

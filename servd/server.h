@@ -210,6 +210,12 @@ typedef struct sv_log sv_log;
 /* What the main thread keeps per worker besides the worker itself: the
  * lock that makes "send a wake-up" and "close the wake-up handle" exclusive,
  * so that the main thread never signals a loop that is being torn down. */
+/* The accept failure a listener's thread last said (sv__say_accept_failure). */
+typedef struct sv_accept_said {
+    int err;     /* its errno, 0 for none yet */
+    uint64_t ms; /* and uv_now() then */
+} sv_accept_said;
+
 typedef struct sv_wslot {
     pthread_mutex_t lock;
     int closed; /* the wake-up handle is closed (or closing) */
@@ -239,8 +245,7 @@ typedef struct sv_worker {
 
     uv_timer_t sweep;        /* timeouts, log hand-off */
     uv_timer_t accept_pause; /* EMFILE back-off; one turn's wait at --max-conns */
-    int accept_said;         /* the errno of the accept failure last said, */
-    uint64_t accept_said_ms; /* and uv_now() then */
+    sv_accept_said said;     /* the accept failure last said */
     uint64_t settled_turn;   /* turn + 1 in which the wait at --max-conns ended */
     uv_check_t turn_check;   /* counts loop turns (per-turn write cap) */
     uv_idle_t ready_idle;    /* resumes connections deferred to the next turn */
@@ -333,6 +338,12 @@ int sv__peek_input(uv_tcp_t *t);
 #define SV_ACCEPT_NONE  (-1)
 #define SV_ACCEPT_PAUSE (-2)
 int sv__accept_one(int lfd);
+
+/* Says on standard error the accept failure e that paused accepting on
+ * who's listener ("worker 1", "admin"): once, and again only for another
+ * error or a minute later (a limit reached under load fails every accept
+ * for a while). now: the loop's uv_now(). */
+void sv__say_accept_failure(sv_accept_said *said, const char *who, int e, uint64_t now);
 
 /* Relaxed add on a counter only this thread writes (no locked instruction). */
 static inline void sv__count(_Atomic uint64_t *c, uint64_t n)

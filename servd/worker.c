@@ -118,24 +118,21 @@ int sv__accept_one(int lfd)
     }
 }
 
-/* Says an accept failure that pauses accepting: once, and again only for
- * another error or after SV_ACCEPT_SAY_MS (a limit reached under load
- * fails every accept for a while). Counted in the metrics alone, a servd
- * that no accept succeeded on (a security module's EPERM, descriptors
- * gone for good) said nothing of it while its clients waited. */
+/* Counted in the metrics alone, a servd that no accept succeeded on (a
+ * security module's EPERM, descriptors gone for good) said nothing of it
+ * while its clients waited in the backlog. */
 #define SV_ACCEPT_SAY_MS 60000
 
-static void say_accept_failure(sv_worker *w, int e)
+void sv__say_accept_failure(sv_accept_said *said, const char *who, int e, uint64_t now)
 {
-    uint64_t now = uv_now(&w->loop);
-    if (e == w->accept_said && now - w->accept_said_ms < SV_ACCEPT_SAY_MS)
+    if (e == said->err && now - said->ms < SV_ACCEPT_SAY_MS)
         return;
-    w->accept_said = e;
-    w->accept_said_ms = now;
+    said->err = e;
+    said->ms = now;
     sv_say(SV_WARNING,
-           "worker %d: cannot accept a connection: %s%s; trying again within %d ms, "
+           "%s: cannot accept a connection: %s%s; trying again within %d ms, "
            "connections wait in the backlog (said again in a minute if it lasts)",
-           w->id, strerror(e),
+           who, strerror(e),
            e == EMFILE || e == ENFILE ? " (out of descriptors: raise ulimit -n, LimitNOFILE=)" : "",
            SV_ACCEPT_PAUSE_MS);
 }
@@ -174,7 +171,9 @@ static void on_listen(uv_poll_t *p, int status, int events)
             int fds = e == EMFILE || e == ENFILE;
             int emfile = fds || e == ENOBUFS || e == ENOMEM;
             sv__count(&w->ctr->errors[emfile ? SV_ERR_EMFILE : SV_ERR_ACCEPT], 1);
-            say_accept_failure(w, e);
+            char who[32];
+            snprintf(who, sizeof who, "worker %d", w->id);
+            sv__say_accept_failure(&w->said, who, e, uv_now(&w->loop));
             set_accepting(w, 0);
             /* Out of descriptors, a connection that frees one by the end
              * of this turn is looked for as at --max-conns (an idle one, a

@@ -642,6 +642,20 @@ def t_accept(N):
         said = re.compile(r": %s(;| \()" % re.escape(os.strerror(E[err])))  # servd's text
         st.eq(sum(bool(said.search(line)) for line in lines), 0 if err == "ECONNABORTED" else 1,
               "accept %s: lines that say it: %s" % (err, lines))
+    # The admin listener's: its scrape is answered after the pause, and the failure said
+    # once too (it was silent, 2026-12-07).
+    N.ctl.put(PORT, N.admin)
+    try:
+        N.ctl.mode(["accept"], at=1, times=2, err="EMFILE")
+        m = st.metrics(N.admin)
+        st.ok(any(k.startswith("servd_requests_total") for k in m), "a scrape through two failed accepts")
+        st.eq(N.ctl.get(HITS), 2, "the admin listener's accepts failed twice")
+    finally:
+        N.ctl.off()
+        N.ctl.put(PORT, N.port)
+    lines = [line for line in N.srv.read_log().splitlines() if "admin: cannot accept" in line]
+    st.eq(len(lines), 1, "admin accept EMFILE: lines that say it: %s" % lines)
+    st.ok(os.strerror(E["EMFILE"]) in lines[0], "the line names the error: %s" % lines)
 
 
 def t_sockets(N):
