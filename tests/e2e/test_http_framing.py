@@ -6,7 +6,9 @@ before the colon, obs-fold, bare CR/LF, NUL and control bytes -> 400; 414 for a 
 request line, 431 for a large head or too many fields, 505 for HTTP/2.0, 405 with
 "Allow: GET, HEAD, OPTIONS" for every method but GET, HEAD and OPTIONS; OPTIONS answered 200; a request pipelined after a framing error is never
 answered; a small body on GET is drained and the next request answered; pipelined
-requests answered in order, however the bytes are split."""
+requests answered in order, however the bytes are split, and all of them after the client
+half-closes; Date on every status; Via, Max-Forwards, Forwarded and Upgrade from a proxy
+change nothing."""
 import os
 import socket
 import subprocess
@@ -745,6 +747,80 @@ def t_pipeline_large_responses_slow_reader(S):
             eq(r.body, S.fixture.files[p], "response %d (%s) body" % (i, p))
         eq(sum(len(S.fixture.files[p]) for p in seq) > 2000000, True, "test writes > 2 MB")
     S.check_alive()
+
+
+def t_half_close_does_not_end_requests(S):
+    """RFC 9112 §9.6: a connection the client half-closed (shutdown(SHUT_WR), as `nc -N`
+    and some proxies do once their requests are written) does not delimit a request nor
+    say the client is not interested in the answers: every request sent before the FIN is
+    answered in order, those held back by the per-turn cap too, and only then does the
+    connection close. A head cut short by the FIN gets no answer."""
+    big = "/data/big.txt"
+    paths = [TINY, big] * 12 + ["/nope", "/docs", TINY]  # > SV_CONN_TURN_BYTES of answers
+    data = b"".join(st.req("GET", p) for p in paths)
+    for tail in (b"", b"GET /tiny.txt HTTP/1.1\r\nHo"):
+        what = "half-close after %d requests%s" % (len(paths), " and a partial head" if tail else "")
+        with st.Conn(S.port) as c:
+            c.send(data + tail)
+            c.sock.shutdown(socket.SHUT_WR)
+            for i, p in enumerate(paths):
+                r = c.read_response()
+                want = 404 if p == "/nope" else 301 if p == "/docs" else 200
+                eq(r.status, want, "%s: response %d (%s)" % (what, i, p))
+                if want == 200:
+                    eq(r.body, S.fixture.files[p], "%s: response %d (%s) body" % (what, i, p))
+            c.expect_closed(what + ": after the last answer")
+
+
+def t_date_on_every_status(S):
+    """RFC 9110 §6.6.1: an origin server with a clock MUST send Date in every 2xx, 3xx and
+    4xx response (servd sends it on its 5xx too), an IMF-fixdate of about now."""
+    big = "/data/big.txt"
+    etag = st.get(S.port, big).need("ETag")
+    cases = [(st.req("GET", big), 200), (st.req("OPTIONS", "*"), 200),
+             (st.req("GET", big, [("Range", "bytes=0-1")]), 206),
+             (st.req("GET", "/docs"), 301), (st.req("GET", big, [("If-None-Match", etag)]), 304),
+             (st.req("GET", "/../x"), 400), (st.req("GET", "/nope"), 404),
+             (st.req("POST", big), 405),
+             (st.req("GET", big, [("Accept-Encoding", "identity;q=0")]), 406),
+             (st.req("GET", big, [("If-Match", '"x"')]), 412),
+             (st.req("GET", "/" + "x" * 9000), 414),
+             (st.req("GET", big, [("Range", "bytes=999999-")]), 416),
+             (st.req("GET", "https://x/tiny.txt"), 421),
+             (st.req("GET", "/", ["X-%d: 1" % i for i in range(MAX_HEADERS + 1)]), 431),
+             (st.req("GET", "/", [("Transfer-Encoding", "gzip, chunked")]), 501),
+             (H("GET / HTTP/2.0", "Host: x"), 505)]
+    for data, want in cases:
+        method = data[:data.index(b" ")].decode()
+        methods = [method]
+        if method == "GET" and want not in (206, 416):  # HEAD ignores Range
+            methods.append("HEAD")
+        for method in methods:
+            sent = method.encode() + data[data.index(b" "):]
+            r = st.exchange(S.port, sent, method)
+            what = "%s %d" % (method, want)
+            eq(r.status, want, what + ": status (sent %r)" % sent[:60])
+            eq(len(r.all("Date")), 1, what + ": Date lines")
+            d = st.http_date(r.get("Date"), what + ": Date")
+            ok(abs(d - time.time()) < 120, what + ": Date %r is not now" % r.get("Date"))
+
+
+def t_proxy_routing_fields_do_not_change_the_answer(S):
+    """Fields a proxy in front adds or forwards (RFC 9110 §7.6.2 Max-Forwards, §7.6.3 Via,
+    §7.8 Upgrade, which a server may ignore and MUST ignore in HTTP/1.0; RFC 7239
+    Forwarded) change nothing an origin answers: CloudFront sends Via on every request."""
+    fields = [("Via", "1.1 abc.cloudfront.net (CloudFront), 1.0 fred"), ("Max-Forwards", "0"),
+              ("Forwarded", "for=192.0.2.60;proto=http;by=203.0.113.43")]
+    served_ok(S, st.req("GET", TINY, fields), "GET with Via, Max-Forwards: 0 and Forwarded")
+    r = st.exchange(S.port, st.req("OPTIONS", "*", fields))
+    eq((r.status, r.need("Content-Length")), (200, "0"), "OPTIONS * with Max-Forwards: 0")
+    with st.Conn(S.port) as c:
+        c.send(st.req("GET", TINY, [("Connection", "Upgrade"), ("Upgrade", "websocket")],
+                      version="HTTP/1.0", host=None))
+        r = c.read_response()
+        eq((r.status, r.body, r.get("Upgrade")), (200, S.fixture.files[TINY], None),
+           "HTTP/1.0 with Upgrade: ignored")
+        c.expect_closed("HTTP/1.0 without keep-alive")
 
 
 def t_server_still_serves(S):
