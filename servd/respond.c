@@ -397,15 +397,14 @@ static int send_304(sv__resp *c, const sf_variant *v)
     return 0;
 }
 
-/* Conditionals (RFC 9110 §13.2.2 steps 1-4), dates compared with c->lm
- * unless it is a normalised date. get: 1 for GET and HEAD; for another
- * method (OPTIONS) a matching If-None-Match is a 412 and If-Modified-Since
- * does not apply (§13.1.2, §13.1.3). @return 1 when a response (304 or
- * 412) was planned, 0 to go on. Inlined: sv__serve's request without a
- * condition then costs a few compares, where a call cost it 31
- * instructions. */
+/* Conditionals of a GET or HEAD (RFC 9110 §13.2.2 steps 1-4), dates
+ * compared with c->lm unless it is a normalised date. No other method
+ * evaluates them: the others get a 405, and OPTIONS ignores them
+ * (§13.2.1). @return 1 when a response (304 or 412) was planned, 0 to go
+ * on. Inlined: sv__serve's request without a condition then costs a few
+ * compares, where a call cost it 31 instructions. */
 static inline __attribute__((always_inline)) int preconditions(sv__resp *c, const sf_variant *v,
-                                                               int vary, int get)
+                                                               int vary)
 {
     const sv_request *req = c->req;
     int64_t t;
@@ -420,8 +419,8 @@ static inline __attribute__((always_inline)) int preconditions(sv__resp *c, cons
     }
     if (req->n_if_none_match) {
         if (any_etag_match(req, "if-none-match", req->n_if_none_match, v->etag, 1))
-            return get ? send_304(c, v) : fail_file(c, 412, vary, v->h200, NULL, NULL), 1;
-    } else if (get && req->n_if_modified_since == 1 && c->lm >= SF_DATE_NORMALISED &&
+            return send_304(c, v), 1;
+    } else if (req->n_if_modified_since == 1 && c->lm >= SF_DATE_NORMALISED &&
                sf_http_date_parse(req->if_modified_since.ptr, req->if_modified_since.len, &t) ==
                    0 &&
                c->lm <= t) {
@@ -478,7 +477,7 @@ int sv__serve(sv__resp *c, const sf_entry *e, int is404, const sf_view *bodies)
     const sf_variant *v = &e->variants[idx];
     set_last_modified(c, e);
 
-    if (!is404 && preconditions(c, v, vary, 1))
+    if (!is404 && preconditions(c, v, vary))
         return 0;
 
     sf_view body = {NULL, 0};
@@ -653,8 +652,10 @@ static int redirect_encoded(sv__resp *c)
  * with the lines of the site's 404 page when it has any (the GET gets that
  * page, with them): else a cross-origin script that sends a custom header
  * saw a network error where it would see the 301's page or the 404.
- * Preconditions are those of the file a GET would get with a 200 (RFC 9110
- * §13.2.1: an If-Match that fails is a 412 for OPTIONS too). */
+ * Conditional header fields are ignored: OPTIONS selects no representation
+ * (RFC 9110 §13.2.1: a server MUST ignore them with "a request method that
+ * does not involve the selection or modification of a selected
+ * representation, such as CONNECT, OPTIONS, or TRACE"). */
 __attribute__((noinline)) static int options(sv__resp *c)
 {
     static const char head[] = "HTTP/1.1 200 OK\r\n";
@@ -664,7 +665,6 @@ __attribute__((noinline)) static int options(sv__resp *c)
     if (c->req->target_form != SV_TF_ASTERISK) {
         char key[KEY_ROOM];
         size_t klen;
-        int conditional = 0;
         switch (resolve(c, &e, key, &klen)) {
         case R_DONE:
             return 0;
@@ -674,10 +674,8 @@ __attribute__((noinline)) static int options(sv__resp *c)
                 return sv__fail(c, 404);
             break;
         case R_DIR:
-            break;
         case R_FOUND:
         case R_SPA:
-            conditional = 1;
             break;
         }
         if (e.kind == SF_KIND_REDIRECT)
@@ -685,13 +683,6 @@ __attribute__((noinline)) static int options(sv__resp *c)
         if (e.kind != SF_KIND_FILE || e.nvariants == 0)
             return sv__fail(c, 500);
         h = e.variants[0].h200;
-        if (conditional) {
-            int vary = (e.flags & SF_ENTRY_NEGOTIABLE) != 0, idx = negotiate(c->req, &e);
-            set_last_modified(c, &e);
-            /* not where the GET gets a 406 */
-            if ((idx >= 0 || !vary) && preconditions(c, &e.variants[idx < 0 ? 0 : idx], vary, 0))
-                return 0;
-        }
     }
     c->plan->status = 200;
     sv__add(c->plan, head, sizeof head - 1);
