@@ -152,18 +152,23 @@ int sf_http_rfc850_year(int yy, int now)
     return y;
 }
 
-/* The current year, for rfc850-dates only (rare: no cache). */
-static int this_year(void)
+/* Unix second t as a civil date and second of the day. */
+static void civil_of(int64_t t, int64_t *y, unsigned *m, unsigned *d, int64_t *secs)
 {
-    time_t now = time(NULL);
-    struct tm tm;
-    return gmtime_r(&now, &tm) ? tm.tm_year + 1900 : 1970;
+    int64_t days = t >= 0 ? t / 86400 : -((-t + 86399) / 86400);
+    civil_from_days(days, y, m, d);
+    *secs = t - days * 86400;
 }
 
 int sf_http_date_parse(const char *s, size_t n, int64_t *t)
 {
+    return sf_http_date_parse_at(s, n, (int64_t)time(NULL), t);
+}
+
+int sf_http_date_parse_at(const char *s, size_t n, int64_t now, int64_t *t)
+{
     cur c = {s, n, 0};
-    int y, m, d, h, mi, sec;
+    int y, m, d, h, mi, sec, rfc850 = 0;
 
     if (day_name(&c, day_short) && lit(&c, ", ")) {
         /* IMF-fixdate */
@@ -177,7 +182,7 @@ int sf_http_date_parse(const char *s, size_t n, int64_t *t)
               digits(&c, 2, &y) && lit(&c, " ") && time_of_day(&c, &h, &mi, &sec) &&
               lit(&c, " GMT")))
             return -1;
-        y = sf_http_rfc850_year(y, this_year());
+        rfc850 = 1;
     } else if ((c.i = 0, day_name(&c, day_short)) && lit(&c, " ")) {
         /* asctime-date: day = 2DIGIT / ( SP DIGIT ) */
         if (!(month_of(&c, &m) && lit(&c, " ")))
@@ -193,9 +198,30 @@ int sf_http_date_parse(const char *s, size_t n, int64_t *t)
     } else {
         return -1;
     }
-    if (c.i != c.n || !valid_day(y, m, d))
+    int64_t ny = 1970, nsecs = 0;
+    unsigned nm = 1, nd = 1;
+    if (rfc850) {
+        civil_of(now, &ny, &nm, &nd, &nsecs);
+        if (ny < 0 || ny > 9999)
+            return -1;
+        y = sf_http_rfc850_year(y, (int)ny);
+    }
+    if (c.i != c.n)
         return -1;
-    *t = days_from_civil(y, (unsigned)m, (unsigned)d) * 86400 + h * 3600 + mi * 60 + sec;
+    const int64_t tod = h * 3600 + mi * 60 + sec;
+    /* RFC 9110 §5.6.7: "a timestamp that appears to be more than 50 years
+     * in the future" is the most recent past year with its digits. The year
+     * alone cannot tell that in the 50th year ahead: 31-Dec-76, read in
+     * December 2026, is more than 50 years ahead as 2076. Compared before
+     * the day is checked, so that 29-Feb-00 read in 2050 is 2000-02-29, not
+     * a 2100-02-29 that does not exist. (A 29 February of the 50th year
+     * ahead of a leap day counts as 1 March.) */
+    if (rfc850 && days_from_civil(y, (unsigned)m, (unsigned)d) * 86400 + tod >
+                      days_from_civil(ny + 50, nm, nd) * 86400 + nsecs)
+        y -= 100;
+    if (!valid_day(y, m, d))
+        return -1;
+    *t = days_from_civil(y, (unsigned)m, (unsigned)d) * 86400 + tod;
     return 0;
 }
 

@@ -74,6 +74,32 @@ TEST(httpdate_rfc850_two_digit_years)
     ASSERT_EQ(sf_http_rfc850_year(30, 2080), 2130);
 }
 
+/* In the 50th year ahead the year alone does not tell "more than 50 years
+ * in the future" (RFC 9110 §5.6.7): the timestamp does. Read at
+ * 2026-12-07 12:00:00, 31-Dec-76 is 2076-12-31, more than 50 years ahead,
+ * so 1976; 07-Dec-76 11:59:59 is not, so 2076; 12:00:01 is, so 1976. */
+TEST(httpdate_rfc850_fifty_years_by_date)
+{
+    const int64_t now = days_from(2026, 12, 7) * 86400 + 12 * 3600;
+    int64_t t;
+#define AT(s) (sf_http_date_parse_at(s, strlen(s), now, &t) == 0 ? t : INT64_MIN)
+    ASSERT_EQ(AT("Friday, 31-Dec-76 23:59:59 GMT"), days_from(1976, 12, 31) * 86400 + 86399);
+    ASSERT_EQ(AT("Monday, 07-Dec-76 11:59:59 GMT"), days_from(2076, 12, 7) * 86400 + 43199);
+    ASSERT_EQ(AT("Monday, 07-Dec-76 12:00:00 GMT"), days_from(2076, 12, 7) * 86400 + 43200);
+    ASSERT_EQ(AT("Monday, 07-Dec-76 12:00:01 GMT"), days_from(1976, 12, 7) * 86400 + 43201);
+    ASSERT_EQ(AT("Friday, 01-Jan-76 00:00:00 GMT"), days_from(2076, 1, 1) * 86400);
+    ASSERT_EQ(AT("Friday, 01-Jan-77 00:00:00 GMT"), days_from(1977, 1, 1) * 86400);
+    ASSERT_EQ(AT("Monday, 07-Dec-26 12:00:00 GMT"), now);
+    /* read in February 2050, 29-Feb-00 is more than 50 years ahead as
+     * 2100-02-29, a day that does not exist: 2000-02-29 */
+    const int64_t feb2050 = days_from(2050, 2, 1) * 86400;
+    ASSERT_EQ(sf_http_date_parse_at("Tuesday, 29-Feb-00 12:00:00 GMT", 31, feb2050, &t), 0);
+    ASSERT_EQ(t, days_from(2000, 2, 29) * 86400 + 43200);
+    /* the other forms do not depend on now */
+    ASSERT_EQ(AT("Thu, 31 Dec 2076 23:59:59 GMT"), days_from(2076, 12, 31) * 86400 + 86399);
+#undef AT
+}
+
 TEST(httpdate_invalid)
 {
     bad_date("");

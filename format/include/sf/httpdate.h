@@ -30,13 +30,21 @@ int sf_http_date_format(int64_t t, char out[SF_HTTP_DATE_LEN + 1]);
  *   asctime-date "Sun Nov  6 08:49:37 1994"
  * The day name is checked for syntax only (recipients are lenient there);
  * the day must exist in its month; second 60 (a leap second) is accepted.
- * Two-digit rfc850 years are read with sf_http_rfc850_year and the current
- * year. @return 0 and *t in Unix seconds, or -1 when invalid. */
+ * Two-digit rfc850 years are read against the current time, as
+ * sf_http_date_parse_at does. @return 0 and *t in Unix seconds, or -1 when
+ * invalid. */
 int sf_http_date_parse(const char *s, size_t n, int64_t *t);
+
+/* sf_http_date_parse with now (Unix seconds) for the current time: a
+ * two-digit rfc850 year is the one sf_http_rfc850_year gives for now's
+ * year, 100 years earlier when the timestamp is then more than 50 years
+ * after now (RFC 9110 §5.6.7; in the 50th year ahead the date decides). */
+int sf_http_date_parse_at(const char *s, size_t n, int64_t now, int64_t *t);
 
 /* The year an rfc850-date's two digits yy name when the current year is now:
  * the one with those digits that is at most 50 years in the future (a year
- * more than 50 years ahead is the most recent past one). */
+ * more than 50 years ahead is the most recent past one), judged by the year
+ * alone (sf_http_date_parse_at also looks at the date in the 50th year). */
 int sf_http_rfc850_year(int yy, int now);
 
 /* 1 when s[0, n) is a date a sender may generate: an IMF-fixdate of a day
