@@ -137,6 +137,20 @@ def t_if_modified_since_obsolete_date_forms(S):
     check_304(S, cond(S, BIG, [("If-Modified-Since", asctime)]), full, "IMS asctime %r" % asctime)
 
 
+def t_rfc850_date_more_than_50_years_ahead_is_past(S):
+    # RFC 9110 §5.6.7: an rfc850 timestamp that "appears to be more than 50 years in the
+    # future" is in the most recent past year with its two digits. 31 December of the year
+    # 50 years from now, at 23:59:59, is always more than 50 years ahead, though its year is
+    # only 50 ahead: it is 100 years earlier, before the file's date, so no 304.
+    import calendar
+    full = base(S, BIG)
+    y = time.gmtime().tm_year - 50
+    tm = time.gmtime(calendar.timegm((y, 12, 31, 23, 59, 59, 0, 0, 0)))
+    rfc850 = time.strftime("%A, %d-%b-%y %H:%M:%S GMT", tm)
+    r = cond(S, BIG, [("If-Modified-Since", rfc850)])
+    eq((r.status, r.body), (200, S.fixture.files[BIG]), "IMS %r (year %d)" % (rfc850, y))
+
+
 def t_if_none_match_overrides_if_modified_since(S):
     full = base(S, BIG)
     lm = st.http_date(full.need("Last-Modified"), "Last-Modified")
