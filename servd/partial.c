@@ -7,20 +7,28 @@
 
 #include <string.h>
 
+/* None of the ranges can be sent: 416 with the representation's length
+ * (RFC 9110 §14.4, §15.5.17) and a line of text that says so, as every
+ * other 4xx of servd's has (§15.5: "the server SHOULD send a representation
+ * containing an explanation of the error situation"). Range is GET's only,
+ * so there is always a body. */
 int sv__send_416(sv__resp *c, const sf_variant *v, int vary)
 {
+    static const char body[] = "416 Range Not Satisfiable\n";
     size_t n;
     char *h = sv__sfmt(c->scratch, &n,
                        "HTTP/1.1 416 Range Not Satisfiable\r\nContent-Range: bytes */%llu\r\n"
-                       "Content-Length: 0\r\n%s",
-                       (unsigned long long)v->body_len, vary ? SV__VARY_LINE : "");
+                       "Content-Type: text/plain; charset=utf-8\r\nContent-Length: %zu\r\n%s",
+                       (unsigned long long)v->body_len, sizeof body - 1, vary ? SV__VARY_LINE : "");
     if (!h)
         return sv__fail(c, 500);
     c->plan->status = 416;
     sv__add(c->plan, h, n);
-    if (sv__add_cors(c, v->h200, 1) != 0)
+    if (sv__add_cors(c, v->h200, 2) != 0)
         return sv__fail(c, 500);
     sv__add(c->plan, c->date, c->date_len);
+    sv__add(c->plan, body, sizeof body - 1);
+    c->plan->body_bytes = sizeof body - 1;
     return 0;
 }
 

@@ -135,6 +135,9 @@ def t_unsatisfiable_416(S):
         eq(r.status, 416, "Range %r status" % rng)
         eq(r.get("Content-Range"), "bytes */%d" % n, "Range %r Content-Range" % rng)
         eq(int(r.need("Content-Length")), len(r.body), "416 Content-Length")
+        # RFC 9110 §15.5: a 4xx SHOULD carry a representation explaining the error
+        eq((r.get("Content-Type"), r.body), ("text/plain; charset=utf-8",
+                                             b"416 Range Not Satisfiable\n"), "416 body")
         st.vary_accept_encoding(r, True, "416 of a negotiable file")
     r = rget(S, PNG, "bytes=999999-")
     eq(r.status, 416, "PNG unsatisfiable status")
@@ -212,7 +215,8 @@ def t_ranges_on_encoded_bytes(S):
         # Past the end of an encoded variant: 416 with the encoded length (HTTP.md:
         # unsatisfiable -> 416 with bytes */len of the selected representation).
         r = rget(S, BIG, "bytes=%d-" % n, ae=c)
-        eq((r.status, r.get("Content-Range"), r.body), (416, "bytes */%d" % n, b""),
+        eq((r.status, r.get("Content-Range"), r.get("Content-Encoding"), r.body),
+           (416, "bytes */%d" % n, None, b"416 Range Not Satisfiable\n"),
            "%s: a range past the encoded end" % c)
         st.vary_accept_encoding(r, True, "%s: the 416 of a range past the encoded end" % c)
     # Reassembling gzip slices gives a stream that decodes to the file.

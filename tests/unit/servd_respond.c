@@ -754,8 +754,9 @@ TEST(respond_cors_on_file_errors)
     ASSERT_EQ(has_header(cors), 1);
     ASSERT_EQ(get("/cors.json", "Range: bytes=20-\r\n"), 416);
     OUT_IS("HTTP/1.1 416 Range Not Satisfiable\r\nContent-Range: bytes */20\r\n"
-           "Content-Length: 0\r\nAccess-Control-Allow-Origin: *\r\n"
-           "access-control-allow-headers: X-Client\r\n" DATE_LINE "\r\n");
+           "Content-Type: text/plain; charset=utf-8\r\nContent-Length: 26\r\n"
+           "Access-Control-Allow-Origin: *\r\naccess-control-allow-headers: X-Client\r\n" DATE_LINE
+           "\r\n416 Range Not Satisfiable\n");
     ASSERT_EQ(get("/cors.txt", "Accept-Encoding: identity;q=0\r\n"), 406);
     OUT_IS("HTTP/1.1 406 Not Acceptable\r\nContent-Type: text/plain; charset=utf-8\r\n"
            "Content-Length: 55\r\nCache-Control: no-cache\r\nVary: Accept-Encoding\r\n"
@@ -763,7 +764,7 @@ TEST(respond_cors_on_file_errors)
            "\r\n406 Not Acceptable\nAvailable encodings: identity, gzip\n");
     /* a negotiable file's 416 carries Vary too */
     ASSERT_EQ(get("/cors.txt", "Range: bytes=4000-\r\n"), 416);
-    ASSERT_EQ(has_header("Content-Length: 0\r\nVary: Accept-Encoding\r\nAccess-Control-Allow-"
+    ASSERT_EQ(has_header("Content-Length: 26\r\nVary: Accept-Encoding\r\nAccess-Control-Allow-"
                          "Origin: *\r\naccess-control-allow-headers: X-Client\r\n"),
               1);
     ASSERT_EQ(run("HEAD /cors.json HTTP/1.1\r\nHost: t\r\nIf-Match: \"x\"\r\n\r\n"), 412);
@@ -1112,8 +1113,11 @@ TEST(respond_range_416)
 {
     open_pack(1);
     ASSERT_EQ(get("/img.png", "Range: bytes=20-\r\n"), 416);
+    /* with a body that says so (RFC 9110 §15.5: a 4xx SHOULD explain) */
     OUT_IS("HTTP/1.1 416 Range Not Satisfiable\r\nContent-Range: bytes */20\r\n"
-           "Content-Length: 0\r\n" DATE_LINE "\r\n");
+           "Content-Type: text/plain; charset=utf-8\r\nContent-Length: 26\r\n" DATE_LINE
+           "\r\n416 Range Not Satisfiable\n");
+    ASSERT_EQ(plan.body_bytes, 26);
     ASSERT_EQ(get("/app.js", "Range: bytes=4000-\r\n"), 416);
     ASSERT_EQ(has_header("Content-Range: bytes */"), 1);
     ASSERT_EQ(has_header("Vary: Accept-Encoding\r\n"), 1);
