@@ -99,16 +99,19 @@ typedef struct err_text {
     "HTTP/1.1 " #code " " reason "\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: "
 #define ERR_HEAD(code, reason, len)                                                                \
     ERR_UPTO_DIGITS(code, reason) #len "\r\nCache-Control: no-cache\r\n"
-#define ERR_BODY(code, reason) #code " " reason "\n"
+#define ERR_BODY(code, reason, more) #code " " reason "\n" more
 /* The body length is written by hand in the Content-Length line; the array
- * size below refuses to compile when it differs from the body. */
-#define ERR(code, reason, len)                                                                     \
+ * size below refuses to compile when it differs from the body. more: lines
+ * of text after the status's own (ERR: none). */
+#define ERR_MORE(code, reason, len, more)                                                          \
     {                                                                                              \
         code, reason, ERR_HEAD(code, reason, len), sizeof(ERR_HEAD(code, reason, len)) - 1,        \
-            sizeof(ERR_UPTO_DIGITS(code, reason)) - 1, sizeof(#len) - 1, ERR_BODY(code, reason),   \
-            sizeof(ERR_BODY(code, reason)) - 1 +                                                   \
-                0 * sizeof(char[sizeof(ERR_BODY(code, reason)) - 1 == len ? 1 : -1])               \
+            sizeof(ERR_UPTO_DIGITS(code, reason)) - 1, sizeof(#len) - 1,                           \
+            ERR_BODY(code, reason, more),                                                          \
+            sizeof(ERR_BODY(code, reason, more)) - 1 +                                             \
+                0 * sizeof(char[sizeof(ERR_BODY(code, reason, more)) - 1 == len ? 1 : -1])         \
     }
+#define ERR(code, reason, len) ERR_MORE(code, reason, len, "")
 
 /* clang-format off */
 static const err_text errors[] = {
@@ -125,7 +128,9 @@ static const err_text errors[] = {
     ERR(500, "Internal Server Error", 26),
     ERR(501, "Not Implemented", 20),
     ERR(503, "Service Unavailable", 24),
-    ERR(505, "HTTP Version Not Supported", 31),
+    /* RFC 9110 §15.6.6: its representation SHOULD say "what other
+     * protocols are supported by that server" */
+    ERR_MORE(505, "HTTP Version Not Supported", 67, "servd speaks HTTP/1.1 and HTTP/1.0.\n"),
 };
 /* clang-format on */
 

@@ -370,6 +370,9 @@ def t_versions(S):
         framing_error(S, H("GET / " + v, "Host: x"), (505, 400) if v == "HTTP/2" else 505,
                       "version %s" % v)
     framing_error(S, H("GET / HTTP/0.9", "Host: x"), (400, 505), "HTTP/0.9")
+    # RFC 9110 §15.6.6: the 505's representation SHOULD say what the server supports.
+    r = framing_error(S, H("GET / HTTP/2.0", "Host: x"), 505, "version HTTP/2.0")
+    ok(b"HTTP/1.1" in r.body and b"HTTP/1.0" in r.body, "505 body names the versions: %r" % r.body)
     # A higher minor version of HTTP/1 is answered as HTTP/1.1 (RFC 9110 §2.5) or refused.
     r = st.exchange(S.port, H("GET /tiny.txt HTTP/1.2", "Host: x"))
     ok(r.status in (200, 505), "HTTP/1.2: status %d" % r.status)

@@ -1299,7 +1299,9 @@ TEST(respond_error_texts)
         snprintf(want, sizeof want, "HTTP/1.1 %d %s\r\n", st[i], sv_status_reason(st[i]));
         ASSERT_EQ(strncmp(buf, want, strlen(want)), 0);
         const char *body = strstr(buf, "\r\n\r\n") + 4;
-        snprintf(want, sizeof want, "%d %s\n", st[i], sv_status_reason(st[i]));
+        snprintf(want, sizeof want, "%d %s\n%s", st[i], sv_status_reason(st[i]),
+                 /* RFC 9110 §15.6.6: the versions servd speaks */
+                 st[i] == 505 ? "servd speaks HTTP/1.1 and HTTP/1.0.\n" : "");
         ASSERT_STR_EQ(body, want);
         ASSERT_EQ(p.body_bytes, strlen(body));
         snprintf(want, sizeof want, "\r\nContent-Length: %zu\r\n", strlen(body));
