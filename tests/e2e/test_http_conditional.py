@@ -232,6 +232,41 @@ def t_options_ignores_preconditions(S):
     eq(cond(S, BIG, [("If-Match", '"nope"')]).status, 412, "GET with the same If-Match")
 
 
+def t_304_and_206_keep_expires_and_content_location(S):
+    """RFC 9110 §15.4.5: a 304 MUST carry the Content-Location, Date, ETag, Vary,
+    Cache-Control and Expires a 200 would; §15.3.7: so MUST a 206, single or multipart.
+    Expires and Content-Location come only from a rules file: a cache that freshens its
+    copy from a 304 without them keeps a stale Expires (RFC 9111 §4.3.4)."""
+    root = os.path.join(st.tmpdir(), "expires-cl")
+    os.makedirs(root, exist_ok=True)
+    data = b"".join(b"line %05d of a text long enough for gzip\n" % i for i in range(200))
+    with open(os.path.join(root, "doc.txt"), "wb") as f:
+        f.write(data)
+    rules = os.path.join(st.tmpdir(), "expires-cl.json")
+    with open(rules, "w") as f:
+        f.write('{"headers": [{"match": "/doc.txt", "name": "Expires", '
+                '"value": "Thu, 01 Jan 2037 00:00:00 GMT"}, {"match": "/doc.txt", '
+                '"name": "Content-Location", "value": "/doc.txt"}]}')
+    want = ("Thu, 01 Jan 2037 00:00:00 GMT", "/doc.txt")
+    with st.Servd(st.pack(root, extra=["--rules", rules])) as s:
+        for ae in ("identity", "gzip"):
+            full = st.get(s.port, "/doc.txt", [("Accept-Encoding", ae)])
+            eq((full.status, full.get("Expires"), full.get("Content-Location")), (200,) + want,
+               "%s: the 200" % ae)
+            r = st.get(s.port, "/doc.txt", [("Accept-Encoding", ae),
+                                            ("If-None-Match", full.need("ETag"))])
+            eq((r.status, r.get("Expires"), r.get("Content-Location"), r.get("ETag"),
+                r.get("Cache-Control")),
+               (304,) + want + (full.get("ETag"), full.get("Cache-Control")), "%s: the 304" % ae)
+            st.vary_accept_encoding(r, True, "%s: the 304" % ae)
+            r = st.get(s.port, "/doc.txt", [("Accept-Encoding", ae), ("Range", "bytes=0-9")])
+            eq((r.status, r.get("Expires"), r.get("Content-Location"), r.get("ETag")),
+               (206,) + want + (full.get("ETag"),), "%s: the 206" % ae)
+        r = st.get(s.port, "/doc.txt", [("Range", "bytes=0-9,20-29")])
+        eq((r.status, r.get("Expires"), r.get("Content-Location"), r.get("Content-Range")),
+           (206,) + want + (None,), "the multipart 206")
+
+
 def t_html_304_keeps_no_cache(S):
     full = base(S, HTML)
     eq(full.need("Cache-Control"), "no-cache", "HTML Cache-Control")
