@@ -125,6 +125,58 @@ def t_date_advances(S):
     ok(d2 - d1 >= 2, "Date did not advance over 2.1 s: %d -> %d" % (d1, d2))
 
 
+def t_date_follows_a_clock_step_that_timers_do_not(S):
+    """The wall clock of a running servd steps (an NTP step, a VM resumed): the Date
+    follows it within a second (RFC 9110 §6.6.1: the time of message origination), a
+    Last-Modified now ahead of it goes out as the Date (§8.8.2.1: an origin server "MUST
+    NOT generate a Last-Modified date that is later than the server's time of message
+    origination"), and idle timeouts, which run on the monotonic clock, neither fire
+    nor wait because of the step. clock_ahead.so's CLOCK_STEP_FILE moves time() and
+    CLOCK_REALTIME only."""
+    year = 365 * 86400
+    stepf = os.path.join(st.tmpdir(), "clock-step")
+
+    def set_step(sec):
+        with open(stepf + ".tmp", "w") as f:
+            f.write("%d\n" % sec)
+        os.replace(stepf + ".tmp", stepf)
+
+    def date_and_lm(port):
+        r = st.get(port, "/tiny.txt")
+        eq(r.status, 200, "status")
+        return (st.http_date(r.need("Date"), "Date"),
+                st.http_date(r.need("Last-Modified"), "Last-Modified"))
+
+    set_step(0)
+    env = st.preload_env(os.path.join(st.BUILD_DIR, "clock_ahead.so"), CLOCK_STEP_FILE=stepf)
+    with st.Servd(S.fixture.pack, env=env, extra=["--idle-timeout", "3"]) as s:
+        date, lm = date_and_lm(s.port)
+        ok(abs(date - time.time()) < 60 and lm <= date, "before the step: %d, %d" % (date, lm))
+        idle = st.Conn(s.port)  # keep-alive, idle after its first response
+        idle.send(st.req("GET", "/tiny.txt"))
+        eq(idle.read_response().status, 200, "the idle connection's request")
+        t0 = time.monotonic()
+        set_step(-2 * year)  # back two years: the file's date is now in the future
+        time.sleep(1.2)
+        date, lm2 = date_and_lm(s.port)
+        ok(abs(date - (time.time() - 2 * year)) < 60, "Date after a step back: %d" % date)
+        eq(lm2, date, "a Last-Modified ahead of the stepped clock goes out as the Date")
+        set_step(3 * year)
+        time.sleep(1.2)
+        date, lm3 = date_and_lm(s.port)
+        ok(abs(date - (time.time() + 3 * year)) < 60, "Date after a step ahead: %d" % date)
+        eq(lm3, lm, "the file's own Last-Modified once the clock is past it")
+        # the connection idle since before the steps closes 3 s after its response, not at
+        # once (3 years ahead) nor never (2 years back)
+        ok(not idle.closed_after(0.2), "idle connection closed by a clock step after %.1f s"
+           % (time.monotonic() - t0))
+        ok(idle.closed_after(5.0), "idle connection still open %.1f s after its response"
+           % (time.monotonic() - t0))
+        ok(time.monotonic() - t0 < 5.5, "idle timeout of 3 s took %.1f s"
+           % (time.monotonic() - t0))
+        idle.close()
+
+
 def t_keep_alive_default_http11(S):
     with st.Conn(S.port) as c:
         for i in range(5):
