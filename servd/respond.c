@@ -417,8 +417,8 @@ static inline __attribute__((always_inline)) int preconditions(sv__resp *c, cons
         if (!any_etag_match(req, "if-match", req->n_if_match, v->etag, 0))
             return fail_file(c, 412, vary, v->h200, NULL, NULL), 1;
     } else if (req->n_if_unmodified_since == 1 && c->lm >= SF_DATE_NORMALISED &&
-               sf_http_date_parse(req->if_unmodified_since.ptr, req->if_unmodified_since.len, &t) ==
-                   0 &&
+               sf_http_date_parse_at(req->if_unmodified_since.ptr, req->if_unmodified_since.len,
+                                     c->now, &t) == 0 &&
                c->lm > t) {
         return fail_file(c, 412, vary, v->h200, NULL, NULL), 1;
     }
@@ -426,8 +426,8 @@ static inline __attribute__((always_inline)) int preconditions(sv__resp *c, cons
         if (any_etag_match(req, "if-none-match", req->n_if_none_match, v->etag, 1))
             return send_304(c, v), 1;
     } else if (req->n_if_modified_since == 1 && c->lm >= SF_DATE_NORMALISED &&
-               sf_http_date_parse(req->if_modified_since.ptr, req->if_modified_since.len, &t) ==
-                   0 &&
+               sf_http_date_parse_at(req->if_modified_since.ptr, req->if_modified_since.len, c->now,
+                                     &t) == 0 &&
                c->lm <= t) {
         return send_304(c, v), 1;
     }

@@ -160,12 +160,9 @@ static void civil_of(int64_t t, int64_t *y, unsigned *m, unsigned *d, int64_t *s
     *secs = t - days * 86400;
 }
 
-int sf_http_date_parse(const char *s, size_t n, int64_t *t)
-{
-    return sf_http_date_parse_at(s, n, (int64_t)time(NULL), t);
-}
-
-int sf_http_date_parse_at(const char *s, size_t n, int64_t now, int64_t *t)
+/* The parse; now: the current time, or NULL to read the clock (only an
+ * rfc850-date needs it). */
+static int parse(const char *s, size_t n, const int64_t *now, int64_t *t)
 {
     cur c = {s, n, 0};
     int y, m, d, h, mi, sec, rfc850 = 0;
@@ -201,7 +198,7 @@ int sf_http_date_parse_at(const char *s, size_t n, int64_t now, int64_t *t)
     int64_t ny = 1970, nsecs = 0;
     unsigned nm = 1, nd = 1;
     if (rfc850) {
-        civil_of(now, &ny, &nm, &nd, &nsecs);
+        civil_of(now ? *now : (int64_t)time(NULL), &ny, &nm, &nd, &nsecs);
         if (ny < 0 || ny > 9999)
             return -1;
         y = sf_http_rfc850_year(y, (int)ny);
@@ -223,6 +220,16 @@ int sf_http_date_parse_at(const char *s, size_t n, int64_t now, int64_t *t)
         return -1;
     *t = days_from_civil(y, (unsigned)m, (unsigned)d) * 86400 + tod;
     return 0;
+}
+
+int sf_http_date_parse(const char *s, size_t n, int64_t *t)
+{
+    return parse(s, n, NULL, t);
+}
+
+int sf_http_date_parse_at(const char *s, size_t n, int64_t now, int64_t *t)
+{
+    return parse(s, n, &now, t);
 }
 
 int sf_http_date_sendable(const char *s, size_t n)
