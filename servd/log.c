@@ -14,6 +14,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,6 +49,7 @@ struct sv_log {
     int pending, reopen, stop;
     int write_failed;       /* reported once until a write succeeds again */
     int mid_line;           /* a failed write left part of a line in the file */
+    int piped;              /* not a regular file: a pipe, a socket (the journal's) */
     _Atomic uint64_t *lost; /* lines lost to failed writes (the metrics') */
     struct lworker *w;
 };
@@ -105,6 +107,31 @@ static int write_whole(int fd, const char *p, size_t n, size_t *done)
     return 0;
 }
 
+/* write_whole() for a pipe or socket, which another writer may share
+ * (standard error on standard output's pipe, as in 2>&1 and under
+ * systemd's StandardOutput=journal, another servd on the FIFO): whole lines
+ * in writes of at most PIPE_BUF bytes, which the kernel never interleaves
+ * with another writer's (a line is at most SV_LOG_LINE_MAX bytes). */
+static int write_lines(int fd, const char *p, size_t n, size_t *done)
+{
+    *done = 0;
+    while (*done < n) {
+        size_t len = n - *done;
+        if (len > PIPE_BUF) {
+            const char *nl = memrchr(p + *done, '\n', PIPE_BUF);
+            len = nl ? (size_t)(nl - (p + *done)) + 1 : PIPE_BUF;
+        }
+        size_t part;
+        int rc = write_whole(fd, p + *done, len, &part);
+        *done += part;
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
+_Static_assert(SV_LOG_LINE_MAX <= PIPE_BUF, "a line must fit in one atomic write to a pipe");
+
 static void write_all(sv_log *log, const char *p, size_t n)
 {
     size_t done = 0;
@@ -119,7 +146,7 @@ static void write_all(sv_log *log, const char *p, size_t n)
     int rc = log->mid_line ? write_whole(log->fd, "\n", 1, &done) : 0;
     if (rc == 0) {
         log->mid_line = 0;
-        rc = write_whole(log->fd, p, n, &done);
+        rc = log->piped ? write_lines(log->fd, p, n, &done) : write_whole(log->fd, p, n, &done);
     }
     if (rc != 0) {
         if (!log->write_failed)
@@ -158,6 +185,12 @@ static int open_log(const char *path)
     return fd;
 }
 
+static int is_piped(int fd)
+{
+    struct stat st;
+    return fstat(fd, &st) == 0 && !S_ISREG(st.st_mode);
+}
+
 static void do_reopen(sv_log *log)
 {
     int fd = open_log(log->path);
@@ -168,6 +201,7 @@ static void do_reopen(sv_log *log)
     }
     close(log->fd);
     log->fd = fd;
+    log->piped = is_piped(fd);
     log->mid_line = 0; /* the cut line stays in the old file */
 }
 
@@ -262,6 +296,7 @@ int sv_log_open(const char *path, int nworkers, sv_metrics *metrics, sv_log **ou
                  errno == ENXIO ? " (a FIFO nobody reads)" : "");
         goto out_free;
     }
+    log->piped = is_piped(log->fd);
     pthread_mutex_init(&log->wlock, NULL);
     pthread_cond_init(&log->wcond, NULL);
     int e = pthread_create(&log->thread, NULL, writer, log);

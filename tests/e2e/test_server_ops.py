@@ -11,6 +11,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -1191,6 +1192,66 @@ def t_access_log_to_standard_output():
         eq(os.listdir(cwd), [], "no file named '-'")
     finally:
         s.stop()
+
+
+def t_access_log_on_standard_output_keeps_messages_out_of_its_lines():
+    """--access-log - shares its pipe with standard error under systemd
+    (StandardOutput=journal: both are the journal's one stream) and with 2>&1: a message
+    never lands inside an access-log line, while a slow reader keeps the pipe full (the
+    journal's stream) and SIGHUPs make messages. (2026-12-07: the log's 64 KiB writes were
+    cut by the messages, ~80 lines in 15 s.)"""
+    port = st.free_port()
+    proc = subprocess.Popen([st.SERVD, "--pack", pack(), "--listen", "127.0.0.1:%d" % port,
+                             "--workers", "2", "--access-log", "-"], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    got, stop, sent = [], [], [0] * 3
+
+    def reader():  # about 200 KB/s until the clients stop: slower than the lines come
+        while True:
+            d = proc.stdout.read1(1024)
+            if not d:
+                return
+            got.append(d)
+            if not stop:
+                time.sleep(0.005)
+
+    def client(i):
+        with st.Conn(port) as c:
+            while not stop:
+                c.send(st.req("GET", "/index.html?c=%d-%d" % (i, sent[i]),
+                              headers=[("User-Agent", "shared-pipe")]))
+                eq(c.read_response().status, 200, "GET")
+                sent[i] += 1
+
+    rt = threading.Thread(target=reader)
+    rt.start()
+    try:
+        deadline = time.time() + st.START_TIMEOUT
+        while b"listening on" not in b"".join(got) and time.time() < deadline:
+            time.sleep(0.02)
+        ts = [threading.Thread(target=client, args=(i,)) for i in range(3)]
+        for t in ts:
+            t.start()
+        t0 = time.time()
+        while time.time() - t0 < 4:
+            proc.send_signal(signal.SIGHUP)  # "... nothing to reload", on standard error
+            time.sleep(0.01)
+        stop.append(1)
+        for t in ts:
+            t.join()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=st.STOP_TIMEOUT)
+        rt.join()
+    eq(proc.returncode, 0, "exit status after SIGTERM")
+    lines = b"".join(got).decode("latin-1").splitlines()
+    broken = [ln for ln in lines if not ln.startswith("servd: ") and not LOG_LINE.match(ln)]
+    eq(broken[:5], [], "lines cut by another line")
+    # lines the writer could not pass on in time are dropped (and counted), never cut
+    targets = [LOG_LINE.match(ln).group(3) for ln in lines if '"shared-pipe"' in ln]
+    ok(len(targets) > 1000, "access-log lines: %d of %d" % (len(targets), sum(sent)))
+    eq(len(set(targets)), len(targets), "access-log lines written twice")
+    ok(sum("nothing to reload" in ln for ln in lines) > 10, "messages on the same pipe")
 
 
 def t_access_log_over_the_file_size_limit_loses_lines_not_the_server():
