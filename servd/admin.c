@@ -393,7 +393,7 @@ static void on_listen(uv_poll_t *p, int status, int events)
     if (status < 0)
         return;
     for (int i = 0; i < SV_ACCEPT_BATCH; i++) {
-        int fd = sv__accept_one(a->lfd);
+        int fd = sv__accept_one(a->lfd, NULL);
         if (fd == SV_ACCEPT_NONE)
             return;
         if (fd == SV_ACCEPT_PAUSE) {

@@ -645,7 +645,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 
 /* ---- Entry points from worker.c ---- */
 
-void sv__conn_accept(sv_worker *w, int fd)
+void sv__conn_accept(sv_worker *w, int fd, const struct sockaddr_storage *peer)
 {
     sv_conn *c = calloc(1, sizeof *c);
     if (!c) {
@@ -655,11 +655,8 @@ void sv__conn_accept(sv_worker *w, int fd)
     }
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    if (w->log) {
-        socklen_t len = sizeof c->peer;
-        if (getpeername(fd, &c->peer.sa, &len) != 0)
-            c->peer.sa.sa_family = 0;
-    }
+    if (w->log && (peer->ss_family == AF_INET || peer->ss_family == AF_INET6))
+        memcpy(&c->peer, peer, sizeof c->peer);
     uv_tcp_init(&w->loop, &c->tcp); /* no socket yet (AF_UNSPEC): cannot fail */
     c->w = w;
     c->state = SV_CS_OPEN;

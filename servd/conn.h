@@ -76,9 +76,9 @@ typedef struct sv_conn {
     } peer; /* filled only with an access log */
 } sv_conn;
 
-/* Takes an accepted, non-blocking socket fd and starts serving it. Closes
- * the fd on failure. */
-void sv__conn_accept(sv_worker *w, int fd);
+/* Takes an accepted, non-blocking socket fd, from the client at peer, and
+ * starts serving it. Closes the fd on failure. */
+void sv__conn_accept(sv_worker *w, int fd, const struct sockaddr_storage *peer);
 
 /* Bytes of c's responses libuv still holds (its write queue). */
 size_t sv__conn_queued(sv_conn *c);

@@ -331,13 +331,16 @@ int sv__peek_input(uv_tcp_t *t);
 
 /* Accepts one connection from the non-blocking listening socket lfd
  * (non-blocking and close-on-exec itself), skipping those aborted before
- * their turn. @return its descriptor; SV_ACCEPT_NONE when none waits; or
+ * their turn; its client's address in *peer unless peer is NULL (as
+ * accept(2) tells it: getpeername(2) fails once the client has reset, and
+ * the access log would lose the address of a request sent before the reset).
+ * @return its descriptor; SV_ACCEPT_NONE when none waits; or
  * SV_ACCEPT_PAUSE, with errno, when accepting must pause: out of
  * descriptors or memory, or an error that would come back at once, which
  * leaves the waiting connections in the backlog instead of spinning. */
 #define SV_ACCEPT_NONE  (-1)
 #define SV_ACCEPT_PAUSE (-2)
-int sv__accept_one(int lfd);
+int sv__accept_one(int lfd, struct sockaddr_storage *peer);
 
 /* Says on standard error the accept failure e that paused accepting on
  * who's listener ("worker 1", "admin"): once, and again only for another

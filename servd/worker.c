@@ -66,7 +66,7 @@ static void on_accept_pause_end(uv_timer_t *t)
  * is parsed: the request field is "-"). What arrived with the connection is
  * read first, without waiting: a HEAD gets its 503 without the body (RFC
  * 9110 §9.3.2); a request yet to come is answered as a GET would be. */
-static void reject(sv_worker *w, int fd)
+static void reject(sv_worker *w, int fd, const struct sockaddr_storage *peer)
 {
     sv__clock(w);
     ssize_t got = recv(fd, w->rbuf, sizeof w->rbuf, MSG_DONTWAIT);
@@ -80,12 +80,8 @@ static void reject(sv_worker *w, int fd)
     if (r > 0)
         sv__count(&w->ctr->bytes_sent, (uint64_t)r);
     if (w->log) {
-        struct sockaddr_storage peer;
-        socklen_t plen = sizeof peer;
         sv_log_entry e = {0};
-        e.peer = getpeername(fd, (struct sockaddr *)&peer, &plen) == 0
-                     ? (const struct sockaddr *)&peer
-                     : NULL;
+        e.peer = (const struct sockaddr *)peer;
         e.time = w->logtime;
         e.time_len = w->logtime_len;
         e.status = 503;
@@ -105,10 +101,12 @@ void sv__drop_arrived(int fd, char *buf, size_t len)
         ;
 }
 
-int sv__accept_one(int lfd)
+int sv__accept_one(int lfd, struct sockaddr_storage *peer)
 {
     for (;;) {
-        int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        socklen_t len = sizeof *peer;
+        int fd =
+            accept4(lfd, (struct sockaddr *)peer, peer ? &len : NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd >= 0)
             return fd;
         if (errno == EAGAIN || errno == EWOULDBLOCK)
@@ -163,7 +161,8 @@ static void on_listen(uv_poll_t *p, int status, int events)
             }
             may_reclaim = 0;
         }
-        int fd = sv__accept_one(lfd);
+        struct sockaddr_storage peer;
+        int fd = sv__accept_one(lfd, &peer);
         if (fd == SV_ACCEPT_NONE)
             return;
         if (fd == SV_ACCEPT_PAUSE) {
@@ -185,9 +184,9 @@ static void on_listen(uv_poll_t *p, int status, int events)
             return;
         }
         if (w->nconns >= w->cfg->max_conns) {
-            reject(w, fd);
+            reject(w, fd, &peer);
         } else {
-            sv__conn_accept(w, fd);
+            sv__conn_accept(w, fd, &peer);
             /* If that took the last slot, room for a next client is made
              * only once one waits after a turn: looked for now, it cost a
              * connection for a client that may not exist. */

@@ -9,6 +9,7 @@ import random
 import re
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -1403,6 +1404,50 @@ def t_over_max_conns_503_is_counted_and_logged():
         eq(len(lines), 2, "access log lines")
         eq(LOG_LINE.match(lines[1]).group(3, 4), ("-", "503"), "the 503 in the access log")
         held.close()
+
+
+def t_access_log_names_a_client_that_reset_before_its_accept():
+    """A client that sends its request and resets before servd accepts it (a load
+    balancer's abort, a scanner; a backlog under load) is still logged with its
+    address, as accept(2) gives it: goaccess and the like count a line without one as
+    invalid. (2026-12-07: "-", from a getpeername(2) that fails after the reset; the 503
+    over --max-conns likewise.)"""
+    log = os.path.join(st.tmpdir(), "reset.log")
+    if os.path.exists(log):
+        os.unlink(log)
+    adm = st.free_port()
+    with st.Servd(pack(), extra=["--max-conns", "1", "--access-log", log, "--admin",
+                                 "127.0.0.1:%d" % adm]) as s:
+        # the start-up probe's connection is released; then the one connection allowed,
+        # in the middle of its request (not idle: it keeps its place), so that the next
+        # client gets 503
+        st.wait_metrics(adm, lambda m: m["servd_connections_accepted_total"] >= 1 and
+                        m["servd_connections_open"] == 0)
+        held = st.Conn(s.port)
+        held.send(b"GET /index.html HTTP/1.1\r\n")
+        st.wait_metrics(adm, lambda m: m["servd_connections_open"] == 1)
+
+        def reset_before_accept(target):
+            try:
+                st.freeze(s.proc)
+                c = socket.create_connection(("127.0.0.1", s.port), timeout=5)
+                c.sendall(st.req("GET", target))
+                c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                c.close()  # a RST
+                time.sleep(0.05)
+            finally:
+                s.proc.send_signal(signal.SIGCONT)
+        reset_before_accept("/index.html?over-max-conns")
+        held.send(b"Host: a\r\n\r\n")
+        eq(held.read_response().status, 200, "the connection within --max-conns")
+        held.close()
+        time.sleep(0.2)
+        reset_before_accept("/index.html?served")
+        lines = read_lines(log, 3)
+        eq(len(lines), 3, "access log lines: %r" % lines)
+        eq([LOG_LINE.match(ln).group(1, 3, 4) for ln in (lines[0], lines[2])],
+           [("127.0.0.1", "-", "503"), ("127.0.0.1", "GET /index.html?served HTTP/1.1", "200")],
+           "the clients' lines")
 
 
 def t_fifo_at_the_pack_path_is_refused_and_signals_still_work():
