@@ -1438,6 +1438,9 @@ def t_access_log_names_a_client_that_reset_before_its_accept():
             finally:
                 s.proc.send_signal(signal.SIGCONT)
         reset_before_accept("/index.html?over-max-conns")
+        # (its 503 before the held request ends: the two are in one loop turn otherwise,
+        # and the log's order is the turn's)
+        st.wait_metrics(adm, lambda m: m["servd_connections_rejected_total"] >= 1)
         held.send(b"Host: a\r\n\r\n")
         eq(held.read_response().status, 200, "the connection within --max-conns")
         held.close()
