@@ -538,6 +538,38 @@ TEST(mime_decide_libmagic_fallback)
     }
 }
 
+TEST(mime_decide_large_json)
+{
+    /* libmagic's JSON test needs the whole document, and libmagic sees
+     * 64 KiB of a file: a larger apple-app-site-association (Apple allows
+     * 128 KB and fetches it as application/json) or TopoJSON map (which an
+     * import with type: "json" refuses as text) is still JSON */
+    size_t n = 0, cap = 200000;
+    char *doc = malloc(cap);
+    ASSERT(doc != NULL);
+    n += (size_t)snprintf(doc + n, cap - n, "\n{\"applinks\": {\"details\": [");
+    for (int i = 0; n + 100 < cap - 100; i++)
+        n += (size_t)snprintf(doc + n, cap - n, "%s{\"appID\": \"ABCDE12345.com.example.%d\"}",
+                              i ? ", " : "", i);
+    n += (size_t)snprintf(doc + n, cap - n, "]}}\n");
+    ASSERT(n > 150000);
+    const char *names[] = {"/.well-known/apple-app-site-association", "/world.topojson"};
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
+        char *t = decide(names[k], NULL, doc, n);
+        ASSERT_STR_EQ(t, "application/json");
+        free(t);
+    }
+    /* text that only opens like JSON stays text, and so does JSON cut short */
+    char *t = decide("/notes", NULL, doc, n - 3);
+    ASSERT_STR_EQ(t, "text/plain; charset=utf-8");
+    free(t);
+    memcpy(doc, "[section]\n", 10);
+    t = decide("/settings", NULL, doc, n);
+    ASSERT_STR_EQ(t, "text/plain; charset=utf-8");
+    free(t);
+    free(doc);
+}
+
 TEST(mime_probe_for_files_of_no_known_type)
 {
     /* a glTF-like buffer of floats: compressed; random bytes: not */
