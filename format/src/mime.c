@@ -90,6 +90,7 @@ static const ext_type table[] = {
     {"tiff", "image/tiff"},
     {"toml", "application/toml"},
     {"ts", "video/mp2t"}, /* MPEG-TS (HLS segments); servd-pack types TypeScript apart */
+    {"tsv", "text/tab-separated-values"},
     {"ttc", "font/collection"},
     {"ttf", "font/ttf"},
     {"txt", "text/plain"},
@@ -106,6 +107,7 @@ static const ext_type table[] = {
     {"xhtml", "application/xhtml+xml"},
     {"xml", "application/xml"},
     {"xsl", "application/xslt+xml"},
+    {"xslt", "application/xslt+xml"},
     {"xz", "application/x-xz"},
     {"yaml", "application/yaml"},
     {"yml", "application/yaml"},

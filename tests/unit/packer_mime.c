@@ -65,6 +65,11 @@ TEST(mime_table_web_types)
     ASSERT_EQ(pk_mime_class("application/vnd.google-earth.kml+xml"), PK_CLASS_TEXT);
     ASSERT_STR_EQ(ext("/feed.rss"), "application/rss+xml");
     ASSERT_STR_EQ(ext("/feed.atom"), "application/atom+xml");
+    /* IANA's types, as Debian's mime.types (Apache's) and Caddy give them;
+     * libmagic calls these text/plain and text/xml */
+    ASSERT_STR_EQ(ext("/data/counts.tsv"), "text/tab-separated-values");
+    ASSERT_STR_EQ(ext("/feed.xsl"), "application/xslt+xml");
+    ASSERT_STR_EQ(ext("/feed.xslt"), "application/xslt+xml");
     /* Streaming, 3D and newer web types. */
     ASSERT_STR_EQ(ext("/live/index.m3u8"), "application/vnd.apple.mpegurl");
     ASSERT_STR_EQ(ext("/live/seg001.ts"), "video/mp2t");
