@@ -124,8 +124,12 @@ void sf_keep_attributes(const char *tmp, const char *final_path, mode_t fresh)
     /* an empty file is a placeholder (mktemp's is 0600): a new file */
     if (stat(final_path, &old) == 0 && S_ISREG(old.st_mode) && old.st_size > 0) {
         /* root can give both; another user only a group it is in */
-        if (chown(tmp, old.st_uid, old.st_gid) != 0)
-            (void)chown(tmp, (uid_t)-1, old.st_gid);
+        if (chown(tmp, old.st_uid, old.st_gid) != 0) {
+            /* a result kept and dropped: a (void) cast does not silence
+             * gcc's warn_unused_result, which _FORTIFY_SOURCE puts on chown */
+            int r = chown(tmp, (uid_t)-1, old.st_gid);
+            (void)r;
+        }
         if (stat(tmp, &now) == 0 && now.st_uid == old.st_uid && now.st_gid == old.st_gid)
             mode = old.st_mode & 0777;
     }
