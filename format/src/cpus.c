@@ -66,10 +66,14 @@ static int is_hierarchy(const char *rest, const char *controller)
 typedef unsigned long long parse_fn(const char *text);
 typedef unsigned long long limit_fn(const char *dir, const char *file, parse_fn *parse);
 
+/* Room for a directory of cgroup_limit() (PATH_MAX + 64), a slash and a
+ * file name: a shorter buffer could cut the name off. */
+#define LIMIT_PATH_MAX (PATH_MAX + 128)
+
 /* The limit that file in dir sets, or 0 for none. */
 static unsigned long long file_limit(const char *dir, const char *file, parse_fn *parse)
 {
-    char path[PATH_MAX + 64], text[128];
+    char path[LIMIT_PATH_MAX], text[128];
     snprintf(path, sizeof path, "%s/%s", dir, file);
     return slurp(path, text, sizeof text) == 0 ? parse(text) : 0;
 }
@@ -79,7 +83,7 @@ static unsigned long long file_limit(const char *dir, const char *file, parse_fn
  * not used.) */
 static unsigned long long v1_cpus(const char *dir, const char *file, parse_fn *parse)
 {
-    char path[PATH_MAX + 64], text[128];
+    char path[LIMIT_PATH_MAX], text[128];
     long long quota;
     unsigned long long period;
     (void)file;
