@@ -37,6 +37,10 @@ static void civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d)
     *y = (int64_t)yoe + era * 400 + (*m <= 2);
 }
 
+/* The Unix seconds of years 0 to 9999, those a date can have. */
+#define MIN_T (-62167219200LL) /* 0000-01-01T00:00:00Z */
+#define MAX_T 253402300799LL   /* 9999-12-31T23:59:59Z */
+
 /* Writes v as exactly k decimal digits (v < 10^k). */
 static void put_digits(char *p, unsigned v, int k)
 {
@@ -46,13 +50,11 @@ static void put_digits(char *p, unsigned v, int k)
 
 int sf_http_date_format(int64_t t, char out[SF_HTTP_DATE_LEN + 1])
 {
-    const int64_t min_t = -62167219200LL; /* 0000-01-01T00:00:00Z */
-    const int64_t max_t = 253402300799LL; /* 9999-12-31T23:59:59Z */
-    int clamped = t < min_t || t > max_t;
-    if (t < min_t)
-        t = min_t;
-    if (t > max_t)
-        t = max_t;
+    int clamped = t < MIN_T || t > MAX_T;
+    if (t < MIN_T)
+        t = MIN_T;
+    if (t > MAX_T)
+        t = MAX_T;
     int64_t days = t >= 0 ? t / 86400 : -((-t + 86399) / 86400);
     int64_t secs = t - days * 86400;
     int64_t y;
@@ -198,9 +200,12 @@ static int parse(const char *s, size_t n, const int64_t *now, int64_t *t)
     int64_t ny = 1970, nsecs = 0;
     unsigned nm = 1, nd = 1;
     if (rfc850) {
-        civil_of(now ? *now : (int64_t)time(NULL), &ny, &nm, &nd, &nsecs);
-        if (ny < 0 || ny > 9999)
+        /* (checked before civil_of, whose negation overflows near
+         * INT64_MIN) */
+        const int64_t at = now ? *now : (int64_t)time(NULL);
+        if (at < MIN_T || at > MAX_T)
             return -1;
+        civil_of(at, &ny, &nm, &nd, &nsecs);
         y = sf_http_rfc850_year(y, (int)ny);
     }
     if (c.i != c.n)

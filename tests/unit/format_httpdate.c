@@ -100,6 +100,26 @@ TEST(httpdate_rfc850_fifty_years_by_date)
 #undef AT
 }
 
+/* An rfc850-date read at a time outside years 0 to 9999 is refused, however
+ * far outside: at INT64_MIN the day count of now was a negation that
+ * overflows (undefined behaviour, -fsanitize=undefined stops there). */
+TEST(httpdate_rfc850_now_out_of_range)
+{
+    static const char d[] = "Friday, 31-Dec-76 23:59:59 GMT";
+    const int64_t min_t = days_from(0, 1, 1) * 86400, max_t = days_from(10000, 1, 1) * 86400 - 1;
+    const int64_t bad[] = {INT64_MIN, INT64_MIN + 1, INT64_MIN + 86399,
+                           min_t - 1, max_t + 1,     INT64_MAX};
+    int64_t t;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        ASSERT_EQ(sf_http_date_parse_at(d, sizeof d - 1, bad[i], &t), -1);
+    ASSERT_EQ(sf_http_date_parse_at(d, sizeof d - 1, min_t, &t), 0);
+    ASSERT_EQ(t, days_from(-24, 12, 31) * 86400 + 86399);
+    ASSERT_EQ(sf_http_date_parse_at(d, sizeof d - 1, max_t, &t), 0);
+    ASSERT_EQ(t, days_from(9976, 12, 31) * 86400 + 86399);
+    /* the other forms do not read now at all */
+    ASSERT_EQ(sf_http_date_parse_at("Thu, 31 Dec 2076 23:59:59 GMT", 29, INT64_MIN, &t), 0);
+}
+
 TEST(httpdate_invalid)
 {
     bad_date("");
