@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,8 +89,11 @@ static void hand_over(sv_log *log, struct lworker *lw)
         wake(log, &log->pending);
 }
 
-/* Writes p[0, n) whole. @return 0; or -1, with *done the bytes that went
- * out and errno the cause (0: the file took no more, as at ulimit -f). */
+/* Writes p[0, n) whole, waiting for room as a blocking write would: standard
+ * output may be a pipe made non-blocking by another process that shares it
+ * (a parent on libuv), where a full pipe is EAGAIN. @return 0; or -1, with
+ * *done the bytes that went out and errno the cause (0: the file took no
+ * more, as at ulimit -f). */
 static int write_whole(int fd, const char *p, size_t n, size_t *done)
 {
     *done = 0;
@@ -97,6 +101,12 @@ static int write_whole(int fd, const char *p, size_t n, size_t *done)
         ssize_t r = write(fd, p + *done, n - *done);
         if (r < 0 && errno == EINTR)
             continue;
+        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            struct pollfd pfd = {.fd = fd, .events = POLLOUT};
+            if (poll(&pfd, 1, -1) >= 0 || errno == EINTR)
+                continue;
+            return -1;
+        }
         if (r <= 0) {
             if (r == 0)
                 errno = 0;

@@ -1255,6 +1255,52 @@ def t_access_log_on_standard_output_keeps_messages_out_of_its_lines():
     ok(sum("nothing to reload" in ln for ln in lines) > 10, "messages on the same pipe")
 
 
+def t_access_log_on_a_non_blocking_standard_output_waits_for_its_reader():
+    """Standard output may be a pipe whose other users made it non-blocking (a parent on
+    libuv, as Node, passes its own stdout on: O_NONBLOCK is the open file's, shared): a
+    full pipe is then EAGAIN, not a wait. The log thread waits for room as it does on a
+    blocking pipe; it lost the lines and said it could not write (2026-12-07)."""
+    port = st.free_port()
+    r, w = os.pipe()
+    os.set_blocking(w, False)
+    proc = subprocess.Popen([st.SERVD, "--pack", pack(), "--listen", "127.0.0.1:%d" % port,
+                             "--workers", "1", "--access-log", "-"], stdout=w,
+                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    os.close(w)
+    got, n = [], 2000  # ~240 KB of lines: the pipe (64 KiB) fills while nobody reads
+    rt = threading.Thread(target=lambda: got.extend(iter(lambda: os.read(r, 65536), b"")))
+    try:
+        deadline = time.time() + st.START_TIMEOUT
+        while True:
+            try:
+                c = st.Conn(port)
+                break
+            except OSError:
+                ok(time.time() < deadline, "servd did not start")
+                time.sleep(0.05)
+        with c:
+            for i in range(n):
+                c.send(st.req("GET", "/index.html?nb-%d" % i))
+                eq(c.read_response().status, 200, "GET")
+        time.sleep(1.5)  # lines reach the log thread within a second; the pipe is full
+        rt.start()
+        deadline = time.time() + 10
+        while b"".join(got).count(b"?nb-") < n and time.time() < deadline:
+            time.sleep(0.05)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        err = proc.communicate(timeout=st.STOP_TIMEOUT)[1].decode("latin-1")
+        if not rt.is_alive() and not rt.ident:
+            rt.start()
+        rt.join()
+        os.close(r)
+    eq(proc.returncode, 0, "exit status after SIGTERM")
+    ok("cannot write the access log" not in err, "a full pipe said: %s" % err)
+    lines = [ln for ln in b"".join(got).decode("latin-1").splitlines() if "?nb-" in ln]
+    eq(len(lines), n, "access-log lines")
+    ok(all(LOG_LINE.match(ln) for ln in lines), "whole lines")
+
+
 def t_access_log_over_the_file_size_limit_loses_lines_not_the_server():
     """A file size limit (ulimit -f, LimitFSIZE=) reached by the access log: the default
     action of SIGXFSZ killed servd, silently. The write must fail instead (EFBIG), the
