@@ -41,6 +41,16 @@ static void civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d)
 #define MIN_T (-62167219200LL) /* 0000-01-01T00:00:00Z */
 #define MAX_T 253402300799LL   /* 9999-12-31T23:59:59Z */
 
+/* Unix second t (years 0 to 9999) as a civil date and second of the day.
+ * @return its day since 1970-01-01. */
+static int64_t civil_of(int64_t t, int64_t *y, unsigned *m, unsigned *d, int64_t *secs)
+{
+    int64_t days = t >= 0 ? t / 86400 : -((-t + 86399) / 86400);
+    civil_from_days(days, y, m, d);
+    *secs = t - days * 86400;
+    return days;
+}
+
 /* Writes v as exactly k decimal digits (v < 10^k). */
 static void put_digits(char *p, unsigned v, int k)
 {
@@ -55,11 +65,9 @@ int sf_http_date_format(int64_t t, char out[SF_HTTP_DATE_LEN + 1])
         t = MIN_T;
     if (t > MAX_T)
         t = MAX_T;
-    int64_t days = t >= 0 ? t / 86400 : -((-t + 86399) / 86400);
-    int64_t secs = t - days * 86400;
-    int64_t y;
+    int64_t y, secs;
     unsigned m, d;
-    civil_from_days(days, &y, &m, &d);
+    int64_t days = civil_of(t, &y, &m, &d, &secs);
     int64_t wd = (days % 7 + 7 + 3) % 7; /* 1970-01-01 was a Thursday, day_short[3] */
     char *o = out;
     memcpy(o, day_short[wd], 3);
@@ -152,14 +160,6 @@ int sf_http_rfc850_year(int yy, int now)
     else if (y <= now - 50)
         y += 100;
     return y;
-}
-
-/* Unix second t as a civil date and second of the day. */
-static void civil_of(int64_t t, int64_t *y, unsigned *m, unsigned *d, int64_t *secs)
-{
-    int64_t days = t >= 0 ? t / 86400 : -((-t + 86399) / 86400);
-    civil_from_days(days, y, m, d);
-    *secs = t - days * 86400;
 }
 
 /* The parse; now: the current time, or NULL to read the clock (only an
