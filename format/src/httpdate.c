@@ -221,7 +221,9 @@ static int parse(const char *s, size_t n, const int64_t *now, int64_t *t)
     if (rfc850 && days_from_civil(y, (unsigned)m, (unsigned)d) * 86400 + tod >
                       days_from_civil(ny + 50, nm, nd) * 86400 + nsecs)
         y -= 100;
-    if (!valid_day(y, m, d))
+    /* (an rfc850-date read in the years 0-49 or 9950-9999 can name a year
+     * outside 0-9999, which no other form can) */
+    if (y < 0 || y > 9999 || !valid_day(y, m, d))
         return -1;
     *t = days_from_civil(y, (unsigned)m, (unsigned)d) * 86400 + tod;
     return 0;

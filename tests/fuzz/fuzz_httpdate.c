@@ -5,7 +5,9 @@
  * copy (ASan catches any read past the end). A date that parses must be
  * inside the years 0..9999 and its IMF-fixdate must parse back to the same
  * second (a leap second, :60, is the next second). A sendable date must
- * parse, and be exactly what sf_http_date_format writes for it.
+ * parse, and be exactly what sf_http_date_format writes for it. So must a
+ * date sf_http_date_parse_at parses at any now, INT64_MIN and INT64_MAX
+ * among them.
  */
 #include "sf/httpdate.h"
 
@@ -38,6 +40,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             (sf_http_date_parse(out, SF_HTTP_DATE_LEN, &back) != 0 || back != t))
             die("the formatted date does not parse back to the same second", data, size);
     }
+    /* read at the ends of the years 0..9999 and far outside them (an
+     * rfc850-date's century is judged against now): the same bounds */
+    static const int64_t nows[] = {INT64_MIN, -62167219200LL, 0, 253402300799LL, INT64_MAX};
+    for (size_t i = 0; i < sizeof nows / sizeof nows[0]; i++)
+        if (sf_http_date_parse_at(in, size, nows[i], &back) == 0 &&
+            (back < -62167219200LL || back > 253402300800LL))
+            die("outside the years 0..9999 (parse_at)", data, size);
     if (sf_http_date_sendable(in, size)) {
         if (!parsed)
             die("sendable but not parsed", data, size);

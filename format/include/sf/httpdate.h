@@ -39,7 +39,8 @@ int sf_http_date_parse(const char *s, size_t n, int64_t *t);
  * two-digit rfc850 year is the one sf_http_rfc850_year gives for now's
  * year, 100 years earlier when the timestamp is then more than 50 years
  * after now (RFC 9110 §5.6.7; in the 50th year ahead the date decides).
- * An rfc850-date is invalid (-1) when now is outside years 0 to 9999. */
+ * An rfc850-date is invalid (-1) when now, or the year it names, is
+ * outside years 0 to 9999. */
 int sf_http_date_parse_at(const char *s, size_t n, int64_t now, int64_t *t);
 
 /* The year an rfc850-date's two digits yy name when the current year is now:
