@@ -68,7 +68,7 @@ typedef struct aconn {
     sv_link link; /* in a->live until it closes */
     uint64_t t_accept;
     unsigned char peer[16]; /* the client's address, without its port */
-    unsigned char peer_len; /* 4, 16, or 0 when getpeername failed */
+    unsigned char peer_len; /* 4, 16, or 0 for another family */
     uv_timer_t timer;
     uv_write_t wr;
     uv_shutdown_t shut;
@@ -277,17 +277,15 @@ static void on_pause_end(uv_timer_t *t)
         uv_timer_start(&a->pause, on_pause_end, SV_ACCEPT_PAUSE_MS, 0);
 }
 
-static void set_peer(aconn *c, int fd)
+/* The client's address as accept(2) gave it (getpeername(2) fails once
+ * the client has reset). */
+static void set_peer(aconn *c, const struct sockaddr_storage *ss)
 {
-    struct sockaddr_storage ss;
-    socklen_t len = sizeof ss;
-    if (getpeername(fd, (struct sockaddr *)&ss, &len) != 0)
-        return;
-    if (ss.ss_family == AF_INET) {
-        memcpy(c->peer, &((struct sockaddr_in *)&ss)->sin_addr, 4);
+    if (ss->ss_family == AF_INET) {
+        memcpy(c->peer, &((const struct sockaddr_in *)ss)->sin_addr, 4);
         c->peer_len = 4;
-    } else if (ss.ss_family == AF_INET6) {
-        memcpy(c->peer, &((struct sockaddr_in6 *)&ss)->sin6_addr, 16);
+    } else if (ss->ss_family == AF_INET6) {
+        memcpy(c->peer, &((const struct sockaddr_in6 *)ss)->sin6_addr, 16);
         c->peer_len = 16;
     }
 }
@@ -334,7 +332,7 @@ static aconn *victim(sv_admin *a, uint64_t now)
 
 /* Takes an accepted socket: a connection, or a refusal when there are too
  * many, or nothing when there is no memory for it. */
-static void take(sv_admin *a, int fd)
+static void take(sv_admin *a, int fd, const struct sockaddr_storage *peer)
 {
     aconn *c = calloc(1, sizeof *c);
     if (!c) {
@@ -352,7 +350,7 @@ static void take(sv_admin *a, int fd)
         aconn_close(c);
         return;
     }
-    set_peer(c, fd);
+    set_peer(c, peer);
     c->t_accept = uv_now(&a->loop);
     aconn *old = a->nlive >= SV_ADMIN_MAX_CONNS ? victim(a, c->t_accept) : NULL;
     if (old) {
@@ -393,7 +391,8 @@ static void on_listen(uv_poll_t *p, int status, int events)
     if (status < 0)
         return;
     for (int i = 0; i < SV_ACCEPT_BATCH; i++) {
-        int fd = sv__accept_one(a->lfd, NULL);
+        struct sockaddr_storage peer;
+        int fd = sv__accept_one(a->lfd, &peer);
         if (fd == SV_ACCEPT_NONE)
             return;
         if (fd == SV_ACCEPT_PAUSE) {
@@ -402,7 +401,7 @@ static void on_listen(uv_poll_t *p, int status, int events)
             uv_timer_start(&a->pause, on_pause_end, SV_ACCEPT_PAUSE_MS, 0);
             return;
         }
-        take(a, fd);
+        take(a, fd, &peer);
     }
 }
 
