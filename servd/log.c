@@ -343,15 +343,15 @@ int sv_log_close(sv_log *log, int timeout_ms)
     /* A writer blocked on a full pipe or a hung disk must not keep the
      * process from exiting: wait at most timeout_ms, then leave it (and
      * the lines it holds) to the exit. */
-    struct timespec until; /* monotonic: a step of the wall clock moves it not */
-    clock_gettime(CLOCK_MONOTONIC, &until);
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
     until.tv_sec += timeout_ms / 1000;
     until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
     if (until.tv_nsec >= 1000000000L) {
         until.tv_sec++;
         until.tv_nsec -= 1000000000L;
     }
-    if (pthread_clockjoin_np(log->thread, NULL, CLOCK_MONOTONIC, &until) != 0) {
+    if (pthread_timedjoin_np(log->thread, NULL, &until) != 0) {
         sv_say(SV_ERR,
                "the access log %s takes no more lines (a write is blocked); the lines "
                "not yet written are lost",
