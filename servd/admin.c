@@ -396,7 +396,7 @@ static void on_listen(uv_poll_t *p, int status, int events)
         if (fd == SV_ACCEPT_NONE)
             return;
         if (fd == SV_ACCEPT_PAUSE) {
-            sv__say_accept_failure(&a->said, "admin", errno, uv_now(&a->loop));
+            sv__say_accept_failure(&a->said, "admin", -1, errno, uv_now(&a->loop));
             uv_poll_stop(&a->listener);
             uv_timer_start(&a->pause, on_pause_end, SV_ACCEPT_PAUSE_MS, 0);
             return;

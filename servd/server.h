@@ -343,10 +343,11 @@ int sv__peek_input(uv_tcp_t *t);
 int sv__accept_one(int lfd, struct sockaddr_storage *peer);
 
 /* Says on standard error the accept failure e that paused accepting on
- * who's listener ("worker 1", "admin"): once, and again only for another
- * error or a minute later (a limit reached under load fails every accept
- * for a while). now: the loop's uv_now(). */
-void sv__say_accept_failure(sv_accept_said *said, const char *who, int e, uint64_t now);
+ * the listener of who and id ("worker " and 1, "admin" and -1 for none):
+ * once, and again only for another error or a minute later (a limit
+ * reached under load fails every accept for a while). now: the loop's
+ * uv_now(). */
+void sv__say_accept_failure(sv_accept_said *said, const char *who, int id, int e, uint64_t now);
 
 /* Relaxed add on a counter only this thread writes (no locked instruction). */
 static inline void sv__count(_Atomic uint64_t *c, uint64_t n)

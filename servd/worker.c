@@ -121,16 +121,16 @@ int sv__accept_one(int lfd, struct sockaddr_storage *peer)
  * while its clients waited in the backlog. */
 #define SV_ACCEPT_SAY_MS 60000
 
-void sv__say_accept_failure(sv_accept_said *said, const char *who, int e, uint64_t now)
+void sv__say_accept_failure(sv_accept_said *said, const char *who, int id, int e, uint64_t now)
 {
     if (e == said->err && now - said->ms < SV_ACCEPT_SAY_MS)
         return;
     said->err = e;
     said->ms = now;
     sv_say(SV_WARNING,
-           "%s: cannot accept a connection: %s%s; trying again within %d ms, "
+           "%s%.*d: cannot accept a connection: %s%s; trying again within %d ms, "
            "connections wait in the backlog (said again in a minute if it lasts)",
-           who, strerror(e),
+           who, id < 0 ? 0 : 1, id < 0 ? 0 : id, strerror(e),
            e == EMFILE || e == ENFILE ? " (out of descriptors: raise ulimit -n, LimitNOFILE=)" : "",
            SV_ACCEPT_PAUSE_MS);
 }
@@ -170,9 +170,7 @@ static void on_listen(uv_poll_t *p, int status, int events)
             int fds = e == EMFILE || e == ENFILE;
             int emfile = fds || e == ENOBUFS || e == ENOMEM;
             sv__count(&w->ctr->errors[emfile ? SV_ERR_EMFILE : SV_ERR_ACCEPT], 1);
-            char who[32];
-            snprintf(who, sizeof who, "worker %d", w->id);
-            sv__say_accept_failure(&w->said, who, e, uv_now(&w->loop));
+            sv__say_accept_failure(&w->said, "worker ", w->id, e, uv_now(&w->loop));
             set_accepting(w, 0);
             /* Out of descriptors, a connection that frees one by the end
              * of this turn is looked for as at --max-conns (an idle one, a
