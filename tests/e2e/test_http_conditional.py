@@ -237,11 +237,8 @@ def t_304_and_206_keep_expires_and_content_location(S):
     Cache-Control and Expires a 200 would; §15.3.7: so MUST a 206, single or multipart.
     Expires and Content-Location come only from a rules file: a cache that freshens its
     copy from a 304 without them keeps a stale Expires (RFC 9111 §4.3.4)."""
-    root = os.path.join(st.tmpdir(), "expires-cl")
-    os.makedirs(root, exist_ok=True)
     data = b"".join(b"line %05d of a text long enough for gzip\n" % i for i in range(200))
-    with open(os.path.join(root, "doc.txt"), "wb") as f:
-        f.write(data)
+    root = st.write_tree(os.path.join(st.tmpdir(), "expires-cl"), {"/doc.txt": data})
     rules = os.path.join(st.tmpdir(), "expires-cl.json")
     with open(rules, "w") as f:
         f.write('{"headers": [{"match": "/doc.txt", "name": "Expires", '
@@ -327,11 +324,8 @@ def t_last_modified_ahead_of_the_clock_is_sent_as_date(S):
     compare with that value. Here servd-pack's clock runs 2 h ahead (an LD_PRELOAD shim
     on servd-pack only) and SOURCE_DATE_EPOCH is 1 h ahead of the real time."""
     shim = os.path.join(st.BUILD_DIR, "clock_ahead.so")
-    root = os.path.join(st.tmpdir(), "ahead-site")
-    os.makedirs(root, exist_ok=True)
     text = b"".join(b"line %d of a text long enough to compress\n" % i for i in range(400))
-    with open(os.path.join(root, "t.txt"), "wb") as f:
-        f.write(text)
+    root = st.write_tree(os.path.join(st.tmpdir(), "ahead-site"), {"/t.txt": text})
     out = os.path.join(st.tmpdir(), "ahead.lmdb")
     ahead = int(time.time()) + 3600
     env = st.preload_env(shim, CLOCK_AHEAD="7200", SOURCE_DATE_EPOCH=str(ahead))
